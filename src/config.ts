@@ -1,0 +1,95 @@
+import { z } from 'zod';
+import { registerSecret } from './util/redact.ts';
+
+/**
+ * Every setting of feedmirror, parsed once from the environment. Each variable is documented in
+ * `.env.example` and the README. Defaults are the embedded ones: a local folder for storage, the
+ * outbox folder for email, local Redis and Postgres, so `npm run demo` needs no configuration.
+ */
+
+const url = (what: string) => z.string().url({ message: `must be a URL (${what})` });
+const csv = z
+  .string()
+  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean));
+const posInt = z.coerce.number().int().positive();
+
+export const configSchema = z.object({
+  /** Platform API host (R-MED-1). */
+  GRAPH_URL: url('platform API host').default('https://graph.instagram.com'),
+  /** Pinned API version for data calls (R-MED-1); token endpoints carry none. */
+  GRAPH_API_VERSION: z.string().regex(/^v\d+\.\d+$/, 'must look like v25.0').default('v25.0'),
+  AUTHORIZE_URL: url('login authorize page').default('https://www.instagram.com/oauth/authorize'),
+  OAUTH_TOKEN_URL: url('login code exchange').default('https://api.instagram.com/oauth/access_token'),
+  APP_ID: z.string().min(1).optional(),
+  APP_SECRET: z.string().min(1).optional(),
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').default('postgres://postgres@127.0.0.1:5432/feedmirror'),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').default('redis://127.0.0.1:6379'),
+  /** Key prefix for every BullMQ key; wrap it in {braces} for Redis Cluster. */
+  REDIS_PREFIX: z.string().min(1).default('feedmirror'),
+  /** `s3://bucket/prefix` or a local folder. */
+  STORAGE_URL: z.string().min(1).default('./data/storage'),
+  S3_ENDPOINT: url('S3-compatible endpoint').optional(),
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  S3_FORCE_PATH_STYLE: z.stringbool().default(false),
+  /** AWS SDK checksum mode; `when_required` for S3-compatible servers that mishandle aws-chunked bodies. */
+  S3_CHECKSUMS: z.enum(['when_supported', 'when_required']).default('when_required'),
+  /** Prefix written into feeds for mirrored copies (a CDN or the bucket's public address). */
+  MEDIA_PUBLIC_URL: url('public address of mirrored media').optional(),
+  /** Hosts images may be downloaded from; a leading dot matches subdomains. */
+  MEDIA_ALLOWED_HOSTS: csv.default(['.cdninstagram.com', '.fbcdn.net']),
+  MEDIA_MAX_BYTES: posInt.default(25 * 1024 * 1024),
+  MEDIA_MAX_PIXELS: posInt.default(50_000_000),
+  MEDIA_TIMEOUT_MS: posInt.default(30_000),
+  MEDIA_VARIANT_WIDTHS: csv
+    .transform((xs) => xs.map(Number))
+    .pipe(z.array(z.number().int().positive()))
+    .default([320, 640, 1080]),
+  /** 32-byte key, base64 or hex; several keys as `id:key,id:key`, the first one encrypts. */
+  TOKEN_ENCRYPTION_KEY: z.string().min(1).optional(),
+  SMTP_URL: z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),
+  ALERT_EMAIL_TO: z.string().email().optional(),
+  ALERT_EMAIL_FROM: z.string().email().default('feedmirror@localhost'),
+  /** Folder for emails when no SMTP_URL is set. */
+  OUTBOX_DIR: z.string().min(1).default('./data/outbox'),
+  PUBLIC_URL: url('public address of `feedmirror serve`').default('http://127.0.0.1:8080'),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  DASHBOARD_USER: z.string().min(1).optional(),
+  DASHBOARD_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
+  PAGE_SIZE: posInt.max(500).default(50),
+  HTTP_TIMEOUT_MS: posInt.default(15_000),
+  HTTP_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
+  SYNC_INTERVAL_MINUTES: posInt.default(60),
+  REFRESH_AFTER_DAYS: z.coerce.number().min(1).max(50).default(30),
+  /** What to do with copyright-flagged items (no media_url): drop them or show a text card (R-CNV-12). */
+  COPYRIGHT_ITEMS: z.enum(['drop', 'text-card']).default('drop'),
+  WORKER_CONCURRENCY: posInt.default(4),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Config = z.output<typeof configSchema>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parse the environment. Empty strings count as unset, so `FOO=` in an env file means default. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const cleaned: Record<string, string> = {};
+  for (const key of Object.keys(configSchema.shape)) {
+    const v = env[key];
+    if (v !== undefined && v !== '') cleaned[key] = v;
+  }
+  const parsed = configSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    // Name the variable, never echo its value: it may be a secret.
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  }
+  registerSecret(parsed.data.APP_SECRET);
+  registerSecret(parsed.data.TOKEN_ENCRYPTION_KEY);
+  registerSecret(parsed.data.DASHBOARD_PASSWORD);
+  return parsed.data;
+}

@@ -1,0 +1,100 @@
+import { redactText } from '../util/redact.ts';
+
+/**
+ * Typed failures of the platform API. Each carries the HTTP status, the platform's error code and
+ * subcode, and a message that says what happened and what the operator should do. Messages are
+ * passed through the redaction helper: never a token, secret or query string (R-TOK-11, R-LNK-7).
+ * No `cause` holding a raw response or URL is ever attached.
+ */
+export interface PlatformErrorDetails {
+  status?: number;
+  code?: number;
+  subcode?: number;
+  /** The endpoint in words ("token exchange", "media list"), never a URL with a query. */
+  operation?: string;
+  /** The platform's own message, redacted. */
+  platformMessage?: string;
+}
+
+export class PlatformError extends Error {
+  readonly status?: number;
+  readonly code?: number;
+  readonly subcode?: number;
+  readonly operation?: string;
+  readonly platformMessage?: string;
+  /** Whether retrying the same call later can succeed. */
+  readonly retryable: boolean = false;
+
+  constructor(message: string, details: PlatformErrorDetails = {}) {
+    super(redactText(message));
+    this.name = new.target.name;
+    this.status = details.status;
+    this.code = details.code;
+    this.subcode = details.subcode;
+    this.operation = details.operation;
+    this.platformMessage = details.platformMessage === undefined ? undefined : redactText(details.platformMessage);
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { name: this.name, message: this.message, status: this.status, code: this.code, subcode: this.subcode, operation: this.operation };
+  }
+}
+
+/** Subcodes of code 190 seen in the wild (DESIGN.md); any 190 means "log in again" (R-OWN-4). */
+export const TOKEN_SUBCODES: Record<number, string> = {
+  458: 'the owner removed the app from the account',
+  459: 'the account hit a security checkpoint',
+  460: 'the account password was changed',
+  463: 'the token has expired',
+  467: 'the token is invalid',
+};
+
+/** Code 190: the token is dead; only the account owner logging in again fixes it (R-TOK-10, R-OWN-4). */
+export class TokenInvalidError extends PlatformError {
+  get reason(): string {
+    return (this.subcode !== undefined && TOKEN_SUBCODES[this.subcode]) || 'the token was rejected';
+  }
+}
+/** 190/463. */
+export class TokenExpiredError extends TokenInvalidError {}
+/** 190/460. */
+export class PasswordChangedError extends TokenInvalidError {}
+
+/** Development-mode app whose account lacks the tester role (R-TOK-14). */
+export class InsufficientDeveloperRoleError extends PlatformError {}
+
+/** A personal (non-professional) account was connected (R-TOK-13). */
+export class PersonalAccountError extends PlatformError {}
+
+/** The scope instagram_business_basic was not granted (R-TOK-5, R-TOK-12). */
+export class MissingScopeError extends PlatformError {}
+
+/** Refresh refused because the token is younger than 24 hours (R-TOK-5). Retry later. */
+export class TokenTooYoungError extends PlatformError {
+  override readonly retryable = true;
+}
+
+/** HTTP 429 or codes 4, 17, 32, 613 (R-OWN-1). `retryAfterMs` is the platform's estimate, if given. */
+export class RateLimitedError extends PlatformError {
+  override readonly retryable = true;
+  readonly retryAfterMs?: number;
+  readonly usage?: Record<string, unknown>;
+  constructor(message: string, details: PlatformErrorDetails & { retryAfterMs?: number; usage?: Record<string, unknown> } = {}) {
+    super(message, details);
+    this.retryAfterMs = details.retryAfterMs;
+    this.usage = details.usage;
+  }
+}
+
+/** 5xx, timeouts, connection resets: retried with jittered backoff a bounded number of times. */
+export class TransientError extends PlatformError {
+  override readonly retryable = true;
+}
+
+/** The platform answered something that is not what the spec says (bad JSON, wrong types, HTML). */
+export class MalformedResponseError extends PlatformError {
+  override readonly retryable = true;
+}
+
+/** Any other error object from the platform (a field refused, a bad parameter). */
+export class PlatformRequestError extends PlatformError {}

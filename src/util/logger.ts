@@ -1,0 +1,33 @@
+import { pino, type Logger, type DestinationStream } from 'pino';
+import { redactText, redactValue } from './redact.ts';
+
+export type { Logger };
+
+/**
+ * Structured logs (pino). Every string and object passes the redaction helper, so a URL logged
+ * by mistake loses its query string and a secret-named field is replaced (R-TOK-11, R-LNK-7).
+ */
+export function createLogger(opts: { level?: string; name?: string; destination?: DestinationStream } = {}): Logger {
+  const options = {
+    name: opts.name ?? 'feedmirror',
+    level: opts.level ?? process.env.LOG_LEVEL ?? 'info',
+    base: undefined,
+    formatters: {
+      log(object: Record<string, unknown>) {
+        return redactValue(object) as Record<string, unknown>;
+      },
+    },
+    hooks: {
+      logMethod(this: Logger, args: unknown[], method: (...a: unknown[]) => void) {
+        method.apply(this, args.map((a) => (typeof a === 'string' ? redactText(a) : a)));
+      },
+    },
+    serializers: {
+      err: (e: unknown) => redactValue(pino.stdSerializers.err(e as Error)),
+    },
+  };
+  return opts.destination ? pino(options, opts.destination) : pino(options);
+}
+
+/** A logger that writes nothing; for pure unit tests. */
+export const silentLogger: Logger = pino({ level: 'silent' });

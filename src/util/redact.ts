@@ -1,0 +1,56 @@
+/**
+ * The one redaction helper (R-TOK-11, R-LNK-7, R-MED-6). Everything that may reach a log line,
+ * an error message, an email or an HTTP response passes through here when it could carry a URL
+ * or a secret. Tokens travel in query strings, so query strings are never kept.
+ */
+
+const SECRET_PARAMS = ['access_token', 'client_secret', 'code', 'refresh_token', 'token', 'state', 'password'];
+const PARAM_RE = new RegExp(`\\b(${SECRET_PARAMS.join('|')})=([^&\\s"'<>]+)`, 'gi');
+const URL_RE = /\bhttps?:\/\/[^\s"'<>]+/gi;
+const BEARER_RE = /\b(Bearer)\s+[A-Za-z0-9._~+/=-]+/gi;
+
+/** Secrets registered at start-up (app secret, encryption keys) are scrubbed wherever they appear. */
+const registered = new Set<string>();
+
+/** Register a value that must never be printed. Short values are ignored to avoid scrubbing noise. */
+export function registerSecret(value: string | undefined | null): void {
+  if (value && value.length >= 6) registered.add(value);
+}
+
+/** A URL without its query string and fragment: `https://host/path?…`. */
+export function redactUrl(url: string): string {
+  const q = url.search(/[?#]/);
+  return q === -1 ? url : `${url.slice(0, q)}?…`;
+}
+
+/** Scrub URLs' query strings, secret-looking parameters and registered secrets from free text. */
+export function redactText(text: string): string {
+  let out = text.replace(URL_RE, (u) => redactUrl(u));
+  out = out.replace(PARAM_RE, (_m, k: string) => `${k}=[redacted]`);
+  out = out.replace(BEARER_RE, '$1 [redacted]');
+  for (const s of registered) {
+    if (out.includes(s)) out = out.split(s).join('[redacted]');
+  }
+  return out;
+}
+
+/** Deeply redact a value for logging: strings are scrubbed, known secret keys are replaced. */
+export function redactValue(value: unknown, depth = 0): unknown {
+  if (depth > 8) return '[deep]';
+  if (typeof value === 'string') return redactText(value);
+  if (Array.isArray(value)) return value.map((v) => redactValue(v, depth + 1));
+  if (value instanceof Error) return { name: value.name, message: redactText(value.message) };
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+      out[k] = isSecretKey(k) ? '[redacted]' : redactValue(v, depth + 1);
+    }
+    return out;
+  }
+  return value;
+}
+
+const SECRET_KEY_RE = /^(access_?token|accessToken|token|client_?secret|appSecret|app_secret|secret|password|encryptionKey|key|authorization|cookie)$/i;
+export function isSecretKey(key: string): boolean {
+  return SECRET_KEY_RE.test(key);
+}

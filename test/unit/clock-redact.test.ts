@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock, DAY } from '../../src/util/clock.ts';
+import { redactText, redactUrl, redactValue, registerSecret } from '../../src/util/redact.ts';
+
+describe('ManualClock', () => {
+  it('moves only forward, when told', () => {
+    const c = new ManualClock(Date.UTC(2026, 0, 1));
+    c.advance(DAY);
+    expect(c.now().toISOString()).toBe('2026-01-02T00:00:00.000Z');
+    expect(() => c.advance(-1)).toThrow(/forward/);
+  });
+});
+
+describe('redaction (R-TOK-11, R-LNK-7, R-MED-6)', () => {
+  it('drops query strings from URLs in free text', () => {
+    const s = redactText('GET https://graph.example/v25.0/me/media?access_token=IGQVJabc&after=x failed');
+    expect(s).not.toContain('IGQVJabc');
+    expect(s).toContain('https://graph.example/v25.0/me/media?…');
+  });
+  it('scrubs secret parameters outside URLs and registered secrets', () => {
+    registerSecret('super-secret-app-value');
+    const s = redactText('client_secret=abc123 access_token=tok456 and super-secret-app-value');
+    expect(s).not.toMatch(/abc123|tok456|super-secret-app-value/);
+    expect(redactUrl('https://a/b?c=d#e')).toBe('https://a/b?…');
+  });
+  it('replaces secret-named keys in objects', () => {
+    expect(redactValue({ accessToken: 'x', nested: { token: 'y', ok: 1 } })).toEqual({ accessToken: '[redacted]', nested: { token: '[redacted]', ok: 1 } });
+  });
+});
