@@ -1,0 +1,51 @@
+import type { MediaItem } from './media-item.ts';
+import type { PlatformError } from './errors.ts';
+import type { DroppableField } from './media-item.ts';
+
+/** Result of the login's code exchange (short-lived token, valid one hour). */
+export interface ShortLivedGrant {
+  accessToken: string;
+  userId: string;
+  permissions?: string[];
+}
+
+/** Result of exchange or refresh: the token and its absolute expiry (R-TOK-4). */
+export interface TokenGrant {
+  accessToken: string;
+  tokenType: string;
+  expiresIn: number;
+  /** now (from the injected clock) + expiresIn seconds. */
+  expiresAt: Date;
+}
+
+/** The profile (`/me`) as far as the platform offers it (R-OWN-5). */
+export interface Profile {
+  id: string;
+  username: string;
+  name?: string;
+  accountType?: string;
+  profilePictureUrl?: string;
+}
+
+export interface MediaListing {
+  /** Merged by id across pages (R-MED-7), in the order first seen. */
+  items: MediaItem[];
+  /** True only when paging.next was followed until absent (R-MED-5). Only a complete listing may prune. */
+  complete: boolean;
+  pages: number;
+  /** Optional fields the account refused; remember them per account (R-MED-4). */
+  refusedFields: DroppableField[];
+  /** Why the listing stopped early, when it did. */
+  error?: PlatformError;
+  /** Platform calls made, retries included. */
+  calls: number;
+}
+
+export interface ListMediaOptions {
+  /** Fields already known to be refused by this account: not asked for again. */
+  refusedFields?: readonly DroppableField[];
+  pageSize?: number;
+  /** Upper bound on pages, a guard against a platform that never ends its listing. */
+  maxPages?: number;
+  onPage?: (page: { index: number; items: number }) => void;
+}
