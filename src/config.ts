@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { registerSecret } from './util/redact.ts';
+import { DEFAULT_API_VERSION, DEFAULT_AUTHORIZE_URL, DEFAULT_GRAPH_URL, DEFAULT_MEDIA_HOSTS, DEFAULT_OAUTH_TOKEN_URL } from './platform/identifiers.ts';
 
 /**
  * Every setting of feedmirror, parsed once from the environment. Each variable is documented in
@@ -15,11 +16,11 @@ const posInt = z.coerce.number().int().positive();
 
 export const configSchema = z.object({
   /** Platform API host (R-MED-1). */
-  GRAPH_URL: url('platform API host').default('https://graph.instagram.com'),
+  GRAPH_URL: url('platform API host').default(DEFAULT_GRAPH_URL),
   /** Pinned API version for data calls (R-MED-1); token endpoints carry none. */
-  GRAPH_API_VERSION: z.string().regex(/^v\d+\.\d+$/, 'must look like v25.0').default('v25.0'),
-  AUTHORIZE_URL: url('login authorize page').default('https://www.instagram.com/oauth/authorize'),
-  OAUTH_TOKEN_URL: url('login code exchange').default('https://api.instagram.com/oauth/access_token'),
+  GRAPH_API_VERSION: z.string().regex(/^v\d+\.\d+$/, 'must look like v25.0').default(DEFAULT_API_VERSION),
+  AUTHORIZE_URL: url('login authorize page').default(DEFAULT_AUTHORIZE_URL),
+  OAUTH_TOKEN_URL: url('login code exchange').default(DEFAULT_OAUTH_TOKEN_URL),
   APP_ID: z.string().min(1).optional(),
   APP_SECRET: z.string().min(1).optional(),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').default('postgres://postgres@127.0.0.1:5432/feedmirror'),
@@ -36,7 +37,7 @@ export const configSchema = z.object({
   /** Prefix written into feeds for mirrored copies (a CDN or the bucket's public address). */
   MEDIA_PUBLIC_URL: url('public address of mirrored media').optional(),
   /** Hosts images may be downloaded from; a leading dot matches subdomains. */
-  MEDIA_ALLOWED_HOSTS: csv.default(['.cdninstagram.com', '.fbcdn.net']),
+  MEDIA_ALLOWED_HOSTS: csv.default(DEFAULT_MEDIA_HOSTS),
   MEDIA_MAX_BYTES: posInt.default(25 * 1024 * 1024),
   MEDIA_MAX_PIXELS: posInt.default(50_000_000),
   MEDIA_TIMEOUT_MS: posInt.default(30_000),
