@@ -1,3 +1,5 @@
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+
 /**
  * Every "now" in feedmirror comes from a Clock, so tests move time instead of sleeping.
  */
@@ -29,3 +31,27 @@ export const SECOND = 1000;
 export const MINUTE = 60 * SECOND;
 export const HOUR = 60 * MINUTE;
 export const DAY = 24 * HOUR;
+
+/**
+ * A clock read from a file that a controller moves (tests with several worker processes, the demo):
+ * the file holds epoch milliseconds. Selected with FEEDMIRROR_CLOCK_FILE; never used by default.
+ */
+export class FileClock implements Clock {
+  constructor(private readonly path: string) {}
+  now(): Date {
+    const text = readFileSync(this.path, 'utf8').trim();
+    const ms = Number(text);
+    if (!Number.isFinite(ms)) throw new Error(`clock file ${this.path} does not hold epoch milliseconds`);
+    return new Date(ms);
+  }
+  static write(path: string, at: Date | number): void {
+    const tmp = `${path}.${process.pid}.tmp`;
+    writeFileSync(tmp, String(typeof at === 'number' ? at : at.getTime()));
+    renameSync(tmp, path);
+  }
+}
+
+/** The clock a process runs on: the system clock unless FEEDMIRROR_CLOCK_FILE names a file clock. */
+export function clockFromEnv(env: NodeJS.ProcessEnv = process.env): Clock {
+  return env.FEEDMIRROR_CLOCK_FILE ? new FileClock(env.FEEDMIRROR_CLOCK_FILE) : systemClock;
+}

@@ -1,4 +1,6 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { redactText, redactValue } from './redact.ts';
 
 export type { Logger };
@@ -26,7 +28,24 @@ export function createLogger(opts: { level?: string; name?: string; destination?
       err: (e: unknown) => redactValue(pino.stdSerializers.err(e as Error)),
     },
   };
+  const capture = captureStream();
+  if (capture) {
+    // Under the test suite every log line is also kept for the secrets audit (test/audit).
+    const streams = [{ stream: capture }, ...(opts.destination ? [{ stream: opts.destination }] : [])];
+    return pino({ ...options, level: options.level }, pino.multistream(streams.map((s) => ({ ...s, level: 'trace' as const }))));
+  }
   return opts.destination ? pino(options, opts.destination) : pino(options);
+}
+
+let captureDestination: DestinationStream | undefined;
+function captureStream(): DestinationStream | undefined {
+  const dir = process.env.FEEDMIRROR_CAPTURE_DIR;
+  if (!dir) return undefined;
+  if (!captureDestination) {
+    mkdirSync(dir, { recursive: true });
+    captureDestination = pino.destination({ dest: join(dir, `log.${process.pid}.txt`), sync: true });
+  }
+  return captureDestination;
 }
 
 /** A logger that writes nothing; for pure unit tests. */

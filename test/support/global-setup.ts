@@ -1,4 +1,6 @@
 import type { TestProject } from 'vitest/node';
+import { mkdirSync, rmSync } from 'node:fs';
+import { captureDirFor } from './capture-dir.ts';
 
 /**
  * Resolves where the real services of the integration tests are: testcontainers when a container
@@ -13,6 +15,10 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject) {
+  // A fresh capture for the secrets audit that runs after the suite (test/audit).
+  const capture = process.env.FEEDMIRROR_CAPTURE_DIR ?? captureDirFor(process.cwd());
+  rmSync(capture, { recursive: true, force: true });
+  mkdirSync(capture, { recursive: true });
   const stops: Array<() => Promise<unknown>> = [];
   let databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   let redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
