@@ -1,0 +1,192 @@
+import { z } from 'zod';
+import type { Config } from '../config.ts';
+import { InvalidKeyError } from '../storage/errors.ts';
+import { mediaKey, mediaPrefix } from '../storage/keys.ts';
+import type { ObjectStorage } from '../storage/types.ts';
+import type { Clock } from '../util/clock.ts';
+import { downloadImage } from './download.ts';
+import { processImage } from './image.ts';
+
+/** Mirrored copies never change under their name (content-addressed), so caches may keep them forever. */
+export const IMMUTABLE_CACHE_CONTROL = 'public, max-age=31536000, immutable';
+/** The manifest can be rewritten (force); nobody outside should cache it. */
+const MANIFEST_CACHE_CONTROL = 'no-cache';
+
+export interface MirrorLimits {
+  allowedHosts: string[];
+  maxBytes: number;
+  maxPixels: number;
+  timeoutMs: number;
+  variantWidths: number[];
+}
+
+export function mirrorLimitsFromConfig(config: Pick<Config, 'MEDIA_ALLOWED_HOSTS' | 'MEDIA_MAX_BYTES' | 'MEDIA_MAX_PIXELS' | 'MEDIA_TIMEOUT_MS' | 'MEDIA_VARIANT_WIDTHS'>): MirrorLimits {
+  return {
+    allowedHosts: config.MEDIA_ALLOWED_HOSTS,
+    maxBytes: config.MEDIA_MAX_BYTES,
+    maxPixels: config.MEDIA_MAX_PIXELS,
+    timeoutMs: config.MEDIA_TIMEOUT_MS,
+    variantWidths: config.MEDIA_VARIANT_WIDTHS,
+  };
+}
+
+export interface MirrorDeps {
+  storage: ObjectStorage;
+  download?: typeof downloadImage;
+  limits: MirrorLimits;
+  /** For the oe check before downloading. */
+  clock?: Clock;
+}
+
+export interface MirrorJob {
+  accountId: string;
+  mediaId: string;
+  /** 'cover', 'slide-0', ...: one image of a media item. */
+  slot: string;
+  /** The signed link; never stored, never logged. */
+  url: string;
+  /** Ignore an existing manifest and copy again (a changed image). */
+  force?: boolean;
+}
+
+export interface MirroredVariant {
+  key: string;
+  url: string;
+  width: number;
+  height: number;
+}
+
+export interface MirroredImage {
+  key: string;
+  /** storage.publicUrl(key): what the feed points at. */
+  url: string;
+  width: number;
+  height: number;
+  contentType: string;
+  bytes: number;
+  variants: MirroredVariant[];
+  /** True when an earlier run's manifest was found and nothing was downloaded or uploaded. */
+  reused: boolean;
+}
+
+const SLOT_RE = /^[a-z0-9][a-z0-9-]{0,63}$/;
+
+/** What we store next to the copies. URLs are not stored: they follow MEDIA_PUBLIC_URL at read time. */
+const manifestSchema = z.object({
+  version: z.literal(1),
+  key: z.string().min(1),
+  width: z.number().int().positive(),
+  height: z.number().int().positive(),
+  contentType: z.string().min(1),
+  bytes: z.number().int().nonnegative(),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  variants: z.array(z.object({ key: z.string().min(1), width: z.number().int().positive(), height: z.number().int().positive() })),
+});
+type Manifest = z.output<typeof manifestSchema>;
+
+export function manifestKey(accountId: string, mediaId: string, slot: string): string {
+  return mediaKey(accountId, mediaId, `${checkSlot(slot)}.json`);
+}
+
+function checkSlot(slot: string): string {
+  if (typeof slot !== 'string' || !SLOT_RE.test(slot)) throw new InvalidKeyError('slot', String(slot), 'must be 1-64 characters of a-z 0-9 -, like cover or slide-0');
+  return slot;
+}
+
+function fromManifest(storage: ObjectStorage, m: Manifest, reused: boolean): MirroredImage {
+  return {
+    key: m.key,
+    url: storage.publicUrl(m.key),
+    width: m.width,
+    height: m.height,
+    contentType: m.contentType,
+    bytes: m.bytes,
+    variants: m.variants.map((v) => ({ ...v, url: storage.publicUrl(v.key) })),
+    reused,
+  };
+}
+
+async function readManifest(storage: ObjectStorage, key: string): Promise<Manifest | undefined> {
+  const obj = await storage.get(key);
+  if (!obj) return undefined;
+  try {
+    return manifestSchema.parse(JSON.parse(obj.body.toString('utf8')));
+  } catch {
+    return undefined; // unreadable manifest: copy again, the content-addressed names make it harmless
+  }
+}
+
+/**
+ * Copy one image of a media item into storage before its link expires (R-LNK-5): download, check,
+ * measure (R-CNV-11), resize, upload the original and its variants, then write the manifest LAST.
+ * The manifest is the commit point: when it exists the copy is complete and this returns it
+ * without downloading or uploading anything, so a job delivered twice costs one GET of storage.
+ * Object names carry the first 16 hex digits of the original's sha256: a run that crashed midway
+ * re-uploads under the same names, leaving no duplicates.
+ * Errors: LinkExpiredError (renew the link, R-LNK-3), DownloadError, TooLargeError,
+ * DisallowedHostError, InvalidImageError, ImageTooLargeError, StorageError.
+ */
+export async function mirrorImage(deps: MirrorDeps, job: MirrorJob): Promise<MirroredImage> {
+  const { storage, limits } = deps;
+  const slot = checkSlot(job.slot);
+  const mKey = manifestKey(job.accountId, job.mediaId, slot);
+
+  if (!job.force) {
+    const existing = await readManifest(storage, mKey);
+    if (existing) return fromManifest(storage, existing, true);
+  }
+
+  const download = deps.download ?? downloadImage;
+  const downloaded = await download(job.url, {
+    allowedHosts: limits.allowedHosts,
+    maxBytes: limits.maxBytes,
+    timeoutMs: limits.timeoutMs,
+    ...(deps.clock ? { clock: deps.clock } : {}),
+  });
+  const { original, variants } = await processImage(downloaded.body, { maxPixels: limits.maxPixels, variantWidths: limits.variantWidths });
+
+  const sha16 = original.sha256.slice(0, 16);
+  const key = mediaKey(job.accountId, job.mediaId, `${slot}-${sha16}.${original.ext}`);
+  await storage.put(key, original.buffer, { contentType: original.contentType, cacheControl: IMMUTABLE_CACHE_CONTROL });
+  const storedVariants: Manifest['variants'] = [];
+  for (const v of variants) {
+    const vKey = mediaKey(job.accountId, job.mediaId, `${slot}-${sha16}-w${v.width}.${v.ext}`);
+    await storage.put(vKey, v.buffer, { contentType: v.contentType, cacheControl: IMMUTABLE_CACHE_CONTROL });
+    storedVariants.push({ key: vKey, width: v.width, height: v.height });
+  }
+
+  const manifest: Manifest = {
+    version: 1,
+    key,
+    width: original.width,
+    height: original.height,
+    contentType: original.contentType,
+    bytes: original.buffer.length,
+    sha256: original.sha256,
+    variants: storedVariants,
+  };
+  await storage.put(mKey, Buffer.from(JSON.stringify(manifest)), { contentType: 'application/json', cacheControl: MANIFEST_CACHE_CONTROL });
+  return fromManifest(storage, manifest, false);
+}
+
+/** Remove every object of one media item (deleted at the source, R-LNK-6). Returns objects removed. */
+export async function removeMirroredMedia(storage: ObjectStorage, accountId: string, mediaId: string): Promise<number> {
+  return storage.deletePrefix(mediaPrefix(accountId, mediaId));
+}
+
+/**
+ * Remove the copies of every media item of an account that is not in `keepMediaIds` (R-LNK-6).
+ * Call it only after a COMPLETE listing of the account's media: an empty or partial set deletes
+ * copies that are still needed. Returns the number of media items removed.
+ */
+export async function sweepOrphans(storage: ObjectStorage, accountId: string, keepMediaIds: Set<string>): Promise<number> {
+  const prefix = mediaPrefix(accountId);
+  const orphans = new Set<string>();
+  for await (const key of storage.list(prefix)) {
+    const mediaId = key.slice(prefix.length).split('/')[0];
+    // Only folders we could have written (valid media ids); anything else is not ours to delete.
+    if (mediaId && /^[A-Za-z0-9_-]{1,128}$/.test(mediaId) && !keepMediaIds.has(mediaId)) orphans.add(mediaId);
+  }
+  for (const mediaId of orphans) await storage.deletePrefix(mediaPrefix(accountId, mediaId));
+  return orphans.size;
+}

@@ -1,0 +1,26 @@
+/** Typed storage errors. Messages name the endpoint, bucket or folder, never credentials. */
+export class StorageError extends Error {
+  /** True when retrying later may succeed (network, 5xx, storage down). */
+  readonly retryable: boolean;
+  constructor(message: string, opts: { retryable?: boolean; cause?: unknown } = {}) {
+    super(message, { cause: opts.cause });
+    this.name = 'StorageError';
+    this.retryable = opts.retryable ?? false;
+  }
+}
+
+/** The storage cannot be reached or answered 5xx: retry later. */
+export class StorageUnavailableError extends StorageError {
+  constructor(message: string, opts: { cause?: unknown } = {}) {
+    super(message, { retryable: true, cause: opts.cause });
+    this.name = 'StorageUnavailableError';
+  }
+}
+
+/** A key, id or name that is not allowed (path traversal, odd characters): a bug, never retried. */
+export class InvalidKeyError extends StorageError {
+  constructor(readonly part: string, readonly value: string, reason: string) {
+    super(`invalid storage ${part} ${JSON.stringify(value.slice(0, 200))}: ${reason}`);
+    this.name = 'InvalidKeyError';
+  }
+}

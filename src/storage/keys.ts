@@ -1,0 +1,80 @@
+import { InvalidKeyError } from './errors.ts';
+
+/**
+ * The storage layout, in one place:
+ *   feeds/<accountId>.json                  the published feed
+ *   media/<accountId>/<mediaId>/<name>       mirrored images and their manifests
+ * Every part is checked against a strict pattern, so no id can traverse (`../`) or smuggle a
+ * separator. The implementations check whole keys again (assertStorageKey) in case this module
+ * is bypassed.
+ */
+const ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
+// A name may contain dots (extensions) but never start with one (hidden files, `.`/`..`).
+const NAME_RE = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$/;
+const SEGMENT_RE = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/;
+const MAX_KEY_LENGTH = 1024;
+
+export function assertId(part: string, value: string): string {
+  if (typeof value !== 'string' || !ID_RE.test(value)) {
+    throw new InvalidKeyError(part, String(value), 'must be 1-128 characters of A-Z a-z 0-9 _ -');
+  }
+  return value;
+}
+
+export function assertName(part: string, value: string): string {
+  if (typeof value !== 'string' || !NAME_RE.test(value) || value.includes('..')) {
+    throw new InvalidKeyError(part, String(value), 'must be 1-128 characters of A-Z a-z 0-9 _ . -, not starting with a dot, without ".."');
+  }
+  return value;
+}
+
+/** `feeds/<accountId>.json` */
+export function feedKey(accountId: string): string {
+  return `feeds/${assertId('accountId', accountId)}.json`;
+}
+
+/** `media/<accountId>/` or `media/<accountId>/<mediaId>/` */
+export function mediaPrefix(accountId: string, mediaId?: string): string {
+  const acc = assertId('accountId', accountId);
+  return mediaId === undefined ? `media/${acc}/` : `media/${acc}/${assertId('mediaId', mediaId)}/`;
+}
+
+/** `media/<accountId>/<mediaId>/<name>` */
+export function mediaKey(accountId: string, mediaId: string, name: string): string {
+  return `${mediaPrefix(accountId, mediaId)}${assertName('name', name)}`;
+}
+
+function checkSegments(part: string, value: string, segments: string[]): void {
+  for (const s of segments) {
+    if (!SEGMENT_RE.test(s) || s.includes('..')) {
+      throw new InvalidKeyError(part, value, `segment ${JSON.stringify(s)} is not allowed (A-Z a-z 0-9 _ . -, no leading dot, no "..", no empty segment)`);
+    }
+  }
+}
+
+/** A whole key as the implementations accept it: relative, `/`-separated, safe segments. */
+export function assertStorageKey(key: string): string {
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH) {
+    throw new InvalidKeyError('key', String(key), `must be 1-${MAX_KEY_LENGTH} characters`);
+  }
+  checkSegments('key', key, key.split('/'));
+  return key;
+}
+
+/**
+ * A prefix for list/deletePrefix: like a key, but it may end with `/` and its last segment may be
+ * partial. `allowEmpty` is for list only: deleting everything is never what a caller means.
+ */
+export function assertStoragePrefix(prefix: string, allowEmpty: boolean): string {
+  if (typeof prefix !== 'string' || prefix.length > MAX_KEY_LENGTH) {
+    throw new InvalidKeyError('prefix', String(prefix), `must be at most ${MAX_KEY_LENGTH} characters`);
+  }
+  if (prefix === '') {
+    if (allowEmpty) return prefix;
+    throw new InvalidKeyError('prefix', prefix, 'must not be empty (refusing to delete everything)');
+  }
+  const segments = prefix.split('/');
+  if (prefix.endsWith('/')) segments.pop();
+  checkSegments('prefix', prefix, segments);
+  return prefix;
+}

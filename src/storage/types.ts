@@ -1,0 +1,34 @@
+/**
+ * Object storage behind one small interface: S3 (or any S3-compatible server) and a local folder.
+ * Keys are relative, `/`-separated and validated (see keys.ts); implementations apply their own
+ * prefix (the `s3://bucket/prefix` part or the folder) and refuse keys that would escape it.
+ */
+export interface PutOptions {
+  contentType: string;
+  cacheControl: string;
+}
+
+export interface StoredObject {
+  body: Buffer;
+  contentType?: string;
+  cacheControl?: string;
+}
+
+export interface ObjectStorage {
+  readonly kind: 's3' | 'local';
+  /** One atomic write: readers see the old or the new object, never a half-written one. */
+  put(key: string, body: Buffer, opts: PutOptions): Promise<void>;
+  /** null when the key does not exist. */
+  get(key: string): Promise<StoredObject | null>;
+  head(key: string): Promise<{ size: number; contentType?: string } | null>;
+  /** A missing key is fine. */
+  delete(key: string): Promise<void>;
+  /** Deletes every key starting with `prefix` (a non-empty prefix); returns how many were deleted. */
+  deletePrefix(prefix: string): Promise<number>;
+  /** Keys starting with `prefix` (plain string prefix, like S3), in lexicographic order. */
+  list(prefix: string): AsyncIterable<string>;
+  /** MEDIA_PUBLIC_URL + key, or the implementation's default address of the object. */
+  publicUrl(key: string): string;
+  /** Readiness check: throws StorageUnavailableError when the storage cannot be reached. */
+  ping(): Promise<void>;
+}

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidKeyError } from '../../src/storage/errors.ts';
+import { assertStorageKey, assertStoragePrefix, feedKey, mediaKey, mediaPrefix } from '../../src/storage/keys.ts';
+import { parseS3Url } from '../../src/storage/index.ts';
+
+describe('storage keys', () => {
+  it('lays out feeds and media', () => {
+    expect(feedKey('17841400000000001')).toBe('feeds/17841400000000001.json');
+    expect(mediaPrefix('acc_1')).toBe('media/acc_1/');
+    expect(mediaPrefix('acc_1', '1790-2')).toBe('media/acc_1/1790-2/');
+    expect(mediaKey('acc_1', '1790', 'cover-0123abcd.jpg')).toBe('media/acc_1/1790/cover-0123abcd.jpg');
+  });
+
+  it.each(['../etc', '..', 'a/b', 'a\\b', '', 'a b', 'a.b', 'x'.repeat(129), 'é', 'a\0'])('refuses the id %j (no path traversal)', (bad) => {
+    expect(() => feedKey(bad)).toThrow(InvalidKeyError);
+    expect(() => mediaPrefix('acc', bad)).toThrow(InvalidKeyError);
+  });
+
+  it('names the bad part in the error', () => {
+    expect(() => mediaKey('acc', '../../x', 'a.jpg')).toThrow(/mediaId/);
+    expect(() => mediaKey('../acc', 'm', 'a.jpg')).toThrow(/accountId/);
+    try {
+      mediaKey('acc', 'm', '../a.jpg');
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(InvalidKeyError);
+      expect((err as InvalidKeyError).part).toBe('name');
+    }
+  });
+
+  it.each(['..', '../a', 'a/../b', '.hidden', 'a..jpg', 'a/b', ''])('refuses the name %j', (bad) => {
+    expect(() => mediaKey('acc', 'm', bad)).toThrow(InvalidKeyError);
+  });
+
+  it('whole keys: relative, safe segments only', () => {
+    expect(assertStorageKey('media/a/b/c.webp')).toBe('media/a/b/c.webp');
+    for (const bad of ['/abs', 'a//b', 'a/', 'a/../b', './a', 'a/.meta/x', '..', '', 'a\\..\\b']) {
+      expect(() => assertStorageKey(bad), bad).toThrow(InvalidKeyError);
+    }
+  });
+
+  it('prefixes: may end with a slash, never empty for deletion', () => {
+    expect(assertStoragePrefix('media/acc/', false)).toBe('media/acc/');
+    expect(assertStoragePrefix('media/ac', false)).toBe('media/ac');
+    expect(assertStoragePrefix('', true)).toBe('');
+    expect(() => assertStoragePrefix('', false)).toThrow(/empty/);
+    expect(() => assertStoragePrefix('media/../', true)).toThrow(InvalidKeyError);
+  });
+
+  it('parses STORAGE_URL s3://bucket/prefix', () => {
+    expect(parseS3Url('s3://my-bucket')).toEqual({ bucket: 'my-bucket', prefix: '' });
+    expect(parseS3Url('s3://my-bucket/feedmirror/prod/')).toEqual({ bucket: 'my-bucket', prefix: 'feedmirror/prod/' });
+    expect(() => parseS3Url('s3://B')).toThrow(/bucket/);
+    expect(() => parseS3Url('s3://bucket/../x')).toThrow(/prefix/);
+  });
+});
