@@ -20,3 +20,5 @@ export const REFRESH_PATH = '/refresh_access_token';
 export const DEFAULT_MEDIA_HOSTS = ['.cdninstagram.com', '.fbcdn.net'];
 /** Professional account types (R-TOK-13); anything else is a personal account. */
 export const PROFESSIONAL_ACCOUNT_TYPES = ['BUSINESS', 'MEDIA_CREATOR', 'CREATOR'];
+/** A profile's public page is PROFILE_URL_BASE + username + '/' (schema v1 Origin.url). */
+export const PROFILE_URL_BASE = 'https://www.instagram.com/';
