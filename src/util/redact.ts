@@ -39,6 +39,8 @@ export function redactValue(value: unknown, depth = 0): unknown {
   if (depth > 8) return '[deep]';
   if (typeof value === 'string') return redactText(value);
   if (Array.isArray(value)) return value.map((v) => redactValue(v, depth + 1));
+  // Dates are logged as expiry evidence (R-TOK-11): keep them (pino prints ISO), never walk them as objects.
+  if (value instanceof Date) return value;
   if (value instanceof Error) return { name: value.name, message: redactText(value.message) };
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};

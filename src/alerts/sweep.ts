@@ -1,0 +1,143 @@
+import type pg from 'pg';
+import type { Clock } from '../util/clock.ts';
+import type { Logger } from '../util/logger.ts';
+import { redactText } from '../util/redact.ts';
+import { getAccount, listAccounts, setAccountStatus, type AccountWithExpiry } from '../store/accounts.ts';
+import { forgetAlert, recordAlertOnce, type AlertKey } from '../store/alerts-sent.ts';
+import { getTokenInfo } from '../store/tokens.ts';
+import type { Mailer } from './mailer.ts';
+import { connectUrlFor, expiryEmail, reauthEmail, type Email } from './messages.ts';
+import { daysLeft, dueThreshold } from './thresholds.ts';
+
+export interface SweepDeps {
+  db: pg.Pool;
+  mailer: Pick<Mailer, 'send'>;
+  clock: Clock;
+  logger: Logger;
+  /** Public address of `feedmirror serve`; the emails link to its connect page. */
+  publicUrl: string;
+}
+
+export interface SentAlert {
+  accountId: string;
+  kind: 'expiry' | 'reauth';
+  thresholdDays: number;
+}
+
+export interface SweepResult {
+  checked: number;
+  sent: SentAlert[];
+  /** Accounts whose alert could not be sent this time; the next sweep retries them. */
+  failed: Array<{ accountId: string; error: string }>;
+}
+
+/**
+ * The expiry sweep (R-TOK-9, R-TOK-10), run daily. For every account holding a token:
+ * - active, token past its expiry: the account becomes reauth_required (event 'expired');
+ * - reauth_required: one 'reauth' email per token life (threshold 0);
+ * - active with a due threshold (14, 7, 3, 1 days): one 'expiry' email per threshold and token life.
+ * Safe to run from several processes at once: every email is claimed in alerts_sent first.
+ * Logs expiry dates, never tokens (this module never even decrypts one).
+ */
+export async function runExpirySweep(deps: SweepDeps): Promise<SweepResult> {
+  const now = deps.clock.now();
+  const accounts = await listAccounts(deps.db, now, { withTokenOnly: true });
+  const result: SweepResult = { checked: 0, sent: [], failed: [] };
+  for (const account of accounts) {
+    if (account.status === 'disabled' || !account.expiresAt) continue;
+    result.checked++;
+    try {
+      const sent = await alertAccount(deps, account, now);
+      if (sent) result.sent.push(sent);
+    } catch (err) {
+      // One account's failure (SMTP down, ...) must not keep the others from their alerts.
+      const error = redactText((err as Error).message);
+      result.failed.push({ accountId: account.id, error });
+      deps.logger.warn({ accountId: account.id, expiresAt: account.expiresAt?.toISOString(), error }, 'alert email failed; the next sweep retries');
+    }
+  }
+  deps.logger.info({ checked: result.checked, sent: result.sent.length, failed: result.failed.length }, 'expiry sweep done');
+  return result;
+}
+
+/**
+ * Send the reauth email for one account now (if not already sent for its current token), e.g.
+ * right after a refresh found the password changed (R-TOK-10), instead of waiting for the sweep.
+ * The account must already be reauth_required.
+ */
+export async function alertReauthRequired(deps: SweepDeps, accountId: string): Promise<SentAlert | null> {
+  const now = deps.clock.now();
+  const account = await getAccount(deps.db, accountId);
+  const token = await getTokenInfo(deps.db, accountId);
+  if (!account || !token || account.status !== 'reauth_required') return null;
+  return sendReauth(deps, { id: account.id, username: account.username, statusReason: account.statusReason }, token.expiresAt, now);
+}
+
+async function alertAccount(deps: SweepDeps, account: AccountWithExpiry, now: Date): Promise<SentAlert | null> {
+  const expiresAt = account.expiresAt!;
+  let status = account.status;
+  let reason = account.statusReason;
+  if (status === 'active' && expiresAt.getTime() <= now.getTime()) {
+    // An expired token cannot be revived (R-TOK-5): only the owner's login helps. `from: active`
+    // makes the transition (and its 'expired' event) happen once across concurrent sweeps.
+    reason = `the token expired on ${expiresAt.toISOString().slice(0, 10)}`;
+    const changed = await setAccountStatus(deps.db, account.id, 'reauth_required', reason, { at: now, from: 'active', event: 'expired' });
+    if (changed) deps.logger.warn({ accountId: account.id, username: account.username, expiresAt: expiresAt.toISOString() }, 'token expired; the account needs its owner to log in again');
+    status = 'reauth_required';
+  }
+  if (status === 'reauth_required') {
+    return sendReauth(deps, { id: account.id, username: account.username, statusReason: reason }, expiresAt, now);
+  }
+  const threshold = dueThreshold(expiresAt, now);
+  if (threshold === null) return null;
+  const left = daysLeft(expiresAt, now);
+  const why =
+    account.refreshFailures > 0
+      ? `the last ${account.refreshFailures} refresh attempt${account.refreshFailures === 1 ? '' : 's'} failed${account.lastRefreshError ? ` (last error: ${account.lastRefreshError})` : ''}.`
+      : undefined;
+  const email = expiryEmail({
+    account: { id: account.id, username: account.username },
+    expiresAt,
+    daysLeft: left,
+    ...(why ? { reason: why } : {}),
+    connectUrl: connectUrlFor(deps.publicUrl),
+  });
+  const sent = await sendOnce(deps, { accountId: account.id, kind: 'expiry', thresholdDays: threshold, tokenExpiresAt: expiresAt }, email, now);
+  if (sent) deps.logger.info({ accountId: account.id, username: account.username, expiresAt: expiresAt.toISOString(), daysLeft: left, thresholdDays: threshold }, 'token expiry alert sent');
+  return sent;
+}
+
+async function sendReauth(
+  deps: SweepDeps,
+  account: { id: string; username: string; statusReason: string | null },
+  expiresAt: Date,
+  now: Date,
+): Promise<SentAlert | null> {
+  const email = reauthEmail({
+    account: { id: account.id, username: account.username },
+    reason: account.statusReason ?? 'the token is no longer valid',
+    connectUrl: connectUrlFor(deps.publicUrl),
+    expiresAt,
+  });
+  const sent = await sendOnce(deps, { accountId: account.id, kind: 'reauth', thresholdDays: 0, tokenExpiresAt: expiresAt }, email, now);
+  if (sent) deps.logger.info({ accountId: account.id, username: account.username, expiresAt: expiresAt.toISOString() }, 'reauth alert sent');
+  return sent;
+}
+
+/**
+ * Claim first, then send: of several processes sweeping at once only the one whose INSERT wins
+ * sends. If sending fails the claim is deleted so the next sweep retries: a missed warning costs
+ * more than a rare duplicate (an SMTP reply lost after the server accepted the message). The
+ * remaining gap is a crash between claim and send, which loses that one email; the next
+ * threshold (or the reauth email) still goes out.
+ */
+async function sendOnce(deps: SweepDeps, key: AlertKey, email: Email, now: Date): Promise<SentAlert | null> {
+  if (!(await recordAlertOnce(deps.db, { ...key, at: now }))) return null;
+  try {
+    await deps.mailer.send(email);
+  } catch (err) {
+    await forgetAlert(deps.db, key);
+    throw err;
+  }
+  return { accountId: key.accountId, kind: key.kind, thresholdDays: key.thresholdDays };
+}

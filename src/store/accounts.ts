@@ -1,0 +1,175 @@
+import { daysLeft } from '../alerts/thresholds.ts';
+import { redactText } from '../util/redact.ts';
+import { withTransaction, type Db } from './db.ts';
+import { recordEvent } from './events.ts';
+
+export const ACCOUNT_STATUSES = ['active', 'reauth_required', 'disabled'] as const;
+export type AccountStatus = (typeof ACCOUNT_STATUSES)[number];
+
+export interface Account {
+  /** The platform's user id. */
+  id: string;
+  username: string;
+  displayName: string | null;
+  avatarUrl: string | null;
+  accountType: string | null;
+  status: AccountStatus;
+  statusReason: string | null;
+  /** Optional media fields this account refuses (R-MED-4). */
+  refusedFields: string[];
+  createdAt: Date;
+  updatedAt: Date;
+  lastSyncAt: Date | null;
+  lastSyncError: string | null;
+}
+
+/** An account with its token's expiry (never the token). */
+export interface AccountWithExpiry extends Account {
+  hasToken: boolean;
+  expiresAt: Date | null;
+  obtainedAt: Date | null;
+  /** Whole days left at the given now (floor), negative once expired; null without a token. */
+  daysLeft: number | null;
+  refreshFailures: number;
+  lastRefreshError: string | null;
+  lastRefreshAttemptAt: Date | null;
+}
+
+export interface AccountProfile {
+  id: string;
+  username: string;
+  displayName?: string | null;
+  avatarUrl?: string | null;
+  accountType?: string | null;
+}
+
+interface AccountRow {
+  id: string;
+  username: string;
+  display_name: string | null;
+  avatar_url: string | null;
+  account_type: string | null;
+  status: AccountStatus;
+  status_reason: string | null;
+  refused_fields: string[];
+  created_at: Date;
+  updated_at: Date;
+  last_sync_at: Date | null;
+  last_sync_error: string | null;
+}
+
+function toAccount(r: AccountRow): Account {
+  return {
+    id: r.id,
+    username: r.username,
+    displayName: r.display_name,
+    avatarUrl: r.avatar_url,
+    accountType: r.account_type,
+    status: r.status,
+    statusReason: r.status_reason,
+    refusedFields: r.refused_fields,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    lastSyncAt: r.last_sync_at,
+    lastSyncError: r.last_sync_error,
+  };
+}
+
+/**
+ * Create or update an account from its profile (R-OWN-5). A reconnect keeps status and history;
+ * fields not given (undefined) are left as they are, null clears them.
+ */
+export async function upsertAccount(db: Db, p: AccountProfile, at: Date): Promise<Account> {
+  const { rows } = await db.query<AccountRow>(
+    `INSERT INTO accounts (id, username, display_name, avatar_url, account_type, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $6)
+     ON CONFLICT (id) DO UPDATE SET
+       username = EXCLUDED.username,
+       display_name = CASE WHEN $7 THEN EXCLUDED.display_name ELSE accounts.display_name END,
+       avatar_url   = CASE WHEN $8 THEN EXCLUDED.avatar_url   ELSE accounts.avatar_url END,
+       account_type = CASE WHEN $9 THEN EXCLUDED.account_type ELSE accounts.account_type END,
+       updated_at = EXCLUDED.updated_at
+     RETURNING *`,
+    [p.id, p.username, p.displayName ?? null, p.avatarUrl ?? null, p.accountType ?? null, at,
+     p.displayName !== undefined, p.avatarUrl !== undefined, p.accountType !== undefined],
+  );
+  return toAccount(rows[0]!);
+}
+
+export async function getAccount(db: Db, id: string): Promise<Account | null> {
+  const { rows } = await db.query<AccountRow>('SELECT * FROM accounts WHERE id = $1', [id]);
+  return rows[0] ? toAccount(rows[0]) : null;
+}
+
+/** Every account (ordered by username) with its token's expiry and days left at `now`. */
+export async function listAccounts(db: Db, now: Date, opts: { status?: AccountStatus; withTokenOnly?: boolean } = {}): Promise<AccountWithExpiry[]> {
+  const { rows } = await db.query<AccountRow & {
+    expires_at: Date | null; obtained_at: Date | null; refresh_failures: number | null;
+    last_refresh_error: string | null; last_refresh_attempt_at: Date | null; has_token: boolean;
+  }>(
+    `SELECT a.*, t.expires_at, t.obtained_at, t.refresh_failures, t.last_refresh_error,
+            t.last_refresh_attempt_at, (t.account_id IS NOT NULL) AS has_token
+       FROM accounts a ${opts.withTokenOnly ? 'JOIN' : 'LEFT JOIN'} tokens t ON t.account_id = a.id
+      WHERE ($1::text IS NULL OR a.status = $1)
+      ORDER BY a.username, a.id`,
+    [opts.status ?? null],
+  );
+  return rows.map((r) => ({
+    ...toAccount(r),
+    hasToken: r.has_token,
+    expiresAt: r.expires_at,
+    obtainedAt: r.obtained_at,
+    daysLeft: r.expires_at ? daysLeft(r.expires_at, now) : null,
+    refreshFailures: r.refresh_failures ?? 0,
+    lastRefreshError: r.last_refresh_error,
+    lastRefreshAttemptAt: r.last_refresh_attempt_at,
+  }));
+}
+
+/**
+ * Set an account's status. With `from`, only an account currently in that status changes, so of
+ * two processes making the same transition exactly one gets true (and records the event).
+ * Setting 'reauth_required' records a 'reauth_required' event unless `event` says otherwise.
+ */
+export async function setAccountStatus(
+  db: Db,
+  id: string,
+  status: AccountStatus,
+  reason: string | null,
+  opts: { at: Date; from?: AccountStatus; event?: 'reauth_required' | 'expired' | null } ,
+): Promise<boolean> {
+  return withTransaction(db, async (c) => {
+    const { rows } = await c.query<{ expires_at: Date | null }>(
+      `UPDATE accounts a SET status = $2, status_reason = $3, updated_at = $4
+        WHERE a.id = $1 AND ($5::text IS NULL OR a.status = $5)
+        RETURNING (SELECT expires_at FROM tokens WHERE account_id = a.id)`,
+      [id, status, reason == null ? null : redactText(reason), opts.at, opts.from ?? null],
+    );
+    if (rows.length === 0) return false;
+    const event = opts.event === undefined ? (status === 'reauth_required' ? 'reauth_required' : null) : opts.event;
+    if (event) await recordEvent(c, { accountId: id, kind: event, at: opts.at, expiresAt: rows[0]!.expires_at, detail: reason });
+    return true;
+  });
+}
+
+export async function setRefusedFields(db: Db, id: string, fields: readonly string[], at: Date): Promise<void> {
+  await db.query('UPDATE accounts SET refused_fields = $2, updated_at = $3 WHERE id = $1', [id, [...new Set(fields)].sort(), at]);
+}
+
+/** Record a sync run: its time, and its error (redacted) or null on success. */
+export async function markSynced(db: Db, id: string, at: Date, error?: string | null): Promise<void> {
+  await db.query('UPDATE accounts SET last_sync_at = $2, last_sync_error = $3 WHERE id = $1', [id, at, error ? redactText(error).slice(0, 2000) : null]);
+}
+
+/** Delete the account; its token and alert records go with it (cascade), its history stays. */
+export async function removeAccount(db: Db, id: string, at: Date): Promise<boolean> {
+  return withTransaction(db, async (c) => {
+    const { rows } = await c.query<{ expires_at: Date | null }>(
+      `DELETE FROM accounts a WHERE a.id = $1 RETURNING (SELECT expires_at FROM tokens WHERE account_id = a.id)`,
+      [id],
+    );
+    if (rows.length === 0) return false;
+    await recordEvent(c, { accountId: id, kind: 'removed', at, expiresAt: rows[0]!.expires_at });
+    return true;
+  });
+}

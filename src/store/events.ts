@@ -1,0 +1,41 @@
+import { redactText } from '../util/redact.ts';
+import type { Db } from './db.ts';
+
+/** What happened to an account's token, for the dashboard and for audits. */
+export const TOKEN_EVENT_KINDS = ['exchanged', 'refreshed', 'refresh_failed', 'expired', 'reauth_required', 'imported', 'removed'] as const;
+export type TokenEventKind = (typeof TOKEN_EVENT_KINDS)[number];
+
+export interface TokenEvent {
+  id: number;
+  accountId: string;
+  kind: TokenEventKind;
+  /** The token's expiry at the time: logged instead of the token (R-TOK-11). */
+  expiresAt: Date | null;
+  detail: string | null;
+  at: Date;
+}
+
+export async function recordEvent(
+  db: Db,
+  e: { accountId: string; kind: TokenEventKind; at: Date; expiresAt?: Date | null; detail?: string | null },
+): Promise<void> {
+  // The detail may quote a platform error message: scrub it, a token must never be stored here.
+  await db.query('INSERT INTO token_events (account_id, kind, expires_at, detail, at) VALUES ($1, $2, $3, $4, $5)', [
+    e.accountId,
+    e.kind,
+    e.expiresAt ?? null,
+    e.detail == null ? null : redactText(e.detail).slice(0, 2000),
+    e.at,
+  ]);
+}
+
+/** Oldest first. */
+export async function listEvents(db: Db, accountId: string, opts: { limit?: number } = {}): Promise<TokenEvent[]> {
+  const { rows } = await db.query<{ id: string; account_id: string; kind: TokenEventKind; expires_at: Date | null; detail: string | null; at: Date }>(
+    `SELECT id, account_id, kind, expires_at, detail, at FROM (
+       SELECT * FROM token_events WHERE account_id = $1 ORDER BY id DESC LIMIT $2
+     ) last ORDER BY id`,
+    [accountId, opts.limit ?? 1000],
+  );
+  return rows.map((r) => ({ id: Number(r.id), accountId: r.account_id, kind: r.kind, expiresAt: r.expires_at, detail: r.detail, at: r.at }));
+}
