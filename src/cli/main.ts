@@ -13,6 +13,13 @@ const commands: Record<string, Entry> = {
   validate: { summary: 'validate <file|->        check a feed against schema v1', load: async () => (await import('./commands/validate.ts')).validateCommand },
   demo: { summary: 'demo [--out file]        write a demo feed (demo: true) with every kind of post', load: async () => (await import('./commands/demo.ts')).demoCommand },
   simulator: { summary: 'simulator [--port N]     run the platform simulator and print a ready token', load: async () => (await import('../simulator/cli.ts')).simulatorCommand },
+  migrate: { summary: 'migrate                  apply database migrations (safe from several processes)', load: async () => (await import('./commands/ops.ts')).migrateCommand },
+  accounts: { summary: 'accounts add|list|remove connect (token on stdin), list or remove accounts', load: async () => (await import('./commands/accounts.ts')).accountsCommand },
+  refresh: { summary: 'refresh <id>             refresh one account\'s token now', load: async () => (await import('./commands/ops.ts')).refreshCommand },
+  'check-expiry': { summary: 'check-expiry             run the expiry alert sweep once, now', load: async () => (await import('./commands/ops.ts')).checkExpiryCommand },
+  keys: { summary: 'keys rotate              re-encrypt every token with the current key', load: async () => (await import('./commands/ops.ts')).keysCommand },
+  worker: { summary: 'worker                   run the job workers until SIGTERM', load: async () => (await import('./commands/worker.ts')).workerCommand },
+  serve: { summary: 'serve                    run the HTTP server (connect, callback, health)', load: async () => (await import('./commands/serve.ts')).serveCommand },
   'demo-run': { summary: 'demo-run                 the main job end to end on embedded defaults (npm run demo)', load: async () => (await import('./commands/demo-run.ts')).demoRunCommand },
 };
 

@@ -1,5 +1,6 @@
 import { SMTPServer } from 'smtp-server';
 import type { AddressInfo } from 'node:net';
+import { recordCaptured } from './capture.ts';
 
 /**
  * A real SMTP server in-process that keeps what it receives. STARTTLS is disabled because
@@ -44,6 +45,8 @@ export async function startSmtpCapture(): Promise<SmtpCapture> {
         }
         const raw = Buffer.concat(chunks).toString('utf8');
         const parsed = parseMessage(raw);
+        // Every email the suite sends is kept for the secrets audit (test/audit).
+        recordCaptured('email', `${raw}\n${parsed.text}\n${parsed.html}`);
         messages.push({
           from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
           to: session.envelope.rcptTo.map((r) => r.address),

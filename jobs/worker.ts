@@ -1,0 +1,110 @@
+import { Worker, type Job, type Queue } from 'bullmq';
+import cron from 'node-cron';
+import type pg from 'pg';
+import type { Logger } from '../src/util/logger.ts';
+import type { Clock } from '../src/util/clock.ts';
+import type { PlatformClient } from '../src/platform/client.ts';
+import type { TokenCipher } from '../src/store/crypto.ts';
+import type { Mailer } from '../src/alerts/mailer.ts';
+import { alertReauthRequired, runExpirySweep } from '../src/alerts/sweep.ts';
+import { listAccounts } from '../src/store/accounts.ts';
+import { QUEUE, redisConnection, type RedisSettings } from './queues.ts';
+import { refreshAccountToken, tokenRefreshPayload, type RefreshOutcome } from './token-refresh.ts';
+import { EXPIRY_SWEEP_JOB, enqueueDailySweep } from './expiry-sweep.ts';
+import { scheduleAccount, unscheduleAccount, type ScheduleSettings } from './schedules.ts';
+
+/**
+ * `feedmirror worker`: the BullMQ workers, the daily sweep's cron, and a start-up catch-up
+ * (every active account's schedulers exist; today's sweep is queued). Any number of these
+ * processes may run against the same Redis and Postgres.
+ */
+export interface WorkerDeps {
+  db: pg.Pool;
+  cipher: TokenCipher;
+  platform: PlatformClient;
+  mailer: Mailer;
+  clock: Clock;
+  logger: Logger;
+  redis: RedisSettings;
+  queues: { tokenRefresh: Queue; maintenance: Queue; feedSync?: Queue };
+  publicUrl: string;
+  schedules: ScheduleSettings;
+  refreshAfterMs: number;
+  concurrency: number;
+  /** node-cron expression for queuing the daily sweep (UTC). */
+  sweepCron: string;
+}
+
+export interface RunningWorker {
+  close(): Promise<void>;
+}
+
+export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
+  const log = deps.logger.child({ component: 'worker' });
+  const sweepDeps = { db: deps.db, mailer: deps.mailer, clock: deps.clock, logger: deps.logger, publicUrl: deps.publicUrl };
+
+  const refreshWorker = new Worker(
+    QUEUE.tokenRefresh,
+    async (job: Job): Promise<RefreshOutcome> => {
+      const payload = tokenRefreshPayload.parse(job.data);
+      const outcome = await refreshAccountToken(
+        {
+          db: deps.db,
+          cipher: deps.cipher,
+          platform: deps.platform,
+          clock: deps.clock,
+          logger: deps.logger,
+          refreshAfterMs: deps.refreshAfterMs,
+          onReauthRequired: async (accountId) => {
+            // R-TOK-10: stop hammering the API and tell the operator at once.
+            await unscheduleAccount(deps.queues, accountId);
+            await alertReauthRequired(sweepDeps, accountId);
+          },
+        },
+        payload,
+      );
+      if (outcome.outcome === 'failed') {
+        // Shown as a failed job in the dashboard; the stored token is untouched (R-TOK-7).
+        throw new Error(`refresh failed, token kept (expires ${outcome.expiresAt.toISOString()}): ${outcome.reason}`);
+      }
+      return outcome;
+    },
+    { connection: redisConnection(deps.redis), prefix: deps.redis.prefix, concurrency: deps.concurrency },
+  );
+
+  const maintenanceWorker = new Worker(
+    QUEUE.maintenance,
+    async (job: Job) => {
+      if (job.name === EXPIRY_SWEEP_JOB) return runExpirySweep(sweepDeps);
+      throw new Error(`unknown maintenance job ${job.name}`);
+    },
+    { connection: redisConnection(deps.redis), prefix: deps.redis.prefix, concurrency: 1 },
+  );
+
+  for (const w of [refreshWorker, maintenanceWorker]) {
+    w.on('failed', (job, err) => log.warn({ queue: w.name, jobId: job?.id, err }, 'job failed'));
+    w.on('error', (err) => log.error({ queue: w.name, err }, 'worker error'));
+  }
+
+  // Catch up: a worker that was down when something was due acts as soon as it starts.
+  const accounts = await listAccounts(deps.db, deps.clock.now(), { status: 'active', withTokenOnly: true });
+  for (const a of accounts) await scheduleAccount(deps.queues, a.id, deps.schedules);
+  await enqueueDailySweep(deps.queues.maintenance, deps.clock);
+  const task = cron.schedule(
+    deps.sweepCron,
+    () => {
+      enqueueDailySweep(deps.queues.maintenance, deps.clock).catch((err) => log.error({ err }, 'could not queue the expiry sweep'));
+    },
+    { timezone: 'UTC' },
+  );
+  log.info({ accounts: accounts.length, pid: process.pid }, 'worker started');
+
+  return {
+    async close() {
+      await task.stop();
+      // Running jobs finish; jobs not yet taken stay in Redis for the next worker.
+      await Promise.all([refreshWorker.close(), maintenanceWorker.close()]);
+      log.info('worker stopped');
+    },
+  };
+}

@@ -1,0 +1,113 @@
+import type pg from 'pg';
+import type { Logger } from '../util/logger.ts';
+import type { Clock } from '../util/clock.ts';
+import type { PlatformClient } from '../platform/client.ts';
+import type { Profile, TokenGrant } from '../platform/types.ts';
+import { MissingScopeError, PersonalAccountError } from '../platform/errors.ts';
+import { PROFESSIONAL_ACCOUNT_TYPES, SCOPE } from '../platform/identifiers.ts';
+import type { TokenCipher } from '../store/crypto.ts';
+import { upsertAccount, setAccountStatus } from '../store/accounts.ts';
+import { saveToken } from '../store/tokens.ts';
+
+/**
+ * Connecting an account, shared by the OAuth callback and `feedmirror accounts add`: exchange the
+ * short-lived token for a long-lived one (R-TOK-1, within the hour), read the profile, refuse what
+ * cannot work (personal accounts R-TOK-13, a missing scope R-TOK-12), then store the account and
+ * its encrypted token with the absolute expiry (R-TOK-4).
+ */
+export interface ConnectDeps {
+  db: pg.Pool;
+  cipher: TokenCipher;
+  platform: PlatformClient;
+  clock: Clock;
+  logger: Logger;
+}
+
+export interface ConnectedAccount {
+  id: string;
+  username: string;
+  expiresAt: Date;
+}
+
+/** Refuse a scope list that lacks the current scope (R-TOK-12); undefined means "not reported". */
+export function checkScopes(permissions: string[] | undefined): void {
+  if (permissions === undefined) return;
+  if (!permissions.includes(SCOPE)) {
+    throw new MissingScopeError(
+      `the login did not grant the ${SCOPE} permission (granted: ${permissions.join(', ') || 'none'}); ` +
+        `connect again and leave "${SCOPE}" ticked on the approval screen`,
+    );
+  }
+}
+
+/** Only professional accounts can use the API (R-TOK-13). */
+export function checkProfessional(profile: Profile): void {
+  if (profile.accountType && !PROFESSIONAL_ACCOUNT_TYPES.includes(profile.accountType.toUpperCase())) {
+    throw new PersonalAccountError(
+      `@${profile.username} is a personal account (${profile.accountType}); feedmirror needs a professional ` +
+        `(Business or Creator) account: switch it in the app under Settings > Account type and tools, then connect again`,
+    );
+  }
+}
+
+export async function connectWithShortLivedToken(
+  deps: ConnectDeps,
+  shortLivedToken: string,
+  opts: { permissions?: string[] } = {},
+): Promise<ConnectedAccount> {
+  checkScopes(opts.permissions);
+  const grant = await deps.platform.exchangeToken(shortLivedToken);
+  return storeGrant(deps, grant, 'exchanged');
+}
+
+/**
+ * Import an existing long-lived token. Its expiry is learned by refreshing it when the platform
+ * allows (R-TOK-5: at least 24 hours old), else it must be given.
+ */
+export async function importLongLivedToken(
+  deps: ConnectDeps,
+  token: string,
+  opts: { expiresAt?: Date } = {},
+): Promise<ConnectedAccount> {
+  try {
+    const grant = await deps.platform.refreshToken(token);
+    return storeGrant(deps, grant, 'imported');
+  } catch (err) {
+    if (!opts.expiresAt) {
+      throw new Error(
+        `could not learn the token's expiry by refreshing it (${(err as Error).message}); pass --expires-at <date> with the expiry you know`,
+      );
+    }
+    const now = deps.clock.now();
+    if (opts.expiresAt.getTime() <= now.getTime()) throw new Error(`--expires-at ${opts.expiresAt.toISOString()} is in the past`);
+    const grant: TokenGrant = {
+      accessToken: token,
+      tokenType: 'bearer',
+      expiresIn: Math.round((opts.expiresAt.getTime() - now.getTime()) / 1000),
+      expiresAt: opts.expiresAt,
+    };
+    return storeGrant(deps, grant, 'imported');
+  }
+}
+
+async function storeGrant(deps: ConnectDeps, grant: TokenGrant, event: 'exchanged' | 'imported'): Promise<ConnectedAccount> {
+  const profile = await deps.platform.getProfile(grant.accessToken);
+  checkProfessional(profile);
+  const now = deps.clock.now();
+  await upsertAccount(
+    deps.db,
+    {
+      id: profile.id,
+      username: profile.username,
+      displayName: profile.name ?? null,
+      avatarUrl: profile.profilePictureUrl ?? null,
+      accountType: profile.accountType ?? null,
+    },
+    now,
+  );
+  await saveToken(deps.db, deps.cipher, { accountId: profile.id, accessToken: grant.accessToken, obtainedAt: now, expiresAt: grant.expiresAt }, event);
+  // A reconnect revives an account that needed its owner (R-TOK-10).
+  await setAccountStatus(deps.db, profile.id, 'active', null, { at: now, event: null });
+  deps.logger.info({ accountId: profile.id, username: profile.username, expiresAt: grant.expiresAt.toISOString(), via: event }, 'account connected');
+  return { id: profile.id, username: profile.username, expiresAt: grant.expiresAt };
+}

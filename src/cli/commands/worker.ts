@@ -1,0 +1,35 @@
+import { EXIT, type CliIO } from '../io.ts';
+import { AppContext } from '../context.ts';
+import { startWorker } from '../../../jobs/worker.ts';
+
+/** `feedmirror worker`: runs until SIGTERM/SIGINT, then lets running jobs finish. */
+export async function workerCommand(_argv: string[], io: CliIO): Promise<number> {
+  const ctx = new AppContext(io.env);
+  const db = await ctx.migratedDb();
+  const worker = await startWorker({
+    db,
+    cipher: ctx.cipher,
+    platform: ctx.platform,
+    mailer: ctx.mailer,
+    clock: ctx.clock,
+    logger: ctx.logger,
+    redis: ctx.redis,
+    queues: ctx.queues,
+    publicUrl: ctx.config.PUBLIC_URL,
+    schedules: ctx.schedules,
+    refreshAfterMs: ctx.refreshAfterMs,
+    concurrency: ctx.config.WORKER_CONCURRENCY,
+    sweepCron: io.env.EXPIRY_SWEEP_CRON ?? '0 8 * * *',
+  });
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      ctx.logger.info({ signal }, 'shutting down: running jobs finish, waiting jobs stay queued');
+      resolve();
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  await worker.close();
+  await ctx.close();
+  return EXIT.ok;
+}

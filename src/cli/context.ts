@@ -1,0 +1,102 @@
+import type pg from 'pg';
+import type { Queue } from 'bullmq';
+import { loadConfig, type Config } from '../config.ts';
+import { createLogger, type Logger } from '../util/logger.ts';
+import { clockFromEnv, type Clock, HOUR, MINUTE, DAY } from '../util/clock.ts';
+import { PlatformClient } from '../platform/client.ts';
+import { createPool } from '../store/db.ts';
+import { migrate } from '../store/migrate.ts';
+import { TokenCipher } from '../store/crypto.ts';
+import { createMailer, type Mailer } from '../alerts/mailer.ts';
+import { createQueue, QUEUE, type RedisSettings } from '../../jobs/queues.ts';
+import type { ScheduleSettings } from '../../jobs/schedules.ts';
+
+/**
+ * The composition root: builds what a command needs from the configuration, each piece only
+ * when asked for, and closes all of it at the end.
+ */
+export class AppContext {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  private closers: Array<() => Promise<unknown>> = [];
+  private _db?: pg.Pool;
+  private _cipher?: TokenCipher;
+  private _platform?: PlatformClient;
+  private _mailer?: Mailer;
+  private _queues?: { tokenRefresh: Queue; maintenance: Queue; feedSync: Queue };
+
+  constructor(env: NodeJS.ProcessEnv = process.env, opts: { logger?: Logger; clock?: Clock } = {}) {
+    this.config = loadConfig(env);
+    this.logger = opts.logger ?? createLogger({ level: this.config.LOG_LEVEL });
+    this.clock = opts.clock ?? clockFromEnv(env);
+  }
+
+  get redis(): RedisSettings {
+    return { url: this.config.REDIS_URL, prefix: this.config.REDIS_PREFIX };
+  }
+
+  get db(): pg.Pool {
+    if (!this._db) {
+      const pool = createPool(this.config.DATABASE_URL, { logger: this.logger });
+      this._db = pool;
+      this.closers.push(() => pool.end());
+    }
+    return this._db;
+  }
+
+  /** Migrate (safe from several processes at once) and return the pool. */
+  async migratedDb(): Promise<pg.Pool> {
+    await migrate(this.db, { logger: this.logger });
+    return this.db;
+  }
+
+  get cipher(): TokenCipher {
+    // A missing or malformed key is a clear start-up error (EncryptionKeyError), never later.
+    this._cipher ??= TokenCipher.fromEnv(this.config.TOKEN_ENCRYPTION_KEY);
+    return this._cipher;
+  }
+
+  get platform(): PlatformClient {
+    this._platform ??= PlatformClient.fromConfig(this.config, { clock: this.clock, logger: this.logger });
+    return this._platform;
+  }
+
+  get mailer(): Mailer {
+    this._mailer ??= createMailer(this.config, this.logger, { clock: this.clock });
+    return this._mailer;
+  }
+
+  get queues(): { tokenRefresh: Queue; maintenance: Queue; feedSync: Queue } {
+    if (!this._queues) {
+      const q = {
+        tokenRefresh: createQueue(QUEUE.tokenRefresh, this.redis),
+        maintenance: createQueue(QUEUE.maintenance, this.redis),
+        feedSync: createQueue(QUEUE.feedSync, this.redis),
+      };
+      this._queues = q;
+      this.closers.push(() => Promise.all(Object.values(q).map((x) => x.close())));
+    }
+    return this._queues;
+  }
+
+  get schedules(): ScheduleSettings {
+    return { refreshCheckEveryMs: 6 * HOUR, syncEveryMs: this.config.SYNC_INTERVAL_MINUTES * MINUTE };
+  }
+
+  get refreshAfterMs(): number {
+    return this.config.REFRESH_AFTER_DAYS * DAY;
+  }
+
+  /** App id and secret are needed only to connect accounts; say so when they are missing. */
+  requireApp(): { appId: string; appSecret: string } {
+    const { APP_ID, APP_SECRET } = this.config;
+    if (!APP_ID || !APP_SECRET) throw new Error('APP_ID and APP_SECRET must be set to connect accounts (see .env.example)');
+    return { appId: APP_ID, appSecret: APP_SECRET };
+  }
+
+  async close(): Promise<void> {
+    for (const c of this.closers.reverse()) await c().catch(() => undefined);
+    this.closers = [];
+  }
+}
