@@ -1,0 +1,171 @@
+import type { z } from 'zod';
+import type { Clock } from '../util/clock.ts';
+import type { Logger } from '../util/logger.ts';
+import { redactUrl } from '../util/redact.ts';
+import { MalformedResponseError, PlatformError, TransientError } from './errors.ts';
+import { describeZodError, extractErrorInfo, failedBeforeSending, mapPlatformError, type Failure, type Operation } from './error-mapping.ts';
+import { parseUsage, USAGE_WARN_PERCENT, type PlatformUsage } from './rate-limit.ts';
+
+/**
+ * One platform HTTP call over global fetch: timeout, bounded body, JSON, zod, typed errors,
+ * usage headers and bounded retries with full-jitter backoff. Knows no endpoint.
+ */
+
+export const BACKOFF_BASE_MS = 500;
+export const BACKOFF_CAP_MS = 20_000;
+
+export interface HttpOptions {
+  clock: Clock;
+  logger: Logger;
+  timeoutMs: number;
+  maxRetries: number;
+  maxResponseBytes: number;
+  sleep: (ms: number) => Promise<void>;
+  random: () => number;
+  /** Called with the usage figures of every graph response that carries them. */
+  onUsage: (usage: PlatformUsage, operation: Operation) => void;
+}
+
+export interface CallSpec<T> {
+  operation: Operation;
+  url: URL;
+  /** POST with a form body (the login's code exchange); GET otherwise. */
+  form?: URLSearchParams;
+  schema: z.ZodType<T>;
+  /** Values this call carries (token, secret, code): scrubbed from anything kept. */
+  secrets: readonly string[];
+  /** Whether the call may be repeated once sent. False for the single-use code exchange. */
+  idempotent: boolean;
+  /** Graph calls report usage headers; the login host does not. */
+  readsUsage: boolean;
+  /** Counts every attempt, retries included. */
+  counter?: { calls: number };
+}
+
+/** Full jitter: a uniform wait in [0, min(cap, base * 2^attempt)). */
+export function backoffMs(attempt: number, random: () => number, baseMs = BACKOFF_BASE_MS, capMs = BACKOFF_CAP_MS): number {
+  return Math.floor(random() * Math.min(capMs, baseMs * 2 ** attempt));
+}
+
+/** Big integer ids (user ids exceed 2^53) are quoted before parsing so no digit is lost. */
+const BIG_ID_RE = /("(?:id|user_id)"\s*:\s*)(-?\d{16,})(?=\s*[,}\]])/g;
+
+class BodyTooLarge extends Error {}
+
+async function readBody(res: Response, maxBytes: number): Promise<string> {
+  const declared = Number(res.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    // Refused without reading it.
+    await res.body?.cancel().catch(() => undefined);
+    throw new BodyTooLarge();
+  }
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw new BodyTooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function looksLikeHtml(text: string, contentType: string | null): boolean {
+  return /html/i.test(contentType ?? '') || /^\s*</.test(text);
+}
+
+export class PlatformHttp {
+  constructor(private readonly opts: HttpOptions) {}
+
+  /** Run a call with retries; throws a PlatformError. */
+  async call<T>(spec: CallSpec<T>): Promise<T> {
+    const { maxRetries, sleep, random, logger } = this.opts;
+    for (let attempt = 0; ; attempt++) {
+      const outcome = await this.attempt(spec);
+      if (outcome.ok) return outcome.value;
+      const error = outcome.error;
+      const retryable =
+        attempt < maxRetries &&
+        (outcome.sentMaybe ? spec.idempotent : true) &&
+        (error instanceof TransientError || (error instanceof MalformedResponseError && spec.idempotent));
+      if (!retryable) {
+        logger.warn({ operation: spec.operation, error: error.name, status: error.status, code: error.code, subcode: error.subcode, attempts: attempt + 1 }, 'platform call failed');
+        throw error;
+      }
+      const wait = backoffMs(attempt, random);
+      logger.info({ operation: spec.operation, error: error.name, status: error.status, attempt: attempt + 1, waitMs: wait }, 'platform call failed, retrying');
+      await sleep(wait);
+    }
+  }
+
+  private async attempt<T>(spec: CallSpec<T>): Promise<{ ok: true; value: T } | { ok: false; error: PlatformError; sentMaybe: boolean }> {
+    const { clock, logger, timeoutMs, maxResponseBytes } = this.opts;
+    const ctx = { operation: spec.operation, now: clock.now(), secrets: spec.secrets };
+    const fail = (failure: Failure, sentMaybe = true) => ({ ok: false as const, error: mapPlatformError(failure, { ...ctx, now: clock.now() }), sentMaybe });
+    if (spec.counter) spec.counter.calls++;
+    const started = Date.now();
+    let res: Response;
+    try {
+      res = await fetch(spec.url, {
+        method: spec.form ? 'POST' : 'GET',
+        body: spec.form,
+        headers: { accept: 'application/json' },
+        signal: AbortSignal.timeout(timeoutMs),
+        // A redirect would carry the token's query string to wherever it points (R-MED-6).
+        redirect: 'manual',
+      });
+    } catch (error) {
+      // The fetch error is never kept or logged: undici errors can hold the URL.
+      return fail({ kind: 'transport', error, timeoutMs }, !failedBeforeSending(error));
+    }
+
+    let text: string;
+    try {
+      text = await readBody(res, maxResponseBytes);
+    } catch (error) {
+      if (error instanceof BodyTooLarge) return fail({ kind: 'malformed', status: res.status, detail: `the body exceeds ${maxResponseBytes} bytes and was refused` });
+      return fail({ kind: 'transport', error, timeoutMs });
+    }
+    logger.debug({ operation: spec.operation, url: redactUrl(spec.url.toString()), status: res.status, ms: Date.now() - started }, 'platform call');
+
+    if (spec.readsUsage) {
+      const usage = parseUsage(res.headers, clock.now());
+      if (usage) {
+        this.opts.onUsage(usage, spec.operation);
+        if (usage.maxPercent > USAGE_WARN_PERCENT) {
+          logger.warn({ operation: spec.operation, usagePercent: usage.maxPercent, regainAccessMinutes: usage.regainAccessMinutes }, 'platform usage above 80%: calls may soon be throttled');
+        }
+      }
+    }
+
+    let body: unknown;
+    let parsedJson = true;
+    try {
+      body = text === '' ? undefined : JSON.parse(text.replace(BIG_ID_RE, '$1"$2"'));
+    } catch {
+      parsedJson = false;
+    }
+
+    if (res.status < 200 || res.status >= 300 || extractErrorInfo(body)) {
+      // Error bodies are read leniently: an HTML 502 page is still a 502.
+      return fail({ kind: 'response', status: res.status, body, headers: res.headers });
+    }
+    if (!parsedJson || body === undefined) {
+      const detail = looksLikeHtml(text, res.headers.get('content-type'))
+        ? 'an HTML page instead of JSON'
+        : text === ''
+          ? 'an empty body instead of JSON'
+          : 'a body that is not valid JSON';
+      return fail({ kind: 'malformed', status: res.status, detail });
+    }
+    const parsed = spec.schema.safeParse(body);
+    if (!parsed.success) return fail({ kind: 'malformed', status: res.status, detail: describeZodError(parsed.error) });
+    return { ok: true, value: parsed.data };
+  }
+}

@@ -1,0 +1,39 @@
+import type { SimContext, SimRequest } from './context.ts';
+import { jpegFor, mp4For } from './images.ts';
+import { text, type Reply } from './reply.ts';
+import type { PostRecord } from './state.ts';
+
+/**
+ * The image host: serves signed links only. A tampered link answers 403 "Bad URL hash"; a link
+ * past its oe answers 403 "URL signature expired" (R-LNK-1, R-LNK-3); a deleted post's files 404.
+ */
+
+const PROFILE_SIZE = 320;
+
+function dimensions(p: PostRecord | undefined, slot: string): { width: number; height: number } {
+  if (!p || slot.startsWith('profile')) return { width: PROFILE_SIZE, height: PROFILE_SIZE };
+  return { width: p.width, height: p.height };
+}
+
+export async function handleCdn(ctx: SimContext, r: SimRequest): Promise<Reply> {
+  if (r.method !== 'GET' && r.method !== 'HEAD') return text(405, 'Method not allowed');
+  const v = ctx.signer.verify(r.path, r.query);
+  if (v.kind === 'bad') return text(403, 'Bad URL hash');
+  if (ctx.state.clock.now().getTime() >= v.expiresAtMs) return text(403, 'URL signature expired');
+  const { accountId, mediaId, slot, ext } = v.target;
+  let post: PostRecord | undefined;
+  if (mediaId !== accountId) {
+    post = ctx.state.postsById.get(mediaId);
+    if (!post || post.deleted || post.accountId !== accountId) return text(404, 'Not found');
+  } else if (!ctx.state.accounts.has(accountId)) {
+    return text(404, 'Not found');
+  }
+  const headers = { 'cache-control': 'max-age=1209600, no-transform', 'access-control-allow-origin': '*' };
+  if (ext === 'mp4') {
+    const body = mp4For(`${mediaId}/${slot}`);
+    return { status: 200, headers: { ...headers, 'content-type': 'video/mp4', 'content-length': String(body.length) }, body };
+  }
+  const { width, height } = dimensions(post, slot);
+  const body = await jpegFor(`${mediaId}/${slot}`, width, height);
+  return { status: 200, headers: { ...headers, 'content-type': 'image/jpeg', 'content-length': String(body.length) }, body };
+}

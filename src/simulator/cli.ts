@@ -1,0 +1,113 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { EXIT, type CliIO } from '../cli/io.ts';
+import { SECOND } from '../util/clock.ts';
+import { startSimulator } from './index.ts';
+import { MIX_SIZE } from './state.ts';
+import type { Simulator } from './types.ts';
+
+/**
+ * `feedmirror simulator`: run the platform simulator by hand, print the settings that point
+ * feedmirror at it and a ready short-lived token for the first account (a fake token for a fake
+ * platform: printing it is the purpose of the command), then run until SIGINT/SIGTERM.
+ */
+
+const optionsSchema = z.object({
+  port: z.coerce.number().int().min(0).max(65535).default(0),
+  host: z.string().min(1).default('127.0.0.1'),
+  accounts: z.coerce.number().int().min(1).max(100).default(1),
+  posts: z.coerce.number().int().min(0).max(10_000).default(MIX_SIZE + 2),
+  clock: z.enum(['real', 'manual']).default('real'),
+});
+
+export const SIMULATOR_USAGE =
+  'usage: feedmirror simulator [--port N] [--host H] [--accounts N] [--posts N] [--clock real|manual]\n' +
+  '  --clock real (default) moves the simulated time with the wall clock; manual only through POST /__sim/clock\n';
+
+/** Start, print, and keep running until `until` settles; then close. Exported for tests. */
+export async function runSimulator(argv: string[], io: CliIO, until: (sim: Simulator) => Promise<void>): Promise<number> {
+  let raw: Record<string, string | boolean | undefined>;
+  try {
+    raw = parseArgs({
+      args: argv,
+      options: { port: { type: 'string' }, host: { type: 'string' }, accounts: { type: 'string' }, posts: { type: 'string' }, clock: { type: 'string' }, help: { type: 'boolean' } },
+      strict: true,
+    }).values;
+  } catch (err) {
+    io.stderr.write(`feedmirror simulator: ${(err as Error).message}\n${SIMULATOR_USAGE}`);
+    return EXIT.usage;
+  }
+  if (raw.help) {
+    io.stdout.write(SIMULATOR_USAGE);
+    return EXIT.ok;
+  }
+  const parsed = optionsSchema.safeParse(raw);
+  if (!parsed.success) {
+    const what = parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ');
+    io.stderr.write(`feedmirror simulator: ${what}\n${SIMULATOR_USAGE}`);
+    return EXIT.usage;
+  }
+  const o = parsed.data;
+  // Real time by default: a worker run by hand on the system clock must agree with the links' oe.
+  // The app id and secret come from the same environment feedmirror reads, so both sides agree
+  // without the secret ever being printed.
+  const appId = io.env.APP_ID?.trim() || undefined;
+  const appSecret = io.env.APP_SECRET?.trim() || undefined;
+  const sim = await startSimulator({ host: o.host, port: o.port, start: Date.now(), appId, appSecret });
+  let ticker: NodeJS.Timeout | undefined;
+  if (o.clock === 'real') {
+    let last = Date.now();
+    ticker = setInterval(() => {
+      const now = Date.now();
+      if (now > last) sim.clock.advance(now - last);
+      last = now;
+    }, SECOND);
+    ticker.unref();
+  }
+  try {
+    const accounts = Array.from({ length: o.accounts }, () => sim.createAccount({ posts: o.posts }));
+    const first = accounts[0];
+    if (!first) throw new Error('no account created');
+    const token = sim.issueShortLivedToken(first.id);
+    const lines = [
+      `platform simulator listening on ${sim.url} (images on ${sim.imageBaseUrl})`,
+      '',
+      'Point feedmirror at it:',
+      `  GRAPH_URL=${sim.graphUrl}`,
+      `  AUTHORIZE_URL=${sim.authorizeUrl}`,
+      `  OAUTH_TOKEN_URL=${sim.oauthTokenUrl}`,
+      `  MEDIA_ALLOWED_HOSTS=${sim.imageHost}`,
+      `  APP_ID=${sim.appId}`,
+      appSecret
+        ? '  APP_SECRET: the one in this environment (not printed)'
+        : '  APP_SECRET: not set in this environment: the simulator made up its own, so token exchanges will fail; set APP_SECRET for both and restart',
+      '',
+      `accounts: ${accounts.map((a) => `@${a.username} (${a.id})`).join(', ')}`,
+      `short-lived token for @${first.username} (fake, valid 1 hour of simulated time; exchange it within the hour):`,
+      `  ${token}`,
+      '',
+      `control: GET ${sim.url}/__sim/state, POST ${sim.url}/__sim/clock {"advanceMs":N} | {"set":"ISO"}, GET ${sim.url}/__sim/requests`,
+      `clock: ${o.clock === 'real' ? 'follows the wall clock' : 'manual'}; press Ctrl-C to stop`,
+    ];
+    io.stdout.write(lines.join('\n') + '\n');
+    await until(sim);
+    return EXIT.ok;
+  } finally {
+    if (ticker) clearInterval(ticker);
+    await sim.close();
+  }
+}
+
+export async function simulatorCommand(argv: string[], io: CliIO): Promise<number> {
+  return runSimulator(argv, io, () => {
+    return new Promise<void>((resolve) => {
+      const stop = () => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        resolve();
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+  });
+}

@@ -1,0 +1,259 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { randomBytes, randomInt } from 'node:crypto';
+import { DAY, ManualClock } from '../util/clock.ts';
+import { redactText } from '../util/redact.ts';
+import { handleCdn } from './cdn.ts';
+import type { SimContext, SimRequest } from './context.ts';
+import { handleControl } from './control.ts';
+import { faultAction, FaultList } from './faults.ts';
+import { handleGraph } from './graph.ts';
+import { LinkSigner } from './links.ts';
+import { MediaRenderer } from './media.ts';
+import { handleOAuth } from './oauth.ts';
+import { escapeHtml, html, json, type Reply } from './reply.ts';
+import { defaultSecretSink } from './secrets-ledger.ts';
+import { SimState } from './state.ts';
+import type { RecordedRequest, RequestHost, Simulator, SimulatorOptions } from './types.ts';
+import { UsageMeter } from './usage.ts';
+
+export type * from './types.ts';
+export { MIX_SIZE } from './state.ts';
+
+/**
+ * A faithful fake of the platform over real HTTP: one listener for graph (/graph), login (/oauth)
+ * and control (/__sim), a second one for the image host (the CDN). Time is its own ManualClock.
+ */
+
+const DEFAULT_START = Date.UTC(2026, 0, 1);
+const DEFAULT_LINK_LIFETIME_MS = 5 * DAY;
+const MAX_FORM_BYTES = 64 * 1024;
+
+function listen(server: Server, host: string, port: number): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_FORM_BYTES) {
+        reject(new Error('request body too large'));
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function hostPart(url: string): string {
+  return new URL(url).host;
+}
+
+export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
+  const host = opts.host ?? '127.0.0.1';
+  const clock = new ManualClock(opts.start ?? DEFAULT_START);
+  const onSecret = opts.onSecret ?? defaultSecretSink();
+  const appId = opts.appId ?? String(randomInt(100_000_000, 999_999_999)) + String(randomInt(100_000, 999_999));
+  const appSecret = opts.appSecret ?? randomBytes(16).toString('hex');
+  onSecret(appSecret);
+  const linkLifetimeMs = opts.linkLifetimeMs ?? DEFAULT_LINK_LIFETIME_MS;
+  const maxLimit = opts.maxLimit ?? 100;
+  if (!(linkLifetimeMs > 0)) throw new Error('simulator: linkLifetimeMs must be > 0');
+  if (!Number.isInteger(maxLimit) || maxLimit < 1) throw new Error('simulator: maxLimit must be an integer >= 1');
+
+  let baseUrl = '';
+  let imageBaseUrl = '';
+  const state = new SimState(clock, () => baseUrl, onSecret);
+  const signer = new LinkSigner(randomBytes(32), () => imageBaseUrl);
+  const renderer = new MediaRenderer(state, signer);
+  const faults = new FaultList();
+  const usage = new UsageMeter(clock);
+  const requests: RecordedRequest[] = [];
+  /** Sockets held open by 'timeout' faults: destroyed on close(). */
+  const held = new Set<Socket>();
+  let sim: Simulator;
+
+  const ctx: SimContext = {
+    state,
+    signer,
+    renderer,
+    appId,
+    appSecret,
+    linkLifetimeMs,
+    codeResponseShape: opts.codeResponseShape ?? 'flat',
+    maxLimit,
+    shortPages: opts.shortPages ?? true,
+    baseUrl: () => baseUrl,
+    graphUrl: () => `${baseUrl}/graph`,
+    autoApprove: () => sim.autoApprove,
+  };
+
+  function write(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
+    res.writeHead(reply.status, reply.headers ?? {});
+    res.end(req.method === 'HEAD' ? undefined : reply.body);
+  }
+
+  function streamHuge(res: ServerResponse, status: number, sizeBytes: number, headers: Record<string, string>): void {
+    // Valid JSON of exactly sizeBytes: {"filler":"aaaa…"}; written with backpressure.
+    const prefix = '{"filler":"';
+    const suffix = '"}';
+    const total = Math.max(sizeBytes, prefix.length + suffix.length);
+    let left = total - prefix.length - suffix.length;
+    const chunk = Buffer.alloc(64 * 1024, 'a');
+    res.writeHead(status, { ...headers, 'content-type': 'application/json; charset=UTF-8', 'content-length': String(total) });
+    res.write(prefix);
+    const pump = (): void => {
+      while (left > 0) {
+        if (res.destroyed) return;
+        const n = Math.min(left, chunk.length);
+        left -= n;
+        if (!res.write(n === chunk.length ? chunk : chunk.subarray(0, n))) {
+          res.once('drain', pump);
+          return;
+        }
+      }
+      res.end(suffix);
+    };
+    pump();
+  }
+
+  async function serve(listener: 'main' | 'cdn', req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://simulator');
+    const pathname = url.pathname;
+    const method = req.method ?? 'GET';
+    const query = Object.fromEntries(url.searchParams) as Record<string, string>;
+
+    if (listener === 'main' && pathname.startsWith('/__sim/')) {
+      const body = method === 'POST' ? await readBody(req) : '';
+      write(req, res, handleControl(ctx, method, pathname, body, { requests, faultCount: () => faults.size }));
+      return;
+    }
+    const recordHost: RequestHost | undefined =
+      listener === 'cdn' ? 'cdn' : /^\/graph(\/|$)/.test(pathname) ? 'graph' : /^\/oauth(\/|$)/.test(pathname) ? 'oauth' : undefined;
+    const prefix = recordHost === 'graph' ? '/graph' : recordHost === 'oauth' ? '/oauth' : '';
+    if (!recordHost) {
+      const m = /^\/(p|reel)\/([A-Za-z0-9_-]+)\/?$/.exec(pathname);
+      if (m && method === 'GET') {
+        write(req, res, html(200, `Post ${m[2]}`, `<h1>Simulated post ${escapeHtml(m[2] as string)}</h1><p>This is the post page of the platform simulator.</p>`));
+      } else {
+        write(req, res, json(404, { error: { message: `Unknown path ${pathname}`, type: 'GraphMethodException', code: 100 } }));
+      }
+      return;
+    }
+
+    let form: Record<string, string> | undefined;
+    if (method === 'POST' && /application\/x-www-form-urlencoded/i.test(req.headers['content-type'] ?? '')) {
+      form = Object.fromEntries(new URLSearchParams(await readBody(req))) as Record<string, string>;
+    }
+    const record: RecordedRequest = { method, host: recordHost, path: pathname, query, at: clock.now(), status: 0 };
+    if (form) record.form = form;
+    requests.push(record);
+
+    const accountForUsage = query.access_token ? state.tokens.get(query.access_token)?.accountId : undefined;
+    const usageHeaders = (accountId: string | undefined, regain = 0): Record<string, string> =>
+      recordHost === 'graph' ? usage.headers(accountId, regain) : {};
+    if (recordHost === 'graph') usage.count(accountForUsage);
+
+    const fault = faults.take({ host: recordHost, path: pathname, query });
+    let reply: Reply;
+    if (fault) {
+      const action = faultAction(fault, (regain) => usage.headers(accountForUsage, regain));
+      if (action.kind === 'timeout') {
+        // Never answer: the client's own timeout has to give up.
+        held.add(req.socket);
+        req.socket.once('close', () => held.delete(req.socket));
+        return;
+      }
+      if (action.kind === 'reset') {
+        req.socket.destroy();
+        return;
+      }
+      if (action.kind === 'huge') {
+        record.status = action.status;
+        streamHuge(res, action.status, action.sizeBytes, usageHeaders(accountForUsage));
+        return;
+      }
+      reply = action.reply;
+      reply.headers = { ...usageHeaders(accountForUsage), ...reply.headers };
+    } else {
+      const r: SimRequest = { method, path: pathname.slice(prefix.length) || '/', query, form };
+      if (recordHost === 'graph') reply = handleGraph(ctx, r);
+      else if (recordHost === 'oauth') reply = handleOAuth(ctx, r);
+      else reply = await handleCdn(ctx, r);
+      reply.headers = { ...usageHeaders(reply.accountId ?? accountForUsage), ...reply.headers };
+    }
+    record.status = reply.status;
+    write(req, res, reply);
+  }
+
+  const handler = (listener: 'main' | 'cdn') => (req: IncomingMessage, res: ServerResponse) => {
+    serve(listener, req, res).catch((err: unknown) => {
+      // Never a token in the simulator's own output: the message is redacted.
+      process.stderr.write(`[simulator] internal error: ${redactText((err as Error)?.message ?? String(err))}\n`);
+      if (!res.headersSent) write(req, res, json(500, { error: { message: 'simulator internal error', type: 'SimulatorError', code: 1 } }));
+      else res.destroy();
+    });
+  };
+
+  const main = createServer(handler('main'));
+  const cdn = createServer(handler('cdn'));
+  const mainAddr = await listen(main, host, opts.port ?? 0);
+  const cdnAddr = await listen(cdn, host, 0);
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+  baseUrl = `http://${urlHost}:${mainAddr.port}`;
+  imageBaseUrl = `http://${urlHost}:${cdnAddr.port}`;
+
+  let closed = false;
+  sim = {
+    url: baseUrl,
+    graphUrl: `${baseUrl}/graph`,
+    authorizeUrl: `${baseUrl}/oauth/authorize`,
+    oauthTokenUrl: `${baseUrl}/oauth/access_token`,
+    imageBaseUrl,
+    imageHost: hostPart(imageBaseUrl),
+    appId,
+    appSecret,
+    clock,
+    requests,
+    autoApprove: null,
+    createAccount: (o) => state.createAccount(o),
+    addPost: (accountId, spec) => state.addPost(accountId, spec),
+    updatePost: (accountId, mediaId, patch) => state.updatePost(accountId, mediaId, patch),
+    deletePost: (accountId, mediaId) => state.deletePost(accountId, mediaId),
+    posts: (accountId) => {
+      state.account(accountId);
+      return state.listPosts(accountId).map((p) => state.publicPost(p));
+    },
+    issueShortLivedToken: (accountId, o) => state.issueToken(accountId, 'short', clock.now(), o?.scopes),
+    issueLongLivedToken: (accountId, o) => state.issueToken(accountId, 'long', o?.issuedAt ?? clock.now(), o?.scopes),
+    setPasswordChanged: (accountId, changed) => state.setPasswordChanged(accountId, changed),
+    revokeTokens: (accountId) => state.revokeTokens(accountId),
+    injectFault: (f) => faults.add(f),
+    clearFaults: () => faults.clear(),
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      for (const s of held) s.destroy();
+      held.clear();
+      const stop = (s: Server) =>
+        new Promise<void>((resolve) => {
+          s.close(() => resolve());
+          s.closeAllConnections();
+        });
+      await Promise.all([stop(main), stop(cdn)]);
+    },
+  };
+  return sim;
+}

@@ -1,0 +1,141 @@
+import { DEPRECATED_SCOPE, GRANT_AUTHORIZATION_CODE, SCOPE } from '../platform/identifiers.ts';
+import type { SimContext, SimRequest } from './context.ts';
+import { escapeHtml, html, json, loginError, type Reply } from './reply.ts';
+
+/**
+ * The login: the authorize page (one Allow form per account, and Deny), the decision that
+ * redirects back with a code, and the code-for-short-lived-token exchange (DESIGN.md: the code is
+ * single-use and lives one hour; the answer comes in one of two documented shapes).
+ */
+
+const KNOWN_SCOPES = new Set([
+  SCOPE,
+  'instagram_business_content_publish',
+  'instagram_business_manage_messages',
+  'instagram_business_manage_comments',
+  'instagram_business_manage_insights',
+]);
+
+interface LoginParams {
+  clientId: string;
+  redirectUri: string;
+  scopes: string[];
+  state: string | undefined;
+}
+
+/** The authorize parameters, or the error page a browser would see. */
+function validate(ctx: SimContext, p: Record<string, string>): LoginParams | Reply {
+  if (p.client_id !== ctx.appId) return html(400, 'Invalid request', '<h1>Invalid request</h1><p>Invalid platform app ID.</p>');
+  const redirectUri = p.redirect_uri ?? '';
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(redirectUri);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || !/^https?:$/.test(parsed.protocol)) {
+    return html(400, 'Invalid request', '<h1>Invalid request</h1><p>Invalid redirect_uri: it must be an absolute http(s) URL.</p>');
+  }
+  if (p.response_type !== undefined && p.response_type !== 'code') {
+    return html(400, 'Invalid request', '<h1>Invalid request</h1><p>Unsupported response_type: only code is supported.</p>');
+  }
+  const scopes = (p.scope ?? '')
+    .split(/[,\s]+/)
+    .map((s) => s.trim())
+    .filter(Boolean);
+  // R-TOK-12: the deprecated scope value is refused.
+  const invalid = scopes.filter((s) => !KNOWN_SCOPES.has(s));
+  if (invalid.length > 0) {
+    const note = invalid.includes(DEPRECATED_SCOPE) ? ` The scope ${DEPRECATED_SCOPE} is deprecated: use ${SCOPE}.` : '';
+    return html(400, 'Invalid scope', `<h1>Invalid Scopes: ${escapeHtml(invalid.join(', '))}</h1><p>Invalid scope.${escapeHtml(note)}</p>`);
+  }
+  if (!scopes.includes(SCOPE)) return html(400, 'Invalid scope', `<h1>Invalid scope</h1><p>The scope ${SCOPE} is required.</p>`);
+  return { clientId: ctx.appId, redirectUri, scopes, state: p.state };
+}
+
+function redirect(location: string): Reply {
+  return { status: 302, headers: { location, 'content-type': 'text/plain; charset=utf-8' }, body: 'Redirecting' };
+}
+
+function approve(ctx: SimContext, params: LoginParams, accountId: string): Reply {
+  const code = ctx.state.issueCode({ accountId, clientId: params.clientId, redirectUri: params.redirectUri, scopes: params.scopes });
+  const to = new URL(params.redirectUri);
+  to.searchParams.set('code', code);
+  if (params.state !== undefined) to.searchParams.set('state', params.state);
+  // The platform appends `#_` to the redirect; browsers keep fragments to themselves.
+  return redirect(`${to.toString()}#_`);
+}
+
+function deny(params: LoginParams): Reply {
+  const to = new URL(params.redirectUri);
+  to.searchParams.set('error', 'access_denied');
+  to.searchParams.set('error_reason', 'user_denied');
+  to.searchParams.set('error_description', 'The user denied your request.');
+  if (params.state !== undefined) to.searchParams.set('state', params.state);
+  return redirect(to.toString());
+}
+
+function authorizePage(ctx: SimContext, params: LoginParams): Reply {
+  const hidden = (extra: Record<string, string>) =>
+    Object.entries({ client_id: params.clientId, redirect_uri: params.redirectUri, scope: params.scopes.join(','), state: params.state ?? '', ...extra })
+      .map(([k, v]) => `<input type="hidden" name="${k}" value="${escapeHtml(v)}">`)
+      .join('');
+  const forms = [...ctx.state.accounts.values()]
+    .map(
+      (a) =>
+        `<form method="post" action="/oauth/authorize/decision">${hidden({ decision: 'allow', account_id: a.id })}` +
+        `<button type="submit" name="allow" data-account="${escapeHtml(a.id)}">Allow as @${escapeHtml(a.username)}</button></form>`,
+    )
+    .join('\n');
+  const denyForm = `<form method="post" action="/oauth/authorize/decision">${hidden({ decision: 'deny' })}<button type="submit" name="deny">Deny</button></form>`;
+  return html(
+    200,
+    'Log in and allow access',
+    `<h1>Allow access to your account</h1><p>The app ${escapeHtml(ctx.appId)} asks for: ${escapeHtml(params.scopes.join(', '))}</p>${forms}\n${denyForm}`,
+  );
+}
+
+export function handleOAuth(ctx: SimContext, r: SimRequest): Reply {
+  if (r.path === '/authorize' && r.method === 'GET') {
+    const params = validate(ctx, r.query);
+    if (!('clientId' in params)) return params;
+    const auto = ctx.autoApprove();
+    if (auto !== null) {
+      if (!ctx.state.accounts.has(auto)) return html(500, 'Simulator', `<p>autoApprove names no account (${escapeHtml(auto)}).</p>`);
+      return approve(ctx, params, auto);
+    }
+    return authorizePage(ctx, params);
+  }
+  if (r.path === '/authorize/decision' && r.method === 'POST') {
+    const form = r.form ?? {};
+    const params = validate(ctx, form);
+    if (!('clientId' in params)) return params;
+    if (form.decision === 'deny') return deny(params);
+    if (form.decision !== 'allow' || !form.account_id || !ctx.state.accounts.has(form.account_id)) {
+      return html(400, 'Invalid request', '<p>Unknown decision or account.</p>');
+    }
+    return approve(ctx, params, form.account_id);
+  }
+  if (r.path === '/access_token' && r.method === 'POST') return codeExchange(ctx, r.form ?? {});
+  return json(404, { error_type: 'OAuthException', code: 404, error_message: `No such endpoint: ${r.method} /oauth${r.path}` });
+}
+
+/** POST /oauth/access_token: the login code for a short-lived token (form fields). */
+function codeExchange(ctx: SimContext, f: Record<string, string>): Reply {
+  if (f.client_id !== ctx.appId) return loginError(400, 'Invalid platform app ID');
+  if (f.client_secret !== ctx.appSecret) return loginError(101, 'Error validating client secret.');
+  if (f.grant_type !== GRANT_AUTHORIZATION_CODE) return loginError(400, 'Unsupported grant_type: expected authorization_code');
+  const code = f.code ? ctx.state.codes.get(f.code) : undefined;
+  if (!code) return loginError(100, 'Invalid authorization code');
+  if (code.used) return loginError(100, 'This authorization code has been used');
+  if (ctx.state.clock.now().getTime() >= code.expiresAt.getTime()) return loginError(100, 'This authorization code has expired');
+  if (f.redirect_uri !== code.redirectUri) return loginError(100, 'Error validating verification code. Please make sure your redirect_uri is identical to the one you used in the OAuth dialog request');
+  code.used = true;
+  // R-TOK-14: development-mode app, account without the tester role.
+  if (!ctx.state.account(code.accountId).tester) return loginError(400, 'Insufficient developer role');
+  const token = ctx.state.issueToken(code.accountId, 'short', ctx.state.clock.now(), code.scopes);
+  if (ctx.codeResponseShape === 'data') {
+    return json(200, { data: [{ access_token: token, user_id: code.accountId, permissions: code.scopes.join(',') }] });
+  }
+  return json(200, { access_token: token, user_id: code.accountId, permissions: code.scopes });
+}

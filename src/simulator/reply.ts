@@ -1,0 +1,61 @@
+import { randomBytes } from 'node:crypto';
+
+/** What a handler answers; the server writes it (and adds the usage headers on the graph host). */
+export interface Reply {
+  status: number;
+  headers?: Record<string, string>;
+  body: string | Buffer;
+  /** The account the call was made for: its usage goes into X-Business-Use-Case-Usage. */
+  accountId?: string;
+}
+
+export function json(status: number, value: unknown, accountId?: string): Reply {
+  return { status, headers: { 'content-type': 'application/json; charset=UTF-8' }, body: JSON.stringify(value), accountId };
+}
+
+export function html(status: number, title: string, bodyHtml: string): Reply {
+  const page = `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head><body>${bodyHtml}</body></html>`;
+  return { status, headers: { 'content-type': 'text/html; charset=utf-8' }, body: page };
+}
+
+export function text(status: number, body: string, contentType = 'text/plain; charset=utf-8'): Reply {
+  return { status, headers: { 'content-type': contentType }, body };
+}
+
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+}
+
+/** The Graph error envelope: {error:{message,type,code,error_subcode,fbtrace_id}}. */
+export function graphError(
+  status: number,
+  code: number,
+  message: string,
+  opts: { subcode?: number; type?: string; accountId?: string; transient?: boolean } = {},
+): Reply {
+  const error: Record<string, unknown> = { message, type: opts.type ?? 'OAuthException', code };
+  if (opts.subcode !== undefined) error.error_subcode = opts.subcode;
+  if (opts.transient) error.is_transient = true;
+  error.fbtrace_id = `A${randomBytes(12).toString('base64url')}`;
+  return json(status, { error }, opts.accountId);
+}
+
+/** The login endpoint's own error shape: {error_type, code, error_message}. */
+export function loginError(code: number, message: string): Reply {
+  return json(400, { error_type: 'OAuthException', code, error_message: message });
+}
+
+/** "(#100) ..." refusals of parameters and fields. */
+export function paramError(message: string, accountId?: string): Reply {
+  return graphError(400, 100, `(#100) ${message}`, { accountId });
+}
+
+/** An id that is not there (or not this token's): the platform's wording, code 100 / subcode 33. */
+export function unknownObject(id: string, accountId?: string): Reply {
+  return graphError(
+    400,
+    100,
+    `Unsupported get request. Object with ID '${id}' does not exist, cannot be loaded due to missing permissions, or does not support this operation.`,
+    { subcode: 33, type: 'GraphMethodException', accountId },
+  );
+}

@@ -1,0 +1,141 @@
+import type { ManualClock } from '../util/clock.ts';
+
+/** What a simulated post is; `copyright` is a video whose media_url (and cover) the platform withholds. */
+export type PostKind = 'image' | 'video' | 'reel' | 'carousel' | 'copyright';
+/** A carousel slide; `image-no-url` is a photo slide the platform returns without media_url. */
+export type SlideKind = 'image' | 'video' | 'image-no-url';
+export type AccountType = 'BUSINESS' | 'MEDIA_CREATOR' | 'PERSONAL';
+/** The optional fields the platform may refuse or silently omit for this login variant (R-MED-4). */
+export type DroppableField = 'caption' | 'media_product_type';
+
+export interface PostSpec {
+  kind: PostKind;
+  /** undefined => a generated caption; null => no caption field at all. */
+  caption?: string | null;
+  /** undefined => a generated count; null => the field is absent (R-MED-10). */
+  likeCount?: number | null;
+  commentsCount?: number | null;
+  slides?: SlideKind[];
+  width?: number;
+  height?: number;
+  timestamp?: Date;
+}
+
+export interface SimAccountOptions {
+  username?: string;
+  name?: string;
+  accountType?: AccountType;
+  /** A number gives a deterministic mix covering every shape (see posts.ts MIX). */
+  posts?: number | PostSpec[];
+  /** Asking for these answers HTTP 400 code 100 (R-MED-4). */
+  refuseFields?: DroppableField[];
+  /** These are silently left out of every item (R-MED-4). */
+  omitFields?: DroppableField[];
+  /** false => every call with this account's tokens answers "Insufficient developer role" (R-TOK-14). */
+  tester?: boolean;
+  profilePicture?: boolean;
+}
+
+export interface SimAccount {
+  id: string;
+  username: string;
+}
+
+export interface SimSlide {
+  id: string;
+  kind: SlideKind;
+}
+
+/** A post as the simulator holds it (a copy; changing it changes nothing). */
+export interface SimPost {
+  id: string;
+  accountId: string;
+  kind: PostKind;
+  caption: string | null;
+  likeCount: number | null;
+  commentsCount: number | null;
+  slides: SimSlide[];
+  width: number;
+  height: number;
+  timestamp: Date;
+  permalink: string;
+}
+
+export type RequestHost = 'graph' | 'oauth' | 'cdn';
+
+export interface RecordedRequest {
+  method: string;
+  host: RequestHost;
+  path: string;
+  query: Record<string, string>;
+  form?: Record<string, string>;
+  /** Simulated time of arrival. */
+  at: Date;
+  /** 0 while unanswered, and for faults that never answer (timeout, reset). */
+  status: number;
+}
+
+export type FaultKind = 'status' | 'timeout' | 'reset' | 'rate-limit' | 'malformed-json' | 'html' | 'huge' | 'error';
+
+export interface FaultSpec {
+  /** A string matches when the pathname ends with it; a RegExp is tested on the pathname. */
+  path?: string | RegExp;
+  match?: (r: { host: string; path: string; query: Record<string, string> }) => boolean;
+  kind: FaultKind;
+  /** For 'status' (default 500), 'rate-limit' (default 429), 'html' (default 502), 'error' (default 400). */
+  status?: number;
+  /** rate-limit code 4|17|32|613 (default 4), or the error code for 'error' (default 2). */
+  code?: number;
+  subcode?: number;
+  message?: string;
+  /** Default 1; Infinity allowed. */
+  times?: number;
+  /** For 'huge' (default 50 MB). */
+  sizeBytes?: number;
+  /** For 'rate-limit': estimated_time_to_regain_access in minutes (default 1). */
+  regainMinutes?: number;
+}
+
+export interface SimulatorOptions {
+  host?: string;
+  port?: number;
+  appId?: string;
+  appSecret?: string;
+  start?: Date | number;
+  linkLifetimeMs?: number;
+  codeResponseShape?: 'flat' | 'data';
+  maxLimit?: number;
+  shortPages?: boolean;
+  /**
+   * Told every secret the simulator creates (app secret, tokens, codes). Default: when
+   * FEEDMIRROR_CAPTURE_DIR is set (the test suite), they are appended to the secrets audit ledger
+   * there, so test/audit checks none of them leaked into captured output.
+   */
+  onSecret?: (secret: string) => void;
+}
+
+export interface Simulator {
+  url: string;
+  graphUrl: string;
+  authorizeUrl: string;
+  oauthTokenUrl: string;
+  imageBaseUrl: string;
+  imageHost: string;
+  appId: string;
+  appSecret: string;
+  clock: ManualClock;
+  requests: RecordedRequest[];
+  createAccount(opts?: SimAccountOptions): SimAccount;
+  addPost(accountId: string, spec: PostSpec): string;
+  updatePost(accountId: string, mediaId: string, patch: Partial<PostSpec>): void;
+  deletePost(accountId: string, mediaId: string): void;
+  posts(accountId: string): SimPost[];
+  issueShortLivedToken(accountId: string, opts?: { scopes?: string[] }): string;
+  issueLongLivedToken(accountId: string, opts?: { issuedAt?: Date; scopes?: string[] }): string;
+  setPasswordChanged(accountId: string, changed: boolean): void;
+  revokeTokens(accountId: string): void;
+  autoApprove: string | null;
+  injectFault(f: FaultSpec): void;
+  clearFaults(): void;
+  close(): Promise<void>;
+}
