@@ -21,17 +21,35 @@ export interface RedisSettings {
 }
 
 /**
- * Connections for BullMQ. Workers need `maxRetriesPerRequest: null` (blocking commands); the
- * retry strategy reconnects forever with a capped delay, so a Redis restart is survived.
+ * Connection options for BullMQ, parsed from REDIS_URL. Passing options (not a client) lets each
+ * Queue and Worker own its connection and close it on close(). Workers need
+ * `maxRetriesPerRequest: null` (blocking commands); the retry strategy reconnects forever with a
+ * capped delay, so a Redis restart is survived.
  */
-export function redisConnection(settings: RedisSettings, forWorker = true): Redis {
-  const opts: RedisOptions = {
+export function redisOptions(settings: RedisSettings, forWorker = true): RedisOptions {
+  const u = new URL(settings.url);
+  const db = u.pathname.length > 1 ? Number(u.pathname.slice(1)) : 0;
+  return {
+    host: u.hostname.replace(/^\[|\]$/g, ''),
+    port: u.port ? Number(u.port) : 6379,
+    ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
+    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
+    ...(Number.isInteger(db) ? { db } : {}),
+    ...(u.protocol === 'rediss:' ? { tls: {} } : {}),
     maxRetriesPerRequest: forWorker ? null : 3,
     enableReadyCheck: true,
-    retryStrategy: (times) => Math.min(200 * times, 5_000),
-    lazyConnect: false,
+    retryStrategy: (times: number) => Math.min(200 * times, 5_000),
   };
-  return new Redis(settings.url, opts);
+}
+
+/** The same options typed for BullMQ's constructors, which create (and close) their own clients. */
+export function bullConnection(settings: RedisSettings, forWorker = true): ConnectionOptions {
+  return redisOptions(settings, forWorker) as unknown as ConnectionOptions;
+}
+
+/** A plain client (health checks, tests); the caller closes it. */
+export function redisClient(settings: RedisSettings): Redis {
+  return new Redis(redisOptions(settings, false));
 }
 
 export const DEFAULT_JOB_OPTIONS: JobsOptions = {
@@ -44,7 +62,7 @@ export const DEFAULT_JOB_OPTIONS: JobsOptions = {
 
 export function createQueue(name: QueueName, settings: RedisSettings, connection?: ConnectionOptions): Queue {
   return new Queue(name, {
-    connection: connection ?? redisConnection(settings, false),
+    connection: connection ?? bullConnection(settings, false),
     prefix: settings.prefix,
     defaultJobOptions: DEFAULT_JOB_OPTIONS,
   });

@@ -8,7 +8,7 @@ import type { TokenCipher } from '../src/store/crypto.ts';
 import type { Mailer } from '../src/alerts/mailer.ts';
 import { alertReauthRequired, runExpirySweep } from '../src/alerts/sweep.ts';
 import { listAccounts } from '../src/store/accounts.ts';
-import { QUEUE, redisConnection, type RedisSettings } from './queues.ts';
+import { QUEUE, bullConnection, type RedisSettings } from './queues.ts';
 import { refreshAccountToken, tokenRefreshPayload, type RefreshOutcome } from './token-refresh.ts';
 import { EXPIRY_SWEEP_JOB, enqueueDailySweep } from './expiry-sweep.ts';
 import { scheduleAccount, unscheduleAccount, type ScheduleSettings } from './schedules.ts';
@@ -69,7 +69,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
       }
       return outcome;
     },
-    { connection: redisConnection(deps.redis), prefix: deps.redis.prefix, concurrency: deps.concurrency },
+    { connection: bullConnection(deps.redis), prefix: deps.redis.prefix, concurrency: deps.concurrency },
   );
 
   const maintenanceWorker = new Worker(
@@ -78,7 +78,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
       if (job.name === EXPIRY_SWEEP_JOB) return runExpirySweep(sweepDeps);
       throw new Error(`unknown maintenance job ${job.name}`);
     },
-    { connection: redisConnection(deps.redis), prefix: deps.redis.prefix, concurrency: 1 },
+    { connection: bullConnection(deps.redis), prefix: deps.redis.prefix, concurrency: 1 },
   );
 
   for (const w of [refreshWorker, maintenanceWorker]) {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import cron from 'node-cron';
 import { registerSecret } from './util/redact.ts';
 import { DEFAULT_API_VERSION, DEFAULT_AUTHORIZE_URL, DEFAULT_GRAPH_URL, DEFAULT_MEDIA_HOSTS, DEFAULT_OAUTH_TOKEN_URL } from './platform/identifiers.ts';
 
@@ -62,6 +63,10 @@ export const configSchema = z.object({
   HTTP_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
   SYNC_INTERVAL_MINUTES: posInt.default(60),
   REFRESH_AFTER_DAYS: z.coerce.number().min(1).max(50).default(30),
+  /** How often each account's refresh check runs; the refresh itself happens when the token is due. */
+  REFRESH_CHECK_HOURS: z.coerce.number().positive().max(24).default(6),
+  /** node-cron expression (UTC) at which workers queue the daily expiry sweep; it runs once per day across all workers. */
+  EXPIRY_SWEEP_CRON: z.string().refine((v) => cron.validate(v), 'must be a valid cron expression').default('0 8 * * *'),
   /** What to do with copyright-flagged items (no media_url): drop them or show a text card (R-CNV-12). */
   COPYRIGHT_ITEMS: z.enum(['drop', 'text-card']).default('drop'),
   WORKER_CONCURRENCY: posInt.default(4),

@@ -81,7 +81,7 @@ export class AppContext {
   }
 
   get schedules(): ScheduleSettings {
-    return { refreshCheckEveryMs: 6 * HOUR, syncEveryMs: this.config.SYNC_INTERVAL_MINUTES * MINUTE };
+    return { refreshCheckEveryMs: this.config.REFRESH_CHECK_HOURS * HOUR, syncEveryMs: this.config.SYNC_INTERVAL_MINUTES * MINUTE };
   }
 
   get refreshAfterMs(): number {

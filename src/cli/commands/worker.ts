@@ -19,7 +19,7 @@ export async function workerCommand(_argv: string[], io: CliIO): Promise<number>
     schedules: ctx.schedules,
     refreshAfterMs: ctx.refreshAfterMs,
     concurrency: ctx.config.WORKER_CONCURRENCY,
-    sweepCron: io.env.EXPIRY_SWEEP_CRON ?? '0 8 * * *',
+    sweepCron: ctx.config.EXPIRY_SWEEP_CRON,
   });
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
