@@ -1,0 +1,196 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { DAY, systemClock, type Clock } from '../util/clock.ts';
+
+/**
+ * Prometheus metrics of feedmirror. Everything lives in one Registry of our own (never
+ * prom-client's global one), so tests and several apps in one process never collide, and every
+ * name starts with `feedmirror_`.
+ *
+ * Two kinds of figures:
+ *  - counted where they happen (failures, copies, platform calls, rate-limit waits, sync
+ *    durations): the code that does the work calls the handles below;
+ *  - read when scraped (jobs by queue and state, token days left): collect() callbacks ask
+ *    BullMQ and the accounts store, bounded by a timeout so a down Redis or Postgres never
+ *    hangs /metrics. Counts reflect the whole cluster, whichever process serves them.
+ */
+export const METRIC_PREFIX = 'feedmirror_';
+
+/** BullMQ job states reported by feedmirror_jobs. */
+// BullMQ 5+ has no separate paused list (a paused queue keeps its jobs in waiting).
+export const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'] as const;
+export type JobStateName = (typeof JOB_STATES)[number];
+
+/** What feedmirror_jobs needs of a queue: a BullMQ Queue fits. */
+export interface JobCountsSource {
+  readonly name: string;
+  // Method syntax on purpose: BullMQ's parameter type is a wider union of names.
+  getJobCounts(...types: JobStateName[]): Promise<Record<string, number>>;
+}
+
+/** One account's stored token expiry (R-TOK-4); null when it has no usable token. */
+export interface TokenExpiry {
+  accountId: string;
+  expiresAt: Date | null;
+}
+
+export interface MetricsOptions {
+  /** Queues whose job counts are read on every scrape. */
+  queues?: readonly JobCountsSource[];
+  /** Reads every account's token expiry on every scrape (e.g. from the tokens table). */
+  tokenExpiries?: () => Promise<readonly TokenExpiry[]>;
+  clock?: Clock;
+  /** Process metrics (CPU, memory, event loop, GC) under the same prefix; default true. */
+  processMetrics?: boolean;
+  /** Bound on each scrape-time read (default 2000 ms). */
+  collectTimeoutMs?: number;
+}
+
+export type SyncOutcome = 'ok' | 'failed';
+export type CallOutcome = 'ok' | 'rate_limited' | 'token_invalid' | 'error';
+
+export interface Metrics {
+  readonly registry: Registry;
+  readonly contentType: string;
+  /** Jobs that failed (each failed attempt), by queue. */
+  readonly jobFailures: Counter<'queue'>;
+  /** Days of token validity left per account, computed from the stored expiry (R-TOK-9). */
+  readonly tokenDaysLeft: Gauge<'account_id'>;
+  /** Duration of one feed-sync, seconds. */
+  readonly syncDuration: Histogram<'outcome'>;
+  readonly imagesCopied: Counter;
+  readonly imageBytesCopied: Counter;
+  /** Calls to the platform API by operation (refresh, exchange, media_list, media_single, ...) and outcome. */
+  readonly platformCalls: Counter<'operation' | 'outcome'>;
+  /** Times a call waited because of rate limiting (R-OWN-1), by operation. */
+  readonly rateLimitWaits: Counter<'operation'>;
+  /** Scrape-time reads that failed or timed out (Redis or Postgres unreachable), by source. */
+  readonly collectFailures: Counter<'source'>;
+  /** The exposition text for /metrics. */
+  metricsText(): Promise<string>;
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+export function createMetrics(opts: MetricsOptions = {}): Metrics {
+  const registry = new Registry();
+  const clock = opts.clock ?? systemClock;
+  const timeoutMs = opts.collectTimeoutMs ?? 2_000;
+  const queues = opts.queues ?? [];
+  const p = METRIC_PREFIX;
+
+  if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: p });
+
+  const collectFailures = new Counter({
+    name: `${p}metrics_collect_failures_total`,
+    help: 'Scrape-time reads that failed or timed out, by source (queues, accounts).',
+    labelNames: ['source'] as const,
+    // Registered last (below), and it waits for the reads of this scrape, so their failures show at once.
+    registers: [],
+    async collect() {
+      await Promise.allSettled([...pending]);
+    },
+  });
+  // Scrape-time reads in flight; prom-client starts every collect() of a scrape together.
+  const pending = new Set<Promise<unknown>>();
+  const track = (work: Promise<void>): Promise<void> => {
+    pending.add(work);
+    return work.finally(() => pending.delete(work));
+  };
+
+  async function readJobCounts(gauge: Gauge<'queue' | 'state'>): Promise<void> {
+    // reset first: a queue that cannot be read reports nothing rather than stale counts.
+    gauge.reset();
+    const results = await Promise.allSettled(
+      queues.map(async (q) => ({ queue: q.name, counts: await withTimeout(q.getJobCounts(...JOB_STATES), timeoutMs, `queue ${q.name}`) })),
+    );
+    for (const r of results) {
+      if (r.status === 'rejected') {
+        collectFailures.inc({ source: 'queues' });
+        continue;
+      }
+      for (const state of JOB_STATES) gauge.set({ queue: r.value.queue, state }, r.value.counts[state] ?? 0);
+    }
+  }
+
+  async function readTokenExpiries(gauge: Gauge<'account_id'>): Promise<void> {
+    if (!opts.tokenExpiries) return;
+    gauge.reset();
+    let rows: readonly TokenExpiry[];
+    try {
+      rows = await withTimeout(opts.tokenExpiries(), timeoutMs, 'accounts store');
+    } catch {
+      collectFailures.inc({ source: 'accounts' });
+      return;
+    }
+    const now = clock.now().getTime();
+    for (const row of rows) {
+      if (!row.expiresAt) continue;
+      // Two decimals: enough for "alert under 14 days" without a new value every millisecond.
+      gauge.set({ account_id: row.accountId }, Math.round(((row.expiresAt.getTime() - now) / DAY) * 100) / 100);
+    }
+  }
+
+  new Gauge({
+    name: `${p}jobs`,
+    help: 'Jobs by queue and state, read from BullMQ at scrape time.',
+    labelNames: ['queue', 'state'] as const,
+    registers: [registry],
+    collect() {
+      return track(readJobCounts(this));
+    },
+  });
+
+  const tokenDaysLeft = new Gauge({
+    name: `${p}token_days_left`,
+    help: 'Days of token validity left per account, from the stored expiry; negative once expired.',
+    labelNames: ['account_id'] as const,
+    registers: [registry],
+    collect() {
+      return track(readTokenExpiries(this));
+    },
+  });
+
+  const metrics: Metrics = {
+    registry,
+    contentType: registry.contentType,
+    jobFailures: new Counter({ name: `${p}job_failures_total`, help: 'Failed job attempts, by queue.', labelNames: ['queue'] as const, registers: [registry] }),
+    tokenDaysLeft,
+    syncDuration: new Histogram({
+      name: `${p}sync_duration_seconds`,
+      help: 'Duration of one feed-sync, seconds.',
+      labelNames: ['outcome'] as const,
+      buckets: [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600],
+      registers: [registry],
+    }),
+    imagesCopied: new Counter({ name: `${p}images_copied_total`, help: 'Images copied into storage.', registers: [registry] }),
+    imageBytesCopied: new Counter({ name: `${p}images_copied_bytes_total`, help: 'Bytes of images written to storage.', registers: [registry] }),
+    platformCalls: new Counter({
+      name: `${p}platform_calls_total`,
+      help: 'Platform API calls, by operation and outcome.',
+      labelNames: ['operation', 'outcome'] as const,
+      registers: [registry],
+    }),
+    rateLimitWaits: new Counter({
+      name: `${p}rate_limit_waits_total`,
+      help: 'Times a platform call waited because of rate limiting, by operation.',
+      labelNames: ['operation'] as const,
+      registers: [registry],
+    }),
+    collectFailures,
+    metricsText: () => registry.metrics(),
+  };
+  registry.registerMetric(collectFailures);
+  return metrics;
+}
+
+/** The exposition text of a Metrics instance (what /metrics serves). */
+export function metricsText(metrics: Metrics): Promise<string> {
+  return metrics.metricsText();
+}

@@ -1,0 +1,46 @@
+import { readFile } from 'node:fs/promises';
+import type { ObjectStorage } from '../storage/types.ts';
+
+/**
+ * The embeddable widget: one static, dependency-free script published next to the feeds, so a
+ * site embeds a feed with a <div> and a <script> and never holds a token (R-TOK-11).
+ */
+export const WIDGET_FILENAME = 'feedmirror-widget.js';
+/** Storage key of the published script: `widget/feedmirror-widget.js`. */
+export const WIDGET_KEY = `widget/${WIDGET_FILENAME}`;
+export const WIDGET_CONTENT_TYPE = 'application/javascript; charset=utf-8';
+// An hour: a new release reaches sites soon, while browsers and CDNs still cache it.
+export const WIDGET_CACHE_CONTROL = 'public, max-age=3600';
+
+const WIDGET_FILE = new URL(`./${WIDGET_FILENAME}`, import.meta.url);
+
+/** The script as shipped (read from the package, no build step). */
+export async function widgetSource(): Promise<Buffer> {
+  return readFile(WIDGET_FILE);
+}
+
+export interface PublishedWidget {
+  key: string;
+  /** The address a site puts in `<script defer src=...>`. */
+  url: string;
+  /** false when the stored copy was already identical (nothing written). */
+  written: boolean;
+}
+
+/**
+ * Put the script at `widget/feedmirror-widget.js`. Idempotent: an identical stored copy is left
+ * alone, so every worker or server start can call it without rewriting the object.
+ */
+export async function publishWidget(storage: ObjectStorage): Promise<PublishedWidget> {
+  const body = await widgetSource();
+  const existing = await storage.get(WIDGET_KEY);
+  const same =
+    existing !== null &&
+    existing.body.equals(body) &&
+    (existing.contentType === undefined || existing.contentType === WIDGET_CONTENT_TYPE) &&
+    (existing.cacheControl === undefined || existing.cacheControl === WIDGET_CACHE_CONTROL);
+  if (!same) {
+    await storage.put(WIDGET_KEY, body, { contentType: WIDGET_CONTENT_TYPE, cacheControl: WIDGET_CACHE_CONTROL });
+  }
+  return { key: WIDGET_KEY, url: storage.publicUrl(WIDGET_KEY), written: !same };
+}
