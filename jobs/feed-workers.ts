@@ -1,0 +1,88 @@
+import { DelayedError, FlowProducer, Worker, type Job } from 'bullmq';
+import type { FeedDeps } from '../src/feeds/deps.ts';
+import { RateLimitedError } from '../src/platform/errors.ts';
+import { MINUTE } from '../src/util/clock.ts';
+import { processFeedSync, type FlowSettings, type FeedSyncJobDeps } from './feed-sync.ts';
+import { processMirrorMedia } from './mirror-media.ts';
+import { processPublishFeed } from './publish-feed.ts';
+import { QUEUE, bullConnection, type RedisSettings } from './queues.ts';
+
+/**
+ * The feed pipeline's BullMQ workers: feed-sync, mirror-media and publish-feed, and the
+ * FlowProducer that links them. jobs/worker.ts starts them next to the token workers.
+ */
+export interface FeedWorkerDeps extends FeedDeps {
+  redis: RedisSettings;
+  concurrency?: { sync?: number; mirror?: number; publish?: number };
+  flowSettings?: FlowSettings;
+  /** R-TOK-10: stop the account's schedules and alert (the lead's unscheduleAccount + alert). */
+  onReauthRequired?: (accountId: string, reason: string) => Promise<void>;
+}
+
+export interface RunningFeedWorkers {
+  flows: FlowProducer;
+  close(): Promise<void>;
+}
+
+/** App-wide limits (code 4, or a bare 429) pause the whole queue; a user's own limit delays only its job. */
+const APP_WIDE_CODES = new Set([4, undefined]);
+const DEFAULT_RATE_LIMIT_WAIT_MS = 5 * MINUTE;
+
+export async function startFeedWorkers(deps: FeedWorkerDeps): Promise<RunningFeedWorkers> {
+  const log = deps.logger.child({ component: 'feed-workers' });
+  // Options, not clients: each Worker and the FlowProducer own their connection and close it.
+  const conn = (forWorker = true) => bullConnection(deps.redis, forWorker);
+  const flows = new FlowProducer({ connection: conn(false), prefix: deps.redis.prefix });
+  const syncDeps: FeedSyncJobDeps = {
+    ...deps,
+    flows,
+    redis: deps.redis,
+    ...(deps.flowSettings ? { flowSettings: deps.flowSettings } : {}),
+    ...(deps.onReauthRequired ? { onReauthRequired: deps.onReauthRequired } : {}),
+  };
+  const common = { prefix: deps.redis.prefix };
+
+  const syncWorker: Worker = new Worker(
+    QUEUE.feedSync,
+    async (job: Job, token?: string) => {
+      try {
+        return await processFeedSync(syncDeps, job);
+      } catch (err) {
+        if (!(err instanceof RateLimitedError)) throw err;
+        // R-OWN-1: never retry in a tight loop; wait as long as the platform says (or 5 minutes).
+        const waitMs = err.retryAfterMs ?? DEFAULT_RATE_LIMIT_WAIT_MS;
+        log.warn({ accountId: job.data?.accountId, waitMs, code: err.code }, 'rate limited by the platform; backing off');
+        if (APP_WIDE_CODES.has(err.code)) {
+          await syncWorker.rateLimit(waitMs);
+          throw Worker.RateLimitError();
+        }
+        await job.moveToDelayed(Date.now() + waitMs, token);
+        throw new DelayedError();
+      }
+    },
+    { ...common, connection: conn(), concurrency: deps.concurrency?.sync ?? 2 },
+  );
+  const mirrorWorker = new Worker(QUEUE.mirrorMedia, (job: Job) => processMirrorMedia(deps, job), {
+    ...common,
+    connection: conn(),
+    concurrency: deps.concurrency?.mirror ?? 4,
+  });
+  const publishWorker = new Worker(QUEUE.publishFeed, (job: Job) => processPublishFeed(deps, job), {
+    ...common,
+    connection: conn(),
+    concurrency: deps.concurrency?.publish ?? 2,
+  });
+  const workers = [syncWorker, mirrorWorker, publishWorker];
+  for (const w of workers) {
+    w.on('failed', (job, err) => log.warn({ queue: w.name, jobId: job?.id, err }, 'job failed'));
+    w.on('error', (err) => log.error({ queue: w.name, err }, 'worker error'));
+  }
+  await Promise.all(workers.map((w) => w.waitUntilReady()));
+  return {
+    flows,
+    async close() {
+      await Promise.all(workers.map((w) => w.close()));
+      await flows.close();
+    },
+  };
+}

@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { UnrecoverableError, type Job, type JobsOptions } from 'bullmq';
+import { copySlot, type CopyOutcome } from '../src/feeds/copy-slot.ts';
+import type { FeedDeps } from '../src/feeds/deps.ts';
+import { MirrorError } from '../src/mirror/errors.ts';
+import { StorageError } from '../src/storage/errors.ts';
+import { PlatformError } from '../src/platform/errors.ts';
+
+/**
+ * mirror-media: copy one image (cover or photo slide) of one post into storage (R-LNK-5). A child
+ * of the account's publish-feed flow. The signed link is read from Postgres at run time, not from
+ * the job data, so a retry after the link died finds the renewed one (or renews it, R-LNK-3).
+ */
+export const mirrorMediaPayload = z.object({
+  accountId: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be an account id'),
+  mediaId: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be a media id'),
+  slot: z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be a slot like cover or slide-1'),
+});
+export type MirrorMediaPayload = z.infer<typeof mirrorMediaPayload>;
+
+export interface MirrorJobSettings {
+  attempts: number;
+  backoffMs: number;
+}
+export const DEFAULT_MIRROR_JOBS: MirrorJobSettings = { attempts: 5, backoffMs: 10_000 };
+
+export function mirrorJobOptions(settings: MirrorJobSettings = DEFAULT_MIRROR_JOBS): JobsOptions {
+  return {
+    attempts: settings.attempts,
+    backoff: { type: 'exponential', delay: settings.backoffMs },
+    // A copy that fails for good must not hold the feed back: the parent publishes without that
+    // image (its post waits for the next sync) instead of waiting forever.
+    ignoreDependencyOnFailure: true,
+    removeOnComplete: { age: 24 * 3600, count: 1000 },
+    removeOnFail: { age: 7 * 24 * 3600, count: 5000 },
+  };
+}
+
+/** Whether a plain retry may help; never-healing failures stop at once (UnrecoverableError). */
+function retryable(err: unknown): boolean {
+  if (err instanceof MirrorError || err instanceof StorageError || err instanceof PlatformError) return err.retryable;
+  return true; // database hiccups and the unexpected: retry with backoff
+}
+
+/** The job's return value: small; the image details are in storage and Postgres. */
+export type MirrorMediaReturn = { outcome: CopyOutcome['outcome']; renewed?: boolean; key?: string; reason?: string };
+
+export async function processMirrorMedia(deps: FeedDeps, job: Job): Promise<MirrorMediaReturn> {
+  const payload = mirrorMediaPayload.parse(job.data);
+  try {
+    const r = await copySlot(deps, payload);
+    if (r.outcome === 'copied' || r.outcome === 'reused') return { outcome: r.outcome, renewed: r.renewed, key: r.image.key };
+    return r;
+  } catch (err) {
+    if (!retryable(err)) throw new UnrecoverableError((err as Error).message);
+    throw err;
+  }
+}

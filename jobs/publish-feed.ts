@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import type { Job, JobsOptions } from 'bullmq';
+import type { FeedDeps } from '../src/feeds/deps.ts';
+import { publishAccountFeed, sweepAccountMedia, type PublishOutcome } from '../src/feeds/publish.ts';
+
+/**
+ * publish-feed: the parent of a sync's flow, run once its copies are done. Writes
+ * feeds/<accountId>.json (one PUT, only when changed), deletes the copies of pruned posts, and
+ * sweeps the account's media folder after a complete listing changed the feed. A storage failure
+ * throws: BullMQ retries with backoff and the previous feed stays in place meanwhile.
+ */
+export const publishFeedPayload = z.object({
+  accountId: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be an account id'),
+  complete: z.boolean(),
+});
+export type PublishFeedPayload = z.infer<typeof publishFeedPayload>;
+
+export interface PublishJobSettings {
+  attempts: number;
+  backoffMs: number;
+}
+export const DEFAULT_PUBLISH_JOBS: PublishJobSettings = { attempts: 8, backoffMs: 15_000 };
+
+export function publishJobOptions(settings: PublishJobSettings = DEFAULT_PUBLISH_JOBS): JobsOptions {
+  return {
+    attempts: settings.attempts,
+    backoff: { type: 'exponential', delay: settings.backoffMs },
+    removeOnComplete: { age: 7 * 24 * 3600, count: 1000 },
+    removeOnFail: { age: 30 * 24 * 3600, count: 5000 },
+  };
+}
+
+export async function processPublishFeed(deps: FeedDeps, job: Job): Promise<PublishOutcome & { swept?: number }> {
+  const { accountId, complete } = publishFeedPayload.parse(job.data);
+  const out = await publishAccountFeed(deps, accountId, { complete });
+  if (out.outcome === 'written' && complete) {
+    // No copy of this account is in flight now (this job waited for its children).
+    const swept = await sweepAccountMedia(deps, accountId);
+    return { ...out, swept: swept.length };
+  }
+  return out;
+}

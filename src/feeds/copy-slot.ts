@@ -1,0 +1,100 @@
+import { LinkExpiredError } from '../mirror/errors.ts';
+import { mirrorImage, type MirroredImage } from '../mirror/copy.ts';
+import { mediaItemSchema } from '../platform/media-item.ts';
+import { earliestExpiry, isLinkExpired } from '../platform/links.ts';
+import { convertItem } from '../convert/convert-item.ts';
+import type { Post } from '../schema/v1.ts';
+import { getMediaCopy, getPost, saveMediaCopy, updatePostLinks } from '../store/posts.ts';
+import { loadToken } from '../store/tokens.ts';
+import { MINUTE } from '../util/clock.ts';
+import type { FeedDeps } from './deps.ts';
+import { imageSlots } from './slots.ts';
+
+/** A link this close to its oe is renewed before downloading: the download itself takes time. */
+const EXPIRY_MARGIN_MS = MINUTE;
+
+export interface CopyTarget {
+  accountId: string;
+  mediaId: string;
+  slot: string;
+}
+
+export type CopyOutcome =
+  | { outcome: 'copied' | 'reused'; renewed: boolean; image: MirroredImage }
+  | { outcome: 'up-to-date' }
+  | { outcome: 'gone'; reason: string };
+
+/**
+ * R-MED-8: ask the platform for newly signed links of one media item and store them in the post
+ * (its other fields are kept: the single-media read returns only the link fields).
+ */
+export async function renewPostLinks(deps: FeedDeps, accountId: string, mediaId: string, post: Post): Promise<Post> {
+  const stored = await loadToken(deps.db, deps.cipher, accountId);
+  if (!stored) throw new Error(`account ${accountId} has no token: cannot renew the links of media ${mediaId}`);
+  const fresh = await deps.platform.getMedia(stored.accessToken, mediaId);
+  const raw = mediaItemSchema.parse(post.raw);
+  const merged = mediaItemSchema.parse({
+    ...raw,
+    ...(fresh.media_url !== undefined ? { media_url: fresh.media_url } : {}),
+    ...(fresh.thumbnail_url !== undefined ? { thumbnail_url: fresh.thumbnail_url } : {}),
+    ...(fresh.children !== undefined ? { children: fresh.children } : {}),
+  });
+  const converted = convertItem(merged, { copyrightItems: deps.copyrightItems ?? 'drop' });
+  if (!('post' in converted)) throw new Error(`media ${mediaId}: renewed item no longer converts: ${converted.dropped.reason}`);
+  await updatePostLinks(deps.db, accountId, mediaId, converted.post, earliestExpiry(merged) ?? null);
+  deps.logger.info({ accountId, mediaId }, 'media links renewed through the single-media read (R-MED-8)');
+  return converted.post;
+}
+
+/**
+ * Copy one image of a stored post (R-LNK-5). Reads the post's current link from Postgres (job data
+ * holds ids only); a link past (or within a minute of) its oe, or one the host answers with
+ * "URL signature expired", is renewed first (R-LNK-3, R-MED-8). Idempotent: a slot whose source
+ * file is already copied costs one query; mirrorImage's manifest covers a crash between upload and
+ * bookkeeping.
+ */
+export async function copySlot(deps: FeedDeps, t: CopyTarget): Promise<CopyOutcome> {
+  const stored = await getPost(deps.db, t.accountId, t.mediaId);
+  if (!stored) return { outcome: 'gone', reason: 'post no longer stored (pruned)' };
+  let post = stored.post;
+  const find = (p: Post) => imageSlots(p).find((s) => s.slot === t.slot);
+  let slot = find(post);
+  if (!slot) return { outcome: 'gone', reason: `post has no image slot ${t.slot}` };
+  const existing = await getMediaCopy(deps.db, t.accountId, t.mediaId, t.slot);
+  if (existing?.sourceId === slot.sourceId) return { outcome: 'up-to-date' };
+
+  let renewed = false;
+  const renew = async () => {
+    post = await renewPostLinks(deps, t.accountId, t.mediaId, post);
+    renewed = true;
+    slot = find(post);
+    if (!slot) throw new Error(`media ${t.mediaId}: slot ${t.slot} disappeared when its links were renewed`);
+  };
+  if (isLinkExpired(slot.url, deps.clock.now(), EXPIRY_MARGIN_MS)) await renew();
+
+  const mirrorDeps = { storage: deps.storage, limits: deps.limits, clock: deps.clock };
+  // A different file was copied before under this slot: its manifest must not be reused.
+  const job = { accountId: t.accountId, mediaId: t.mediaId, slot: t.slot, force: existing !== null };
+  let image: MirroredImage;
+  try {
+    image = await mirrorImage(mirrorDeps, { ...job, url: slot!.url });
+  } catch (err) {
+    if (!(err instanceof LinkExpiredError) || renewed) throw err;
+    await renew(); // R-LNK-3: 403 "URL signature expired" => renew, then copy
+    image = await mirrorImage(mirrorDeps, { ...job, url: slot!.url });
+  }
+  await saveMediaCopy(deps.db, {
+    accountId: t.accountId,
+    mediaId: t.mediaId,
+    slot: t.slot,
+    sourceId: slot!.sourceId,
+    key: image.key,
+    width: image.width,
+    height: image.height,
+    bytes: image.bytes,
+    contentType: image.contentType,
+    variants: image.variants.map((v) => ({ key: v.key, width: v.width, height: v.height })),
+    copiedAt: deps.clock.now(),
+  });
+  return { outcome: image.reused ? 'reused' : 'copied', renewed, image };
+}

@@ -1,0 +1,24 @@
+import type pg from 'pg';
+import type { PlatformClient } from '../platform/client.ts';
+import type { MirrorLimits } from '../mirror/copy.ts';
+import type { ObjectStorage } from '../storage/types.ts';
+import type { TokenCipher } from '../store/crypto.ts';
+import type { Clock } from '../util/clock.ts';
+import type { Logger } from '../util/logger.ts';
+
+/** Everything the feed pipeline (sync, copy, publish) works with; built once by the caller. */
+export interface FeedDeps {
+  db: pg.Pool;
+  cipher: TokenCipher;
+  platform: PlatformClient;
+  storage: ObjectStorage;
+  limits: MirrorLimits;
+  clock: Clock;
+  logger: Logger;
+  /** R-CNV-12: what to do with copyright-flagged items (default drop). */
+  copyrightItems?: 'drop' | 'text-card';
+  /** Longest Cache-Control max-age of a feed, in seconds (default 300): feeds change every sync. */
+  feedMaxAgeSeconds?: number;
+  /** Re-publish an unchanged feed this long before its platform links (video files) die (default 1 day). */
+  relinkMarginMs?: number;
+}

@@ -1,0 +1,259 @@
+import { buildFeed } from '../convert/feed.ts';
+import { originFromProfile } from '../convert/origin.ts';
+import { demoFeed } from '../demo/demo-feed.ts';
+import { cacheLifetimeSeconds, parseOe } from '../platform/links.ts';
+import type { Feed, Media, Post } from '../schema/v1.ts';
+import { feedKey, mediaPrefix } from '../storage/keys.ts';
+import type { ObjectStorage } from '../storage/types.ts';
+import { getAccount, type Account } from '../store/accounts.ts';
+import type { Db } from '../store/db.ts';
+import {
+  deleteMediaCopies,
+  getFeedPublication,
+  listMediaCopies,
+  listOrphanedCopyMediaIds,
+  listPosts,
+  saveFeedPublication,
+  type MediaCopy,
+  type StoredPost,
+} from '../store/posts.ts';
+import { DAY } from '../util/clock.ts';
+import type { FeedDeps } from './deps.ts';
+import { contentHash, imageSlots, isImageMime } from './slots.ts';
+
+export const DEFAULT_FEED_MAX_AGE_SECONDS = 300;
+export const FEED_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+type PublishDeps = Pick<FeedDeps, 'db' | 'storage' | 'clock' | 'logger' | 'feedMaxAgeSeconds' | 'relinkMarginMs'>;
+
+/** The platform's signed-link fields of an item and its slides. */
+const LINK_FIELDS = ['media_url', 'thumbnail_url'] as const;
+
+/**
+ * raw as published: the platform item minus its signed links. Those die within days (R-LNK-2) and
+ * would be the only platform image links left in a public feed; the live equivalents are
+ * thumbnailUrl and media[]. The store keeps raw whole (R-CNV-10).
+ */
+function publishedRaw(raw: unknown): unknown {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+  const out: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
+  for (const f of LINK_FIELDS) delete out[f];
+  const children = out.children as { data?: unknown } | undefined;
+  if (children && Array.isArray(children.data)) {
+    out.children = { ...children, data: children.data.map(publishedRaw) };
+  }
+  return out;
+}
+
+export interface RewrittenPost {
+  post: Post;
+  /** Platform links still in the post (video files, R-LNK-5). */
+  platformLinks: string[];
+}
+
+/**
+ * One stored post as published: image links rewritten to the copies, measured sizes filled
+ * (R-CNV-11), video files kept as platform links (mime video/*). undefined when the cover is not
+ * copied yet (never an image post pointing at a link that will die); a photo slide not copied yet
+ * is left out of media[] until it is.
+ */
+export function rewritePost(stored: StoredPost, copies: ReadonlyMap<string, MediaCopy>, publicUrl: (key: string) => string): RewrittenPost | undefined {
+  const { post } = stored;
+  const slots = imageSlots(post);
+  const bySlot = new Map<number, MediaCopy | undefined>();
+  let cover: MediaCopy | undefined;
+  for (const s of slots) {
+    const copy = copies.get(s.slot);
+    // A copy of an older file of this slot is still a working image; it is replaced once the
+    // new file is copied.
+    if (s.slot === 'cover') cover = copy;
+    for (const i of s.mediaIndexes) bySlot.set(i, copy);
+  }
+  if (post.thumbnailUrl && !cover) return undefined;
+
+  const platformLinks: string[] = [];
+  const media: Media[] = [];
+  post.media.forEach((m, i) => {
+    if (!isImageMime(m.mime)) {
+      platformLinks.push(m.url); // R-LNK-5: video files are not copied
+      media.push(m);
+      return;
+    }
+    const copy = bySlot.get(i);
+    if (!copy) return;
+    media.push({ ...m, url: publicUrl(copy.key), mime: copy.contentType, width: copy.width, height: copy.height });
+  });
+  const out = {
+    ...post,
+    media,
+    ...(cover ? { thumbnailUrl: publicUrl(cover.key), aspectRatio: cover.width / cover.height } : {}),
+    raw: publishedRaw(post.raw),
+  } as Post;
+  return { post: out, platformLinks };
+}
+
+function originOf(account: Account) {
+  // The profile picture is a signed platform link that dies like the others: it is left out
+  // (origin.avatarUrl is optional) rather than published to break.
+  return originFromProfile({ id: account.id, username: account.username, ...(account.displayName ? { name: account.displayName } : {}) });
+}
+
+export interface BuiltFeed {
+  feed: Feed;
+  hash: string;
+  /** Earliest oe of the platform links in the feed (R-LNK-4); null when none carries one. */
+  earliestOe: Date | null;
+  platformLinks: string[];
+  /** Posts stored but not published yet (cover not copied). */
+  waiting: string[];
+}
+
+/** Build (and validate: buildFeed throws SchemaViolationError) an account's feed from the store. */
+export async function buildAccountFeed(db: Db, account: Account, publicUrl: (key: string) => string, now: Date): Promise<BuiltFeed> {
+  const stored = await listPosts(db, account.id);
+  const copies = new Map<string, Map<string, MediaCopy>>();
+  for (const c of await listMediaCopies(db, account.id)) {
+    if (!copies.has(c.mediaId)) copies.set(c.mediaId, new Map());
+    copies.get(c.mediaId)!.set(c.slot, c);
+  }
+  const posts: Post[] = [];
+  const platformLinks: string[] = [];
+  const waiting: string[] = [];
+  let fetchedAt: Date | undefined;
+  for (const s of stored) {
+    const r = rewritePost(s, copies.get(s.mediaId) ?? new Map(), publicUrl);
+    if (!r) {
+      waiting.push(s.mediaId);
+      continue;
+    }
+    posts.push(r.post);
+    platformLinks.push(...r.platformLinks);
+    if (!fetchedAt || s.lastSeenAt > fetchedAt) fetchedAt = s.lastSeenAt;
+  }
+  // fetchedAt: when these posts were last read from the platform.
+  const feed = buildFeed({ origin: originOf(account), posts, fetchedAt: fetchedAt ?? account.lastSyncAt ?? now, demo: false });
+  let earliest: number | undefined;
+  for (const l of platformLinks) {
+    const at = parseOe(l)?.getTime();
+    if (at !== undefined && (earliest === undefined || at < earliest)) earliest = at;
+  }
+  // fetchedAt is left out of the hash: re-reading unchanged posts must not rewrite the feed.
+  const { fetchedAt: _f, ...content } = feed;
+  return { feed, hash: contentHash(content), earliestOe: earliest === undefined ? null : new Date(earliest), platformLinks, waiting };
+}
+
+/**
+ * R-LNK-4: the feed may be cached for less than the time to the earliest oe of the platform links
+ * it still holds (video files), minus 600 s; capped by a short default, since the feed itself
+ * changes with every sync.
+ */
+export function feedCacheControl(platformLinks: readonly string[], now: Date, maxAgeSeconds = DEFAULT_FEED_MAX_AGE_SECONDS): string {
+  const lifetime = platformLinks.length === 0 ? maxAgeSeconds : cacheLifetimeSeconds(platformLinks.map((media_url) => ({ media_url })), now, { unknownSeconds: maxAgeSeconds });
+  return `public, max-age=${Math.min(lifetime, maxAgeSeconds)}`;
+}
+
+export type PublishOutcome =
+  | { outcome: 'written' | 'unchanged'; key: string; postCount: number; waiting: string[]; removedMedia: string[]; cacheControl?: string }
+  | { outcome: 'kept-demo' | 'skipped'; reason: string };
+
+export interface PublishOptions {
+  /** Whether the sync behind this publish read the whole listing (R-MED-5). */
+  complete?: boolean;
+}
+
+/**
+ * Publish feeds/<accountId>.json: build from the store, validate, and write with ONE put (readers
+ * see the old or the new feed, never half of one). An unchanged feed (same hash) is not written
+ * again, unless its platform links are about to die. Only after the write are the objects of
+ * pruned posts deleted (R-LNK-6), so the published feed never points at a deleted copy. A storage
+ * failure throws (the job retries) and leaves the previous feed and the publication row as they were.
+ */
+export async function publishAccountFeed(deps: PublishDeps, accountId: string, opts: PublishOptions = {}): Promise<PublishOutcome> {
+  const account = await getAccount(deps.db, accountId);
+  if (!account) return { outcome: 'skipped', reason: 'account not found (removed?)' };
+  const previous = await getFeedPublication(deps.db, accountId);
+  if (opts.complete === false && (!previous || previous.demo)) {
+    // R-SCH-11: the demo feed stays until the first successful (complete) sync.
+    return { outcome: 'kept-demo', reason: 'the listing did not finish; the demo feed stays until the first complete sync' };
+  }
+  const now = deps.clock.now();
+  const built = await buildAccountFeed(deps.db, account, (k) => deps.storage.publicUrl(k), now);
+  const key = feedKey(accountId);
+  const margin = deps.relinkMarginMs ?? DAY;
+  const linksDying = previous?.earliestOe != null && now.getTime() >= previous.earliestOe.getTime() - margin;
+  let outcome: 'written' | 'unchanged' = 'unchanged';
+  let cacheControl: string | undefined;
+  if (!previous || previous.demo || previous.feedHash !== built.hash || linksDying) {
+    cacheControl = feedCacheControl(built.platformLinks, now, deps.feedMaxAgeSeconds);
+    await deps.storage.put(key, Buffer.from(JSON.stringify(built.feed)), { contentType: FEED_CONTENT_TYPE, cacheControl });
+    await saveFeedPublication(deps.db, { accountId, feedHash: built.hash, publishedAt: now, postCount: built.feed.posts.length, demo: false, earliestOe: built.earliestOe });
+    outcome = 'written';
+    deps.logger.info({ accountId, posts: built.feed.posts.length, waiting: built.waiting.length }, 'feed published');
+  }
+  const removedMedia: string[] = [];
+  for (const mediaId of await listOrphanedCopyMediaIds(deps.db, accountId)) {
+    await removeMediaObjects(deps.storage, accountId, mediaId);
+    await deleteMediaCopies(deps.db, accountId, mediaId);
+    removedMedia.push(mediaId);
+  }
+  return { outcome, key, postCount: built.feed.posts.length, waiting: built.waiting, removedMedia, ...(cacheControl ? { cacheControl } : {}) };
+}
+
+/**
+ * R-SCH-11 made concrete: an account that has no published feed yet gets the demo feed (demo:
+ * true, placeholder posts of every kind) at feeds/<accountId>.json, so a site embedding it shows a
+ * labelled demo instead of an error until the first complete sync replaces it. Called at the start
+ * of every sync (a no-op once anything was published); callable at connect time too.
+ */
+export async function publishDemoFeedIfNone(deps: PublishDeps, accountId: string): Promise<boolean> {
+  if (await getFeedPublication(deps.db, accountId)) return false;
+  const now = deps.clock.now();
+  const feed = demoFeed(now);
+  const { fetchedAt: _f, ...content } = feed;
+  await deps.storage.put(feedKey(accountId), Buffer.from(JSON.stringify(feed)), {
+    contentType: FEED_CONTENT_TYPE,
+    cacheControl: `public, max-age=${deps.feedMaxAgeSeconds ?? DEFAULT_FEED_MAX_AGE_SECONDS}`,
+  });
+  await saveFeedPublication(deps.db, { accountId, feedHash: contentHash(content), publishedAt: now, postCount: feed.posts.length, demo: true, earliestOe: null });
+  return true;
+}
+
+/**
+ * The periodic sweep (R-LNK-6): every object under media/<accountId>/ that no recorded copy
+ * references (a post pruned while a copy was in flight, a superseded file of an edited post, a
+ * crash between upload and bookkeeping) is deleted. Manifests (<slot>.json) of recorded slots are
+ * kept. Run it when no copy of this account is in flight (after its publish). Returns keys removed.
+ */
+export async function sweepAccountMedia(deps: Pick<FeedDeps, 'db' | 'storage'>, accountId: string): Promise<string[]> {
+  const keep = new Set<string>();
+  for (const c of await listMediaCopies(deps.db, accountId)) {
+    keep.add(c.key);
+    for (const v of c.variants) keep.add(v.key);
+    keep.add(`${mediaPrefix(accountId, c.mediaId)}${c.slot}.json`);
+  }
+  const removed: string[] = [];
+  const candidates: string[] = [];
+  for await (const key of deps.storage.list(mediaPrefix(accountId))) if (!keep.has(key)) candidates.push(key);
+  for (const key of candidates) {
+    await deps.storage.delete(key);
+    removed.push(key);
+  }
+  return removed;
+}
+
+/**
+ * Every object of one media item, deleted one by one. Not removeMirroredMedia (deletePrefix): its
+ * DeleteObjects batch is refused (HTTP 500) by s3rver with S3_CHECKSUMS=when_required; one DELETE
+ * per object works on every S3-compatible server, and a post has only a handful of objects.
+ */
+export async function removeMediaObjects(storage: ObjectStorage, accountId: string, mediaId: string): Promise<number> {
+  const keys: string[] = [];
+  for await (const key of storage.list(mediaPrefix(accountId, mediaId))) keys.push(key);
+  for (const key of keys) await storage.delete(key);
+  return keys.length;
+}
+
+/** Read a published feed back (CLI, HTTP): the stored bytes and headers, or null. */
+export async function readPublishedFeed(storage: ObjectStorage, accountId: string) {
+  return storage.get(feedKey(accountId));
+}

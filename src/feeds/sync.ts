@@ -1,0 +1,229 @@
+import { convertItems } from '../convert/convert-item.ts';
+import { earliestExpiry } from '../platform/links.ts';
+import {
+  InsufficientDeveloperRoleError,
+  MissingScopeError,
+  PersonalAccountError,
+  RateLimitedError,
+  TokenInvalidError,
+} from '../platform/errors.ts';
+import type { MediaItem } from '../platform/media-item.ts';
+import { getAccount, markSynced, setAccountStatus, setRefusedFields } from '../store/accounts.ts';
+import { getMediaCopy, getPost, prunePostsNotIn, upsertPosts, type PostInput } from '../store/posts.ts';
+import { loadToken } from '../store/tokens.ts';
+import { redactText } from '../util/redact.ts';
+import { copySlot, renewPostLinks } from './copy-slot.ts';
+import type { FeedDeps } from './deps.ts';
+import { publishAccountFeed, publishDemoFeedIfNone, sweepAccountMedia, type PublishOutcome } from './publish.ts';
+import { contentHash, imageSlots, isImageMime } from './slots.ts';
+import { DAY } from '../util/clock.ts';
+
+export interface SyncProgress {
+  pages: number;
+  posts: number;
+  imagesToCopy: number;
+  imagesCopied: number;
+}
+
+/** One image to copy, with the moment its link dies (R-LNK-1): copies are ordered by it. */
+export interface CopyTask {
+  accountId: string;
+  mediaId: string;
+  slot: string;
+  /** Earliest oe of the post's links; null when unknown. */
+  deadline: Date | null;
+}
+
+export type SyncResult =
+  | {
+      outcome: 'synced';
+      accountId: string;
+      /** R-MED-5: only a complete listing prunes (R-LNK-6). */
+      complete: boolean;
+      pages: number;
+      calls: number;
+      posts: number;
+      newPosts: number;
+      changedPosts: number;
+      /** Posts whose video links were renewed (R-MED-8) before publishing. */
+      renewedVideos: number;
+      dropped: Array<{ id: string; reason: string }>;
+      pruned: string[];
+      copies: CopyTask[];
+      /** Why the listing stopped early (redacted). */
+      error?: string;
+    }
+  | { outcome: 'skipped' | 'reauth-required'; accountId: string; reason: string };
+
+export interface SyncOptions {
+  onProgress?: (p: SyncProgress) => void;
+  /** Called once when the account needs its owner (R-TOK-10): stop its schedules, alert. */
+  onReauthRequired?: (accountId: string, reason: string) => Promise<void>;
+}
+
+/** Errors that only the account owner can fix: the account is marked and left alone (R-TOK-10). */
+function ownerMustAct(err: unknown): err is Error {
+  return err instanceof TokenInvalidError || err instanceof InsufficientDeveloperRoleError || err instanceof PersonalAccountError || err instanceof MissingScopeError;
+}
+
+/**
+ * Read an account's whole media edge and bring the store up to date: remember refused fields
+ * (R-MED-4), convert (R-CNV), upsert posts with first/last seen, prune what a COMPLETE listing no
+ * longer holds (R-LNK-6), and list the images that need copying (R-LNK-5): every cover and photo
+ * slide whose file is not copied yet, soonest oe first. Copying and publishing are the caller's
+ * (a BullMQ flow in the worker, runSyncNow inline). Throws RateLimitedError (R-OWN-1) for the job
+ * layer to back off; every other listing failure ends incomplete and prunes nothing.
+ */
+export async function syncAccount(deps: FeedDeps, accountId: string, opts: SyncOptions = {}): Promise<SyncResult> {
+  const log = deps.logger.child({ job: 'feed-sync', accountId });
+  const account = await getAccount(deps.db, accountId);
+  if (!account) return { outcome: 'skipped', accountId, reason: 'account not found (removed?)' };
+  if (account.status !== 'active') return { outcome: 'skipped', accountId, reason: `account is ${account.status}; it needs its owner to connect again` };
+  const token = await loadToken(deps.db, deps.cipher, accountId);
+  if (!token) return { outcome: 'skipped', accountId, reason: 'no token stored' };
+
+  await publishDemoFeedIfNone(deps, accountId); // R-SCH-11 until the first complete sync
+
+  const progress: SyncProgress = { pages: 0, posts: 0, imagesToCopy: 0, imagesCopied: 0 };
+  const report = () => opts.onProgress?.({ ...progress });
+  let listing;
+  try {
+    listing = await deps.platform.listMedia(token.accessToken, {
+      refusedFields: account.refusedFields as never,
+      onPage: (p) => {
+        progress.pages = p.index + 1;
+        progress.posts += p.items;
+        report();
+      },
+    });
+  } catch (err) {
+    if (ownerMustAct(err)) {
+      const reason = redactText(err.message);
+      // Stop hammering the API (R-TOK-10): only the transition's winner runs the hook.
+      const changed = await setAccountStatus(deps.db, accountId, 'reauth_required', reason, { at: deps.clock.now(), from: 'active' });
+      await markSynced(deps.db, accountId, deps.clock.now(), reason);
+      if (changed) await opts.onReauthRequired?.(accountId, reason);
+      log.warn({ reason }, 'account needs its owner to log in again; sync stopped');
+      return { outcome: 'reauth-required', accountId, reason };
+    }
+    throw err;
+  }
+  const now = deps.clock.now();
+  if (listing.refusedFields.length > 0) {
+    // R-MED-4: remember what the account refuses, so the next sync does not ask again.
+    await setRefusedFields(deps.db, accountId, [...account.refusedFields, ...listing.refusedFields], now);
+  }
+  if (listing.error instanceof RateLimitedError) {
+    await markSynced(deps.db, accountId, now, listing.error.message);
+    throw listing.error; // R-OWN-1: the job layer backs off; nothing is pruned
+  }
+
+  const byId = new Map<string, MediaItem>(listing.items.map((i) => [i.id, i]));
+  const { posts, dropped } = convertItems(listing.items, { copyrightItems: deps.copyrightItems ?? 'drop' });
+  const inputs: PostInput[] = posts.map((post) => ({
+    mediaId: post.id,
+    post,
+    contentHash: contentHash(post),
+    earliestOe: earliestExpiry(byId.get(post.id)!) ?? null,
+  }));
+  const changes = await upsertPosts(deps.db, accountId, inputs, now);
+  // R-LNK-6: only a listing that reached its end may say a post is gone.
+  const pruned = listing.complete ? await prunePostsNotIn(deps.db, accountId, posts.map((p) => p.id)) : [];
+
+  // Video files stay platform links in the feed (R-LNK-5): when theirs are dead or about to die
+  // (the listing may hand out old signatures), renew them through the single-media read (R-MED-8)
+  // so the published feed never carries a dead video link. Once renewed, they last until the
+  // next renewal window: an unchanged account costs no call here most of the time.
+  const relinkBefore = now.getTime() + (deps.relinkMarginMs ?? DAY);
+  let renewedVideos = 0;
+  for (const input of inputs) {
+    const stored = await getPost(deps.db, accountId, input.mediaId);
+    if (!stored || !stored.post.media.some((m) => !isImageMime(m.mime))) continue;
+    if (stored.earliestOe && stored.earliestOe.getTime() <= relinkBefore) {
+      try {
+        input.post = await renewPostLinks(deps, accountId, input.mediaId, stored.post);
+        renewedVideos++;
+      } catch (err) {
+        if (ownerMustAct(err) || err instanceof RateLimitedError) throw err;
+        log.warn({ mediaId: input.mediaId, err: redactText((err as Error).message) }, 'could not renew video links; the next sync tries again');
+      }
+    }
+  }
+
+  const copies: CopyTask[] = [];
+  for (const input of inputs) {
+    for (const s of imageSlots(input.post)) {
+      const copy = await getMediaCopy(deps.db, accountId, input.mediaId, s.slot);
+      if (copy?.sourceId === s.sourceId) continue; // this file is already copied
+      copies.push({ accountId, mediaId: input.mediaId, slot: s.slot, deadline: input.earliestOe });
+    }
+  }
+  // R-LNK-1/R-LNK-2: the link that dies first is copied first; unknown expiry last.
+  copies.sort((a, b) => (a.deadline?.getTime() ?? Infinity) - (b.deadline?.getTime() ?? Infinity));
+  progress.imagesToCopy = copies.length;
+  report();
+
+  const error = listing.complete ? undefined : redactText(listing.error?.message ?? 'the listing did not finish');
+  await markSynced(deps.db, accountId, now, error ?? null);
+  if (error) log.warn({ pages: listing.pages, error }, 'listing incomplete: nothing pruned');
+  let newPosts = 0;
+  let changedPosts = 0;
+  for (const c of changes.values()) {
+    if (c === 'new') newPosts++;
+    else if (c === 'changed') changedPosts++;
+  }
+  return {
+    outcome: 'synced',
+    accountId,
+    complete: listing.complete,
+    pages: listing.pages,
+    calls: listing.calls,
+    posts: posts.length,
+    newPosts,
+    changedPosts,
+    renewedVideos,
+    dropped,
+    pruned,
+    copies,
+    ...(error ? { error } : {}),
+  };
+}
+
+export interface SyncNowResult {
+  sync: SyncResult;
+  copied: number;
+  reused: number;
+  renewed: number;
+  failedCopies: Array<{ mediaId: string; slot: string; error: string }>;
+  publish?: PublishOutcome;
+  swept: number;
+}
+
+/**
+ * One whole sync in this process, no queue: read, copy (soonest oe first), publish, sweep. The
+ * same steps the worker's flow runs as separate jobs; used by `feedmirror sync <id> --wait`.
+ */
+export async function runSyncNow(deps: FeedDeps, accountId: string, opts: SyncOptions = {}): Promise<SyncNowResult> {
+  const sync = await syncAccount(deps, accountId, opts);
+  const out: SyncNowResult = { sync, copied: 0, reused: 0, renewed: 0, failedCopies: [], swept: 0 };
+  if (sync.outcome !== 'synced') return out;
+  const progress: SyncProgress = { pages: sync.pages, posts: sync.posts, imagesToCopy: sync.copies.length, imagesCopied: 0 };
+  for (const task of sync.copies) {
+    try {
+      const r = await copySlot(deps, task);
+      if (r.outcome === 'copied' || r.outcome === 'reused') {
+        if (r.outcome === 'copied') out.copied++;
+        else out.reused++;
+        if (r.renewed) out.renewed++;
+      }
+    } catch (err) {
+      // One image that cannot be copied must not hold up the others or the feed.
+      out.failedCopies.push({ mediaId: task.mediaId, slot: task.slot, error: redactText((err as Error).message) });
+    }
+    progress.imagesCopied++;
+    opts.onProgress?.({ ...progress });
+  }
+  out.publish = await publishAccountFeed(deps, accountId, { complete: sync.complete });
+  if (out.publish.outcome === 'written' && sync.complete) out.swept = (await sweepAccountMedia(deps, accountId)).length;
+  return out;
+}

@@ -1,0 +1,242 @@
+import { postSchema, type Post } from '../schema/v1.ts';
+import { withTransaction, type Db } from './db.ts';
+
+/**
+ * The posts, media_copies and feed_publications tables (migrations/002_posts.sql). Stored JSON is
+ * validated again when read (DESIGN: every byte that enters, stored JSON included).
+ */
+
+export interface StoredPost {
+  accountId: string;
+  mediaId: string;
+  post: Post;
+  contentHash: string;
+  earliestOe: Date | null;
+  firstSeenAt: Date;
+  lastSeenAt: Date;
+}
+
+export interface PostInput {
+  mediaId: string;
+  post: Post;
+  contentHash: string;
+  earliestOe: Date | null;
+}
+
+export type PostChange = 'new' | 'changed' | 'unchanged';
+
+interface PostRow {
+  account_id: string;
+  media_id: string;
+  post: unknown;
+  content_hash: string;
+  earliest_oe: Date | null;
+  first_seen_at: Date;
+  last_seen_at: Date;
+}
+
+function toStoredPost(r: PostRow): StoredPost {
+  const parsed = postSchema.safeParse(r.post);
+  if (!parsed.success) throw new Error(`stored post ${r.account_id}/${r.media_id} is not a schema v1 post: ${parsed.error.message}`);
+  return {
+    accountId: r.account_id,
+    mediaId: r.media_id,
+    post: parsed.data,
+    contentHash: r.content_hash,
+    earliestOe: r.earliest_oe,
+    firstSeenAt: r.first_seen_at,
+    lastSeenAt: r.last_seen_at,
+  };
+}
+
+/**
+ * Insert or update the posts of one listing, first_seen kept, last_seen set to `at`. Returns what
+ * changed per media id (compared with the stored content hash).
+ */
+export async function upsertPosts(db: Db, accountId: string, posts: readonly PostInput[], at: Date): Promise<Map<string, PostChange>> {
+  const changes = new Map<string, PostChange>();
+  if (posts.length === 0) return changes;
+  // One statement for the whole listing: a 500-post account is one round trip, not 500.
+  const { rows } = await db.query<{ media_id: string; old_hash: string | null; content_hash: string }>(
+    `WITH input AS (
+       SELECT * FROM unnest($2::text[], $3::jsonb[], $4::text[], $5::timestamptz[]) AS i(media_id, post, content_hash, earliest_oe)
+     ), old AS (
+       SELECT p.media_id, p.content_hash FROM posts p JOIN input USING (media_id) WHERE p.account_id = $1
+     ), up AS (
+       INSERT INTO posts (account_id, media_id, post, content_hash, earliest_oe, first_seen_at, last_seen_at)
+       SELECT $1, media_id, post, content_hash, earliest_oe, $6, $6 FROM input
+       ON CONFLICT (account_id, media_id) DO UPDATE SET
+         -- The listing may hand out older signatures than a renewal (R-MED-8) gave: for the same
+         -- content, the links that live longer are kept.
+         post = CASE WHEN posts.content_hash = EXCLUDED.content_hash AND posts.earliest_oe > EXCLUDED.earliest_oe
+                     THEN posts.post ELSE EXCLUDED.post END,
+         earliest_oe = CASE WHEN posts.content_hash = EXCLUDED.content_hash AND posts.earliest_oe > EXCLUDED.earliest_oe
+                     THEN posts.earliest_oe ELSE EXCLUDED.earliest_oe END,
+         content_hash = EXCLUDED.content_hash, last_seen_at = EXCLUDED.last_seen_at
+       RETURNING media_id, content_hash
+     )
+     SELECT up.media_id, up.content_hash, old.content_hash AS old_hash FROM up LEFT JOIN old USING (media_id)`,
+    [
+      accountId,
+      posts.map((p) => p.mediaId),
+      posts.map((p) => JSON.stringify(p.post)),
+      posts.map((p) => p.contentHash),
+      posts.map((p) => p.earliestOe),
+      at,
+    ],
+  );
+  for (const r of rows) changes.set(r.media_id, r.old_hash === null ? 'new' : r.old_hash === r.content_hash ? 'unchanged' : 'changed');
+  return changes;
+}
+
+/**
+ * R-LNK-6: remove the posts of an account that a COMPLETE listing did not return. Only call it
+ * after a complete listing. Their media_copies rows stay: they mark objects to delete once the feed
+ * without these posts is published. Returns the media ids removed.
+ */
+export async function prunePostsNotIn(db: Db, accountId: string, keepMediaIds: readonly string[]): Promise<string[]> {
+  const { rows } = await db.query<{ media_id: string }>(
+    'DELETE FROM posts WHERE account_id = $1 AND NOT (media_id = ANY($2::text[])) RETURNING media_id',
+    [accountId, [...keepMediaIds]],
+  );
+  return rows.map((r) => r.media_id).sort();
+}
+
+/** The account's posts, newest first. */
+export async function listPosts(db: Db, accountId: string): Promise<StoredPost[]> {
+  const { rows } = await db.query<PostRow>(
+    `SELECT * FROM posts WHERE account_id = $1 ORDER BY (post->>'publishedAt')::timestamptz DESC, media_id DESC`,
+    [accountId],
+  );
+  return rows.map(toStoredPost);
+}
+
+export async function getPost(db: Db, accountId: string, mediaId: string): Promise<StoredPost | null> {
+  const { rows } = await db.query<PostRow>('SELECT * FROM posts WHERE account_id = $1 AND media_id = $2', [accountId, mediaId]);
+  return rows[0] ? toStoredPost(rows[0]) : null;
+}
+
+/** Replace a post's links with renewed ones (R-MED-8), keeping everything else. */
+export async function updatePostLinks(db: Db, accountId: string, mediaId: string, post: Post, earliestOe: Date | null): Promise<void> {
+  await db.query('UPDATE posts SET post = $3, earliest_oe = $4 WHERE account_id = $1 AND media_id = $2', [accountId, mediaId, JSON.stringify(post), earliestOe]);
+}
+
+// ---- media copies ----
+
+export interface MediaCopy {
+  accountId: string;
+  mediaId: string;
+  slot: string;
+  sourceId: string;
+  key: string;
+  width: number;
+  height: number;
+  bytes: number;
+  contentType: string;
+  variants: Array<{ key: string; width: number; height: number }>;
+  copiedAt: Date;
+}
+
+interface CopyRow {
+  account_id: string;
+  media_id: string;
+  slot: string;
+  source_id: string;
+  key: string;
+  width: number;
+  height: number;
+  bytes: string;
+  content_type: string;
+  variants: Array<{ key: string; width: number; height: number }>;
+  copied_at: Date;
+}
+
+function toCopy(r: CopyRow): MediaCopy {
+  return {
+    accountId: r.account_id,
+    mediaId: r.media_id,
+    slot: r.slot,
+    sourceId: r.source_id,
+    key: r.key,
+    width: r.width,
+    height: r.height,
+    bytes: Number(r.bytes),
+    contentType: r.content_type,
+    variants: r.variants,
+    copiedAt: r.copied_at,
+  };
+}
+
+/** Record a copy; returns the row it replaced (an older file of the same slot), if any. */
+export async function saveMediaCopy(db: Db, c: MediaCopy): Promise<MediaCopy | null> {
+  return withTransaction(db, async (tx) => {
+    const { rows: old } = await tx.query<CopyRow>(
+      'SELECT * FROM media_copies WHERE account_id = $1 AND media_id = $2 AND slot = $3 FOR UPDATE',
+      [c.accountId, c.mediaId, c.slot],
+    );
+    await tx.query(
+      `INSERT INTO media_copies (account_id, media_id, slot, source_id, key, width, height, bytes, content_type, variants, copied_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       ON CONFLICT (account_id, media_id, slot) DO UPDATE SET
+         source_id = EXCLUDED.source_id, key = EXCLUDED.key, width = EXCLUDED.width, height = EXCLUDED.height,
+         bytes = EXCLUDED.bytes, content_type = EXCLUDED.content_type, variants = EXCLUDED.variants, copied_at = EXCLUDED.copied_at`,
+      [c.accountId, c.mediaId, c.slot, c.sourceId, c.key, c.width, c.height, c.bytes, c.contentType, JSON.stringify(c.variants), c.copiedAt],
+    );
+    return old[0] ? toCopy(old[0]) : null;
+  });
+}
+
+export async function listMediaCopies(db: Db, accountId: string): Promise<MediaCopy[]> {
+  const { rows } = await db.query<CopyRow>('SELECT * FROM media_copies WHERE account_id = $1 ORDER BY media_id, slot', [accountId]);
+  return rows.map(toCopy);
+}
+
+export async function getMediaCopy(db: Db, accountId: string, mediaId: string, slot: string): Promise<MediaCopy | null> {
+  const { rows } = await db.query<CopyRow>('SELECT * FROM media_copies WHERE account_id = $1 AND media_id = $2 AND slot = $3', [accountId, mediaId, slot]);
+  return rows[0] ? toCopy(rows[0]) : null;
+}
+
+/** Media ids whose copies are still recorded but whose post was pruned (R-LNK-6). */
+export async function listOrphanedCopyMediaIds(db: Db, accountId: string): Promise<string[]> {
+  const { rows } = await db.query<{ media_id: string }>(
+    `SELECT DISTINCT c.media_id FROM media_copies c
+      WHERE c.account_id = $1 AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.account_id = c.account_id AND p.media_id = c.media_id)
+      ORDER BY c.media_id`,
+    [accountId],
+  );
+  return rows.map((r) => r.media_id);
+}
+
+export async function deleteMediaCopies(db: Db, accountId: string, mediaId: string): Promise<void> {
+  await db.query('DELETE FROM media_copies WHERE account_id = $1 AND media_id = $2', [accountId, mediaId]);
+}
+
+// ---- feed publications ----
+
+export interface FeedPublication {
+  accountId: string;
+  feedHash: string;
+  publishedAt: Date;
+  postCount: number;
+  demo: boolean;
+  earliestOe: Date | null;
+}
+
+export async function getFeedPublication(db: Db, accountId: string): Promise<FeedPublication | null> {
+  const { rows } = await db.query<{ account_id: string; feed_hash: string; published_at: Date; post_count: number; demo: boolean; earliest_oe: Date | null }>(
+    'SELECT * FROM feed_publications WHERE account_id = $1',
+    [accountId],
+  );
+  const r = rows[0];
+  return r ? { accountId: r.account_id, feedHash: r.feed_hash, publishedAt: r.published_at, postCount: r.post_count, demo: r.demo, earliestOe: r.earliest_oe } : null;
+}
+
+export async function saveFeedPublication(db: Db, p: FeedPublication): Promise<void> {
+  await db.query(
+    `INSERT INTO feed_publications (account_id, feed_hash, published_at, post_count, demo, earliest_oe)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (account_id) DO UPDATE SET feed_hash = EXCLUDED.feed_hash, published_at = EXCLUDED.published_at,
+       post_count = EXCLUDED.post_count, demo = EXCLUDED.demo, earliest_oe = EXCLUDED.earliest_oe`,
+    [p.accountId, p.feedHash, p.publishedAt, p.postCount, p.demo, p.earliestOe],
+  );
+}

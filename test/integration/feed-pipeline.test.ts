@@ -1,0 +1,296 @@
+import { randomBytes } from 'node:crypto';
+import type pg from 'pg';
+import sharp from 'sharp';
+import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { Job, QueueEvents, type Queue } from 'bullmq';
+import express from 'express';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { feedsRouter } from '../../src/http/feeds.ts';
+import { loadConfig } from '../../src/config.ts';
+import type { FeedDeps } from '../../src/feeds/deps.ts';
+import { copySlot } from '../../src/feeds/copy-slot.ts';
+import { publishAccountFeed, publishDemoFeedIfNone } from '../../src/feeds/publish.ts';
+import { runSyncNow, syncAccount } from '../../src/feeds/sync.ts';
+import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
+import { PlatformClient } from '../../src/platform/client.ts';
+import { validateFeed } from '../../src/schema/validate.ts';
+import type { Feed } from '../../src/schema/v1.ts';
+import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { createStorage, StorageUnavailableError, mediaPrefix } from '../../src/storage/index.ts';
+import type { ObjectStorage, PutOptions } from '../../src/storage/types.ts';
+import { getAccount, upsertAccount } from '../../src/store/accounts.ts';
+import { TokenCipher } from '../../src/store/crypto.ts';
+import { createPool } from '../../src/store/db.ts';
+import { migrate } from '../../src/store/migrate.ts';
+import { getFeedPublication } from '../../src/store/posts.ts';
+import { saveToken } from '../../src/store/tokens.ts';
+import { DAY } from '../../src/util/clock.ts';
+import { silentLogger } from '../../src/util/logger.ts';
+import { startFeedWorkers, type RunningFeedWorkers } from '../../jobs/feed-workers.ts';
+import type { FeedSyncReturn } from '../../jobs/feed-sync.ts';
+import { createQueue, QUEUE } from '../../jobs/queues.ts';
+import { S3RVER_CREDENTIALS, startS3, type TestS3 } from '../support/s3.ts';
+import { freshDatabase, redisForTest } from '../support/services.ts';
+
+const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
+let db: pg.Pool;
+let dropDb: () => Promise<void>;
+let sim: Simulator;
+let s3: TestS3;
+let s3client: S3Client;
+let deps: FeedDeps;
+let accountId: string;
+const puts: string[] = [];
+
+/** The real S3 storage, counting puts (the "no uploads" checks). */
+function counting(inner: ObjectStorage): ObjectStorage {
+  const s = Object.create(inner) as ObjectStorage;
+  s.put = async (key: string, body: Buffer, opts: PutOptions) => {
+    puts.push(key);
+    return inner.put(key, body, opts);
+  };
+  return s;
+}
+
+/** Read feeds/<id>.json back through the S3 API. */
+async function readFeed(): Promise<{ feed: Feed; cacheControl?: string; contentType?: string }> {
+  const out = await s3client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: `feeds/${accountId}.json` }));
+  const text = await out.Body!.transformToString();
+  const v = validateFeed(JSON.parse(text));
+  if (!v.ok) throw new Error(`published feed invalid: ${JSON.stringify(v.problems)}`);
+  return { feed: v.feed, ...(out.CacheControl ? { cacheControl: out.CacheControl } : {}), ...(out.ContentType ? { contentType: out.ContentType } : {}) };
+}
+
+async function keysUnder(prefix: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const k of deps.storage.list(prefix)) out.push(k);
+  return out;
+}
+
+const cdnRequests = () => sim.requests.filter((r) => r.host === 'cdn').length;
+
+/** Every image URL of the feed answers 200 with an image of the stated size; only video files stay on the platform. */
+async function checkImages(feed: Feed): Promise<number> {
+  let checked = 0;
+  for (const post of feed.posts) {
+    const images: Array<{ url: string; width?: number; height?: number }> = [];
+    if (post.thumbnailUrl) images.push({ url: post.thumbnailUrl });
+    for (const m of post.media) {
+      if (m.mime.startsWith('video/')) {
+        expect(new URL(m.url).host).toBe(sim.imageHost); // R-LNK-5: video files are not copied
+        continue;
+      }
+      images.push(m);
+    }
+    for (const img of images) {
+      expect(new URL(img.url).host, `${post.id} points at the platform`).not.toBe(sim.imageHost);
+      const res = await fetch(img.url);
+      expect(res.status, img.url).toBe(200);
+      const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
+      if (img.width !== undefined) expect([meta.width, meta.height]).toEqual([img.width, img.height]);
+      checked++;
+    }
+    if (post.thumbnailUrl) {
+      const res = await fetch(post.thumbnailUrl);
+      const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
+      expect(post.aspectRatio).toBeCloseTo(meta.width! / meta.height!, 6); // R-CNV-11: measured
+    }
+  }
+  // Nothing but video files may point at the platform's image host (raw included).
+  const others = JSON.stringify(feed).split(sim.imageHost).length - 1;
+  const videos = feed.posts.flatMap((p) => p.media).filter((m) => m.mime.startsWith('video/')).length;
+  expect(others).toBe(videos);
+  return checked;
+}
+
+beforeAll(async () => {
+  const fresh = await freshDatabase('feedpipe');
+  dropDb = fresh.drop;
+  db = createPool(fresh.url, { max: 5 });
+  await migrate(db);
+  sim = await startSimulator();
+  s3 = await startS3('feed-pipeline');
+  s3client = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: S3RVER_CREDENTIALS });
+  const config = loadConfig({
+    STORAGE_URL: `s3://${s3.bucket}`,
+    S3_ENDPOINT: s3.endpoint,
+    S3_FORCE_PATH_STYLE: 'true',
+    MEDIA_ALLOWED_HOSTS: sim.imageHost,
+    MEDIA_VARIANT_WIDTHS: '320',
+  });
+  const storage = counting(createStorage(config, { credentials: S3RVER_CREDENTIALS, maxAttempts: 1, requestTimeoutMs: 5_000 }));
+  const platform = new PlatformClient({
+    graphUrl: sim.graphUrl,
+    apiVersion: 'v25.0',
+    oauthTokenUrl: sim.oauthTokenUrl,
+    clock: sim.clock,
+    pageSize: 4,
+    maxRetries: 1,
+    sleep: async () => undefined,
+  });
+  deps = { db, cipher, platform, storage, limits: mirrorLimitsFromConfig(config), clock: sim.clock, logger: silentLogger };
+
+  // Connect: a long-lived token from the simulator, stored encrypted.
+  const acc = sim.createAccount({ username: 'harbour.shop', posts: 10 });
+  accountId = acc.id;
+  const token = sim.issueLongLivedToken(acc.id);
+  await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
+  await saveToken(db, cipher, { accountId: acc.id, accessToken: token, obtainedAt: sim.clock.now(), expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY) }, 'imported');
+});
+
+afterAll(async () => {
+  await sim?.close();
+  await s3?.close();
+  s3client?.destroy();
+  await db?.end();
+  await dropDb?.();
+});
+
+describe('feed pipeline, end to end (simulator, Postgres, Redis, S3 API)', () => {
+  it('R-SCH-11: before the first sync the account has a demo feed', async () => {
+    expect(await publishDemoFeedIfNone(deps, accountId)).toBe(true);
+    const { feed } = await readFeed();
+    expect(feed.demo).toBe(true);
+    expect(await publishDemoFeedIfNone(deps, accountId)).toBe(false); // written once only
+  });
+
+  it('R-LNK-5 / R-CNV-11 / R-MED-5 / R-LNK-4: a BullMQ flow syncs, copies every cover and photo slide, publishes a valid feed', async () => {
+    const redis = redisForTest('feedpipe');
+    const workers: RunningFeedWorkers = await startFeedWorkers({ ...deps, redis });
+    const syncQueue: Queue = createQueue(QUEUE.feedSync, redis);
+    const publishQueue: Queue = createQueue(QUEUE.publishFeed, redis);
+    const syncEvents = new QueueEvents(QUEUE.feedSync, { connection: { url: redis.url }, prefix: redis.prefix });
+    const publishEvents = new QueueEvents(QUEUE.publishFeed, { connection: { url: redis.url }, prefix: redis.prefix });
+    try {
+      await Promise.all([syncEvents.waitUntilReady(), publishEvents.waitUntilReady()]);
+      const job = await syncQueue.add(QUEUE.feedSync, { accountId });
+      const result = (await job.waitUntilFinished(syncEvents, 20_000)) as FeedSyncReturn;
+      expect(result.outcome).toBe('synced');
+      if (result.outcome !== 'synced') return;
+      expect(result.complete).toBe(true);
+      expect(result.pages).toBeGreaterThan(1); // several pages, all read (R-MED-5)
+      expect(result.copyJobs).toBeGreaterThan(0);
+      const parent = await Job.fromId(publishQueue, result.publishJobId!);
+      const published = (await parent!.waitUntilFinished(publishEvents, 20_000)) as { outcome: string };
+      expect(published.outcome).toBe('written');
+    } finally {
+      await workers.close();
+      await Promise.all([syncEvents.close(), publishEvents.close(), syncQueue.close(), publishQueue.close()]);
+    }
+    const { feed, cacheControl, contentType } = await readFeed();
+    expect(feed.demo).toBe(false);
+    expect(feed.origin.name).toBe('harbour.shop');
+    expect(contentType).toMatch(/^application\/json/);
+    // R-LNK-4: video files still point at the platform: cached less than their oe - 600 s, and short.
+    expect(cacheControl).toMatch(/^public, max-age=\d+$/);
+    expect(Number(cacheControl!.split('=')[1])).toBeLessThanOrEqual(300);
+    // 10 posts in the mix, the copyright-flagged one dropped (R-CNV-12).
+    expect(feed.posts).toHaveLength(9);
+    expect(feed.posts.some((p) => p.type === 'carousel' && p.media.length >= 2)).toBe(true);
+    expect(await checkImages(feed)).toBeGreaterThan(9);
+    expect((await getAccount(db, accountId))!.lastSyncError).toBeNull();
+  });
+
+  it('an unchanged resync downloads nothing, uploads nothing and does not write the feed', async () => {
+    const before = { cdn: cdnRequests(), puts: puts.length, published: (await getFeedPublication(db, accountId))!.publishedAt };
+    sim.clock.advance(60 * 60 * 1000);
+    const r = await runSyncNow(deps, accountId);
+    expect(r.sync.outcome).toBe('synced');
+    expect(r.publish?.outcome).toBe('unchanged');
+    expect(cdnRequests()).toBe(before.cdn);
+    expect(puts.length).toBe(before.puts);
+    expect((await getFeedPublication(db, accountId))!.publishedAt).toEqual(before.published);
+  });
+
+  it('R-LNK-3 / R-MED-8: past every oe the images still load; a new post whose links expired is renewed, then copied', async () => {
+    sim.clock.advance(10 * DAY); // every link handed out so far is dead now
+    const { feed } = await readFeed();
+    expect(await checkImages({ ...feed, posts: feed.posts.map((p) => ({ ...p, media: p.media.filter((m) => !m.mime.startsWith('video/')) })) })).toBeGreaterThan(0);
+
+    const mediaId = sim.addPost(accountId, { kind: 'carousel', caption: 'late arrival', slides: ['image', 'image'] });
+    const sync = await syncAccount(deps, accountId);
+    if (sync.outcome !== 'synced') throw new Error(sync.outcome);
+    const tasks = sync.copies.filter((c) => c.mediaId === mediaId);
+    expect(tasks.map((t) => t.slot).sort()).toEqual(['cover', 'slide-1']);
+    sim.clock.advance(10 * DAY); // the listing's links die before the copy runs
+    const renewCalls = () => sim.requests.filter((r) => r.host === 'graph' && r.path.endsWith(`/${mediaId}`)).length;
+    const before = renewCalls();
+    const first = await copySlot(deps, tasks[0]!);
+    expect(first.outcome).toBe('copied');
+    expect(first.outcome === 'copied' && first.renewed).toBe(true);
+    expect(renewCalls()).toBe(before + 1);
+    for (const t of tasks.slice(1)) expect((await copySlot(deps, t)).outcome).toBe('copied'); // links renewed already
+    const published = await publishAccountFeed(deps, accountId, { complete: true });
+    expect(published.outcome).toBe('written');
+    const after = await readFeed();
+    const post = after.feed.posts.find((p) => p.id === mediaId);
+    expect(post?.media).toHaveLength(2);
+    await checkImages(after.feed);
+  });
+
+  it('R-LNK-6: a failed page 2 prunes nothing and keeps the feed; the next complete listing removes the post and its objects', async () => {
+    // Bring the feed up to date first (the clock moved: its video links were renewed).
+    expect((await runSyncNow(deps, accountId)).sync.outcome).toBe('synced');
+    const victim = (await readFeed()).feed.posts.find((p) => p.type === 'image')!.id;
+    expect(await keysUnder(mediaPrefix(accountId, victim))).not.toHaveLength(0);
+    sim.deletePost(accountId, victim);
+    const feedBefore = await s3client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: `feeds/${accountId}.json` })).then((o) => o.Body!.transformToString());
+    const putsBefore = puts.length;
+
+    sim.injectFault({ match: (r) => r.path.endsWith('/media') && 'after' in r.query, kind: 'status', status: 500, times: 10 });
+    const failed = await runSyncNow(deps, accountId);
+    sim.clearFaults();
+    expect(failed.sync.outcome === 'synced' && failed.sync.complete).toBe(false);
+    expect(failed.sync.outcome === 'synced' && failed.sync.pruned).toEqual([]);
+    const feedAfterFailure = await s3client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: `feeds/${accountId}.json` })).then((o) => o.Body!.transformToString());
+    expect(feedAfterFailure).toBe(feedBefore);
+    expect(puts.slice(putsBefore).filter((k) => k.startsWith('feeds/'))).toEqual([]);
+    expect(await keysUnder(mediaPrefix(accountId, victim))).not.toHaveLength(0);
+    expect((await getAccount(db, accountId))!.lastSyncError).toMatch(/media list/);
+
+    const ok = await runSyncNow(deps, accountId);
+    expect(ok.sync.outcome === 'synced' && ok.sync.pruned).toEqual([victim]);
+    expect(ok.publish).toMatchObject({ outcome: 'written', removedMedia: [victim] });
+    const { feed } = await readFeed();
+    expect(feed.posts.map((p) => p.id)).not.toContain(victim);
+    expect(await keysUnder(mediaPrefix(accountId, victim))).toEqual([]);
+  });
+
+  it('storage down during a publish: the publish fails (the job retries), the previous feed stays intact, then it is written', async () => {
+    const target = (await readFeed()).feed.posts[0]!;
+    sim.updatePost(accountId, target.id, { caption: 'edited while storage was down' });
+    const sync = await syncAccount(deps, accountId);
+    expect(sync.outcome === 'synced' && sync.changedPosts).toBe(1);
+    const before = await getFeedPublication(db, accountId);
+    await s3.stop();
+    try {
+      await expect(publishAccountFeed(deps, accountId, { complete: true })).rejects.toBeInstanceOf(StorageUnavailableError);
+    } finally {
+      await s3.start();
+    }
+    expect(await getFeedPublication(db, accountId)).toEqual(before);
+    expect((await readFeed()).feed.posts.find((p) => p.id === target.id)!.text).not.toBe('edited while storage was down');
+    // The retry (what BullMQ's next attempt runs) succeeds.
+    expect((await publishAccountFeed(deps, accountId, { complete: true })).outcome).toBe('written');
+    expect((await readFeed()).feed.posts.find((p) => p.id === target.id)!.text).toBe('edited while storage was down');
+  });
+
+  it('GET /feeds/:id.json serves the stored feed with its headers; a bad or unknown id is 404', async () => {
+    const app = express().use(feedsRouter({ storage: deps.storage }));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const ok = await fetch(`${base}/feeds/${accountId}.json`);
+      expect(ok.status).toBe(200);
+      expect(ok.headers.get('cache-control')).toMatch(/^public, max-age=\d+$/);
+      expect(validateFeed(await ok.json()).ok).toBe(true);
+      expect((await fetch(`${base}/feeds/..%2F..%2Fetc.json`)).status).toBe(404);
+      expect((await fetch(`${base}/feeds/999.json`)).status).toBe(404);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
