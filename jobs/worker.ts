@@ -12,6 +12,9 @@ import { QUEUE, bullConnection, type RedisSettings } from './queues.ts';
 import { refreshAccountToken, tokenRefreshPayload, type RefreshOutcome } from './token-refresh.ts';
 import { EXPIRY_SWEEP_JOB, enqueueDailySweep } from './expiry-sweep.ts';
 import { scheduleAccount, unscheduleAccount, type ScheduleSettings } from './schedules.ts';
+import { startFeedWorkers } from './feed-workers.ts';
+import type { FeedDeps } from '../src/feeds/deps.ts';
+import { publishWidget } from '../src/widget/index.ts';
 
 /**
  * `feedmirror worker`: the BullMQ workers, the daily sweep's cron, and a start-up catch-up
@@ -33,6 +36,8 @@ export interface WorkerDeps {
   concurrency: number;
   /** node-cron expression for queuing the daily sweep (UTC). */
   sweepCron: string;
+  /** The feed pipeline (sync, copy, publish); without it the worker only keeps tokens alive. */
+  feed?: FeedDeps;
 }
 
 export interface RunningWorker {
@@ -42,6 +47,12 @@ export interface RunningWorker {
 export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const log = deps.logger.child({ component: 'worker' });
   const sweepDeps = { db: deps.db, mailer: deps.mailer, clock: deps.clock, logger: deps.logger, publicUrl: deps.publicUrl };
+
+  const onReauthRequired = async (accountId: string) => {
+    // R-TOK-10: stop hammering the API and tell the operator at once.
+    await unscheduleAccount(deps.queues, accountId);
+    await alertReauthRequired(sweepDeps, accountId);
+  };
 
   const refreshWorker = new Worker(
     QUEUE.tokenRefresh,
@@ -55,11 +66,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
           clock: deps.clock,
           logger: deps.logger,
           refreshAfterMs: deps.refreshAfterMs,
-          onReauthRequired: async (accountId) => {
-            // R-TOK-10: stop hammering the API and tell the operator at once.
-            await unscheduleAccount(deps.queues, accountId);
-            await alertReauthRequired(sweepDeps, accountId);
-          },
+          onReauthRequired: (accountId) => onReauthRequired(accountId),
         },
         payload,
       );
@@ -80,6 +87,12 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     },
     { connection: bullConnection(deps.redis), prefix: deps.redis.prefix, concurrency: 1 },
   );
+
+  const feedWorkers = deps.feed
+    ? await startFeedWorkers({ ...deps.feed, redis: deps.redis, concurrency: { mirror: deps.concurrency }, onReauthRequired })
+    : undefined;
+  // The widget script sits next to the feeds; publishing is idempotent (unchanged: no write).
+  if (deps.feed) await publishWidget(deps.feed.storage).catch((err) => log.warn({ err }, 'could not publish the widget script'));
 
   for (const w of [refreshWorker, maintenanceWorker]) {
     w.on('failed', (job, err) => log.warn({ queue: w.name, jobId: job?.id, err }, 'job failed'));
@@ -103,7 +116,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     async close() {
       await task.stop();
       // Running jobs finish; jobs not yet taken stay in Redis for the next worker.
-      await Promise.all([refreshWorker.close(), maintenanceWorker.close()]);
+      await Promise.all([refreshWorker.close(), maintenanceWorker.close(), feedWorkers?.close()]);
       log.info('worker stopped');
     },
   };

@@ -10,6 +10,11 @@ import { TokenCipher } from '../store/crypto.ts';
 import { createMailer, type Mailer } from '../alerts/mailer.ts';
 import { createQueue, QUEUE, type RedisSettings } from '../../jobs/queues.ts';
 import type { ScheduleSettings } from '../../jobs/schedules.ts';
+import { createStorage, type ObjectStorage } from '../storage/index.ts';
+import { mirrorLimitsFromConfig } from '../mirror/copy.ts';
+import type { FeedDeps } from '../feeds/deps.ts';
+import { redisClient } from '../../jobs/queues.ts';
+import type { Redis } from 'ioredis';
 
 /**
  * The composition root: builds what a command needs from the configuration, each piece only
@@ -25,6 +30,8 @@ export class AppContext {
   private _platform?: PlatformClient;
   private _mailer?: Mailer;
   private _queues?: { tokenRefresh: Queue; maintenance: Queue; feedSync: Queue };
+  private _storage?: ObjectStorage;
+  private _redisClient?: Redis;
 
   constructor(env: NodeJS.ProcessEnv = process.env, opts: { logger?: Logger; clock?: Clock } = {}) {
     this.config = loadConfig(env);
@@ -78,6 +85,35 @@ export class AppContext {
       this.closers.push(() => Promise.all(Object.values(q).map((x) => x.close())));
     }
     return this._queues;
+  }
+
+  get storage(): ObjectStorage {
+    this._storage ??= createStorage(this.config);
+    return this._storage;
+  }
+
+  /** A plain Redis client (readiness checks); BullMQ makes its own. */
+  get redisClient(): Redis {
+    if (!this._redisClient) {
+      const c = redisClient(this.redis);
+      this._redisClient = c;
+      this.closers.push(() => c.quit().catch(() => c.disconnect()));
+    }
+    return this._redisClient;
+  }
+
+  /** What the feed pipeline needs (sync, copy, publish). */
+  async feedDeps(): Promise<FeedDeps> {
+    return {
+      db: await this.migratedDb(),
+      cipher: this.cipher,
+      platform: this.platform,
+      storage: this.storage,
+      limits: mirrorLimitsFromConfig(this.config),
+      clock: this.clock,
+      logger: this.logger,
+      copyrightItems: this.config.COPYRIGHT_ITEMS,
+    };
   }
 
   get schedules(): ScheduleSettings {

@@ -1,23 +1,29 @@
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Logger } from '../util/logger.ts';
 import { connectRoutes, type ConnectRoutesDeps } from './connect.ts';
+import { healthRoutes, type HealthDeps } from './health.ts';
+import { feedsRouter } from './feeds.ts';
+import type { ObjectStorage } from '../storage/types.ts';
 
 /**
- * `feedmirror serve`: the OAuth connect/callback pages and health. Later parts mount the
- * dashboard, feed API and metrics here.
+ * `feedmirror serve`: health, readiness and metrics; the feed API; the OAuth connect/callback
+ * pages.
  */
 export interface AppDeps {
   logger: Logger;
   connect?: ConnectRoutesDeps;
+  health?: HealthDeps;
+  /** Serves GET /feeds/<id>.json for server code. */
+  storage?: ObjectStorage;
 }
 
 export function createApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');
-  app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
+  // Probes and Prometheus carry no credentials: mounted before anything that authenticates.
+  app.use(healthRoutes({ logger: deps.logger, ...deps.health }));
+  if (deps.storage) app.use(feedsRouter({ storage: deps.storage }));
   if (deps.connect) app.use(connectRoutes(deps.connect));
   // Errors: a short message in words; details (redacted) go to the log, never to the response.
   app.use((err: Error, req: Request, res: Response, _next: NextFunction) => {

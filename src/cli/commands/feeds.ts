@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { EXIT, type CliIO } from '../io.ts';
 import { AppContext } from '../context.ts';
-import { createStorage } from '../../storage/index.ts';
 import { readPublishedFeed } from '../../feeds/publish.ts';
 
 const USAGE = 'usage: feedmirror feeds get <account-id>   print the published feed (feeds/<id>.json)\n';
@@ -16,7 +15,7 @@ export async function feedsCommand(argv: string[], io: CliIO, ctxFactory = () =>
   }
   const ctx = ctxFactory();
   try {
-    const obj = await readPublishedFeed(createStorage(ctx.config), id.data);
+    const obj = await readPublishedFeed(ctx.storage, id.data);
     if (!obj) {
       io.stderr.write(`no feed published for account ${id.data} yet; run \`feedmirror sync ${id.data} --wait\`\n`);
       return EXIT.failed;

@@ -2,14 +2,25 @@ import { EXIT, type CliIO } from '../io.ts';
 import { AppContext } from '../context.ts';
 import { createApp } from '../../http/app.ts';
 import { scheduleAccount } from '../../../jobs/schedules.ts';
+import { createMetrics } from '../../metrics/index.ts';
 
 /** `feedmirror serve`: connect/callback and health (dashboard, feeds and metrics join later). */
 export async function serveCommand(_argv: string[], io: CliIO): Promise<number> {
   const ctx = new AppContext(io.env);
   const db = await ctx.migratedDb();
   const { appId } = ctx.requireApp();
+  const metrics = createMetrics({
+    queues: Object.values(ctx.queues),
+    clock: ctx.clock,
+    tokenExpiries: async () => {
+      const { rows } = await db.query<{ account_id: string; expires_at: Date }>('SELECT account_id, expires_at FROM tokens');
+      return rows.map((r) => ({ accountId: r.account_id, expiresAt: r.expires_at }));
+    },
+  });
   const app = createApp({
     logger: ctx.logger,
+    storage: ctx.storage,
+    health: { redis: ctx.redisClient, db, storage: ctx.storage, metrics, logger: ctx.logger },
     connect: {
       db,
       cipher: ctx.cipher,

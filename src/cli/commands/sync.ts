@@ -2,7 +2,6 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { EXIT, type CliIO } from '../io.ts';
 import { AppContext } from '../context.ts';
-import { feedDepsFromContext } from '../../feeds/from-context.ts';
 import { runSyncNow } from '../../feeds/sync.ts';
 import { QUEUE } from '../../../jobs/queues.ts';
 
@@ -23,7 +22,7 @@ export async function syncCommand(argv: string[], io: CliIO, ctxFactory = () => 
       io.stdout.write(`sync of ${id.data} queued (job ${job.id}); a running \`feedmirror worker\` picks it up\n`);
       return EXIT.ok;
     }
-    const deps = await feedDepsFromContext(ctx);
+    const deps = await ctx.feedDeps();
     const r = await runSyncNow(deps, id.data, {
       onProgress: (p) => io.stdout.write(`pages read ${p.pages}, posts ${p.posts}, images copied ${p.imagesCopied}/${p.imagesToCopy}\n`),
     });

@@ -20,6 +20,7 @@ export async function workerCommand(_argv: string[], io: CliIO): Promise<number>
     refreshAfterMs: ctx.refreshAfterMs,
     concurrency: ctx.config.WORKER_CONCURRENCY,
     sweepCron: ctx.config.EXPIRY_SWEEP_CRON,
+    feed: await ctx.feedDeps(),
   });
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
