@@ -64,7 +64,11 @@ ensure_postgres() {
 for what in "$@"; do
   case "$what" in
     deps) ensure_deps ;;
-    services) ensure_redis; ensure_postgres ;;
+    services)
+      ensure_redis; ensure_postgres
+      # The resilience tests restart a Redis of their own: they need the binary even when a server is reachable.
+      command -v redis-server >/dev/null 2>&1 || apt_install redis-server
+      ;;
     *) say "unknown target $what"; exit 2 ;;
   esac
 done

@@ -67,6 +67,7 @@ function matches(f: FaultSpec, r: RequestInfo): boolean {
 export function faultAction(f: FaultSpec, usage: (regainMinutes: number) => Record<string, string>): FaultAction {
   switch (f.kind) {
     case 'timeout':
+    case 'answered-unsent': // handled before this: the request is served, then held
       return { kind: 'timeout' };
     case 'reset':
       return { kind: 'reset' };

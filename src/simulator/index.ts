@@ -168,6 +168,15 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
 
     const fault = faults.take({ host: recordHost, path: pathname, query });
     let reply: Reply;
+    if (fault?.kind === 'answered-unsent') {
+      // The platform acts on the request (state changes), but its answer is never sent.
+      const r: SimRequest = { method, path: pathname.slice(prefix.length) || '/', query, form };
+      const done = recordHost === 'graph' ? handleGraph(ctx, r) : recordHost === 'oauth' ? handleOAuth(ctx, r) : await handleCdn(ctx, r);
+      record.status = done.status;
+      held.add(req.socket);
+      req.socket.once('close', () => held.delete(req.socket));
+      return;
+    }
     if (fault) {
       const action = faultAction(fault, (regain) => usage.headers(accountForUsage, regain));
       if (action.kind === 'timeout') {

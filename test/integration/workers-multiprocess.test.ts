@@ -11,6 +11,7 @@ import { startSmtpCapture, type SmtpCapture } from '../support/smtp.ts';
 import { registerSecretForAudit } from '../support/capture.ts';
 import { spawnFeedmirror, type Spawned } from '../support/processes.ts';
 import { until } from '../support/wait.ts';
+import { workerEnv } from '../support/worker-env.ts';
 import { createPool } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { TokenCipher } from '../../src/store/crypto.ts';
@@ -71,24 +72,16 @@ describe('three workers, 50 accounts, 90 simulated days (R-TOK-8, R-TOK-9)', () 
     for (const id of accountIds.slice(0, FAILING)) failingTokens.add((await loadToken(db, cipher, id))!.accessToken);
     sim.injectFault({ match: (r) => r.path.endsWith('/refresh_access_token') && failingTokens.has(r.query.access_token ?? ''), kind: 'status', status: 500, times: Infinity });
 
-    const env = {
-      DATABASE_URL: database.url,
-      REDIS_URL: redis.url,
-      REDIS_PREFIX: redis.prefix,
-      GRAPH_URL: sim.graphUrl,
-      OAUTH_TOKEN_URL: sim.oauthTokenUrl,
-      AUTHORIZE_URL: sim.authorizeUrl,
-      APP_ID: sim.appId,
-      APP_SECRET: sim.appSecret,
-      TOKEN_ENCRYPTION_KEY: key,
-      SMTP_URL: smtp.url,
-      ALERT_EMAIL_TO: 'ops@example.test',
-      PUBLIC_URL: 'http://feedmirror.example.test',
-      FEEDMIRROR_CLOCK_FILE: clockFile,
-      EXPIRY_SWEEP_CRON: '* * * * * *',
-      HTTP_MAX_RETRIES: '0',
-      LOG_LEVEL: 'info',
-    };
+    const env = workerEnv({
+      sim,
+      databaseUrl: database.url,
+      redis,
+      key,
+      clockFile,
+      storageDir: mkdtempSync(join(tmpdir(), 'fm-storage-')),
+      smtpUrl: smtp.url,
+      extra: { EXPIRY_SWEEP_CRON: '* * * * * *' },
+    });
     workers = [0, 1, 2].map(() => spawnFeedmirror(['worker'], env));
     tokenRefresh = createQueue(QUEUE.tokenRefresh, redis);
     maintenance = createQueue(QUEUE.maintenance, redis);
