@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { EXIT, type CliIO } from '../cli/io.ts';
-import { SECOND } from '../util/clock.ts';
+import { followWallClock } from './wall-clock.ts';
 import { startSimulator } from './index.ts';
 import { MIX_SIZE } from './state.ts';
 import type { Simulator } from './types.ts';
@@ -54,16 +54,7 @@ export async function runSimulator(argv: string[], io: CliIO, until: (sim: Simul
   const appId = io.env.APP_ID?.trim() || undefined;
   const appSecret = io.env.APP_SECRET?.trim() || undefined;
   const sim = await startSimulator({ host: o.host, port: o.port, start: Date.now(), appId, appSecret });
-  let ticker: NodeJS.Timeout | undefined;
-  if (o.clock === 'real') {
-    let last = Date.now();
-    ticker = setInterval(() => {
-      const now = Date.now();
-      if (now > last) sim.clock.advance(now - last);
-      last = now;
-    }, SECOND);
-    ticker.unref();
-  }
+  const stopFollowing = o.clock === 'real' ? followWallClock(sim) : undefined;
   try {
     const accounts = Array.from({ length: o.accounts }, () => sim.createAccount({ posts: o.posts }));
     const first = accounts[0];
@@ -93,7 +84,7 @@ export async function runSimulator(argv: string[], io: CliIO, until: (sim: Simul
     await until(sim);
     return EXIT.ok;
   } finally {
-    if (ticker) clearInterval(ticker);
+    stopFollowing?.();
     await sim.close();
   }
 }
