@@ -6,6 +6,7 @@ import { HOUR } from '../src/util/clock.ts';
 import { QUEUE, type RedisSettings } from './queues.ts';
 import { DEFAULT_MIRROR_JOBS, mirrorJobOptions, type MirrorJobSettings, type MirrorMediaPayload } from './mirror-media.ts';
 import { DEFAULT_PUBLISH_JOBS, publishJobOptions, type PublishFeedPayload, type PublishJobSettings } from './publish-feed.ts';
+import { idSchema } from '../src/util/ids.ts';
 
 export { syncAccount, runSyncNow, type SyncResult, type SyncProgress, type CopyTask } from '../src/feeds/sync.ts';
 
@@ -16,7 +17,7 @@ export { syncAccount, runSyncNow, type SyncResult, type SyncProgress, type CopyT
  * failed for good: a failed copy keeps only its own post waiting), so the feed is published after
  * its images exist. Job data holds ids only (never a token or a signed link, R-TOK-11).
  */
-export const feedSyncPayload = z.object({ accountId: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be an account id') });
+export const feedSyncPayload = z.object({ accountId: idSchema('account id') });
 export type FeedSyncPayload = z.infer<typeof feedSyncPayload>;
 
 export type FeedSyncReturn = SyncResult & { publishJobId?: string; copyJobs?: number };

@@ -5,6 +5,7 @@ import type { FeedDeps } from '../src/feeds/deps.ts';
 import { MirrorError } from '../src/mirror/errors.ts';
 import { StorageError } from '../src/storage/errors.ts';
 import { PlatformError } from '../src/platform/errors.ts';
+import { idSchema } from '../src/util/ids.ts';
 
 /**
  * mirror-media: copy one image (cover or photo slide) of one post into storage (R-LNK-5). A child
@@ -12,8 +13,8 @@ import { PlatformError } from '../src/platform/errors.ts';
  * the job data, so a retry after the link died finds the renewed one (or renews it, R-LNK-3).
  */
 export const mirrorMediaPayload = z.object({
-  accountId: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be an account id'),
-  mediaId: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be a media id'),
+  accountId: idSchema('account id'),
+  mediaId: idSchema('media id'),
   slot: z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, 'must be a slot like cover or slide-1'),
 });
 export type MirrorMediaPayload = z.infer<typeof mirrorMediaPayload>;

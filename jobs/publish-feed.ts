@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Job, JobsOptions } from 'bullmq';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import { publishAccountFeed, sweepAccountMedia, type PublishOutcome } from '../src/feeds/publish.ts';
+import { idSchema } from '../src/util/ids.ts';
 
 /**
  * publish-feed: the parent of a sync's flow, run once its copies are done. Writes
@@ -10,7 +11,7 @@ import { publishAccountFeed, sweepAccountMedia, type PublishOutcome } from '../s
  * throws: BullMQ retries with backoff and the previous feed stays in place meanwhile.
  */
 export const publishFeedPayload = z.object({
-  accountId: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be an account id'),
+  accountId: idSchema('account id'),
   complete: z.boolean(),
 });
 export type PublishFeedPayload = z.infer<typeof publishFeedPayload>;

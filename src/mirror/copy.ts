@@ -6,6 +6,7 @@ import type { ObjectStorage } from '../storage/types.ts';
 import type { Clock } from '../util/clock.ts';
 import { downloadImage } from './download.ts';
 import { processImage } from './image.ts';
+import { ID_PATTERN } from '../util/ids.ts';
 
 /** Mirrored copies never change under their name (content-addressed), so caches may keep them forever. */
 export const IMMUTABLE_CACHE_CONTROL = 'public, max-age=31536000, immutable';
@@ -185,7 +186,7 @@ export async function sweepOrphans(storage: ObjectStorage, accountId: string, ke
   for await (const key of storage.list(prefix)) {
     const mediaId = key.slice(prefix.length).split('/')[0];
     // Only folders we could have written (valid media ids); anything else is not ours to delete.
-    if (mediaId && /^[A-Za-z0-9_-]{1,128}$/.test(mediaId) && !keepMediaIds.has(mediaId)) orphans.add(mediaId);
+    if (mediaId && ID_PATTERN.test(mediaId) && !keepMediaIds.has(mediaId)) orphans.add(mediaId);
   }
   for (const mediaId of orphans) await storage.deletePrefix(mediaPrefix(accountId, mediaId));
   return orphans.size;

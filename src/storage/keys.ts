@@ -1,4 +1,5 @@
 import { InvalidKeyError } from './errors.ts';
+import { ID_PATTERN } from '../util/ids.ts';
 
 /**
  * The storage layout, in one place:
@@ -8,7 +9,7 @@ import { InvalidKeyError } from './errors.ts';
  * separator. The implementations check whole keys again (assertStorageKey) in case this module
  * is bypassed.
  */
-const ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
+const ID_RE = ID_PATTERN;
 // A name may contain dots (extensions) but never start with one (hidden files, `.`/`..`).
 const NAME_RE = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$/;
 const SEGMENT_RE = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/;

@@ -59,7 +59,7 @@ describe('feedmirror accounts and operator errors (R-TOK-11, R-TOK-13)', () => {
 
   it('accounts add reads the token from stdin, exchanges it and prints id, handle and expiry as JSON (R-TOK-1, R-TOK-4)', async () => {
     const acc = sim.createAccount({ username: 'cafe.luna', posts: 1 });
-    const io = memoryIO(env, `${sim.issueShortLivedToken(acc.id)}\n`);
+    const io = memoryIO({ env, stdin: `${sim.issueShortLivedToken(acc.id)}\n` });
     expect(await main(['accounts', 'add', '--json'], io)).toBe(0);
     const printed = JSON.parse(io.out()) as { id: string; username: string; expiresAt: string };
     expect(printed).toMatchObject({ id: acc.id, username: 'cafe.luna' });
@@ -69,18 +69,18 @@ describe('feedmirror accounts and operator errors (R-TOK-11, R-TOK-13)', () => {
     expect((await q.getJobSchedulers()).map((s) => s.key)).toContain(`token-refresh:${acc.id}`);
     await q.close();
 
-    const list = memoryIO(env);
+    const list = memoryIO({ env });
     expect(await main(['accounts', 'list', '--json'], list)).toBe(0);
     expect(JSON.parse(list.out())).toEqual([expect.objectContaining({ id: acc.id, username: 'cafe.luna', status: 'active', daysLeft: 59 })]);
   });
 
   it('refuses an empty stdin, and a personal account with what to change (R-TOK-13)', async () => {
-    const empty = memoryIO(env, '');
+    const empty = memoryIO({ env, stdin: '' });
     expect(await main(['accounts', 'add'], empty)).toBe(2);
     expect(empty.err()).toMatch(/no token on standard input/);
 
     const personal = sim.createAccount({ username: 'just.me', accountType: 'PERSONAL', posts: 0 });
-    const io = memoryIO(env, sim.issueShortLivedToken(personal.id));
+    const io = memoryIO({ env, stdin: sim.issueShortLivedToken(personal.id) });
     expect(await main(['accounts', 'add'], io)).toBe(1);
     expect(io.err()).toMatch(/personal account.*professional/i);
   });
@@ -88,41 +88,41 @@ describe('feedmirror accounts and operator errors (R-TOK-11, R-TOK-13)', () => {
   it('a malformed token response is a clear error and stores nothing (R-TOK-3)', async () => {
     const acc = sim.createAccount({ username: 'broken.reply', posts: 0 });
     sim.injectFault({ path: '/access_token', match: (r) => r.host === 'graph', kind: 'malformed-json', times: 5 });
-    const io = memoryIO(env, sim.issueShortLivedToken(acc.id));
+    const io = memoryIO({ env, stdin: sim.issueShortLivedToken(acc.id) });
     expect(await main(['accounts', 'add'], io)).toBe(1);
     expect(io.err()).toMatch(/token exchange|exchange/i);
     sim.clearFaults();
-    const list = memoryIO(env);
+    const list = memoryIO({ env });
     await main(['accounts', 'list', '--json'], list);
     expect((JSON.parse(list.out()) as Array<{ id: string }>).map((a) => a.id)).not.toContain(acc.id);
   });
 
   it('a malformed encryption key is refused at start, naming the variable and not the value', async () => {
-    const io = memoryIO({ ...env, TOKEN_ENCRYPTION_KEY: 'not-a-key-xyz' }, 'sometoken');
+    const io = memoryIO({ env: { ...env, TOKEN_ENCRYPTION_KEY: 'not-a-key-xyz' }, stdin: 'sometoken' });
     expect(await main(['accounts', 'add'], io)).toBe(1);
     expect(io.err()).toMatch(/TOKEN_ENCRYPTION_KEY/);
     expect(io.err()).not.toContain('not-a-key-xyz');
   });
 
   it('a wrong encryption key names the key id it needs and leaves the stored token intact', async () => {
-    const list = memoryIO(env);
+    const list = memoryIO({ env });
     await main(['accounts', 'list', '--json'], list);
     const [first] = JSON.parse(list.out()) as Array<{ id: string }>;
     const otherKey = randomBytes(32).toString('base64');
     registerSecretForAudit(otherKey);
-    const wrong = memoryIO({ ...env, TOKEN_ENCRYPTION_KEY: otherKey });
+    const wrong = memoryIO({ env: { ...env, TOKEN_ENCRYPTION_KEY: otherKey } });
     sim.clock.advance(2 * 24 * 3600_000);
     FileClock.write(clockFile, sim.clock.now());
     expect(await main(['refresh', first!.id], wrong)).toBe(1);
     expect(wrong.err(), wrong.out()).toMatch(/key/i);
     // With the right key the same token still refreshes.
-    const right = memoryIO(env);
+    const right = memoryIO({ env });
     expect(await main(['refresh', first!.id], right)).toBe(0);
     expect(right.out()).toMatch(/refreshed; the token is now valid until/);
   });
 
   it('an unreachable database is named, without its password', async () => {
-    const io = memoryIO({ ...env, DATABASE_URL: 'postgres://feedmirror:s3cretpw@127.0.0.1:1/feedmirror' });
+    const io = memoryIO({ env: { ...env, DATABASE_URL: 'postgres://feedmirror:s3cretpw@127.0.0.1:1/feedmirror' } });
     expect(await main(['accounts', 'list'], io)).toBe(1);
     expect(io.err()).toMatch(/cannot reach PostgreSQL at 127\.0\.0\.1:1/);
     expect(io.err()).not.toContain('s3cretpw');
@@ -130,13 +130,13 @@ describe('feedmirror accounts and operator errors (R-TOK-11, R-TOK-13)', () => {
 
   it('accounts remove deletes the token and stops the jobs', async () => {
     const acc = sim.createAccount({ username: 'to.remove', posts: 0 });
-    expect(await main(['accounts', 'add'], memoryIO(env, sim.issueShortLivedToken(acc.id)))).toBe(0);
-    const io = memoryIO(env);
+    expect(await main(['accounts', 'add'], memoryIO({ env, stdin: sim.issueShortLivedToken(acc.id) }))).toBe(0);
+    const io = memoryIO({ env });
     expect(await main(['accounts', 'remove', acc.id], io)).toBe(0);
     expect(io.out()).toMatch(/token is deleted and its jobs stopped/);
     const q = createQueue(QUEUE.tokenRefresh, { url: redis.url, prefix: redis.prefix });
     expect((await q.getJobSchedulers()).map((s) => s.key)).not.toContain(`token-refresh:${acc.id}`);
     await q.close();
-    expect(await main(['accounts', 'remove', acc.id], memoryIO(env))).toBe(1);
+    expect(await main(['accounts', 'remove', acc.id], memoryIO({ env }))).toBe(1);
   });
 });

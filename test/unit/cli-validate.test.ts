@@ -1,40 +1,25 @@
 import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { validateCommand } from '../../src/cli/commands/validate.ts';
-import type { CliIO } from '../../src/cli/io.ts';
+import { memoryIO } from '../support/memory-io.ts';
 
 const fixtures = fileURLToPath(new URL('../fixtures/', import.meta.url));
 
-function memoryIO(stdinText = '', cwd = fixtures): CliIO & { out: () => string; err: () => string } {
-  let out = '';
-  let err = '';
-  const stdin = new PassThrough();
-  stdin.end(stdinText);
-  return {
-    stdout: { write: (s: string) => (out += s) },
-    stderr: { write: (s: string) => (err += s) },
-    stdin,
-    env: {},
-    cwd,
-    out: () => out,
-    err: () => err,
-  };
-}
+const mio = (stdin = '', cwd = fixtures) => memoryIO({ stdin, cwd });
 
 describe('feedmirror validate', () => {
   it('a valid file: exit 0 and "valid: <file> (N posts)"', async () => {
-    const io = memoryIO();
+    const io = mio();
     expect(await validateCommand(['feed-v1-valid.json'], io)).toBe(0);
     expect(io.out()).toBe('valid: feed-v1-valid.json (7 posts)\n');
     expect(io.err()).toBe('');
   });
 
   it('a hand-broken copy: exit 1, each problem on its own line with its JSON path, then a summary', async () => {
-    const io = memoryIO();
+    const io = mio();
     expect(await validateCommand(['feed-v1-broken.json'], io)).toBe(1);
     expect(io.out().trimEnd().split('\n')).toEqual([
       '$.origin.url: must be an http:// or https:// URL',
@@ -48,10 +33,10 @@ describe('feedmirror validate', () => {
   });
 
   it('--json prints the result as JSON, same exit codes', async () => {
-    const ok = memoryIO();
+    const ok = mio();
     expect(await validateCommand(['--json', 'feed-v1-valid.json'], ok)).toBe(0);
     expect(JSON.parse(ok.out())).toEqual({ valid: true, file: 'feed-v1-valid.json', posts: 7 });
-    const bad = memoryIO();
+    const bad = mio();
     expect(await validateCommand(['feed-v1-broken.json', '--json'], bad)).toBe(1);
     const r = JSON.parse(bad.out());
     expect(r.valid).toBe(false);
@@ -61,10 +46,10 @@ describe('feedmirror validate', () => {
 
   it('reads stdin with -', async () => {
     const { readFileSync } = await import('node:fs');
-    const io = memoryIO(readFileSync(join(fixtures, 'feed-v1-valid.json'), 'utf8'));
+    const io = mio(readFileSync(join(fixtures, 'feed-v1-valid.json'), 'utf8'));
     expect(await validateCommand(['-'], io)).toBe(0);
     expect(io.out()).toBe('valid: <stdin> (7 posts)\n');
-    const bad = memoryIO('{"schemaVersion":1}');
+    const bad = mio('{"schemaVersion":1}');
     expect(await validateCommand(['-'], bad)).toBe(1);
     expect(bad.out()).toContain('$.posts: required');
   });
@@ -72,7 +57,7 @@ describe('feedmirror validate', () => {
   it('a relative path is read from the cwd given in CliIO', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'feedmirror-validate-'));
     copyFileSync(join(fixtures, 'feed-v1-valid.json'), join(dir, 'feed.json'));
-    expect(await validateCommand(['feed.json'], memoryIO('', dir))).toBe(0);
+    expect(await validateCommand(['feed.json'], mio('', dir))).toBe(0);
   });
 
   it.each([
@@ -83,7 +68,7 @@ describe('feedmirror validate', () => {
     ['two files', ['a.json', 'b.json'], '', /exactly one file/],
     ['an unknown option', ['--strict', 'a.json'], '', /unknown option --strict/],
   ])('%s: a clear message on stderr, exit 2', async (_, argv, stdin, message) => {
-    const io = memoryIO(stdin);
+    const io = mio(stdin);
     expect(await validateCommand(argv, io)).toBe(2);
     expect(io.err()).toMatch(message);
     expect(io.out()).toBe('');
@@ -92,7 +77,7 @@ describe('feedmirror validate', () => {
   it('an empty file: exit 2', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'feedmirror-validate-'));
     writeFileSync(join(dir, 'empty.json'), '');
-    const io = memoryIO('', dir);
+    const io = mio('', dir);
     expect(await validateCommand(['empty.json'], io)).toBe(2);
     expect(io.err()).toMatch(/empty\.json is empty/);
   });

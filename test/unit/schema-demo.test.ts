@@ -1,29 +1,13 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { demoCommand } from '../../src/cli/commands/demo.ts';
-import type { CliIO } from '../../src/cli/io.ts';
+import { memoryIO } from '../support/memory-io.ts';
 import { demoFeed } from '../../src/demo/demo-feed.ts';
 import { validateFeed } from '../../src/schema/validate.ts';
 import { ManualClock } from '../../src/util/clock.ts';
 
-function memoryIO(cwd: string): CliIO & { out: () => string; err: () => string } {
-  let out = '';
-  let err = '';
-  const stdin = new PassThrough();
-  stdin.end();
-  return {
-    stdout: { write: (s: string) => (out += s) },
-    stderr: { write: (s: string) => (err += s) },
-    stdin,
-    env: {},
-    cwd,
-    out: () => out,
-    err: () => err,
-  };
-}
 
 describe('demoFeed', () => {
   const now = new Date('2026-03-01T12:00:00Z');
@@ -56,7 +40,7 @@ describe('feedmirror demo', () => {
 
   it('writes the demo feed to stdout without --out, or with -', async () => {
     for (const argv of [[], ['--out', '-']]) {
-      const io = memoryIO(tmpdir());
+      const io = memoryIO({ cwd: tmpdir() });
       expect(await demoCommand(argv, io, clock)).toBe(0);
       expect(JSON.parse(io.out())).toEqual(JSON.parse(JSON.stringify(demoFeed(clock.now()))));
     }
@@ -64,7 +48,7 @@ describe('feedmirror demo', () => {
 
   it('writes the file given by --out, relative to cwd', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'feedmirror-demo-'));
-    const io = memoryIO(dir);
+    const io = memoryIO({ cwd: dir });
     expect(await demoCommand(['--out', 'demo.json'], io, clock)).toBe(0);
     const written = JSON.parse(readFileSync(join(dir, 'demo.json'), 'utf8'));
     expect(validateFeed(written).ok).toBe(true);
@@ -73,8 +57,8 @@ describe('feedmirror demo', () => {
   });
 
   it('exit 2 on a missing --out value or an unknown argument', async () => {
-    expect(await demoCommand(['--out'], memoryIO(tmpdir()), clock)).toBe(2);
-    const io = memoryIO(tmpdir());
+    expect(await demoCommand(['--out'], memoryIO({ cwd: tmpdir() }), clock)).toBe(2);
+    const io = memoryIO({ cwd: tmpdir() });
     expect(await demoCommand(['--bogus'], io, clock)).toBe(2);
     expect(io.err()).toMatch(/unexpected argument --bogus/);
   });

@@ -2,9 +2,10 @@ import { z } from 'zod';
 import { EXIT, type CliIO } from '../io.ts';
 import { AppContext } from '../context.ts';
 import { readPublishedFeed } from '../../feeds/publish.ts';
+import { idSchema } from '../../util/ids.ts';
 
 const USAGE = 'usage: feedmirror feeds get <account-id>   print the published feed (feeds/<id>.json)\n';
-const accountIdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'account id must be 1-128 characters of A-Z a-z 0-9 _ -');
+const accountIdSchema = idSchema('account id');
 
 export async function feedsCommand(argv: string[], io: CliIO, ctxFactory = () => new AppContext(io.env)): Promise<number> {
   const [sub, idArg, ...extra] = argv;

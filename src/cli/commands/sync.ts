@@ -4,9 +4,10 @@ import { EXIT, type CliIO } from '../io.ts';
 import { AppContext } from '../context.ts';
 import { runSyncNow } from '../../feeds/sync.ts';
 import { QUEUE } from '../../../jobs/queues.ts';
+import { idSchema } from '../../util/ids.ts';
 
 const USAGE = 'usage: feedmirror sync <account-id> [--wait]\n  --wait  run the sync here and now (read, copy, publish), printing progress and a summary\n  without --wait the sync is queued for the workers\n';
-const accountIdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'account id must be 1-128 characters of A-Z a-z 0-9 _ -');
+const accountIdSchema = idSchema('account id');
 
 export async function syncCommand(argv: string[], io: CliIO, ctxFactory = () => new AppContext(io.env)): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: { wait: { type: 'boolean' } }, allowPositionals: true });
