@@ -29,7 +29,7 @@ export class AppContext {
   private _cipher?: TokenCipher;
   private _platform?: PlatformClient;
   private _mailer?: Mailer;
-  private _queues?: { tokenRefresh: Queue; maintenance: Queue; feedSync: Queue };
+  private _queues?: { tokenRefresh: Queue; maintenance: Queue; feedSync: Queue; mirrorMedia: Queue; publishFeed: Queue };
   private _storage?: ObjectStorage;
   private _redisClient?: Redis;
 
@@ -74,12 +74,15 @@ export class AppContext {
     return this._mailer;
   }
 
-  get queues(): { tokenRefresh: Queue; maintenance: Queue; feedSync: Queue } {
+  get queues(): { tokenRefresh: Queue; maintenance: Queue; feedSync: Queue; mirrorMedia: Queue; publishFeed: Queue } {
     if (!this._queues) {
       const q = {
         tokenRefresh: createQueue(QUEUE.tokenRefresh, this.redis),
         maintenance: createQueue(QUEUE.maintenance, this.redis),
         feedSync: createQueue(QUEUE.feedSync, this.redis),
+        // For the dashboard (bull-board) and the metrics: every queue of the feed pipeline.
+        mirrorMedia: createQueue(QUEUE.mirrorMedia, this.redis),
+        publishFeed: createQueue(QUEUE.publishFeed, this.redis),
       };
       this._queues = q;
       this.closers.push(() => Promise.all(Object.values(q).map((x) => x.close())));

@@ -1,0 +1,228 @@
+import { randomBytes } from 'node:crypto';
+import express, { Router, type NextFunction, type Request, type Response } from 'express';
+import type { Queue } from 'bullmq';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { ExpressAdapter } from '@bull-board/express';
+import { z } from 'zod';
+import { QUEUE } from '../../../jobs/queues.ts';
+import { unscheduleAccount } from '../../../jobs/schedules.ts';
+import { getAccount, removeAccount } from '../../store/accounts.ts';
+import type { Db } from '../../store/db.ts';
+import type { ObjectStorage } from '../../storage/types.ts';
+import type { Clock } from '../../util/clock.ts';
+import type { Logger } from '../../util/logger.ts';
+import { redactText } from '../../util/redact.ts';
+import { widgetSource, WIDGET_CONTENT_TYPE } from '../../widget/index.ts';
+import { DASHBOARD_PATH, loginRoutes, logoutHandler, parseCookies, requireSession, sessionOf, setCookie, signValue, verifyValue, type DashboardAuth } from '../auth.ts';
+import { csrfTokenFor, requireCsrfToken, requireSameOrigin } from '../csrf.ts';
+import { loadAccountOverviews } from './data.ts';
+import { accountsPage, previewPage, removeConfirmPage, type Flash, type LayoutOptions } from './views.ts';
+
+/**
+ * The operator dashboard under /dashboard: the accounts page and its actions, the feed preview,
+ * and bull-board at /dashboard/queues, all behind the same login (auth.ts) and CSRF checks
+ * (csrf.ts).
+ */
+export interface DashboardQueues {
+  tokenRefresh: Queue;
+  feedSync: Queue;
+  maintenance: Queue;
+  mirrorMedia?: Queue;
+  publishFeed?: Queue;
+}
+
+export interface DashboardDeps {
+  auth: DashboardAuth;
+  db: Db;
+  queues: DashboardQueues;
+  /** Used to tell whether feeds carry addresses a browser can load (local storage without MEDIA_PUBLIC_URL cannot). */
+  storage?: ObjectStorage;
+  clock: Clock;
+  logger: Logger;
+  /** Public address of the connect page (PUBLIC_URL/connect); omitted when connecting is not configured. */
+  connectUrl?: string;
+}
+
+export const BULL_BOARD_PATH = `${DASHBOARD_PATH}/queues`;
+const ACCOUNT_ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
+const FLASH_COOKIE = 'fm_flash';
+
+// Same options as the schedulers' templates in jobs/schedules.ts, so a manual run behaves like a scheduled one.
+const SYNC_JOB_OPTS = { attempts: 3, backoff: { type: 'exponential' as const, delay: 60_000 } };
+
+/** Headers for every dashboard page: not cached, not framed, no script but ours. */
+function pageHeaders(res: Response): void {
+  res.set({
+    'Cache-Control': 'no-store',
+    'X-Frame-Options': 'DENY',
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'same-origin',
+    'Content-Security-Policy':
+      "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' http: https: data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  });
+}
+
+/** bull-board with feedmirror's queues; its UI calls its own API under the same base path. */
+export function bullBoardRouter(queues: DashboardQueues): express.Express {
+  const serverAdapter = new ExpressAdapter().setBasePath(BULL_BOARD_PATH);
+  const list = [queues.tokenRefresh, queues.feedSync, queues.mirrorMedia, queues.publishFeed, queues.maintenance].filter((q): q is Queue => q !== undefined);
+  createBullBoard({
+    queues: list.map((q) => new BullMQAdapter(q)),
+    serverAdapter,
+    options: { uiConfig: { boardTitle: 'feedmirror queues', miscLinks: [{ text: 'Accounts', url: DASHBOARD_PATH }] } },
+  });
+  return serverAdapter.getRouter() as express.Express;
+}
+
+const flashSchema = z.object({ kind: z.enum(['ok', 'error']), text: z.string().max(500) });
+
+export function dashboardRouter(deps: DashboardDeps): Router {
+  const { auth, db, queues, clock, logger } = deps;
+  const router = Router();
+  const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 20 });
+  const csrfOf = (res: Response) => csrfTokenFor(auth.sessionKey, sessionOf(res).sid);
+
+  router.use(loginRoutes(auth));
+
+  // Everything below needs a session (GET /dashboard/login above does not).
+  const guarded = Router();
+  router.use(DASHBOARD_PATH, requireSession(auth), guarded);
+
+  // bull-board: its UI and its API. Its POST/PUT/DELETE calls (retry, clean, promote...) come from
+  // its own fetch calls, which cannot carry our form token: they must come from this origin
+  // (Sec-Fetch-Site / Origin), and the SameSite=Strict cookie keeps other sites out as well.
+  guarded.use(
+    '/queues',
+    (_req: Request, res: Response, next: NextFunction) => {
+      res.set({ 'Cache-Control': 'no-store', 'X-Frame-Options': 'DENY', 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'same-origin' });
+      next();
+    },
+    requireSameOrigin(auth.allowedOrigins),
+    bullBoardRouter(queues),
+  );
+
+  // Our forms: body parsed, then token + origin checked on every POST.
+  guarded.use(form, requireCsrfToken(auth.sessionKey, auth.allowedOrigins, (res) => sessionOf(res).sid));
+
+  const flashTo = (res: Response, flash: Flash, to = DASHBOARD_PATH) => {
+    setCookie(res, auth, FLASH_COOKIE, signValue(auth.sessionKey, 'flash', flash), 60_000);
+    res.redirect(303, to);
+  };
+  /** The flash set by the last action, shown once. */
+  const takeFlash = (req: Request, res: Response): Flash | undefined => {
+    const raw = parseCookies(req.headers.cookie)[FLASH_COOKIE];
+    if (!raw) return undefined;
+    setCookie(res, auth, FLASH_COOKIE, '', 0);
+    const parsed = flashSchema.safeParse(verifyValue(auth.sessionKey, 'flash', raw));
+    return parsed.success ? parsed.data : undefined;
+  };
+  const layoutOf = (req: Request, res: Response): LayoutOptions => ({
+    csrf: csrfOf(res),
+    flash: takeFlash(req, res),
+    mode: auth.mode,
+    user: auth.user,
+    connectUrl: deps.connectUrl,
+  });
+
+  const storageWarnings = (): string[] => {
+    if (!deps.storage) return [];
+    let sample = '';
+    try {
+      sample = deps.storage.publicUrl('widget/feedmirror-widget.js');
+    } catch {
+      return [];
+    }
+    return /^https?:\/\//.test(sample)
+      ? []
+      : ['Mirrored images are published with file:// addresses, which no browser loads from a web page. Set MEDIA_PUBLIC_URL (for local storage served by this server: MEDIA_PUBLIC_URL = PUBLIC_URL) and sync again.'];
+  };
+
+  /** The account named in the path, or a 404 page; ids are checked before any lookup. */
+  const accountParam = async (req: Request, res: Response) => {
+    const id = String(req.params.id ?? '');
+    const account = ACCOUNT_ID_RE.test(id) ? await getAccount(db, id) : null;
+    if (!account) {
+      res.status(404).type('text/plain').send('No such account.\n');
+      return null;
+    }
+    return account;
+  };
+
+  const wrap = (fn: (req: Request, res: Response) => Promise<void>) => (req: Request, res: Response, next: NextFunction) => {
+    fn(req, res).catch(next);
+  };
+
+  guarded.get('/', wrap(async (req, res) => {
+    const accounts = await loadAccountOverviews(db, clock.now());
+    pageHeaders(res);
+    res.type('html').send(accountsPage(accounts, { ...layoutOf(req, res), warnings: storageWarnings() }));
+  }));
+
+  guarded.get('/widget.js', wrap(async (_req, res) => {
+    res.set({ 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }).type(WIDGET_CONTENT_TYPE).send(await widgetSource());
+  }));
+
+  guarded.get('/accounts/:id/preview', wrap(async (req, res) => {
+    const account = await accountParam(req, res);
+    if (!account) return;
+    pageHeaders(res);
+    const layoutName = req.query.layout === 'list' ? 'list' : 'grid';
+    res.type('html').send(previewPage(account, { ...layoutOf(req, res), layout: layoutName, warnings: storageWarnings() }));
+  }));
+
+  guarded.post('/accounts/:id/sync', wrap(async (req, res) => {
+    const account = await accountParam(req, res);
+    if (!account) return;
+    // Same name and data as the scheduler's template (jobs/schedules.ts); a unique id so a manual
+    // run never collides with (or is swallowed by) a scheduled one.
+    const job = await queues.feedSync.add(QUEUE.feedSync, { accountId: account.id }, { ...SYNC_JOB_OPTS, jobId: `manual-sync-${account.id}-${clock.now().getTime()}-${randomBytes(3).toString('hex')}` });
+    logger.info({ accountId: account.id, jobId: job.id }, 'dashboard: sync queued');
+    flashTo(res, { kind: 'ok', text: `Sync of @${account.username} queued (job ${job.id}). It runs as soon as a worker is free.` });
+  }));
+
+  guarded.post('/accounts/:id/refresh', wrap(async (req, res) => {
+    const account = await accountParam(req, res);
+    if (!account) return;
+    // force: renew now rather than waiting for the 30-day cadence; R-TOK-5 (24 h, unexpired) still applies in the job.
+    const job = await queues.tokenRefresh.add(QUEUE.tokenRefresh, { accountId: account.id, force: true }, { attempts: 1, jobId: `manual-refresh-${account.id}-${clock.now().getTime()}-${randomBytes(3).toString('hex')}` });
+    logger.info({ accountId: account.id, jobId: job.id }, 'dashboard: token refresh queued');
+    flashTo(res, { kind: 'ok', text: `Token refresh of @${account.username} queued (job ${job.id}).` });
+  }));
+
+  guarded.get('/accounts/:id/remove', wrap(async (req, res) => {
+    const account = await accountParam(req, res);
+    if (!account) return;
+    pageHeaders(res);
+    res.type('html').send(removeConfirmPage(account, layoutOf(req, res)));
+  }));
+
+  guarded.post('/accounts/:id/remove', wrap(async (req, res) => {
+    const account = await accountParam(req, res);
+    if (!account) return;
+    if ((req.body as Record<string, unknown>).confirm !== 'yes') {
+      res.redirect(303, `${DASHBOARD_PATH}/accounts/${encodeURIComponent(account.id)}/remove`);
+      return;
+    }
+    // Schedules first: a scheduler firing between the two steps finds no account and skips.
+    await unscheduleAccount(queues, account.id);
+    await removeAccount(db, account.id, clock.now());
+    logger.info({ accountId: account.id }, 'dashboard: account removed');
+    flashTo(res, { kind: 'ok', text: `@${account.username} was removed. Its published feed and copies stay in storage.` });
+  }));
+
+  guarded.post('/logout', logoutHandler(auth));
+
+  guarded.use((_req: Request, res: Response) => {
+    res.status(404).type('text/plain').send('No such dashboard page.\n');
+  });
+
+  // An action that fails says so in words and goes back; details (redacted) go to the log.
+  guarded.use((err: Error, req: Request, res: Response, next: NextFunction) => {
+    if (req.method !== 'POST' || res.headersSent) return next(err);
+    logger.error({ err, path: req.path }, 'dashboard action failed');
+    flashTo(res, { kind: 'error', text: `The action failed: ${redactText(err.message).slice(0, 200)}. Check that Redis and Postgres are up; details are in the server log.` });
+  });
+
+  return router;
+}

@@ -1,0 +1,48 @@
+import { Router, type NextFunction, type Request, type Response } from 'express';
+import { assertStorageKey } from '../../storage/keys.ts';
+import type { ObjectStorage } from '../../storage/types.ts';
+
+/**
+ * Read-only HTTP access to the public objects of LOCAL storage: GET /media/<key> and
+ * /widget/<key>, the same paths as the storage keys. With MEDIA_PUBLIC_URL = PUBLIC_URL the feeds
+ * then carry http addresses that this server answers (a local folder has no web server of its
+ * own; S3 does, so this is mounted for local storage only). /feeds/<id>.json is the feed API.
+ * Keys are validated (assertStorageKey: no "..", no leading dot, so .meta and temporary files
+ * are unreachable) before the storage is asked, and the storage checks them again.
+ */
+const PUBLIC_PREFIXES = ['media/', 'widget/'];
+
+export function localFilesRouter(storage: ObjectStorage): Router {
+  const router = Router();
+  router.use(async (req: Request, res: Response, next: NextFunction) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return next();
+    // The raw path: keys use no characters that need encoding, so anything encoded is refused.
+    const key = req.path.slice(1);
+    if (!PUBLIC_PREFIXES.some((p) => key.startsWith(p))) return next();
+    try {
+      assertStorageKey(key);
+    } catch {
+      res.status(404).type('text/plain').send('Not found.\n');
+      return;
+    }
+    try {
+      const obj = await storage.get(key);
+      if (!obj) {
+        res.status(404).type('text/plain').send('Not found.\n');
+        return;
+      }
+      res.set({
+        'Content-Type': obj.contentType ?? 'application/octet-stream',
+        'Cache-Control': obj.cacheControl ?? 'public, max-age=300',
+        'X-Content-Type-Options': 'nosniff',
+        // Sites embedding the widget load copies and the script from here.
+        'Cross-Origin-Resource-Policy': 'cross-origin',
+        'Access-Control-Allow-Origin': '*',
+      });
+      res.send(obj.body);
+    } catch (err) {
+      next(err);
+    }
+  });
+  return router;
+}

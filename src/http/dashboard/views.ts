@@ -1,0 +1,160 @@
+import { escapeHtml as h } from '../pages.ts';
+import { CSRF_FIELD } from '../csrf.ts';
+import type { AccountOverview } from './data.ts';
+import { formatBytes } from './data.ts';
+import { lastProblem } from './explain.ts';
+
+/**
+ * The dashboard's HTML. Server-rendered, no script of our own (the preview loads the published
+ * widget); every interpolated value goes through escapeHtml. Actions are POST forms carrying the
+ * session's CSRF token.
+ */
+export const DAYS_LEFT_WARNING = 14; // R-TOK-9: the same threshold as the first alert email
+
+export interface Flash {
+  kind: 'ok' | 'error';
+  text: string;
+}
+
+export interface LayoutOptions {
+  csrf: string;
+  flash?: Flash | undefined;
+  mode: 'password' | 'open';
+  user: string;
+  connectUrl?: string | undefined;
+}
+
+const STYLE = `
+body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1f2328;background:#f6f8fa}
+header{display:flex;gap:1.2rem;align-items:center;padding:.7rem 1.4rem;background:#24292f;color:#fff}
+header a,header button{color:#fff;text-decoration:none;background:none;border:0;font:inherit;cursor:pointer;padding:0}
+header .brand{font-weight:700;margin-right:auto}
+main{padding:1.2rem 1.4rem;max-width:110rem}
+h1{font-size:1.35rem;margin:.2rem 0 1rem}
+table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #d0d7de}
+th,td{padding:.5rem .6rem;border-bottom:1px solid #d0d7de;text-align:left;vertical-align:top}
+th{background:#f6f8fa;font-size:.85rem}
+small,.muted{color:#57606a}
+.days{font-weight:600}.days.warn{color:#9a6700;background:#fff8c5;padding:0 .3rem;border-radius:3px}
+.days.expired{color:#fff;background:#cf222e;padding:0 .3rem;border-radius:3px}
+.status-active{color:#1a7f37}.status-reauth_required,.status-disabled{color:#cf222e;font-weight:600}
+.ok{color:#1a7f37}.bad{color:#cf222e}
+.badge{display:inline-block;font-size:.75rem;padding:0 .35rem;border-radius:3px;background:#ddf4ff;color:#0969da}
+.badge.demo{background:#fff8c5;color:#9a6700}
+.actions form{display:inline}.actions button,.actions a.button{font:inherit;font-size:.85rem;margin:0 .2rem .3rem 0;padding:.2rem .6rem;border:1px solid #d0d7de;border-radius:4px;background:#f6f8fa;color:#24292f;cursor:pointer;text-decoration:none;display:inline-block}
+.actions a.danger,button.danger{color:#cf222e}
+.flash{padding:.6rem .9rem;border-radius:4px;margin-bottom:1rem}.flash.ok{background:#dafbe1;color:#116329}.flash.error{background:#ffebe9;color:#a40e26}
+.notice{padding:.6rem .9rem;border-radius:4px;background:#fff8c5;margin-bottom:1rem}
+details summary{cursor:pointer}
+`;
+
+export function layout(title: string, body: string, o: LayoutOptions): string {
+  const flash = o.flash ? `<p class="flash ${o.flash.kind}" role="status">${h(o.flash.text)}</p>` : '';
+  const logout = o.mode === 'password'
+    ? `<form method="post" action="/dashboard/logout"><input type="hidden" name="${CSRF_FIELD}" value="${h(o.csrf)}"><button type="submit">Log out (${h(o.user)})</button></form>`
+    : '<span class="muted">no login: loopback only</span>';
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${h(title)} · feedmirror</title><style>${STYLE}</style></head>
+<body><header><a class="brand" href="/dashboard">feedmirror</a><a href="/dashboard">Accounts</a><a href="/dashboard/queues">Queues</a>${o.connectUrl ? `<a href="${h(o.connectUrl)}">Connect an account</a>` : ''}${logout}</header>
+<main>${flash}${body}</main></body></html>
+`;
+}
+
+const day = (d: Date | null) => (d ? d.toISOString().slice(0, 10) : '—');
+const when = (d: Date | null) => (d ? `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC` : 'never');
+
+const STATUS_WORDS: Record<string, string> = {
+  active: 'Active',
+  reauth_required: 'Owner must log in again',
+  disabled: 'Disabled',
+};
+
+function daysLeftCell(a: AccountOverview): string {
+  if (!a.hasToken || !a.expiresAt || a.daysLeft === null) return '<span class="muted">no token</span>';
+  const cls = a.daysLeft < 0 ? 'days expired' : a.daysLeft < DAYS_LEFT_WARNING ? 'days warn' : 'days';
+  const words = a.daysLeft < 0 ? 'expired' : `${a.daysLeft} day${a.daysLeft === 1 ? '' : 's'} left`;
+  return `${day(a.expiresAt)}<br><span class="${cls}" data-days-left="${a.daysLeft}">${words}</span>`;
+}
+
+function refreshCell(a: AccountOverview): string {
+  if (!a.lastRefreshAttemptAt) return '<span class="muted">not yet</span>';
+  const result = a.lastRefreshError
+    ? `<span class="bad">failed${a.refreshFailures > 1 ? ` (${a.refreshFailures}×)` : ''}</span>`
+    : '<span class="ok">renewed</span>';
+  return `${when(a.lastRefreshAttemptAt)}<br>${result}`;
+}
+
+function syncCell(a: AccountOverview): string {
+  if (!a.lastSyncAt) return '<span class="muted">not yet</span>';
+  return `${when(a.lastSyncAt)}<br>${a.lastSyncError ? '<span class="bad">failed</span>' : '<span class="ok">ok</span>'}`;
+}
+
+function feedCell(a: AccountOverview): string {
+  const preview = `<a href="/dashboard/accounts/${encodeURIComponent(a.id)}/preview">preview</a>`;
+  if (!a.feed) return `<span class="muted">not published</span><br>${preview}`;
+  const demo = a.feed.demo ? ' <span class="badge demo">demo</span>' : '';
+  return `${a.feed.postCount} posts${demo}<br><small>${when(a.feed.publishedAt)}</small><br>${preview}`;
+}
+
+function problemCell(a: AccountOverview): string {
+  const p = lastProblem(a);
+  if (!p) return '<span class="muted">none</span>';
+  if (!p.detail || p.detail === p.summary) return `<span class="problem">${h(p.summary)}</span>`;
+  return `<span class="problem">${h(p.summary)}</span><details><summary><small>details</small></summary><small>${h(p.detail)}</small></details>`;
+}
+
+function actionForm(action: string, label: string, csrf: string, extra = ''): string {
+  return `<form method="post" action="${h(action)}"><input type="hidden" name="${CSRF_FIELD}" value="${h(csrf)}">${extra}<button type="submit">${h(label)}</button></form>`;
+}
+
+export function accountsPage(accounts: AccountOverview[], o: LayoutOptions & { warnings: string[] }): string {
+  const warnings = o.warnings.map((w) => `<p class="notice">${h(w)}</p>`).join('');
+  const rows = accounts.map((a) => {
+    const base = `/dashboard/accounts/${encodeURIComponent(a.id)}`;
+    return `<tr data-account-id="${h(a.id)}">
+<td><strong>@${h(a.username)}</strong>${a.displayName ? `<br>${h(a.displayName)}` : ''}<br><small>${h(a.id)}</small></td>
+<td class="status-${h(a.status)}">${h(STATUS_WORDS[a.status] ?? a.status)}</td>
+<td>${daysLeftCell(a)}</td>
+<td>${refreshCell(a)}</td>
+<td>${syncCell(a)}</td>
+<td class="num" data-posts="${a.posts}">${a.posts}</td>
+<td class="num" data-copies="${a.copies}">${a.copies}<br><small>${formatBytes(a.copyBytes)}</small></td>
+<td>${feedCell(a)}</td>
+<td>${problemCell(a)}</td>
+<td class="actions">${actionForm(`${base}/sync`, 'Sync now', o.csrf)}${actionForm(`${base}/refresh`, 'Refresh now', o.csrf)}<a class="button danger" href="${base}/remove">Remove…</a></td>
+</tr>`;
+  });
+  const table = accounts.length
+    ? `<table><thead><tr><th>Account</th><th>Status</th><th>Token expires</th><th>Last refresh</th><th>Last sync</th><th>Posts</th><th>Copies</th><th>Feed</th><th>Last error</th><th>Actions</th></tr></thead>
+<tbody>${rows.join('\n')}</tbody></table>`
+    : `<p>No account is connected yet.${o.connectUrl ? ` <a href="${h(o.connectUrl)}">Connect an account</a> (or send that link to the account's owner).` : ''}</p>`;
+  const connect = o.connectUrl
+    ? `<p class="muted">To connect an account, open <a href="${h(o.connectUrl)}">${h(o.connectUrl)}</a> or send that link to the account's owner: they log in on the platform and approve.</p>`
+    : '<p class="muted">Connecting through the login needs APP_ID and APP_SECRET; <code>feedmirror accounts add</code> works without them.</p>';
+  return layout('Accounts', `<h1>Accounts</h1>${warnings}${table}${connect}`, o);
+}
+
+export function removeConfirmPage(a: { id: string; username: string }, o: LayoutOptions): string {
+  const body = `<h1>Remove @${h(a.username)}?</h1>
+<p>feedmirror stops renewing its access and syncing its feed, and forgets its token and posts. The feed already published and its copies stay in storage, so sites embedding it keep working until you delete them.</p>
+<p>The owner can connect the account again later.</p>
+<p class="actions">${actionForm(`/dashboard/accounts/${encodeURIComponent(a.id)}/remove`, `Yes, remove @${a.username}`, o.csrf, '<input type="hidden" name="confirm" value="yes">')} <a class="button" href="/dashboard">Cancel</a></p>`;
+  return layout(`Remove @${a.username}`, body, o);
+}
+
+export function previewPage(a: { id: string; username: string }, o: LayoutOptions & { layout: 'grid' | 'list'; warnings: string[] }): string {
+  const feedPath = `/feeds/${encodeURIComponent(a.id)}.json`;
+  const base = `/dashboard/accounts/${encodeURIComponent(a.id)}/preview`;
+  const other = o.layout === 'grid' ? 'list' : 'grid';
+  const warnings = o.warnings.map((w) => `<p class="notice">${h(w)}</p>`).join('');
+  const body = `<h1>Feed preview: @${h(a.username)}</h1>
+<p class="muted">As a site embedding the widget shows it. Feed: <a href="${h(feedPath)}">${h(feedPath)}</a> · layout ${h(o.layout)} · <a href="${base}?layout=${other}">show as ${other}</a></p>
+${warnings}
+<div style="background:#fff;border:1px solid #d0d7de;padding:1rem;max-width:60rem">
+<div id="feed" data-feedmirror-feed="${h(feedPath)}" data-layout="${o.layout}" data-limit="100"></div>
+</div>
+<script defer src="/dashboard/widget.js"></script>`;
+  return layout(`Preview @${a.username}`, body, o);
+}
+
