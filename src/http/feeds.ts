@@ -1,12 +1,13 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import { readPublishedFeed } from '../feeds/publish.ts';
 import type { ObjectStorage } from '../storage/types.ts';
+import { ID_PATTERN } from '../util/ids.ts';
 
 /**
  * `GET /feeds/<accountId>.json`: the published feed as stored (same bytes, Content-Type and
  * Cache-Control, R-LNK-4), for server code that cannot read the bucket. 404 when none exists.
  */
-const FILE_RE = /^([A-Za-z0-9_-]{1,128})\.json$/;
+const FILE_RE = new RegExp(`^(${ID_PATTERN.source.slice(1, -1)})\\.json$`);
 
 export function feedsRouter(deps: { storage: ObjectStorage }): Router {
   const router = Router();
@@ -24,6 +25,8 @@ export function feedsRouter(deps: { storage: ObjectStorage }): Router {
       }
       res.set('Content-Type', obj.contentType ?? 'application/json; charset=utf-8');
       res.set('Cache-Control', obj.cacheControl ?? 'public, max-age=300');
+      // Feeds are public data read by the widget from other sites' pages: any origin may read them.
+      res.set('Access-Control-Allow-Origin', '*');
       res.send(obj.body);
     } catch (err) {
       next(err);

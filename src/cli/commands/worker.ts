@@ -1,12 +1,11 @@
 import { EXIT, type CliIO } from '../io.ts';
 import { AppContext } from '../context.ts';
-import { startWorker } from '../../../jobs/worker.ts';
+import { startWorker, type RunningWorker } from '../../../jobs/worker.ts';
 
-/** `feedmirror worker`: runs until SIGTERM/SIGINT, then lets running jobs finish. */
-export async function workerCommand(_argv: string[], io: CliIO): Promise<number> {
-  const ctx = new AppContext(io.env);
+/** The worker on the context's configuration (also used by the demo). */
+export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWorker> {
   const db = await ctx.migratedDb();
-  const worker = await startWorker({
+  return startWorker({
     db,
     cipher: ctx.cipher,
     platform: ctx.platform,
@@ -22,6 +21,12 @@ export async function workerCommand(_argv: string[], io: CliIO): Promise<number>
     sweepCron: ctx.config.EXPIRY_SWEEP_CRON,
     feed: await ctx.feedDeps(),
   });
+}
+
+/** `feedmirror worker`: runs until SIGTERM/SIGINT, then lets running jobs finish. */
+export async function workerCommand(_argv: string[], io: CliIO): Promise<number> {
+  const ctx = new AppContext(io.env);
+  const worker = await startWorkerFromContext(ctx);
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       ctx.logger.info({ signal }, 'shutting down: running jobs finish, waiting jobs stay queued');
