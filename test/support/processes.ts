@@ -11,11 +11,11 @@ export interface Spawned {
 }
 
 /** Run `feedmirror <args>` as a real process; its output is kept for the secrets audit. */
-export function spawnFeedmirror(args: string[], env: NodeJS.ProcessEnv): Spawned {
+export function spawnFeedmirror(args: string[], env: NodeJS.ProcessEnv, opts: { cwd?: string } = {}): Spawned {
   // The child logs to stdout (not to the capture folder); what it prints is captured here instead.
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
   delete childEnv.FEEDMIRROR_CAPTURE_DIR;
-  const child = spawn(process.execPath, [BIN, ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { env: childEnv, cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const keep = (b: Buffer) => {
     const s = b.toString('utf8');

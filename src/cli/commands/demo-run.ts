@@ -31,7 +31,7 @@ export async function demoRunCommand(argv: string[], io: CliIO): Promise<number>
 
   const sim = await startSimulator({ start: Date.now() });
   const stopClock = followWallClock(sim);
-  const port = values.port ? Number(values.port) : await freePort(8080);
+  const port = await freePort(values.port ? Number(values.port) : 8080);
   const publicUrl = `http://127.0.0.1:${port}`;
   const adminUrl = io.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const databaseUrl = await resetDemoDatabase(adminUrl);
