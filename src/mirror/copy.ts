@@ -178,9 +178,9 @@ export async function removeMirroredMedia(storage: ObjectStorage, accountId: str
 /**
  * Remove the copies of every media item of an account that is not in `keepMediaIds` (R-LNK-6).
  * Call it only after a COMPLETE listing of the account's media: an empty or partial set deletes
- * copies that are still needed. Returns the number of media items removed.
+ * copies that are still needed. Returns the ids of the media items removed.
  */
-export async function sweepOrphans(storage: ObjectStorage, accountId: string, keepMediaIds: Set<string>): Promise<number> {
+export async function sweepOrphans(storage: ObjectStorage, accountId: string, keepMediaIds: Set<string>): Promise<string[]> {
   const prefix = mediaPrefix(accountId);
   const orphans = new Set<string>();
   for await (const key of storage.list(prefix)) {
@@ -189,5 +189,5 @@ export async function sweepOrphans(storage: ObjectStorage, accountId: string, ke
     if (mediaId && ID_PATTERN.test(mediaId) && !keepMediaIds.has(mediaId)) orphans.add(mediaId);
   }
   for (const mediaId of orphans) await storage.deletePrefix(mediaPrefix(accountId, mediaId));
-  return orphans.size;
+  return [...orphans];
 }

@@ -1,0 +1,46 @@
+import type { Queue } from 'bullmq';
+import type pg from 'pg';
+import type { Clock } from '../src/util/clock.ts';
+import type { Logger } from '../src/util/logger.ts';
+import type { ObjectStorage } from '../src/storage/types.ts';
+import { sweepOrphans } from '../src/mirror/copy.ts';
+import { listPosts, deleteMediaCopies } from '../src/store/posts.ts';
+import { listAccounts } from '../src/store/accounts.ts';
+
+/**
+ * The periodic media sweep (R-LNK-6): objects under media/<account>/<media>/ whose post no longer
+ * exists are removed, with their copy records. Pruning after a complete listing already removes
+ * what it prunes; this catches what a crash between the two left behind. It works per media item
+ * of posts that are gone, so a copy in flight (its post row exists) is never touched. Removed
+ * accounts keep their last feed and copies on purpose (sites may still embed them).
+ */
+export const MEDIA_SWEEP_JOB = 'media-sweep';
+
+export interface MediaSweepResult {
+  accounts: number;
+  removedMedia: number;
+}
+
+export async function runMediaSweep(deps: { db: pg.Pool; storage: ObjectStorage; clock: Clock; logger: Logger }): Promise<MediaSweepResult> {
+  const accounts = await listAccounts(deps.db, deps.clock.now());
+  let removedMedia = 0;
+  for (const account of accounts) {
+    const keep = new Set((await listPosts(deps.db, account.id)).map((p) => p.mediaId));
+    const swept = await sweepOrphans(deps.storage, account.id, keep);
+    for (const mediaId of swept) await deleteMediaCopies(deps.db, account.id, mediaId);
+    removedMedia += swept.length;
+    if (swept.length) deps.logger.info({ accountId: account.id, mediaIds: swept.length }, 'media sweep removed the objects of deleted posts');
+  }
+  return { accounts: accounts.length, removedMedia };
+}
+
+export function mediaSweepJobId(day: Date): string {
+  return `${MEDIA_SWEEP_JOB}-${day.toISOString().slice(0, 10)}`;
+}
+
+/** Queued with the daily expiry sweep; one job per day across all workers (its jobId). */
+export async function enqueueDailyMediaSweep(maintenance: Queue, clock: Clock): Promise<string> {
+  const jobId = mediaSweepJobId(clock.now());
+  await maintenance.add(MEDIA_SWEEP_JOB, {}, { jobId, attempts: 3, backoff: { type: 'exponential', delay: 60_000 } });
+  return jobId;
+}
