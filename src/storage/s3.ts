@@ -8,6 +8,7 @@ import {
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
+import { createHash } from 'node:crypto';
 import { redactText } from '../util/redact.ts';
 import { StorageError, StorageUnavailableError } from './errors.ts';
 import { assertStorageKey, assertStoragePrefix } from './keys.ts';
@@ -37,6 +38,28 @@ export interface S3Credentials {
   sessionToken?: string;
 }
 
+/** DeleteObjects' maximum keys per request. */
+const DELETE_BATCH_MAX = 1000;
+/** Parallel single DELETEs when a server will not take a batch. */
+const DELETE_CONCURRENCY = 8;
+
+/**
+ * Adds Content-MD5 to a request whose body is already serialized (DeleteObjects' XML). Registered
+ * per command at the build step: after serialization, before signing.
+ */
+function withContentMd5(cmd: DeleteObjectsCommand): void {
+  cmd.middlewareStack.add(
+    (next) => async (args) => {
+      const req = args.request as { headers?: Record<string, string>; body?: unknown };
+      if (req.headers && (typeof req.body === 'string' || req.body instanceof Uint8Array)) {
+        req.headers['content-md5'] = createHash('md5').update(req.body).digest('base64');
+      }
+      return next(args);
+    },
+    { step: 'build', name: 'feedmirrorContentMd5' },
+  );
+}
+
 interface SdkError {
   name?: string;
   message?: string;
@@ -54,6 +77,8 @@ export class S3Storage implements ObjectStorage {
   readonly kind = 's3' as const;
   readonly client: S3Client;
   private readonly where: string;
+  /** Set once the server answered a DeleteObjects with 4xx (not 403) or 501: from then on, one DELETE per key. */
+  private bulkDeleteRefused = false;
 
   constructor(private readonly opts: S3StorageOptions) {
     const mode = opts.checksums === 'when_required' ? 'WHEN_REQUIRED' : 'WHEN_SUPPORTED';
@@ -138,32 +163,77 @@ export class S3Storage implements ObjectStorage {
     }
   }
 
+  /**
+   * Deletes every key under `prefix`, on every S3-compatible server. One DeleteObjects request per
+   * 1000 keys (cheap on AWS), sent with a Content-MD5 header: newer SDKs send only a CRC32 checksum,
+   * and several S3-compatible servers refuse a multi-object delete without Content-MD5. When the
+   * server still refuses the batch (not implemented, a header it wants, or a 5xx: s3rver answers 500
+   * when two deletes of one batch race to remove the same emptied folder), or refuses some keys,
+   * those keys are deleted one by one with bounded concurrency. Deleting is idempotent, so a key the
+   * failed batch did remove costs one harmless DELETE.
+   */
   async deletePrefix(prefix: string): Promise<number> {
     assertStoragePrefix(prefix, false);
     let batch: string[] = [];
     let deleted = 0;
     const flush = async () => {
       if (batch.length === 0) return;
-      const Objects = batch.map((k) => ({ Key: this.opts.prefix + k }));
-      try {
-        const out = await this.client.send(new DeleteObjectsCommand({ Bucket: this.opts.bucket, Delete: { Objects, Quiet: true } }));
-        const failed = out.Errors ?? [];
-        if (failed.length > 0) {
-          throw new StorageError(`S3 deletePrefix of ${JSON.stringify(prefix)} on ${this.where}: ${failed.length} objects not deleted (${failed[0]?.Code ?? 'unknown'})`);
-        }
-      } catch (err) {
-        if (err instanceof StorageError) throw err;
-        this.fail('deletePrefix', prefix, err);
-      }
-      deleted += batch.length;
+      const keys = batch;
       batch = [];
+      const leftover = this.bulkDeleteRefused ? keys : await this.deleteBatch(prefix, keys);
+      if (leftover.length > 0) await this.deleteEach(prefix, leftover);
+      deleted += keys.length;
     };
     for await (const key of this.list(prefix)) {
       batch.push(key);
-      if (batch.length === 1000) await flush(); // DeleteObjects' maximum per request
+      if (batch.length === DELETE_BATCH_MAX) await flush();
     }
     await flush();
     return deleted;
+  }
+
+  /** One DeleteObjects; returns the keys that still need deleting one by one. */
+  private async deleteBatch(prefix: string, keys: string[]): Promise<string[]> {
+    const cmd = new DeleteObjectsCommand({ Bucket: this.opts.bucket, Delete: { Objects: keys.map((k) => ({ Key: this.opts.prefix + k })), Quiet: true } });
+    withContentMd5(cmd);
+    try {
+      const out = await this.client.send(cmd);
+      const refused = new Set((out.Errors ?? []).map((e) => e.Key).filter((k): k is string => typeof k === 'string'));
+      return keys.filter((k) => refused.has(this.opts.prefix + k));
+    } catch (err) {
+      const e = (err ?? {}) as SdkError;
+      const status = e.$metadata?.httpStatusCode;
+      // No answer at all (storage down) or access denied: one-by-one deletes would fail the same way.
+      if (status === undefined || status === 403) this.fail('deletePrefix', prefix, err);
+      // A client error or 501 NotImplemented: the server does not take the batch as sent; stop asking.
+      // Other 5xx may be passing, so the next deletePrefix tries the batch again.
+      if (status < 500 || status === 501) this.bulkDeleteRefused = true;
+      return keys;
+    }
+  }
+
+  /** DELETE per key, DELETE_CONCURRENCY at a time; a key that fails is tried once more, alone. */
+  private async deleteEach(prefix: string, keys: string[]): Promise<void> {
+    const failed: string[] = [];
+    let next = 0;
+    const lane = async () => {
+      while (next < keys.length) {
+        const key = keys[next++]!;
+        await this.delete(key).catch(() => failed.push(key));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(DELETE_CONCURRENCY, keys.length) }, lane));
+    // Retried alone: some servers (s3rver) fail a DELETE that races another one in the same folder.
+    for (const key of failed) {
+      try {
+        await this.delete(key);
+      } catch (err) {
+        throw new StorageError(`S3 deletePrefix of ${JSON.stringify(prefix)} on ${this.where}: could not delete ${JSON.stringify(key)}`, {
+          retryable: err instanceof StorageError && err.retryable,
+          cause: err,
+        });
+      }
+    }
   }
 
   async *list(prefix: string): AsyncIterable<string> {

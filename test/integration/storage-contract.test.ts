@@ -220,3 +220,112 @@ describe('local specifics', () => {
     }
   });
 });
+
+/**
+ * An S3-compatible server in front of s3rver with one rule of its own for multi-object deletes
+ * (POST ?delete), as real servers differ: 'md5' refuses a request without a correct Content-MD5
+ * (400, like servers that still require it); 'unsupported' answers 501 NotImplemented.
+ * Everything else is forwarded untouched (same Host, so s3rver's signature check still passes).
+ */
+async function strictProxy(upstream: string, rule: 'md5' | 'unsupported'): Promise<{ endpoint: string; bulkDeletes: () => number; close: () => Promise<void> }> {
+  const { createServer, request } = await import('node:http');
+  const { createHash } = await import('node:crypto');
+  const target = new URL(upstream);
+  let bulk = 0;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      if (req.method === 'POST' && /[?&]delete(=|&|$)/.test(req.url ?? '')) {
+        bulk++;
+        const refuse = (status: number, code: string) => {
+          res.writeHead(status, { 'content-type': 'application/xml' });
+          res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${code}</Message></Error>`);
+        };
+        if (rule === 'unsupported') return refuse(501, 'NotImplemented');
+        const md5 = req.headers['content-md5'];
+        if (md5 !== createHash('md5').update(body).digest('base64')) return refuse(400, md5 ? 'BadDigest' : 'InvalidRequest');
+      }
+      const fwd = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      });
+      fwd.on('error', () => res.destroy());
+      fwd.end(body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as import('node:net').AddressInfo).port;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    bulkDeletes: () => bulk,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+describe('S3 deletePrefix works on every S3-compatible server (S3_CHECKSUMS=when_required)', () => {
+  // A post's folder holds its copies, variants and manifests: many objects sharing folders.
+  const postKeys = (acc: string) =>
+    Array.from({ length: 8 }, (_, m) => ['cover-0123456789abcdef.jpg', 'cover-0123456789abcdef-w320.webp', 'cover.json', 'slide-1.json'].map((n) => `media/${acc}/m${m}/${n}`)).flat();
+
+  async function fill(storage: ObjectStorage, keys: string[]) {
+    for (const k of keys) await storage.put(k, Buffer.from(k), opts);
+  }
+
+  const s3For = (endpoint: string, bucket: string) =>
+    createStorage(loadConfig({ STORAGE_URL: `s3://${bucket}/dp`, S3_ENDPOINT: endpoint, S3_FORCE_PATH_STYLE: 'true', S3_CHECKSUMS: 'when_required' }), {
+      credentials: S3RVER_CREDENTIALS,
+      maxAttempts: 1, // no SDK retry hiding a refused request
+    }) as S3Storage;
+
+  it('against s3rver: a folder of many objects is deleted whole, with an exact count, no HTTP 500', async () => {
+    const storage = s3For(s3.endpoint, s3.bucket);
+    try {
+      const keys = postKeys('dp1');
+      await fill(storage, [...keys, 'media/dp1x/m0/cover.json']);
+      expect(await storage.deletePrefix('media/dp1/')).toBe(keys.length);
+      expect(await collect(storage.list('media/dp1/'))).toEqual([]);
+      expect(await collect(storage.list('media/dp1x/'))).toEqual(['media/dp1x/m0/cover.json']); // a sibling prefix is kept
+      await fill(storage, keys.slice(0, 4));
+      expect(await storage.deletePrefix('media/dp1/m0/')).toBe(4); // one post's folder (publish's prune)
+      expect(await collect(storage.list('media/dp1/'))).toEqual([]);
+    } finally {
+      storage.close();
+    }
+  });
+
+  it('a server that requires Content-MD5 on DeleteObjects gets a correct one: deleted in one request', async () => {
+    const proxy = await strictProxy(s3.endpoint, 'md5');
+    const storage = s3For(proxy.endpoint, s3.bucket);
+    try {
+      const keys = postKeys('dp2').slice(0, 4); // one folder: s3rver's own folder race stays out of this test
+      await fill(storage, keys);
+      expect(await storage.deletePrefix('media/dp2/m0/')).toBe(4);
+      expect(proxy.bulkDeletes()).toBe(1);
+      expect(await collect(storage.list('media/dp2/'))).toEqual([]);
+    } finally {
+      storage.close();
+      await proxy.close();
+    }
+  });
+
+  it('a server without DeleteObjects (501): objects are deleted one by one, and the batch is not asked again', async () => {
+    const proxy = await strictProxy(s3.endpoint, 'unsupported');
+    const storage = s3For(proxy.endpoint, s3.bucket);
+    try {
+      const keys = postKeys('dp3');
+      await fill(storage, keys);
+      expect(await storage.deletePrefix('media/dp3/m1/')).toBe(4);
+      expect(await storage.deletePrefix('media/dp3/')).toBe(keys.length - 4);
+      expect(proxy.bulkDeletes()).toBe(1);
+      expect(await collect(storage.list('media/dp3/'))).toEqual([]);
+    } finally {
+      storage.close();
+      await proxy.close();
+    }
+  });
+});

@@ -1,0 +1,122 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { feedsCommand } from '../../src/cli/commands/feeds.ts';
+import { syncCommand } from '../../src/cli/commands/sync.ts';
+import type { CliIO } from '../../src/cli/io.ts';
+import { validateFeed } from '../../src/schema/validate.ts';
+import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { upsertAccount } from '../../src/store/accounts.ts';
+import { TokenCipher } from '../../src/store/crypto.ts';
+import { createPool } from '../../src/store/db.ts';
+import { migrate } from '../../src/store/migrate.ts';
+import { listMediaCopies, listPosts } from '../../src/store/posts.ts';
+import { saveToken } from '../../src/store/tokens.ts';
+import { DAY, FileClock } from '../../src/util/clock.ts';
+import { registerSecretForAudit } from '../support/capture.ts';
+import { freshDatabase, redisForTest } from '../support/services.ts';
+import { workerEnv } from '../support/worker-env.ts';
+
+/** `feedmirror sync <id> --wait` and `feedmirror feeds get <id>` against real services (issue 4). */
+const T0 = Date.UTC(2026, 3, 1, 10);
+
+function memoryIO(env: Record<string, string>): CliIO & { out: () => string; err: () => string } {
+  let out = '';
+  let err = '';
+  return {
+    stdout: { write: (s: string) => (out += s) },
+    stderr: { write: (s: string) => (err += s) },
+    stdin: new PassThrough(),
+    env,
+    cwd: process.cwd(),
+    out: () => out,
+    err: () => err,
+  };
+}
+
+describe('feedmirror sync --wait / feeds get', () => {
+  let sim: Simulator;
+  let db: pg.Pool;
+  let drop: () => Promise<void>;
+  let storageDir: string;
+  let env: Record<string, string>;
+  let accountId: string;
+
+  beforeAll(async () => {
+    const key = randomBytes(32).toString('base64');
+    registerSecretForAudit(key);
+    sim = await startSimulator({ start: T0 });
+    const clockDir = mkdtempSync(join(tmpdir(), 'fm-cli-clock-'));
+    FileClock.write(join(clockDir, 'now'), T0);
+    const database = await freshDatabase('clisync');
+    drop = database.drop;
+    db = createPool(database.url, { max: 2 });
+    await migrate(db);
+    const acc = sim.createAccount({ username: 'cli.shop', posts: 30 });
+    accountId = acc.id;
+    const token = sim.issueLongLivedToken(acc.id);
+    registerSecretForAudit(token);
+    await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
+    await saveToken(db, TokenCipher.fromEnv(key), { accountId: acc.id, accessToken: token, obtainedAt: sim.clock.now(), expiresAt: new Date(T0 + 60 * DAY) }, 'imported');
+    storageDir = mkdtempSync(join(tmpdir(), 'fm-cli-storage-'));
+    env = workerEnv({ sim, databaseUrl: database.url, redis: redisForTest('clisync'), key, clockFile: join(clockDir, 'now'), storageDir, extra: { LOG_LEVEL: 'warn', MEDIA_VARIANT_WIDTHS: '160', PAGE_SIZE: '8' } });
+  }, 60_000);
+
+  afterAll(async () => {
+    await db?.end();
+    await drop?.();
+    await sim?.close();
+    if (storageDir) await rm(storageDir, { recursive: true, force: true });
+  });
+
+  it('sync --wait prints progress (pages read, posts, images copied) and a summary, then feeds get prints a valid feed', async () => {
+    const io = memoryIO(env);
+    expect(await syncCommand([accountId, '--wait'], io)).toBe(0);
+    const lines = io.out().trim().split('\n');
+    const progress = lines.filter((l) => l.startsWith('pages read '));
+    const parsed = progress.map((l) => /^pages read (\d+), posts (\d+), images copied (\d+)\/(\d+)$/.exec(l)).map((m) => m && m.slice(1).map(Number));
+    expect(parsed.every((m) => m !== null)).toBe(true);
+    // Pages counted up one by one while reading, images one by one while copying.
+    const pages = parsed.map((m) => m![0]!);
+    expect(Math.max(...pages)).toBeGreaterThan(1);
+    expect(pages).toEqual([...pages].sort((a, b) => a - b));
+    const copies = await listMediaCopies(db, accountId);
+    const last = parsed.at(-1)!;
+    expect(last[2]).toBe(last[3]);
+    expect(last[3]).toBe(copies.length);
+    expect(last[1]).toBe((await listPosts(db, accountId)).length); // every post read and stored (dropped ones aside)
+    expect(Math.max(...parsed.map((m) => m![1]!))).toBe(30); // while reading: every listed item counted
+    const summary = lines.find((l) => l.startsWith('summary: '));
+    expect(summary).toMatch(new RegExp(`^summary: complete listing, ${Math.max(...pages)} pages, \\d+ API calls; \\d+ posts .*images copied ${copies.length}, reused 0, .*failed 0; feed written$`));
+    expect(io.err()).toBe('');
+
+    const get = memoryIO(env);
+    expect(await feedsCommand(['get', accountId], get)).toBe(0);
+    const v = validateFeed(JSON.parse(get.out()));
+    expect(v.ok).toBe(true);
+    if (!v.ok) return;
+    expect(v.feed.demo).toBe(false);
+    expect(v.feed.origin.name).toBe('cli.shop');
+    expect(v.feed.posts.length).toBeGreaterThan(20);
+  }, 60_000);
+
+  it('a second sync --wait of an unchanged account copies nothing and leaves the feed unchanged', async () => {
+    const io = memoryIO(env);
+    expect(await syncCommand([accountId, '--wait'], io)).toBe(0);
+    expect(io.out()).toMatch(/images copied 0, reused 0, .*feed unchanged\n$/);
+  }, 60_000);
+
+  it('bad input: an id with ../ is a usage error; feeds get of an unknown account fails clearly', async () => {
+    const bad = memoryIO(env);
+    expect(await syncCommand(['../etc', '--wait'], bad)).toBe(2);
+    expect(bad.err()).toMatch(/account id must be/);
+    const none = memoryIO(env);
+    expect(await feedsCommand(['get', '999'], none)).toBe(1);
+    expect(none.err()).toMatch(/no feed published for account 999/);
+  });
+});
