@@ -89,31 +89,6 @@ describe.each(['s3', 'local'] as const)('ObjectStorage contract: %s', (kind) => 
     expect((await storage().head('feeds/acc.json'))?.size).toBe(b.length);
   });
 
-  // S3 PutObject is atomic by the service's semantics; s3rver's file store is not (it streams a
-  // file while it is replaced), so racing readers against it would test s3rver, not us.
-  it.runIf(kind === 'local')('overwrite is atomic: concurrent readers see the old or the new object, never a torn one', async () => {
-    const a = Buffer.alloc(1_000_000, 'a');
-    const b = Buffer.alloc(500_000, 'b');
-    await storage().put('feeds/race.json', a, { contentType: 'application/json', cacheControl: 'no-cache' });
-    const seen: string[] = [];
-    let writing = true;
-    // One writer overwriting in turn while readers read in a loop until the writer is done.
-    const writer = (async () => {
-      for (let i = 0; i < 30; i++) await storage().put('feeds/race.json', i % 2 ? a : b, { contentType: 'application/json', cacheControl: 'no-cache' });
-      writing = false;
-    })();
-    const reader = async () => {
-      while (writing) {
-        const body = (await storage().get('feeds/race.json'))?.body;
-        seen.push(!body ? 'missing' : body.equals(a) ? 'a' : body.equals(b) ? 'b' : `torn(${body.length})`);
-      }
-    };
-    await Promise.all([writer, reader(), reader(), reader()]);
-    expect(seen.length).toBeGreaterThan(10);
-    expect(seen).toContain('b');
-    expect(seen.filter((s) => s !== 'a' && s !== 'b')).toEqual([]);
-  });
-
   it('list by prefix in key order; deletePrefix removes exactly that prefix', async () => {
     const keys = ['media/acc2/m1/a.jpg', 'media/acc2/m1/b.webp', 'media/acc2/m2/a.jpg', 'media/acc22/m1/a.jpg'];
     for (const k of keys) await storage().put(k, Buffer.from(k), opts);
@@ -192,6 +167,35 @@ describe('S3 specifics', () => {
 });
 
 describe('local specifics', () => {
+  // Local only: S3 PutObject is atomic by the service's semantics, while s3rver's file store is not
+  // (it streams a file while it is replaced), so racing readers against it would test s3rver.
+  it('overwrite is atomic: concurrent readers see the old or the new object, never a torn one', async () => {
+    const root = await mkdtemp(path.join(os.tmpdir(), 'feedmirror-race-'));
+    const local = new LocalStorage(root);
+    const storage = () => local;
+    const a = Buffer.alloc(1_000_000, 'a');
+    const b = Buffer.alloc(500_000, 'b');
+    await storage().put('feeds/race.json', a, { contentType: 'application/json', cacheControl: 'no-cache' });
+    const seen: string[] = [];
+    let writing = true;
+    // One writer overwriting in turn while readers read in a loop until the writer is done.
+    const writer = (async () => {
+      for (let i = 0; i < 30; i++) await storage().put('feeds/race.json', i % 2 ? a : b, { contentType: 'application/json', cacheControl: 'no-cache' });
+      writing = false;
+    })();
+    const reader = async () => {
+      while (writing) {
+        const body = (await storage().get('feeds/race.json'))?.body;
+        seen.push(!body ? 'missing' : body.equals(a) ? 'a' : body.equals(b) ? 'b' : `torn(${body.length})`);
+      }
+    };
+    await Promise.all([writer, reader(), reader(), reader()]);
+    expect(seen.length).toBeGreaterThan(10);
+    expect(seen).toContain('b');
+    expect(seen.filter((s) => s !== 'a' && s !== 'b')).toEqual([]);
+    await rm(root, { recursive: true, force: true });
+  });
+
   it('objects are plain files (servable as-is); metadata in .meta sidecars that are never listed', async () => {
     const root = await mkdtemp(path.join(os.tmpdir(), 'feedmirror-local2-'));
     try {
