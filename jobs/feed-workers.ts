@@ -1,6 +1,7 @@
 import { DelayedError, FlowProducer, Worker, type Job } from 'bullmq';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import { RateLimitedError } from '../src/platform/errors.ts';
+import { countRateLimitWait } from '../src/metrics/observe.ts';
 import { MINUTE } from '../src/util/clock.ts';
 import { processFeedSync, type FlowSettings, type FeedSyncJobDeps } from './feed-sync.ts';
 import { processMirrorMedia } from './mirror-media.ts';
@@ -52,6 +53,7 @@ export async function startFeedWorkers(deps: FeedWorkerDeps): Promise<RunningFee
         // R-OWN-1: never retry in a tight loop; wait as long as the platform says (or 5 minutes).
         const waitMs = err.retryAfterMs ?? DEFAULT_RATE_LIMIT_WAIT_MS;
         log.warn({ accountId: job.data?.accountId, waitMs, code: err.code }, 'rate limited by the platform; backing off');
+        countRateLimitWait(deps.metrics, err.operation);
         if (APP_WIDE_CODES.has(err.code)) {
           await syncWorker.rateLimit(waitMs);
           throw Worker.RateLimitError();
@@ -74,7 +76,11 @@ export async function startFeedWorkers(deps: FeedWorkerDeps): Promise<RunningFee
   });
   const workers = [syncWorker, mirrorWorker, publishWorker];
   for (const w of workers) {
-    w.on('failed', (job, err) => log.warn({ queue: w.name, jobId: job?.id, err }, 'job failed'));
+    w.on('failed', (job, err) => {
+      // Every failed attempt (BullMQ emits none for the rate-limit branch's delay/pause).
+      deps.metrics?.jobFailures.inc({ queue: w.name });
+      log.warn({ queue: w.name, jobId: job?.id, err }, 'job failed');
+    });
     w.on('error', (err) => log.error({ queue: w.name, err }, 'worker error'));
   }
   await Promise.all(workers.map((w) => w.waitUntilReady()));

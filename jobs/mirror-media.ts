@@ -4,7 +4,8 @@ import { copySlot, type CopyOutcome } from '../src/feeds/copy-slot.ts';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import { MirrorError } from '../src/mirror/errors.ts';
 import { StorageError } from '../src/storage/errors.ts';
-import { PlatformError } from '../src/platform/errors.ts';
+import { PlatformError, RateLimitedError } from '../src/platform/errors.ts';
+import { countRateLimitWait } from '../src/metrics/observe.ts';
 import { idSchema } from '../src/util/ids.ts';
 
 /**
@@ -54,6 +55,9 @@ export async function processMirrorMedia(deps: FeedDeps, job: Job): Promise<Mirr
     return r;
   } catch (err) {
     if (!retryable(err)) throw new UnrecoverableError((err as Error).message);
+    // R-OWN-1: a rate-limited link renewal waits out the job's backoff before the next attempt
+    // (attemptsMade counts the attempts before this one).
+    if (err instanceof RateLimitedError && job.attemptsMade + 1 < (job.opts.attempts ?? 1)) countRateLimitWait(deps.metrics, err.operation);
     throw err;
   }
 }

@@ -14,6 +14,7 @@ import { EXPIRY_SWEEP_JOB, enqueueDailySweep } from './expiry-sweep.ts';
 import { scheduleAccount, unscheduleAccount, type ScheduleSettings } from './schedules.ts';
 import { startFeedWorkers } from './feed-workers.ts';
 import type { FeedDeps } from '../src/feeds/deps.ts';
+import type { PipelineMetrics } from '../src/metrics/index.ts';
 import { publishWidget } from '../src/widget/index.ts';
 
 /**
@@ -38,6 +39,8 @@ export interface WorkerDeps {
   sweepCron: string;
   /** The feed pipeline (sync, copy, publish); without it the worker only keeps tokens alive. */
   feed?: FeedDeps;
+  /** Job failures of every queue this worker runs; handed to the feed pipeline unless it has its own. */
+  metrics?: PipelineMetrics;
 }
 
 export interface RunningWorker {
@@ -89,13 +92,22 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   );
 
   const feedWorkers = deps.feed
-    ? await startFeedWorkers({ ...deps.feed, redis: deps.redis, concurrency: { mirror: deps.concurrency }, onReauthRequired })
+    ? await startFeedWorkers({
+        ...deps.feed,
+        ...(deps.metrics && !deps.feed.metrics ? { metrics: deps.metrics } : {}),
+        redis: deps.redis,
+        concurrency: { mirror: deps.concurrency },
+        onReauthRequired,
+      })
     : undefined;
   // The widget script sits next to the feeds; publishing is idempotent (unchanged: no write).
   if (deps.feed) await publishWidget(deps.feed.storage).catch((err) => log.warn({ err }, 'could not publish the widget script'));
 
   for (const w of [refreshWorker, maintenanceWorker]) {
-    w.on('failed', (job, err) => log.warn({ queue: w.name, jobId: job?.id, err }, 'job failed'));
+    w.on('failed', (job, err) => {
+      deps.metrics?.jobFailures.inc({ queue: w.name });
+      log.warn({ queue: w.name, jobId: job?.id, err }, 'job failed');
+    });
     w.on('error', (err) => log.error({ queue: w.name, err }, 'worker error'));
   }
 

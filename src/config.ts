@@ -56,6 +56,10 @@ export const configSchema = z.object({
   PUBLIC_URL: url('public address of `feedmirror serve`').default('http://127.0.0.1:8080'),
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  /** `feedmirror worker` serves /metrics and /healthz on this port; unset = no listener (0 = any free port). */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** Where the worker's metrics listener binds; 0.0.0.0 in a container so Prometheus can scrape it. */
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   DASHBOARD_USER: z.string().min(1).optional(),
   DASHBOARD_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
   PAGE_SIZE: posInt.max(500).default(50),

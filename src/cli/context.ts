@@ -3,7 +3,7 @@ import type { Queue } from 'bullmq';
 import { loadConfig, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../util/logger.ts';
 import { clockFromEnv, type Clock, HOUR, MINUTE, DAY } from '../util/clock.ts';
-import { PlatformClient } from '../platform/client.ts';
+import { PlatformClient, type PlatformCallObserver } from '../platform/client.ts';
 import { createPool } from '../store/db.ts';
 import { migrate } from '../store/migrate.ts';
 import { TokenCipher } from '../store/crypto.ts';
@@ -15,6 +15,8 @@ import { mirrorLimitsFromConfig } from '../mirror/copy.ts';
 import type { FeedDeps } from '../feeds/deps.ts';
 import { redisClient } from '../../jobs/queues.ts';
 import type { Redis } from 'ioredis';
+import { createMetrics, type Metrics } from '../metrics/index.ts';
+import { platformCallObserver } from '../metrics/observe.ts';
 
 /**
  * The composition root: builds what a command needs from the configuration, each piece only
@@ -32,6 +34,7 @@ export class AppContext {
   private _queues?: { tokenRefresh: Queue; maintenance: Queue; feedSync: Queue; mirrorMedia: Queue; publishFeed: Queue };
   private _storage?: ObjectStorage;
   private _redisClient?: Redis;
+  private _metrics?: Metrics;
 
   constructor(env: NodeJS.ProcessEnv = process.env, opts: { logger?: Logger; clock?: Clock } = {}) {
     this.config = loadConfig(env);
@@ -65,8 +68,25 @@ export class AppContext {
   }
 
   get platform(): PlatformClient {
-    this._platform ??= PlatformClient.fromConfig(this.config, { clock: this.clock, logger: this.logger });
+    // Calls are counted once this context's metrics exist (the worker creates them first);
+    // commands that never ask for metrics pay nothing.
+    const observer: PlatformCallObserver = {
+      onCall: (operation, outcome) => {
+        if (this._metrics) platformCallObserver(this._metrics).onCall(operation, outcome);
+      },
+    };
+    this._platform ??= PlatformClient.fromConfig(this.config, { clock: this.clock, logger: this.logger, observer });
     return this._platform;
+  }
+
+  /**
+   * This process's own counters (platform calls, copies, sync durations, job failures, rate-limit
+   * waits): what `feedmirror worker` serves on METRICS_PORT. Cluster-wide figures (jobs by state,
+   * token days left) are the server's, so they are not read here and never double-counted.
+   */
+  get metrics(): Metrics {
+    this._metrics ??= createMetrics({ clock: this.clock });
+    return this._metrics;
   }
 
   get mailer(): Mailer {

@@ -83,6 +83,12 @@ export async function copySlot(deps: FeedDeps, t: CopyTarget): Promise<CopyOutco
     await renew(); // R-LNK-3: 403 "URL signature expired" => renew, then copy
     image = await mirrorImage(mirrorDeps, { ...job, url: slot!.url });
   }
+  // Counted once the upload is done (not after the bookkeeping): a retry after a failed save
+  // reuses the manifest and uploads nothing, so it is not counted again.
+  if (!image.reused) {
+    deps.metrics?.imagesCopied.inc();
+    deps.metrics?.imageBytesCopied.inc(image.bytes);
+  }
   await saveMediaCopy(deps.db, {
     accountId: t.accountId,
     mediaId: t.mediaId,

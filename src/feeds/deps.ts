@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { PlatformClient } from '../platform/client.ts';
 import type { MirrorLimits } from '../mirror/copy.ts';
+import type { PipelineMetrics } from '../metrics/index.ts';
 import type { ObjectStorage } from '../storage/types.ts';
 import type { TokenCipher } from '../store/crypto.ts';
 import type { Clock } from '../util/clock.ts';
@@ -21,4 +22,6 @@ export interface FeedDeps {
   feedMaxAgeSeconds?: number;
   /** Re-publish an unchanged feed this long before its platform links (video files) die (default 1 day). */
   relinkMarginMs?: number;
+  /** Sync durations, images copied, job failures, rate-limit waits (the worker's /metrics). */
+  metrics?: PipelineMetrics;
 }

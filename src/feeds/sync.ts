@@ -17,6 +17,8 @@ import type { FeedDeps } from './deps.ts';
 import { publishAccountFeed, publishDemoFeedIfNone, sweepAccountMedia, type PublishOutcome } from './publish.ts';
 import { contentHash, imageSlots, isImageMime } from './slots.ts';
 import { DAY } from '../util/clock.ts';
+import type { SyncOutcome } from '../metrics/index.ts';
+import { secondsSince } from '../metrics/observe.ts';
 
 export interface SyncProgress {
   pages: number;
@@ -72,9 +74,30 @@ function ownerMustAct(err: unknown): err is Error {
  * longer holds (R-LNK-6), and list the images that need copying (R-LNK-5): every cover and photo
  * slide whose file is not copied yet, soonest oe first. Copying and publishing are the caller's
  * (a BullMQ flow in the worker, runSyncNow inline). Throws RateLimitedError (R-OWN-1) for the job
- * layer to back off; every other listing failure ends incomplete and prunes nothing.
+ * layer to back off; every other listing failure ends incomplete and prunes nothing. With
+ * deps.metrics, its duration and outcome go to feedmirror_sync_duration_seconds.
  */
 export async function syncAccount(deps: FeedDeps, accountId: string, opts: SyncOptions = {}): Promise<SyncResult> {
+  const metrics = deps.metrics;
+  if (!metrics) return readAndStore(deps, accountId, opts);
+  const started = performance.now();
+  let outcome: SyncOutcome | undefined = 'failed';
+  try {
+    const result = await readAndStore(deps, accountId, opts);
+    // A skipped account did no work: it would only drag the histogram towards zero.
+    if (result.outcome === 'synced') outcome = result.complete ? 'ok' : 'incomplete';
+    else outcome = result.outcome === 'reauth-required' ? 'reauth_required' : undefined;
+    return result;
+  } catch (err) {
+    if (err instanceof RateLimitedError) outcome = 'rate_limited';
+    throw err;
+  } finally {
+    if (outcome) metrics.syncDuration.observe({ outcome }, secondsSince(started));
+  }
+}
+
+/** syncAccount's work, unmeasured. */
+async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions): Promise<SyncResult> {
   const log = deps.logger.child({ job: 'feed-sync', accountId });
   const account = await getAccount(deps.db, accountId);
   if (!account) return { outcome: 'skipped', accountId, reason: 'account not found (removed?)' };

@@ -45,8 +45,13 @@ export interface MetricsOptions {
   collectTimeoutMs?: number;
 }
 
-export type SyncOutcome = 'ok' | 'failed';
-export type CallOutcome = 'ok' | 'rate_limited' | 'token_invalid' | 'error';
+/**
+ * How a feed-sync ended: ok (listing complete), incomplete (stopped early, nothing pruned),
+ * rate_limited (the job backs off, R-OWN-1), reauth_required (R-TOK-10), failed (anything thrown).
+ */
+export type SyncOutcome = 'ok' | 'incomplete' | 'rate_limited' | 'reauth_required' | 'failed';
+/** Per request sent to the platform (src/platform/http.ts PlatformCallOutcome). */
+export type CallOutcome = 'ok' | 'error' | 'rate_limited' | 'transient';
 
 export interface Metrics {
   readonly registry: Registry;
@@ -68,6 +73,12 @@ export interface Metrics {
   /** The exposition text for /metrics. */
   metricsText(): Promise<string>;
 }
+
+/**
+ * What the worker side counts: the handles the job and feed code increments. Deps objects carry
+ * this narrow view (optional), so tests and callers without metrics need nothing.
+ */
+export type PipelineMetrics = Pick<Metrics, 'jobFailures' | 'syncDuration' | 'imagesCopied' | 'imageBytesCopied' | 'platformCalls' | 'rateLimitWaits'>;
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -169,17 +180,21 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
       buckets: [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600],
       registers: [registry],
     }),
-    imagesCopied: new Counter({ name: `${p}images_copied_total`, help: 'Images copied into storage.', registers: [registry] }),
-    imageBytesCopied: new Counter({ name: `${p}images_copied_bytes_total`, help: 'Bytes of images written to storage.', registers: [registry] }),
+    imagesCopied: new Counter({ name: `${p}images_copied_total`, help: 'Images uploaded to storage (a reused earlier copy is not counted).', registers: [registry] }),
+    imageBytesCopied: new Counter({
+      name: `${p}images_copied_bytes_total`,
+      help: 'Bytes of the original images uploaded to storage (resized variants not included).',
+      registers: [registry],
+    }),
     platformCalls: new Counter({
       name: `${p}platform_calls_total`,
-      help: 'Platform API calls, by operation and outcome.',
+      help: 'Requests sent to the platform API (each retry counts), by operation and outcome (ok, error, rate_limited, transient).',
       labelNames: ['operation', 'outcome'] as const,
       registers: [registry],
     }),
     rateLimitWaits: new Counter({
       name: `${p}rate_limit_waits_total`,
-      help: 'Times a platform call waited because of rate limiting, by operation.',
+      help: 'Times a job waited (backed off) because the platform rate-limited it, by operation.',
       labelNames: ['operation'] as const,
       registers: [registry],
     }),

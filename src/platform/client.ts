@@ -13,7 +13,9 @@ import {
   TokenInvalidError,
 } from './errors.ts';
 import { type Operation } from './error-mapping.ts';
-import { PlatformHttp } from './http.ts';
+import { PlatformHttp, type PlatformCallObserver } from './http.ts';
+
+export type { PlatformCallObserver, PlatformCallOutcome } from './http.ts';
 import { EXCHANGE_PATH, GRANT_AUTHORIZATION_CODE, GRANT_EXCHANGE, GRANT_REFRESH, REFRESH_PATH } from './identifiers.ts';
 import { DROPPABLE_FIELDS, FULL_FEED_FIELDS, mediaItemSchema, type DroppableField, type MediaItem } from './media-item.ts';
 import type { PlatformUsage } from './rate-limit.ts';
@@ -46,6 +48,8 @@ export interface PlatformClientOptions {
   sleep?: (ms: number) => Promise<void>;
   /** Jitter source. */
   random?: () => number;
+  /** Told of every request sent (metrics); optional, so the client needs no metrics to work. */
+  observer?: PlatformCallObserver;
 }
 
 export const DEFAULT_TIMEOUT_MS = 15_000;
@@ -152,10 +156,11 @@ export class PlatformClient {
       onUsage: (usage) => {
         this.usage = usage;
       },
+      ...(opts.observer ? { observer: opts.observer } : {}),
     });
   }
 
-  static fromConfig(config: Config, deps: { clock?: Clock; logger?: Logger } = {}): PlatformClient {
+  static fromConfig(config: Config, deps: { clock?: Clock; logger?: Logger; observer?: PlatformCallObserver } = {}): PlatformClient {
     return new PlatformClient({
       graphUrl: config.GRAPH_URL,
       apiVersion: config.GRAPH_API_VERSION,
@@ -167,6 +172,7 @@ export class PlatformClient {
       pageSize: config.PAGE_SIZE,
       clock: deps.clock,
       logger: deps.logger,
+      observer: deps.observer,
     });
   }
 

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { Clock } from '../util/clock.ts';
 import type { Logger } from '../util/logger.ts';
 import { redactUrl } from '../util/redact.ts';
-import { MalformedResponseError, PlatformError, TransientError } from './errors.ts';
+import { MalformedResponseError, PlatformError, RateLimitedError, TransientError } from './errors.ts';
 import { describeZodError, extractErrorInfo, failedBeforeSending, mapPlatformError, type Failure, type Operation } from './error-mapping.ts';
 import { parseUsage, USAGE_WARN_PERCENT, type PlatformUsage } from './rate-limit.ts';
 
@@ -14,6 +14,25 @@ import { parseUsage, USAGE_WARN_PERCENT, type PlatformUsage } from './rate-limit
 export const BACKOFF_BASE_MS = 500;
 export const BACKOFF_CAP_MS = 20_000;
 
+/** How one request to the platform ended, as reported to a PlatformCallObserver. */
+export type PlatformCallOutcome = 'ok' | 'error' | 'rate_limited' | 'transient';
+
+/**
+ * Told of every request sent to the platform (each attempt: a retried request reports once per
+ * try, as the platform counts them against its budget). The metrics seam: the client knows no
+ * Prometheus, the caller decides what to do with the figures.
+ */
+export interface PlatformCallObserver {
+  onCall(operation: string, outcome: PlatformCallOutcome): void;
+}
+
+/** The outcome label of a failed attempt. */
+export function callOutcomeOf(error: PlatformError): PlatformCallOutcome {
+  if (error instanceof RateLimitedError) return 'rate_limited';
+  if (error instanceof TransientError) return 'transient';
+  return 'error';
+}
+
 export interface HttpOptions {
   clock: Clock;
   logger: Logger;
@@ -24,6 +43,7 @@ export interface HttpOptions {
   random: () => number;
   /** Called with the usage figures of every graph response that carries them. */
   onUsage: (usage: PlatformUsage, operation: Operation) => void;
+  observer?: PlatformCallObserver;
 }
 
 export interface CallSpec<T> {
@@ -88,6 +108,7 @@ export class PlatformHttp {
     const { maxRetries, sleep, random, logger } = this.opts;
     for (let attempt = 0; ; attempt++) {
       const outcome = await this.attempt(spec);
+      this.report(spec.operation, outcome.ok ? 'ok' : callOutcomeOf(outcome.error));
       if (outcome.ok) return outcome.value;
       const error = outcome.error;
       const retryable =
@@ -101,6 +122,15 @@ export class PlatformHttp {
       const wait = backoffMs(attempt, random);
       logger.info({ operation: spec.operation, error: error.name, status: error.status, attempt: attempt + 1, waitMs: wait }, 'platform call failed, retrying');
       await sleep(wait);
+    }
+  }
+
+  /** Exactly one report per attempt; an observer that throws never fails the call. */
+  private report(operation: Operation, outcome: PlatformCallOutcome): void {
+    try {
+      this.opts.observer?.onCall(operation, outcome);
+    } catch (err) {
+      this.opts.logger.warn({ operation, err }, 'platform call observer failed');
     }
   }
 

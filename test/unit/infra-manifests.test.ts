@@ -69,6 +69,15 @@ describe('compose file', () => {
     expect(s.worker.environment.DATABASE_URL).toMatch(/@postgres:5432\//);
     expect(s.worker.environment.S3_ENDPOINT).toBe('http://minio:9000');
     expect(s.worker.environment.SMTP_URL).toBe('smtp://mailpit:1025');
+    // Each worker serves its own /metrics inside the network; not published (2 replicas would clash).
+    expect(s.worker.environment.METRICS_HOST).toBe('0.0.0.0');
+    expect(s.worker.environment.METRICS_PORT).toBe('9464');
+    expect(s.worker.expose).toEqual(['9464']);
+    expect(s.worker.ports).toBeUndefined();
+    expect(s.worker.labels['prometheus.io/port']).toBe('9464');
+    expect(s.worker.healthcheck.test.join(' ')).toContain('127.0.0.1:9464/healthz');
+    // The worker's own environment still carries the shared service addresses.
+    expect(s.worker.environment.REDIS_URL).toBe('redis://redis:6379');
     // Published ports listen on loopback only.
     for (const svc of Object.values(s)) for (const p of (svc.ports ?? []) as string[]) expect(p).toMatch(/^127\.0\.0\.1:/);
   });
@@ -144,6 +153,23 @@ describe('Kubernetes manifests', () => {
     expect(c.readinessProbe?.httpGet).toBeUndefined();
     expect(c.livenessProbe?.httpGet).toBeUndefined();
     expect(w.spec.selector.matchLabels).toEqual(w.spec.template.metadata.labels);
+  });
+
+  it('worker: serves /metrics on a named port that its env and Prometheus annotations agree on', async () => {
+    const docs = await k8s();
+    const w = byKindName(docs, 'Deployment', 'feedmirror-worker');
+    const c = podSpec(w).containers[0];
+    const env = Object.fromEntries((c.env as Obj[]).map((e) => [e.name, e.value]));
+    expect(env.METRICS_HOST).toBe('0.0.0.0');
+    const port = c.ports.find((p: Obj) => p.name === 'metrics');
+    expect(env.METRICS_PORT).toBe(String(port.containerPort));
+    const ann = w.spec.template.metadata.annotations;
+    expect(ann['prometheus.io/scrape']).toBe('true');
+    expect(ann['prometheus.io/port']).toBe(String(port.containerPort));
+    expect(ann['prometheus.io/path']).toBe('/metrics');
+    // Worker-only: the server shares the ConfigMap and must not get these.
+    const cm = byKindName(docs, 'ConfigMap', 'feedmirror-config');
+    expect(cm.data.METRICS_PORT).toBeUndefined();
   });
 
   it('server: Deployment with /readyz readiness and /healthz liveness, Service selecting it', async () => {
