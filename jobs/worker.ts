@@ -11,6 +11,7 @@ import { listAccounts } from '../src/store/accounts.ts';
 import { QUEUE, bullConnection, type RedisSettings } from './queues.ts';
 import { refreshAccountToken, tokenRefreshPayload, type RefreshOutcome } from './token-refresh.ts';
 import { EXPIRY_SWEEP_JOB, enqueueDailySweep } from './expiry-sweep.ts';
+import { MEDIA_SWEEP_JOB, enqueueDailyMediaSweep, runMediaSweep } from './media-sweep.ts';
 import { scheduleAccount, unscheduleAccount, type ScheduleSettings } from './schedules.ts';
 import { startFeedWorkers } from './feed-workers.ts';
 import type { FeedDeps } from '../src/feeds/deps.ts';
@@ -86,6 +87,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     QUEUE.maintenance,
     async (job: Job) => {
       if (job.name === EXPIRY_SWEEP_JOB) return runExpirySweep(sweepDeps);
+      if (job.name === MEDIA_SWEEP_JOB && deps.feed) return runMediaSweep({ db: deps.db, storage: deps.feed.storage, clock: deps.clock, logger: deps.logger });
       throw new Error(`unknown maintenance job ${job.name}`);
     },
     { connection: bullConnection(deps.redis), prefix: deps.redis.prefix, concurrency: 1 },
@@ -114,11 +116,16 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   // Catch up: a worker that was down when something was due acts as soon as it starts.
   const accounts = await listAccounts(deps.db, deps.clock.now(), { status: 'active', withTokenOnly: true });
   for (const a of accounts) await scheduleAccount(deps.queues, a.id, deps.schedules);
-  await enqueueDailySweep(deps.queues.maintenance, deps.clock);
+  // The daily jobs: one each per day across all workers (de-duplicated job ids).
+  const enqueueDaily = async () => {
+    await enqueueDailySweep(deps.queues.maintenance, deps.clock);
+    if (deps.feed) await enqueueDailyMediaSweep(deps.queues.maintenance, deps.clock);
+  };
+  await enqueueDaily();
   const task = cron.schedule(
     deps.sweepCron,
     () => {
-      enqueueDailySweep(deps.queues.maintenance, deps.clock).catch((err) => log.error({ err }, 'could not queue the expiry sweep'));
+      enqueueDaily().catch((err) => log.error({ err }, 'could not queue the daily sweeps'));
     },
     { timezone: 'UTC' },
   );
