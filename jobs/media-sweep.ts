@@ -1,4 +1,3 @@
-import type { Queue } from 'bullmq';
 import type pg from 'pg';
 import type { Clock } from '../src/util/clock.ts';
 import type { Logger } from '../src/util/logger.ts';
@@ -14,7 +13,6 @@ import { listAccounts } from '../src/store/accounts.ts';
  * of posts that are gone, so a copy in flight (its post row exists) is never touched. Removed
  * accounts keep their last feed and copies on purpose (sites may still embed them).
  */
-export const MEDIA_SWEEP_JOB = 'media-sweep';
 
 export interface MediaSweepResult {
   accounts: number;
@@ -32,15 +30,4 @@ export async function runMediaSweep(deps: { db: pg.Pool; storage: ObjectStorage;
     if (swept.length) deps.logger.info({ accountId: account.id, mediaIds: swept.length }, 'media sweep removed the objects of deleted posts');
   }
   return { accounts: accounts.length, removedMedia };
-}
-
-export function mediaSweepJobId(day: Date): string {
-  return `${MEDIA_SWEEP_JOB}-${day.toISOString().slice(0, 10)}`;
-}
-
-/** Queued with the daily expiry sweep; one job per day across all workers (its jobId). */
-export async function enqueueDailyMediaSweep(maintenance: Queue, clock: Clock): Promise<string> {
-  const jobId = mediaSweepJobId(clock.now());
-  await maintenance.add(MEDIA_SWEEP_JOB, {}, { jobId, attempts: 3, backoff: { type: 'exponential', delay: 60_000 } });
-  return jobId;
 }

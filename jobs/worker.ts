@@ -10,8 +10,8 @@ import { alertReauthRequired, runExpirySweep } from '../src/alerts/sweep.ts';
 import { listAccounts } from '../src/store/accounts.ts';
 import { QUEUE, bullConnection, type RedisSettings } from './queues.ts';
 import { refreshAccountToken, tokenRefreshPayload, type RefreshOutcome } from './token-refresh.ts';
-import { EXPIRY_SWEEP_JOB, enqueueDailySweep } from './expiry-sweep.ts';
-import { MEDIA_SWEEP_JOB, enqueueDailyMediaSweep, runMediaSweep } from './media-sweep.ts';
+import { EXPIRY_SWEEP_JOB, MEDIA_SWEEP_JOB, enqueueDaily } from './daily.ts';
+import { runMediaSweep } from './media-sweep.ts';
 import { scheduleAccount, unscheduleAccount, type ScheduleSettings } from './schedules.ts';
 import { startFeedWorkers } from './feed-workers.ts';
 import type { FeedDeps } from '../src/feeds/deps.ts';
@@ -117,15 +117,15 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const accounts = await listAccounts(deps.db, deps.clock.now(), { status: 'active', withTokenOnly: true });
   for (const a of accounts) await scheduleAccount(deps.queues, a.id, deps.schedules);
   // The daily jobs: one each per day across all workers (de-duplicated job ids).
-  const enqueueDaily = async () => {
-    await enqueueDailySweep(deps.queues.maintenance, deps.clock);
-    if (deps.feed) await enqueueDailyMediaSweep(deps.queues.maintenance, deps.clock);
+  const queueDailyJobs = async () => {
+    await enqueueDaily(deps.queues.maintenance, EXPIRY_SWEEP_JOB, deps.clock);
+    if (deps.feed) await enqueueDaily(deps.queues.maintenance, MEDIA_SWEEP_JOB, deps.clock);
   };
-  await enqueueDaily();
+  await queueDailyJobs();
   const task = cron.schedule(
     deps.sweepCron,
     () => {
-      enqueueDaily().catch((err) => log.error({ err }, 'could not queue the daily sweeps'));
+      queueDailyJobs().catch((err) => log.error({ err }, 'could not queue the daily sweeps'));
     },
     { timezone: 'UTC' },
   );
