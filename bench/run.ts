@@ -4,16 +4,17 @@
  *
  *   node --import tsx bench/run.ts [--accounts 20] [--posts 50] [--concurrency 4] [--json]
  *
- * N accounts x M posts on the platform simulator, copied into S3 through s3rver (in this process)
- * by the real pipeline: the BullMQ flow and workers `feedmirror worker` runs (feed-sync ->
+ * N accounts x M posts on the platform simulator, copied into S3 through s3rver by the real pipeline: the BullMQ flow and workers `feedmirror worker` runs (feed-sync ->
  * mirror-media children -> publish-feed parent), on the real Redis and a Postgres database of its
  * own (created here, dropped at the end). Then:
  *  - pass 2: the same syncs with nothing changed at the source (expected: listing calls only);
  *  - the limit: the same number of images through sharp (processImage) and the storage alone, at
  *    the same concurrency, from JPEG bytes already in memory (nothing downloaded).
  * Every figure is counted (simulator request record, storage puts, Postgres rows), none estimated.
- * The simulator and s3rver run in this process: RSS and CPU include them (the simulator renders
- * each JPEG with sharp on demand), which makes the pipeline's figures conservative.
+ * The simulator and s3rver run in a child process (bench/services-process.ts): this process's RSS
+ * and CPU are the pipeline's own; the child's are reported separately. The fake CDN renders every
+ * JPEG with sharp (~35 ms of CPU each, on the same cores): by default (--warm-cdn) every image is
+ * fetched once before the clock starts, so the passes do not pay for rendering a fake's images.
  */
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -26,8 +27,8 @@ import { imageSlots } from '../src/feeds/slots.ts';
 import { IMMUTABLE_CACHE_CONTROL, mirrorLimitsFromConfig } from '../src/mirror/copy.ts';
 import { processImage } from '../src/mirror/image.ts';
 import { PlatformClient } from '../src/platform/client.ts';
-import { startSimulator } from '../src/simulator/index.ts';
 import { createStorage, type S3Storage } from '../src/storage/index.ts';
+import { mediaItemSchema } from '../src/platform/media-item.ts';
 import type { ObjectStorage, PutOptions } from '../src/storage/types.ts';
 import { upsertAccount } from '../src/store/accounts.ts';
 import { TokenCipher } from '../src/store/crypto.ts';
@@ -35,11 +36,12 @@ import { createPool } from '../src/store/db.ts';
 import { migrate } from '../src/store/migrate.ts';
 import { listPosts } from '../src/store/posts.ts';
 import { saveToken } from '../src/store/tokens.ts';
-import { DAY } from '../src/util/clock.ts';
+import { DAY, ManualClock } from '../src/util/clock.ts';
 import { silentLogger } from '../src/util/logger.ts';
 import { startFeedWorkers } from '../jobs/feed-workers.ts';
 import { createQueue, QUEUE } from '../jobs/queues.ts';
-import { S3RVER_CREDENTIALS, startS3 } from '../test/support/s3.ts';
+import { S3RVER_CREDENTIALS } from '../test/support/s3.ts';
+import { startServicesChild, type RequestCounts } from './services-child.ts';
 import { benchDatabase } from './services.ts';
 import { MemorySampler } from './memory.ts';
 
@@ -49,6 +51,7 @@ const argsSchema = z.object({
   posts: positive('posts').default(50),
   concurrency: positive('concurrency').default(4),
   json: z.boolean().default(false),
+  'warm-cdn': z.boolean().default(true),
 });
 
 const TARGETS = { fractionOfLimit: 0.7, peakRssMb: 300, peakRssAt: { accounts: 500, posts: 50 } };
@@ -56,12 +59,13 @@ const DRAIN_TIMEOUT_MS = 4 * 60 * 60 * 1000;
 
 function parse() {
   const { values } = parseArgs({
-    options: { accounts: { type: 'string' }, posts: { type: 'string' }, concurrency: { type: 'string' }, json: { type: 'boolean' } },
+    options: { accounts: { type: 'string' }, posts: { type: 'string' }, concurrency: { type: 'string' }, json: { type: 'boolean' }, 'warm-cdn': { type: 'boolean' }, 'no-warm-cdn': { type: 'boolean' } },
     strict: true,
   });
-  const r = argsSchema.safeParse(values);
+  const { 'no-warm-cdn': noWarm, ...rest } = values;
+  const r = argsSchema.safeParse({ ...rest, ...(noWarm ? { 'warm-cdn': false } : {}) });
   if (!r.success) {
-    process.stderr.write(`bench: ${r.error.issues.map((i) => i.message).join('; ')}\nusage: bench/run.ts [--accounts N] [--posts M] [--concurrency C] [--json]\n`);
+    process.stderr.write(`bench: ${r.error.issues.map((i) => i.message).join('; ')}\nusage: bench/run.ts [--accounts N] [--posts M] [--concurrency C] [--no-warm-cdn] [--json]\n`);
     process.exit(2);
   }
   return r.data;
@@ -107,29 +111,61 @@ async function main() {
     await migrate(db);
     const redis = { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix: `fmbench:${randomBytes(4).toString('hex')}` };
 
-    const sim = await startSimulator();
-    cleanups.push(() => sim.close());
-    const s3 = await startS3('feedmirror-bench');
-    cleanups.push(() => s3.close());
+    // Room for every rendered JPEG of the run (~18 KB each at 1080 px) when warming the fake CDN.
+    const images = args.accounts * args.posts * 1.5;
+    const services = await startServicesChild({
+      startMs: Date.UTC(2026, 0, 1),
+      jpegCacheMb: args['warm-cdn'] ? Math.max(32, Math.ceil((images * 40 * 1024) / 1024 / 1024)) : 0,
+      jpegCacheEntries: args['warm-cdn'] ? Math.ceil(images) + 1000 : 0,
+    });
+    cleanups.push(() => services.close());
+    const sim = services.ready;
+    const s3 = { endpoint: sim.s3Endpoint, bucket: sim.bucket };
+    // The simulator's clock is manual and never moved during the bench: the same instant here.
+    const clock = new ManualClock(sim.clockMs);
 
     const config = loadConfig({ STORAGE_URL: `s3://${s3.bucket}`, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: 'true', MEDIA_ALLOWED_HOSTS: sim.imageHost });
     const counting = new Counting();
     const rawStorage = createStorage(config, { credentials: S3RVER_CREDENTIALS });
     cleanups.push(async () => (rawStorage as S3Storage).close());
     const storage = counting.wrap(rawStorage);
-    const platform = new PlatformClient({ graphUrl: sim.graphUrl, apiVersion: 'v25.0', oauthTokenUrl: sim.oauthTokenUrl, clock: sim.clock, pageSize: config.PAGE_SIZE, maxRetries: 2, sleep: async () => undefined });
+    const platform = new PlatformClient({ graphUrl: sim.graphUrl, apiVersion: 'v25.0', oauthTokenUrl: sim.oauthTokenUrl, clock, pageSize: config.PAGE_SIZE, maxRetries: 2, sleep: async () => undefined });
     const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
     const limits = mirrorLimitsFromConfig(config);
-    const deps: FeedDeps = { db, cipher, platform, storage, limits, clock: sim.clock, logger: silentLogger };
+    const deps: FeedDeps = { db, cipher, platform, storage, limits, clock, logger: silentLogger };
 
     say(`feedmirror bench: ${args.accounts} accounts x ${args.posts} posts, concurrency ${args.concurrency}, variants ${limits.variantWidths.join('/')} px, S3 (s3rver) at ${s3.endpoint}`);
     const accountIds: string[] = [];
-    for (let i = 0; i < args.accounts; i++) {
-      const acc = sim.createAccount({ username: `bench.shop${i}`, posts: args.posts });
-      const token = sim.issueLongLivedToken(acc.id);
-      await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
-      await saveToken(db, cipher, { accountId: acc.id, accessToken: token, obtainedAt: sim.clock.now(), expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY) }, 'imported');
+    const created = await services.createAccounts(args.accounts, args.posts, 'bench.shop');
+    for (const acc of created) {
+      await upsertAccount(db, { id: acc.id, username: acc.username }, clock.now());
+      await saveToken(db, cipher, { accountId: acc.id, accessToken: acc.token, obtainedAt: clock.now(), expiresAt: new Date(clock.now().getTime() + 60 * DAY) }, 'imported');
       accountIds.push(acc.id);
+    }
+    if (args['warm-cdn']) {
+      // Every image link of every account fetched once (not counted: the passes count differences).
+      const t = performance.now();
+      const urls: string[] = [];
+      for (const acc of created) {
+        const listing = await platform.listMedia(acc.token, { pageSize: config.PAGE_SIZE });
+        for (const raw of listing.items) {
+          const item = mediaItemSchema.parse(raw);
+          for (const u of [item.media_url, item.thumbnail_url, ...(item.children?.data ?? []).flatMap((c) => [c.media_url, c.thumbnail_url])]) {
+            if (u && !new URL(u).pathname.endsWith('.mp4')) urls.push(u);
+          }
+        }
+      }
+      let i = 0;
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          while (i < urls.length) {
+            const res = await fetch(urls[i++]!);
+            await res.arrayBuffer();
+          }
+        }),
+      );
+      const st = await services.stats();
+      say(`fake CDN warmed: ${urls.length} images rendered in ${((performance.now() - t) / 1000).toFixed(1)} s (child cache ${st.jpegCache.entries} entries, ${(st.jpegCache.bytes / 1e6).toFixed(0)} MB)`);
     }
 
     const workers = await startFeedWorkers({ ...deps, redis, concurrency: { sync: 2, mirror: args.concurrency, publish: 2 } });
@@ -166,8 +202,16 @@ async function main() {
     const copiesInDb = async () => Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM media_copies')).rows[0]!.n);
     const publishedFeeds = async () => Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM feed_publications WHERE NOT demo')).rows[0]!.n);
 
+    const cpuSeconds = () => {
+      const c = process.cpuUsage();
+      return (c.user + c.system) / 1e6;
+    };
+    const diff = (a: Record<string, number>, b: Record<string, number>, k: string) => (b[k] ?? 0) - (a[k] ?? 0);
     const pass = async (label: string) => {
-      const reqFrom = sim.requests.length;
+      const reqBefore: RequestCounts = await services.requestCounts();
+      const childBefore = await services.stats();
+      await services.phase();
+      const cpuBefore = cpuSeconds();
       const putsBefore = counting.snapshot();
       const copiesBefore = await copiesInDb();
       const failedBefore = await failedJobs();
@@ -177,9 +221,12 @@ async function main() {
       await drain();
       const seconds = (performance.now() - t0) / 1000;
       const mem = memory.end();
-      const reqs = sim.requests.slice(reqFrom);
-      const graph = reqs.filter((r) => r.host === 'graph');
-      const listing = graph.filter((r) => /\/(media|children)$/.test(r.path));
+      const cpu = cpuSeconds() - cpuBefore;
+      const childAfter = await services.stats();
+      const reqAfter = await services.requestCounts();
+      const graph = diff(reqBefore.byHost, reqAfter.byHost, 'graph');
+      const listing = diff(reqBefore.graphByEdge, reqAfter.graphByEdge, 'media') + diff(reqBefore.graphByEdge, reqAfter.graphByEdge, 'children');
+      const cdn = diff(reqBefore.byHost, reqAfter.byHost, 'cdn');
       const after = counting.snapshot();
       const copies = (await copiesInDb()) - copiesBefore;
       return {
@@ -187,24 +234,27 @@ async function main() {
         accountsPerMinute: args.accounts / (seconds / 60),
         imagesCopied: copies,
         imagesPerSecond: copies / seconds,
-        apiCalls: graph.length,
-        listingCalls: listing.length,
-        otherApiCalls: graph.length - listing.length,
-        imageDownloads: reqs.filter((r) => r.host === 'cdn').length,
-        apiCallsPerAccount: graph.length / args.accounts,
-        imageDownloadsPerAccount: reqs.filter((r) => r.host === 'cdn').length / args.accounts,
+        apiCalls: graph,
+        listingCalls: listing,
+        otherApiCalls: graph - listing,
+        imageDownloads: cdn,
+        apiCallsPerAccount: graph / args.accounts,
+        imageDownloadsPerAccount: cdn / args.accounts,
         uploads: after.mediaPuts - putsBefore.mediaPuts,
         feedWrites: after.feedPuts - putsBefore.feedPuts,
         bytesWritten: after.bytes - putsBefore.bytes,
         failedJobs: (await failedJobs()) - failedBefore,
         feedsPublished: await publishedFeeds(),
         peakRssMb: mem.peakRssMb,
+        cpuSeconds: cpu,
+        childCpuSeconds: childAfter.cpuUserS + childAfter.cpuSystemS - (childBefore.cpuUserS + childBefore.cpuSystemS),
+        childPeakRssMb: childAfter.phasePeakRssMb,
       };
     };
 
-    // What the process holds before any sync: runtime, SDKs, sharp, the simulator and s3rver.
+    // What the pipeline process holds before any sync: runtime, SDKs, sharp, clients.
     const rssBeforeMb = process.memoryUsage.rss() / 1024 / 1024;
-    say(`RSS before the first sync (runtime, SDKs, sharp, simulator, s3rver): ${rssBeforeMb.toFixed(0)} MB`);
+    say(`RSS of the pipeline process before the first sync (runtime, SDKs, sharp): ${rssBeforeMb.toFixed(0)} MB; simulator + s3rver in child process ${services.pid}`);
     const first = await pass('first sync');
     say(
       `pass 1 (first sync): ${first.seconds.toFixed(1)} s, ${first.accountsPerMinute.toFixed(1)} accounts/min, ${first.imagesCopied} images copied = ${first.imagesPerSecond.toFixed(1)} images/s; ` +
@@ -214,6 +264,7 @@ async function main() {
       `  per account: ${first.apiCallsPerAccount.toFixed(2)} API calls (${first.listingCalls} listing + ${first.otherApiCalls} other in total), ${first.imageDownloadsPerAccount.toFixed(2)} image downloads; ` +
         `uploads ${first.uploads} (${(first.bytesWritten / 1e6).toFixed(1)} MB), feed writes ${first.feedWrites}; peak RSS ${first.peakRssMb.toFixed(0)} MB`,
     );
+    say(`  CPU: pipeline process ${first.cpuSeconds.toFixed(1)} s (${((first.cpuSeconds * 1000) / Math.max(1, first.imagesCopied)).toFixed(0)} ms per image); simulator+s3rver child ${first.childCpuSeconds.toFixed(1)} s, child peak RSS ${first.childPeakRssMb.toFixed(0)} MB`);
 
     const second = await pass('unchanged resync');
     say(
@@ -235,6 +286,9 @@ async function main() {
     }
     const total = first.imagesCopied;
     memory.phase('limit');
+    await services.phase();
+    const childLimitBefore = await services.stats();
+    const limitCpuBefore = cpuSeconds();
     const t0 = performance.now();
     let next = 0;
     const lane = async () => {
@@ -242,8 +296,11 @@ async function main() {
         const i = next++;
         const { original, variants } = await processImage(samples[i % samples.length]!, { maxPixels: limits.maxPixels, variantWidths: limits.variantWidths });
         const base = `media/limit/i${i}/cover-${original.sha256.slice(0, 16)}`;
-        await rawStorage.put(`${base}.${original.ext}`, original.buffer, { contentType: original.contentType, cacheControl: IMMUTABLE_CACHE_CONTROL });
-        for (const v of variants) await rawStorage.put(`${base}-w${v.width}.${v.ext}`, v.buffer, { contentType: v.contentType, cacheControl: IMMUTABLE_CACHE_CONTROL });
+        // Uploaded as the pipeline does (src/mirror/copy.ts): original and variants in parallel, then the manifest.
+        await Promise.all([
+          rawStorage.put(`${base}.${original.ext}`, original.buffer, { contentType: original.contentType, cacheControl: IMMUTABLE_CACHE_CONTROL }),
+          ...variants.map((v) => rawStorage.put(`${base}-w${v.width}.${v.ext}`, v.buffer, { contentType: v.contentType, cacheControl: IMMUTABLE_CACHE_CONTROL })),
+        ]);
         // The pipeline writes a manifest per image too.
         await rawStorage.put(`media/limit/i${i}/cover.json`, Buffer.from(JSON.stringify({ version: 1, key: base, variants: variants.length })), { contentType: 'application/json', cacheControl: 'no-cache' });
       }
@@ -251,13 +308,18 @@ async function main() {
     await Promise.all(Array.from({ length: args.concurrency }, lane));
     const limitSeconds = (performance.now() - t0) / 1000;
     const limitMem = memory.end();
-    const limit = { images: total, samples: samples.length, seconds: limitSeconds, imagesPerSecond: total / limitSeconds, peakRssMb: limitMem.peakRssMb };
+    const limitCpu = cpuSeconds() - limitCpuBefore;
+    const childLimitAfter = await services.stats();
+    const limitChildCpu = childLimitAfter.cpuUserS + childLimitAfter.cpuSystemS - (childLimitBefore.cpuUserS + childLimitBefore.cpuSystemS);
+    const limit = { images: total, samples: samples.length, seconds: limitSeconds, imagesPerSecond: total / limitSeconds, peakRssMb: limitMem.peakRssMb, cpuSeconds: limitCpu, childCpuSeconds: limitChildCpu };
     const fraction = first.imagesPerSecond / limit.imagesPerSecond;
     say(`limit (sharp + storage alone, same ${total} images from ${samples.length} sample JPEGs, concurrency ${args.concurrency}): ${limitSeconds.toFixed(1)} s = ${limit.imagesPerSecond.toFixed(1)} images/s`);
+    say(`  CPU: this process ${limitCpu.toFixed(1)} s (${((limitCpu * 1000) / Math.max(1, total)).toFixed(0)} ms per image), s3rver child ${limitChildCpu.toFixed(1)} s`);
 
     const peak = memory.overall();
     const maxRssMb = process.resourceUsage().maxRSS / 1024;
-    say(`peak memory: RSS high-water mark ${peak.toFixed(0)} MB (sampled every ${MemorySampler.INTERVAL_MS} ms), process maxRSS ${maxRssMb.toFixed(0)} MB`);
+    const childFinal = await services.stats();
+    say(`peak memory: pipeline process RSS high-water mark ${peak.toFixed(0)} MB (sampled every ${MemorySampler.INTERVAL_MS} ms), maxRSS ${maxRssMb.toFixed(0)} MB (the limit phase included); simulator+s3rver child maxRSS ${childFinal.maxRssMb.toFixed(0)} MB (its JPEG cache ${(childFinal.jpegCache.bytes / 1e6).toFixed(0)} MB)`);
 
     const atTargetSize = args.accounts >= TARGETS.peakRssAt.accounts && args.posts >= TARGETS.peakRssAt.posts;
     const targets = {
@@ -281,7 +343,7 @@ async function main() {
 
     if (args.json) {
       process.stdout.write(
-        JSON.stringify({ params: { ...args, variantWidths: limits.variantWidths, node: process.version }, rssBeforeMb, first, second, limit, fractionOfLimit: fraction, peakRssMb: peak, maxRssMb, targets }, null, 2) + '\n',
+        JSON.stringify({ params: { ...args, variantWidths: limits.variantWidths, node: process.version }, rssBeforeMb, first, second, limit, fractionOfLimit: fraction, peakRssMb: peak, maxRssMb, child: childFinal, targets }, null, 2) + '\n',
       );
     }
   } finally {

@@ -148,13 +148,17 @@ export async function mirrorImage(deps: MirrorDeps, job: MirrorJob): Promise<Mir
 
   const sha16 = original.sha256.slice(0, 16);
   const key = mediaKey(job.accountId, job.mediaId, `${slot}-${sha16}.${original.ext}`);
-  await storage.put(key, original.buffer, { contentType: original.contentType, cacheControl: IMMUTABLE_CACHE_CONTROL });
-  const storedVariants: Manifest['variants'] = [];
-  for (const v of variants) {
-    const vKey = mediaKey(job.accountId, job.mediaId, `${slot}-${sha16}-w${v.width}.${v.ext}`);
-    await storage.put(vKey, v.buffer, { contentType: v.contentType, cacheControl: IMMUTABLE_CACHE_CONTROL });
-    storedVariants.push({ key: vKey, width: v.width, height: v.height });
-  }
+  const storedVariants: Manifest['variants'] = variants.map((v) => ({ key: mediaKey(job.accountId, job.mediaId, `${slot}-${sha16}-w${v.width}.${v.ext}`), width: v.width, height: v.height }));
+  // The original and its variants in parallel: each PUT is a round trip, and a job waiting on them
+  // one by one holds a concurrency slot doing nothing. Only the manifest must come after them all.
+  // allSettled: on a failure every other PUT has finished before the job reports it, so no write
+  // of this attempt is still in flight when a retry starts.
+  const settled = await Promise.allSettled([
+    storage.put(key, original.buffer, { contentType: original.contentType, cacheControl: IMMUTABLE_CACHE_CONTROL }),
+    ...variants.map((v, i) => storage.put(storedVariants[i]!.key, v.buffer, { contentType: v.contentType, cacheControl: IMMUTABLE_CACHE_CONTROL })),
+  ]);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
 
   const manifest: Manifest = {
     version: 1,

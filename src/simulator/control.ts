@@ -30,6 +30,24 @@ function redactRecord(r: RecordedRequest): Record<string, unknown> {
   return { ...r, query: scrub(r.query), form: r.form ? scrub(r.form) : undefined, at: r.at.toISOString() };
 }
 
+/**
+ * The request record as counts (a long run records many thousands of requests: the benchmark
+ * diffs two of these instead of downloading the record): per host, and per graph edge (the last
+ * path segment, `{id}` for a node read such as the single-media read).
+ */
+export function requestCounts(requests: readonly RecordedRequest[]): { total: number; byHost: Record<string, number>; graphByEdge: Record<string, number> } {
+  const byHost: Record<string, number> = {};
+  const graphByEdge: Record<string, number> = {};
+  for (const r of requests) {
+    byHost[r.host] = (byHost[r.host] ?? 0) + 1;
+    if (r.host !== 'graph') continue;
+    const last = r.path.split('/').filter(Boolean).pop() ?? '';
+    const edge = /^[a-z_]+$/.test(last) && last !== 'graph' ? last : '{id}';
+    graphByEdge[edge] = (graphByEdge[edge] ?? 0) + 1;
+  }
+  return { total: requests.length, byHost, graphByEdge };
+}
+
 function problem(what: string, error: z.ZodError): Reply {
   return json(400, { error: `${what}: ${error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}` });
 }
@@ -59,6 +77,7 @@ export function handleControl(
     });
   }
   if (method === 'GET' && path === '/__sim/requests') return json(200, { requests: extra.requests.map(redactRecord) });
+  if (method === 'GET' && path === '/__sim/request-counts') return json(200, requestCounts(extra.requests));
   let parsedJson: unknown;
   try {
     parsedJson = body.trim() === '' ? {} : JSON.parse(body);

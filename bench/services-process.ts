@@ -1,0 +1,156 @@
+/**
+ * The benchmark's fake outside world in a process of its own: the platform simulator and s3rver.
+ * Started by bench/run.ts (child_process.fork, `node --import tsx`), so the bench process's RSS and
+ * CPU are the pipeline's alone; this process reports its own through the IPC channel.
+ *
+ * IPC protocol (messages are plain objects; every request carries an id echoed in the answer):
+ *   parent -> child  { id, type: 'accounts', count, posts, usernamePrefix }  answer { id, accounts: [{id, username, token}] }
+ *                    { id, type: 'phase' }  answer { id }                      (starts a new RSS high-water mark)
+ *                    { id, type: 'stats' }  answer { id, stats: ChildStats }
+ *                    { id, type: 'close' }  answer { id }, then the process exits
+ *   child -> parent  first message { type: 'ready', ready: ChildReady }
+ * Tokens travel over IPC only, never over HTTP (the control API answers no token, by design).
+ * Accounts are created through the simulator's control API (POST /__sim/accounts), requests are
+ * counted through GET /__sim/request-counts, like any other process would.
+ */
+import { z } from 'zod';
+import { configureJpegCache, jpegCacheStats } from '../src/simulator/images.ts';
+import { startSimulator } from '../src/simulator/index.ts';
+import { startS3 } from '../test/support/s3.ts';
+
+export interface ChildReady {
+  simUrl: string;
+  graphUrl: string;
+  oauthTokenUrl: string;
+  imageHost: string;
+  s3Endpoint: string;
+  bucket: string;
+  /** The simulator's (manual, never moved) clock: the pipeline uses a ManualClock at the same time. */
+  clockMs: number;
+}
+
+export interface ChildStats {
+  rssMb: number;
+  phasePeakRssMb: number;
+  maxRssMb: number;
+  cpuUserS: number;
+  cpuSystemS: number;
+  jpegCache: { entries: number; bytes: number };
+}
+
+const request = z.discriminatedUnion('type', [
+  z.object({ id: z.number(), type: z.literal('accounts'), count: z.number().int().positive(), posts: z.number().int().nonnegative(), usernamePrefix: z.string() }),
+  z.object({ id: z.number(), type: z.literal('phase') }),
+  z.object({ id: z.number(), type: z.literal('stats') }),
+  z.object({ id: z.number(), type: z.literal('close') }),
+]);
+
+const settings = z.object({
+  BENCH_SIM_START_MS: z.coerce.number().int().positive(),
+  // The fake CDN renders every JPEG with sharp (~35 ms of CPU each): the benchmark warms a cache
+  // big enough for the run, so that cost is paid before the clock starts, not during the passes.
+  BENCH_JPEG_CACHE_MB: z.coerce.number().int().nonnegative().default(0),
+  BENCH_JPEG_CACHE_ENTRIES: z.coerce.number().int().nonnegative().default(0),
+});
+
+async function main(): Promise<void> {
+  const send = process.send?.bind(process);
+  if (!send) throw new Error('bench/services-process.ts is started by bench/run.ts (needs an IPC channel)');
+  const env = settings.parse(process.env);
+  if (env.BENCH_JPEG_CACHE_MB > 0) configureJpegCache({ maxBytes: env.BENCH_JPEG_CACHE_MB * 1024 * 1024 });
+  if (env.BENCH_JPEG_CACHE_ENTRIES > 0) configureJpegCache({ maxEntries: env.BENCH_JPEG_CACHE_ENTRIES });
+
+  const sim = await startSimulator({ start: env.BENCH_SIM_START_MS });
+  const s3 = await startS3('feedmirror-bench');
+
+  let phasePeak = 0;
+  const sample = () => {
+    const rss = process.memoryUsage.rss();
+    if (rss > phasePeak) phasePeak = rss;
+  };
+  const timer = setInterval(sample, 50);
+  timer.unref();
+
+  const createAccounts = async (count: number, posts: number, prefix: string) => {
+    const out: Array<{ id: string; username: string; token: string }> = [];
+    for (let i = 0; i < count; i++) {
+      const res = await fetch(`${sim.url}/__sim/accounts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: `${prefix}${i}`, posts }) });
+      const body = (await res.json()) as { id?: string; username?: string; error?: string };
+      if (!res.ok || !body.id || !body.username) throw new Error(`creating account ${prefix}${i}: HTTP ${res.status} ${body.error ?? ''}`);
+      out.push({ id: body.id, username: body.username, token: sim.issueLongLivedToken(body.id) });
+    }
+    return out;
+  };
+
+  const stats = (): ChildStats => {
+    sample();
+    const cpu = process.cpuUsage();
+    const cache = jpegCacheStats();
+    return {
+      rssMb: process.memoryUsage.rss() / 1024 / 1024,
+      phasePeakRssMb: phasePeak / 1024 / 1024,
+      maxRssMb: process.resourceUsage().maxRSS / 1024,
+      cpuUserS: cpu.user / 1e6,
+      cpuSystemS: cpu.system / 1e6,
+      jpegCache: { entries: cache.entries, bytes: cache.bytes },
+    };
+  };
+
+  const close = async () => {
+    clearInterval(timer);
+    await sim.close();
+    await s3.close();
+  };
+
+  process.on('message', (raw: unknown) => {
+    const parsed = request.safeParse(raw);
+    if (!parsed.success) {
+      process.stderr.write(`bench services: bad message: ${parsed.error.message}\n`);
+      return;
+    }
+    const m = parsed.data;
+    const answer = async (): Promise<Record<string, unknown>> => {
+      switch (m.type) {
+        case 'accounts':
+          return { accounts: await createAccounts(m.count, m.posts, m.usernamePrefix) };
+        case 'phase':
+          phasePeak = 0;
+          sample();
+          return {};
+        case 'stats':
+          return { stats: stats() };
+        case 'close':
+          await close();
+          return {};
+      }
+    };
+    answer().then(
+      (a) => {
+        send({ id: m.id, ...a }, () => {
+          if (m.type === 'close') process.exit(0);
+        });
+      },
+      (err: unknown) => send({ id: m.id, error: (err as Error).message }),
+    );
+  });
+  // The parent went away: do not linger.
+  process.on('disconnect', () => {
+    void close().finally(() => process.exit(0));
+  });
+
+  const ready: ChildReady = {
+    simUrl: sim.url,
+    graphUrl: sim.graphUrl,
+    oauthTokenUrl: sim.oauthTokenUrl,
+    imageHost: sim.imageHost,
+    s3Endpoint: s3.endpoint,
+    bucket: s3.bucket,
+    clockMs: sim.clock.now().getTime(),
+  };
+  send({ type: 'ready', ready });
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench services: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
