@@ -1,6 +1,7 @@
 import { inject } from 'vitest';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 
 /** A fresh, empty database on the test Postgres; dropped by the returned `drop`. */
 export async function freshDatabase(label = 'test'): Promise<{ url: string; drop: () => Promise<void> }> {
@@ -21,6 +22,13 @@ export async function freshDatabase(label = 'test'): Promise<{ url: string; drop
       const c = new pg.Client({ connectionString: adminUrl });
       await c.connect();
       try {
+        // Let the test's own connections finish closing first: FORCE terminating a connection that
+        // is half-way through its own goodbye makes pg raise an error nobody listens to any more.
+        for (let i = 0; i < 100; i++) {
+          const { rows } = await c.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1', [name]);
+          if (Number(rows[0]?.n ?? 0) === 0) break;
+          await delay(20);
+        }
         await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       } finally {
         await c.end();
