@@ -4,6 +4,8 @@
 #   services  make PostgreSQL and Redis reachable at DATABASE_URL / REDIS_URL (or the defaults):
 #             use what already listens, else a container engine, else local binaries,
 #             else install them from the distribution's packages.
+#   browser   make Debian's headless Chromium available at /usr/bin/chromium for the browser tests
+#             (installed from the distribution's packages; nothing ever downloads a browser).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -68,6 +70,11 @@ for what in "$@"; do
       ensure_redis; ensure_postgres
       # The resilience tests restart a Redis of their own: they need the binary even when a server is reachable.
       command -v redis-server >/dev/null 2>&1 || apt_install redis-server
+      ;;
+    browser)
+      if [ -x /usr/bin/chromium ]; then say "chromium: using /usr/bin/chromium"
+      else apt_install chromium; [ -x /usr/bin/chromium ] || { say "chromium did not install at /usr/bin/chromium"; exit 1; }
+      fi
       ;;
     *) say "unknown target $what"; exit 2 ;;
   esac
