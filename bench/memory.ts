@@ -1,11 +1,26 @@
 /**
  * RSS high-water marks, sampled on a timer: per phase and overall. process.resourceUsage().maxRSS
- * is the kernel's exact figure for the whole run; sampling gives the per-phase split.
+ * is the kernel's exact figure for the whole process; sampling gives the per-phase split and what
+ * the RSS was made of at its peak.
  */
+export interface MemoryStats {
+  rssMb: number;
+  phasePeakRssMb: number;
+  /** The kernel's high-water mark for the whole process. */
+  maxRssMb: number;
+  cpuUserS: number;
+  cpuSystemS: number;
+  /** process.memoryUsage() in MB at the sampled overall peak. */
+  atPeak: { rss: number; heapTotal: number; heapUsed: number; external: number; arrayBuffers: number };
+}
+
+const MB = 1024 * 1024;
+
 export class MemorySampler {
   static readonly INTERVAL_MS = 50;
   private peak = 0;
   private phasePeak = 0;
+  private atPeak: NodeJS.MemoryUsage = process.memoryUsage();
   private readonly timer: NodeJS.Timeout;
 
   constructor() {
@@ -16,25 +31,42 @@ export class MemorySampler {
 
   private sample(): void {
     const rss = process.memoryUsage.rss();
-    if (rss > this.peak) this.peak = rss;
+    if (rss > this.peak) {
+      this.peak = rss;
+      this.atPeak = process.memoryUsage();
+    }
     if (rss > this.phasePeak) this.phasePeak = rss;
   }
 
   /** Start a phase: its high-water mark starts from the current RSS. */
-  phase(_label: string): void {
+  phase(): void {
     this.phasePeak = 0;
     this.sample();
   }
 
   end(): { peakRssMb: number } {
     this.sample();
-    return { peakRssMb: this.phasePeak / 1024 / 1024 };
+    return { peakRssMb: this.phasePeak / MB };
   }
 
   /** The whole run's sampled high-water mark, in MB. */
   overall(): number {
     this.sample();
-    return this.peak / 1024 / 1024;
+    return this.peak / MB;
+  }
+
+  stats(): MemoryStats {
+    this.sample();
+    const cpu = process.cpuUsage();
+    const p = this.atPeak;
+    return {
+      rssMb: process.memoryUsage.rss() / MB,
+      phasePeakRssMb: this.phasePeak / MB,
+      maxRssMb: process.resourceUsage().maxRSS / 1024,
+      cpuUserS: cpu.user / 1e6,
+      cpuSystemS: cpu.system / 1e6,
+      atPeak: { rss: p.rss / MB, heapTotal: p.heapTotal / MB, heapUsed: p.heapUsed / MB, external: p.external / MB, arrayBuffers: p.arrayBuffers / MB },
+    };
   }
 
   stop(): void {

@@ -4,17 +4,20 @@
  *
  *   node --import tsx bench/run.ts [--accounts 20] [--posts 50] [--concurrency 4] [--json]
  *
- * N accounts x M posts on the platform simulator, copied into S3 through s3rver by the real pipeline: the BullMQ flow and workers `feedmirror worker` runs (feed-sync ->
- * mirror-media children -> publish-feed parent), on the real Redis and a Postgres database of its
- * own (created here, dropped at the end). Then:
+ * N accounts x M posts on the platform simulator, copied into S3 through s3rver by the real
+ * pipeline: the BullMQ flow and workers `feedmirror worker` runs (feed-sync -> mirror-media
+ * children -> publish-feed parent), on the real Redis and a Postgres database of its own (created
+ * here, dropped at the end). Then:
  *  - pass 2: the same syncs with nothing changed at the source (expected: listing calls only);
  *  - the limit: the same number of images through sharp (processImage) and the storage alone, at
  *    the same concurrency, from JPEG bytes already in memory (nothing downloaded).
  * Every figure is counted (simulator request record, storage puts, Postgres rows), none estimated.
- * The simulator and s3rver run in a child process (bench/services-process.ts): this process's RSS
- * and CPU are the pipeline's own; the child's are reported separately. The fake CDN renders every
- * JPEG with sharp (~35 ms of CPU each, on the same cores): by default (--warm-cdn) every image is
- * fetched once before the clock starts, so the passes do not pay for rendering a fake's images.
+ * Three processes: this one (set-up, queueing, counting, the limit phase), the pipeline's
+ * (bench/pipeline-process.ts: the feed workers alone, so its RSS and CPU are the worker's own) and
+ * the fake outside world's (bench/services-process.ts: simulator and s3rver). The fake CDN renders
+ * every JPEG with sharp (~35 ms of CPU each, on the same cores): by default (--warm-cdn) every image
+ * is fetched once, by the services process, before the clock starts, so the passes do not pay for
+ * rendering a fake's images.
  */
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -22,14 +25,12 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
 import type { Queue } from 'bullmq';
 import { loadConfig } from '../src/config.ts';
-import type { FeedDeps } from '../src/feeds/deps.ts';
 import { imageSlots } from '../src/feeds/slots.ts';
 import { IMMUTABLE_CACHE_CONTROL, mirrorLimitsFromConfig } from '../src/mirror/copy.ts';
 import { processImage } from '../src/mirror/image.ts';
 import { PlatformClient } from '../src/platform/client.ts';
 import { createStorage, type S3Storage } from '../src/storage/index.ts';
 import { mediaItemSchema } from '../src/platform/media-item.ts';
-import type { ObjectStorage, PutOptions } from '../src/storage/types.ts';
 import { upsertAccount } from '../src/store/accounts.ts';
 import { TokenCipher } from '../src/store/crypto.ts';
 import { createPool } from '../src/store/db.ts';
@@ -37,10 +38,10 @@ import { migrate } from '../src/store/migrate.ts';
 import { listPosts } from '../src/store/posts.ts';
 import { saveToken } from '../src/store/tokens.ts';
 import { DAY, ManualClock } from '../src/util/clock.ts';
-import { silentLogger } from '../src/util/logger.ts';
-import { startFeedWorkers } from '../jobs/feed-workers.ts';
 import { createQueue, QUEUE } from '../jobs/queues.ts';
 import { S3RVER_CREDENTIALS } from '../test/support/s3.ts';
+import { forkChild } from './ipc.ts';
+import type { PipelineStats } from './pipeline-process.ts';
 import { startServicesChild, type RequestCounts } from './services-child.ts';
 import { benchDatabase } from './services.ts';
 import { MemorySampler } from './memory.ts';
@@ -69,28 +70,6 @@ function parse() {
     process.exit(2);
   }
   return r.data;
-}
-
-/** The real storage, counting what is written (uploads vs feed writes). */
-class Counting {
-  mediaPuts = 0;
-  feedPuts = 0;
-  otherPuts = 0;
-  bytes = 0;
-  wrap(inner: ObjectStorage): ObjectStorage {
-    const s = Object.create(inner) as ObjectStorage;
-    s.put = async (key: string, body: Buffer, opts: PutOptions) => {
-      await inner.put(key, body, opts);
-      if (key.startsWith('media/')) this.mediaPuts++;
-      else if (key.startsWith('feeds/')) this.feedPuts++;
-      else this.otherPuts++;
-      this.bytes += body.length;
-    };
-    return s;
-  }
-  snapshot() {
-    return { mediaPuts: this.mediaPuts, feedPuts: this.feedPuts, otherPuts: this.otherPuts, bytes: this.bytes };
-  }
 }
 
 async function main() {
@@ -125,14 +104,13 @@ async function main() {
     const clock = new ManualClock(sim.clockMs);
 
     const config = loadConfig({ STORAGE_URL: `s3://${s3.bucket}`, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: 'true', MEDIA_ALLOWED_HOSTS: sim.imageHost });
-    const counting = new Counting();
+    // This process's own storage client: for the limit phase only (the pipeline has its own).
     const rawStorage = createStorage(config, { credentials: S3RVER_CREDENTIALS });
     cleanups.push(async () => (rawStorage as S3Storage).close());
-    const storage = counting.wrap(rawStorage);
     const platform = new PlatformClient({ graphUrl: sim.graphUrl, apiVersion: 'v25.0', oauthTokenUrl: sim.oauthTokenUrl, clock, pageSize: config.PAGE_SIZE, maxRetries: 2, sleep: async () => undefined });
-    const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
+    const cipherKey = randomBytes(32).toString('base64');
+    const cipher = TokenCipher.fromEnv(cipherKey);
     const limits = mirrorLimitsFromConfig(config);
-    const deps: FeedDeps = { db, cipher, platform, storage, limits, clock, logger: silentLogger };
 
     say(`feedmirror bench: ${args.accounts} accounts x ${args.posts} posts, concurrency ${args.concurrency}, variants ${limits.variantWidths.join('/')} px, S3 (s3rver) at ${s3.endpoint}`);
     const accountIds: string[] = [];
@@ -155,21 +133,26 @@ async function main() {
           }
         }
       }
-      let i = 0;
-      await Promise.all(
-        Array.from({ length: 4 }, async () => {
-          while (i < urls.length) {
-            const res = await fetch(urls[i++]!);
-            await res.arrayBuffer();
-          }
-        }),
-      );
+      await services.warm(urls);
       const st = await services.stats();
       say(`fake CDN warmed: ${urls.length} images rendered in ${((performance.now() - t) / 1000).toFixed(1)} s (child cache ${st.jpegCache.entries} entries, ${(st.jpegCache.bytes / 1e6).toFixed(0)} MB)`);
     }
 
-    const workers = await startFeedWorkers({ ...deps, redis, concurrency: { sync: 2, mirror: args.concurrency, publish: 2 } });
-    cleanups.push(() => workers.close());
+    const pipeline = await forkChild<{ pid: number }>(new URL('./pipeline-process.ts', import.meta.url), 'bench pipeline', {
+      BENCH_DATABASE_URL: database.url,
+      BENCH_REDIS_URL: redis.url,
+      BENCH_REDIS_PREFIX: redis.prefix,
+      BENCH_S3_ENDPOINT: s3.endpoint,
+      BENCH_BUCKET: s3.bucket,
+      BENCH_GRAPH_URL: sim.graphUrl,
+      BENCH_OAUTH_TOKEN_URL: sim.oauthTokenUrl,
+      BENCH_IMAGE_HOST: sim.imageHost,
+      BENCH_CLOCK_MS: String(sim.clockMs),
+      BENCH_CIPHER_KEY: cipherKey,
+      BENCH_CONCURRENCY: String(args.concurrency),
+    });
+    cleanups.push(() => pipeline.close());
+    const pipelineStats = async () => (await pipeline.ask({ type: 'stats' })).stats as PipelineStats;
     const queues: Queue[] = [createQueue(QUEUE.feedSync, redis), createQueue(QUEUE.mirrorMedia, redis), createQueue(QUEUE.publishFeed, redis)];
     cleanups.push(async () => {
       for (const q of queues) {
@@ -206,28 +189,29 @@ async function main() {
       const c = process.cpuUsage();
       return (c.user + c.system) / 1e6;
     };
+    const cpuOf = (st: { cpuUserS: number; cpuSystemS: number }) => st.cpuUserS + st.cpuSystemS;
     const diff = (a: Record<string, number>, b: Record<string, number>, k: string) => (b[k] ?? 0) - (a[k] ?? 0);
     const pass = async (label: string) => {
       const reqBefore: RequestCounts = await services.requestCounts();
       const childBefore = await services.stats();
       await services.phase();
-      const cpuBefore = cpuSeconds();
-      const putsBefore = counting.snapshot();
+      await pipeline.ask({ type: 'phase' });
+      const pipeBefore = await pipelineStats();
       const copiesBefore = await copiesInDb();
       const failedBefore = await failedJobs();
-      memory.phase(label);
       const t0 = performance.now();
       await syncQueue.addBulk(accountIds.map((accountId) => ({ name: QUEUE.feedSync, data: { accountId } })));
       await drain();
       const seconds = (performance.now() - t0) / 1000;
-      const mem = memory.end();
-      const cpu = cpuSeconds() - cpuBefore;
+      const pipeAfter = await pipelineStats();
+      const cpu = cpuOf(pipeAfter) - cpuOf(pipeBefore);
       const childAfter = await services.stats();
       const reqAfter = await services.requestCounts();
       const graph = diff(reqBefore.byHost, reqAfter.byHost, 'graph');
       const listing = diff(reqBefore.graphByEdge, reqAfter.graphByEdge, 'media') + diff(reqBefore.graphByEdge, reqAfter.graphByEdge, 'children');
       const cdn = diff(reqBefore.byHost, reqAfter.byHost, 'cdn');
-      const after = counting.snapshot();
+      const after = pipeAfter.puts;
+      const putsBefore = pipeBefore.puts;
       const copies = (await copiesInDb()) - copiesBefore;
       return {
         seconds,
@@ -245,16 +229,17 @@ async function main() {
         bytesWritten: after.bytes - putsBefore.bytes,
         failedJobs: (await failedJobs()) - failedBefore,
         feedsPublished: await publishedFeeds(),
-        peakRssMb: mem.peakRssMb,
+        label,
+        peakRssMb: pipeAfter.phasePeakRssMb,
         cpuSeconds: cpu,
-        childCpuSeconds: childAfter.cpuUserS + childAfter.cpuSystemS - (childBefore.cpuUserS + childBefore.cpuSystemS),
+        childCpuSeconds: cpuOf(childAfter) - cpuOf(childBefore),
         childPeakRssMb: childAfter.phasePeakRssMb,
       };
     };
 
     // What the pipeline process holds before any sync: runtime, SDKs, sharp, clients.
-    const rssBeforeMb = process.memoryUsage.rss() / 1024 / 1024;
-    say(`RSS of the pipeline process before the first sync (runtime, SDKs, sharp): ${rssBeforeMb.toFixed(0)} MB; simulator + s3rver in child process ${services.pid}`);
+    const rssBeforeMb = (await pipelineStats()).rssMb;
+    say(`RSS of the pipeline process (pid ${pipeline.ready.pid}) before the first sync (runtime, SDKs, sharp, workers): ${rssBeforeMb.toFixed(0)} MB; simulator + s3rver in process ${services.pid}`);
     const first = await pass('first sync');
     say(
       `pass 1 (first sync): ${first.seconds.toFixed(1)} s, ${first.accountsPerMinute.toFixed(1)} accounts/min, ${first.imagesCopied} images copied = ${first.imagesPerSecond.toFixed(1)} images/s; ` +
@@ -285,7 +270,7 @@ async function main() {
       }
     }
     const total = first.imagesCopied;
-    memory.phase('limit');
+    memory.phase();
     await services.phase();
     const childLimitBefore = await services.stats();
     const limitCpuBefore = cpuSeconds();
@@ -309,17 +294,23 @@ async function main() {
     const limitSeconds = (performance.now() - t0) / 1000;
     const limitMem = memory.end();
     const limitCpu = cpuSeconds() - limitCpuBefore;
-    const childLimitAfter = await services.stats();
-    const limitChildCpu = childLimitAfter.cpuUserS + childLimitAfter.cpuSystemS - (childLimitBefore.cpuUserS + childLimitBefore.cpuSystemS);
+    const limitChildCpu = cpuOf(await services.stats()) - cpuOf(childLimitBefore);
     const limit = { images: total, samples: samples.length, seconds: limitSeconds, imagesPerSecond: total / limitSeconds, peakRssMb: limitMem.peakRssMb, cpuSeconds: limitCpu, childCpuSeconds: limitChildCpu };
     const fraction = first.imagesPerSecond / limit.imagesPerSecond;
     say(`limit (sharp + storage alone, same ${total} images from ${samples.length} sample JPEGs, concurrency ${args.concurrency}): ${limitSeconds.toFixed(1)} s = ${limit.imagesPerSecond.toFixed(1)} images/s`);
     say(`  CPU: this process ${limitCpu.toFixed(1)} s (${((limitCpu * 1000) / Math.max(1, total)).toFixed(0)} ms per image), s3rver child ${limitChildCpu.toFixed(1)} s`);
 
-    const peak = memory.overall();
-    const maxRssMb = process.resourceUsage().maxRSS / 1024;
+    const pipe = await pipelineStats();
     const childFinal = await services.stats();
-    say(`peak memory: pipeline process RSS high-water mark ${peak.toFixed(0)} MB (sampled every ${MemorySampler.INTERVAL_MS} ms), maxRSS ${maxRssMb.toFixed(0)} MB (the limit phase included); simulator+s3rver child maxRSS ${childFinal.maxRssMb.toFixed(0)} MB (its JPEG cache ${(childFinal.jpegCache.bytes / 1e6).toFixed(0)} MB)`);
+    const limitProcessMaxRssMb = process.resourceUsage().maxRSS / 1024;
+    const at = pipe.atPeak;
+    // The target is the pipeline process's: the kernel's high-water mark over its whole life.
+    const maxRssMb = pipe.maxRssMb;
+    say(
+      `peak memory: pipeline process maxRSS ${maxRssMb.toFixed(0)} MB (sampled high-water mark ${at.rss.toFixed(0)} MB: V8 heap ${at.heapUsed.toFixed(0)} MB used of ${at.heapTotal.toFixed(0)} MB, ` +
+        `external ${at.external.toFixed(0)} MB, the rest native: libvips, malloc arenas, code); this process (with the limit phase) maxRSS ${limitProcessMaxRssMb.toFixed(0)} MB; ` +
+        `simulator+s3rver process maxRSS ${childFinal.maxRssMb.toFixed(0)} MB (its JPEG cache ${(childFinal.jpegCache.bytes / 1e6).toFixed(0)} MB)`,
+    );
 
     const atTargetSize = args.accounts >= TARGETS.peakRssAt.accounts && args.posts >= TARGETS.peakRssAt.posts;
     const targets = {
@@ -343,7 +334,7 @@ async function main() {
 
     if (args.json) {
       process.stdout.write(
-        JSON.stringify({ params: { ...args, variantWidths: limits.variantWidths, node: process.version }, rssBeforeMb, first, second, limit, fractionOfLimit: fraction, peakRssMb: peak, maxRssMb, child: childFinal, targets }, null, 2) + '\n',
+        JSON.stringify({ params: { ...args, variantWidths: limits.variantWidths, node: process.version }, rssBeforeMb, first, second, limit, fractionOfLimit: fraction, pipeline: pipe, maxRssMb, limitProcessMaxRssMb, child: childFinal, targets }, null, 2) + '\n',
       );
     }
   } finally {

@@ -1,10 +1,11 @@
 /**
  * The benchmark's fake outside world in a process of its own: the platform simulator and s3rver.
- * Started by bench/run.ts (child_process.fork, `node --import tsx`), so the bench process's RSS and
- * CPU are the pipeline's alone; this process reports its own through the IPC channel.
+ * Started by bench/run.ts (bench/ipc.ts forks it with `node --import tsx`), so the pipeline
+ * process's RSS and CPU are its own; this process reports its own through the IPC channel.
  *
- * IPC protocol (messages are plain objects; every request carries an id echoed in the answer):
+ * IPC protocol (bench/ipc.ts; every request carries an id echoed in the answer):
  *   parent -> child  { id, type: 'accounts', count, posts, usernamePrefix }  answer { id, accounts: [{id, username, token}] }
+ *                    { id, type: 'warm', urls }  answer { id, fetched }        (fills the fake CDN's JPEG cache)
  *                    { id, type: 'phase' }  answer { id }                      (starts a new RSS high-water mark)
  *                    { id, type: 'stats' }  answer { id, stats: ChildStats }
  *                    { id, type: 'close' }  answer { id }, then the process exits
@@ -17,6 +18,8 @@ import { z } from 'zod';
 import { configureJpegCache, jpegCacheStats } from '../src/simulator/images.ts';
 import { startSimulator } from '../src/simulator/index.ts';
 import { startS3 } from '../test/support/s3.ts';
+import { serveParent } from './ipc.ts';
+import { MemorySampler, type MemoryStats } from './memory.ts';
 
 export interface ChildReady {
   simUrl: string;
@@ -29,17 +32,13 @@ export interface ChildReady {
   clockMs: number;
 }
 
-export interface ChildStats {
-  rssMb: number;
-  phasePeakRssMb: number;
-  maxRssMb: number;
-  cpuUserS: number;
-  cpuSystemS: number;
+export interface ChildStats extends MemoryStats {
   jpegCache: { entries: number; bytes: number };
 }
 
 const request = z.discriminatedUnion('type', [
   z.object({ id: z.number(), type: z.literal('accounts'), count: z.number().int().positive(), posts: z.number().int().nonnegative(), usernamePrefix: z.string() }),
+  z.object({ id: z.number(), type: z.literal('warm'), urls: z.array(z.string().url()) }),
   z.object({ id: z.number(), type: z.literal('phase') }),
   z.object({ id: z.number(), type: z.literal('stats') }),
   z.object({ id: z.number(), type: z.literal('close') }),
@@ -54,22 +53,13 @@ const settings = z.object({
 });
 
 async function main(): Promise<void> {
-  const send = process.send?.bind(process);
-  if (!send) throw new Error('bench/services-process.ts is started by bench/run.ts (needs an IPC channel)');
   const env = settings.parse(process.env);
   if (env.BENCH_JPEG_CACHE_MB > 0) configureJpegCache({ maxBytes: env.BENCH_JPEG_CACHE_MB * 1024 * 1024 });
   if (env.BENCH_JPEG_CACHE_ENTRIES > 0) configureJpegCache({ maxEntries: env.BENCH_JPEG_CACHE_ENTRIES });
 
   const sim = await startSimulator({ start: env.BENCH_SIM_START_MS });
   const s3 = await startS3('feedmirror-bench');
-
-  let phasePeak = 0;
-  const sample = () => {
-    const rss = process.memoryUsage.rss();
-    if (rss > phasePeak) phasePeak = rss;
-  };
-  const timer = setInterval(sample, 50);
-  timer.unref();
+  const memory = new MemorySampler();
 
   const createAccounts = async (count: number, posts: number, prefix: string) => {
     const out: Array<{ id: string; username: string; token: string }> = [];
@@ -82,40 +72,42 @@ async function main(): Promise<void> {
     return out;
   };
 
+  /** Four lanes over the fake CDN, here, so warming costs the pipeline process nothing. */
+  const warm = async (urls: string[]) => {
+    let i = 0;
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (i < urls.length) {
+          const res = await fetch(urls[i++]!);
+          await res.arrayBuffer();
+        }
+      }),
+    );
+    return urls.length;
+  };
+
   const stats = (): ChildStats => {
-    sample();
-    const cpu = process.cpuUsage();
     const cache = jpegCacheStats();
-    return {
-      rssMb: process.memoryUsage.rss() / 1024 / 1024,
-      phasePeakRssMb: phasePeak / 1024 / 1024,
-      maxRssMb: process.resourceUsage().maxRSS / 1024,
-      cpuUserS: cpu.user / 1e6,
-      cpuSystemS: cpu.system / 1e6,
-      jpegCache: { entries: cache.entries, bytes: cache.bytes },
-    };
+    return { ...memory.stats(), jpegCache: { entries: cache.entries, bytes: cache.bytes } };
   };
 
   const close = async () => {
-    clearInterval(timer);
+    memory.stop();
     await sim.close();
     await s3.close();
   };
 
-  process.on('message', (raw: unknown) => {
-    const parsed = request.safeParse(raw);
-    if (!parsed.success) {
-      process.stderr.write(`bench services: bad message: ${parsed.error.message}\n`);
-      return;
-    }
-    const m = parsed.data;
-    const answer = async (): Promise<Record<string, unknown>> => {
+  const sendReady = serveParent(
+    'bench/services-process.ts',
+    async (raw) => {
+      const m = request.parse(raw);
       switch (m.type) {
         case 'accounts':
           return { accounts: await createAccounts(m.count, m.posts, m.usernamePrefix) };
+        case 'warm':
+          return { fetched: await warm(m.urls) };
         case 'phase':
-          phasePeak = 0;
-          sample();
+          memory.phase();
           return {};
         case 'stats':
           return { stats: stats() };
@@ -123,20 +115,9 @@ async function main(): Promise<void> {
           await close();
           return {};
       }
-    };
-    answer().then(
-      (a) => {
-        send({ id: m.id, ...a }, () => {
-          if (m.type === 'close') process.exit(0);
-        });
-      },
-      (err: unknown) => send({ id: m.id, error: (err as Error).message }),
-    );
-  });
-  // The parent went away: do not linger.
-  process.on('disconnect', () => {
-    void close().finally(() => process.exit(0));
-  });
+    },
+    close,
+  );
 
   const ready: ChildReady = {
     simUrl: sim.url,
@@ -147,7 +128,7 @@ async function main(): Promise<void> {
     bucket: s3.bucket,
     clockMs: sim.clock.now().getTime(),
   };
-  send({ type: 'ready', ready });
+  sendReady(ready);
 }
 
 main().catch((err: unknown) => {
