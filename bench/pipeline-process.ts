@@ -22,6 +22,7 @@ import type { ObjectStorage, PutOptions } from '../src/storage/types.ts';
 import { TokenCipher } from '../src/store/crypto.ts';
 import { createPool } from '../src/store/db.ts';
 import { ManualClock } from '../src/util/clock.ts';
+import { applyHeapGrowthPercent } from '../src/util/heap.ts';
 import { silentLogger } from '../src/util/logger.ts';
 import { startFeedWorkers } from '../jobs/feed-workers.ts';
 import { S3RVER_CREDENTIALS } from '../test/support/s3.ts';
@@ -76,7 +77,15 @@ async function main(): Promise<void> {
   const env = settings.parse(process.env);
   const memory = new MemorySampler();
   const clock = new ManualClock(env.BENCH_CLOCK_MS);
-  const config = loadConfig({ STORAGE_URL: `s3://${env.BENCH_BUCKET}`, S3_ENDPOINT: env.BENCH_S3_ENDPOINT, S3_FORCE_PATH_STYLE: 'true', MEDIA_ALLOWED_HOSTS: env.BENCH_IMAGE_HOST });
+  const config = loadConfig({
+    STORAGE_URL: `s3://${env.BENCH_BUCKET}`,
+    S3_ENDPOINT: env.BENCH_S3_ENDPOINT,
+    S3_FORCE_PATH_STYLE: 'true',
+    MEDIA_ALLOWED_HOSTS: env.BENCH_IMAGE_HOST,
+    // The worker's default, or HEAP_GROWTH_PERCENT from the bench's environment to compare.
+    ...(process.env.HEAP_GROWTH_PERCENT !== undefined ? { HEAP_GROWTH_PERCENT: process.env.HEAP_GROWTH_PERCENT } : {}),
+  });
+  applyHeapGrowthPercent(config.HEAP_GROWTH_PERCENT); // as `feedmirror worker` does
   const puts: PutCounts = { mediaPuts: 0, feedPuts: 0, otherPuts: 0, bytes: 0 };
   const raw = createStorage(config, { credentials: S3RVER_CREDENTIALS });
   const db = createPool(env.BENCH_DATABASE_URL, { max: 10 });

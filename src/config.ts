@@ -69,6 +69,8 @@ export const configSchema = z.object({
   REFRESH_AFTER_DAYS: z.coerce.number().min(1).max(50).default(30),
   /** How often each account's refresh check runs; the refresh itself happens when the token is due. */
   REFRESH_CHECK_HOURS: z.coerce.number().positive().max(24).default(6),
+  /** V8 heap growth between full collections, in percent (src/util/heap.ts); 0 = V8's dynamic default. */
+  HEAP_GROWTH_PERCENT: z.coerce.number().int().min(0).max(400).default(30),
   /** node-cron expression (UTC) at which workers queue the daily expiry sweep; it runs once per day across all workers. */
   EXPIRY_SWEEP_CRON: z.string().refine((v) => cron.validate(v), 'must be a valid cron expression').default('0 8 * * *'),
   /** What to do with copyright-flagged items (no media_url): drop them or show a text card (R-CNV-12). */

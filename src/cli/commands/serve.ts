@@ -7,6 +7,7 @@ import { resolveDashboardAuth } from '../../http/auth.ts';
 import type { ConnectRoutesDeps } from '../../http/connect.ts';
 import { scheduleAccount } from '../../../jobs/schedules.ts';
 import { createMetrics } from '../../metrics/index.ts';
+import { applyHeapGrowthPercent } from '../../util/heap.ts';
 
 /**
  * `feedmirror serve`: health/readiness/metrics, the feed API, connect/callback (when APP_ID and
@@ -82,6 +83,7 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
 }
 
 export async function startServer(ctx: AppContext): Promise<RunningServer> {
+  applyHeapGrowthPercent(ctx.config.HEAP_GROWTH_PERCENT);
   const app = await buildServeApp(ctx);
   const server = app.listen(ctx.config.PORT, ctx.config.HOST);
   await new Promise<void>((resolve, reject) => {

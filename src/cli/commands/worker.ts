@@ -2,6 +2,7 @@ import { EXIT, type CliIO } from '../io.ts';
 import { AppContext } from '../context.ts';
 import { startWorker, type RunningWorker } from '../../../jobs/worker.ts';
 import { startMetricsServer, type MetricsServer } from '../../metrics/server.ts';
+import { applyHeapGrowthPercent } from '../../util/heap.ts';
 
 export interface RunningWorkerProcess extends RunningWorker {
   /** The METRICS_PORT listener's address, when one was asked for. */
@@ -10,6 +11,7 @@ export interface RunningWorkerProcess extends RunningWorker {
 
 /** The worker on the context's configuration (also used by the demo). */
 export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWorkerProcess> {
+  applyHeapGrowthPercent(ctx.config.HEAP_GROWTH_PERCENT);
   const db = await ctx.migratedDb();
   // Created before anything calls the platform, so every call is counted.
   const metrics = ctx.metrics;
