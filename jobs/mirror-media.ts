@@ -7,6 +7,7 @@ import { StorageError } from '../src/storage/errors.ts';
 import { PlatformError, RateLimitedError } from '../src/platform/errors.ts';
 import { countRateLimitWait } from '../src/metrics/observe.ts';
 import { idSchema } from '../src/util/ids.ts';
+import { retryOptions, type RetrySettings } from './queues.ts';
 
 /**
  * mirror-media: copy one image (cover or photo slide) of one post into storage (R-LNK-5). A child
@@ -20,16 +21,12 @@ export const mirrorMediaPayload = z.object({
 });
 export type MirrorMediaPayload = z.infer<typeof mirrorMediaPayload>;
 
-export interface MirrorJobSettings {
-  attempts: number;
-  backoffMs: number;
-}
+export type MirrorJobSettings = RetrySettings;
 export const DEFAULT_MIRROR_JOBS: MirrorJobSettings = { attempts: 5, backoffMs: 10_000 };
 
 export function mirrorJobOptions(settings: MirrorJobSettings = DEFAULT_MIRROR_JOBS): JobsOptions {
   return {
-    attempts: settings.attempts,
-    backoff: { type: 'exponential', delay: settings.backoffMs },
+    ...retryOptions(settings),
     // A copy that fails for good must not hold the feed back: the parent publishes without that
     // image (its post waits for the next sync) instead of waiting forever.
     ignoreDependencyOnFailure: true,

@@ -3,6 +3,7 @@ import type { Job, JobsOptions } from 'bullmq';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import { publishAccountFeed, sweepAccountMedia, type PublishOutcome } from '../src/feeds/publish.ts';
 import { idSchema } from '../src/util/ids.ts';
+import { retryOptions, type RetrySettings } from './queues.ts';
 
 /**
  * publish-feed: the parent of a sync's flow, run once its copies are done. Writes
@@ -16,16 +17,12 @@ export const publishFeedPayload = z.object({
 });
 export type PublishFeedPayload = z.infer<typeof publishFeedPayload>;
 
-export interface PublishJobSettings {
-  attempts: number;
-  backoffMs: number;
-}
+export type PublishJobSettings = RetrySettings;
 export const DEFAULT_PUBLISH_JOBS: PublishJobSettings = { attempts: 8, backoffMs: 15_000 };
 
 export function publishJobOptions(settings: PublishJobSettings = DEFAULT_PUBLISH_JOBS): JobsOptions {
   return {
-    attempts: settings.attempts,
-    backoff: { type: 'exponential', delay: settings.backoffMs },
+    ...retryOptions(settings),
     removeOnComplete: { age: 7 * 24 * 3600, count: 1000 },
     removeOnFail: { age: 30 * 24 * 3600, count: 5000 },
   };

@@ -52,6 +52,16 @@ export function redisClient(settings: RedisSettings): Redis {
   return new Redis(redisOptions(settings, false));
 }
 
+/** How often a kind of job is tried, and the first pause between tries (doubling after it). */
+export interface RetrySettings {
+  attempts: number;
+  backoffMs: number;
+}
+
+export function retryOptions(settings: RetrySettings): Pick<JobsOptions, 'attempts' | 'backoff'> {
+  return { attempts: settings.attempts, backoff: { type: 'exponential', delay: settings.backoffMs } };
+}
+
 export const DEFAULT_JOB_OPTIONS: JobsOptions = {
   attempts: 3,
   backoff: { type: 'exponential', delay: 30_000 },
