@@ -3,9 +3,8 @@ import type { FeedDeps } from '../src/feeds/deps.ts';
 import { RateLimitedError } from '../src/platform/errors.ts';
 import { countRateLimitWait } from '../src/metrics/observe.ts';
 import { MINUTE } from '../src/util/clock.ts';
-import { processFeedSync, type FlowSettings, type FeedSyncJobDeps } from './feed-sync.ts';
-import { processMirrorMedia } from './mirror-media.ts';
-import { processPublishFeed } from './publish-feed.ts';
+import type { FlowSettings, FeedSyncJobDeps } from './feed-sync.ts';
+import { queueProcessor } from './catalogue.ts';
 import { QUEUE, bullConnection, type RedisSettings } from './queues.ts';
 
 /**
@@ -42,12 +41,13 @@ export async function startFeedWorkers(deps: FeedWorkerDeps): Promise<RunningFee
     ...(deps.onReauthRequired ? { onReauthRequired: deps.onReauthRequired } : {}),
   };
   const common = { prefix: deps.redis.prefix };
+  const runSync = queueProcessor('feedSync', syncDeps);
 
   const syncWorker: Worker = new Worker(
     QUEUE.feedSync,
     async (job: Job, token?: string) => {
       try {
-        return await processFeedSync(syncDeps, job);
+        return await runSync(job);
       } catch (err) {
         if (!(err instanceof RateLimitedError)) throw err;
         // R-OWN-1: never retry in a tight loop; wait as long as the platform says (or 5 minutes).
@@ -64,12 +64,12 @@ export async function startFeedWorkers(deps: FeedWorkerDeps): Promise<RunningFee
     },
     { ...common, connection: conn(), concurrency: deps.concurrency?.sync ?? 2 },
   );
-  const mirrorWorker = new Worker(QUEUE.mirrorMedia, (job: Job) => processMirrorMedia(deps, job), {
+  const mirrorWorker = new Worker(QUEUE.mirrorMedia, queueProcessor('mirrorMedia', deps), {
     ...common,
     connection: conn(),
     concurrency: deps.concurrency?.mirror ?? 4,
   });
-  const publishWorker = new Worker(QUEUE.publishFeed, (job: Job) => processPublishFeed(deps, job), {
+  const publishWorker = new Worker(QUEUE.publishFeed, queueProcessor('publishFeed', deps), {
     ...common,
     connection: conn(),
     concurrency: deps.concurrency?.publish ?? 2,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { UnrecoverableError, type Job, type JobsOptions } from 'bullmq';
+import { UnrecoverableError, type JobsOptions } from 'bullmq';
 import { copySlot, type CopyOutcome } from '../src/feeds/copy-slot.ts';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import { MirrorError } from '../src/mirror/errors.ts';
@@ -7,6 +7,7 @@ import { StorageError } from '../src/storage/errors.ts';
 import { PlatformError, RateLimitedError } from '../src/platform/errors.ts';
 import { countRateLimitWait } from '../src/metrics/observe.ts';
 import { idSchema } from '../src/util/ids.ts';
+import { defineJob } from './definition.ts';
 import { retryOptions, type RetrySettings } from './queues.ts';
 
 /**
@@ -44,17 +45,22 @@ function retryable(err: unknown): boolean {
 /** The job's return value: small; the image details are in storage and Postgres. */
 export type MirrorMediaReturn = { outcome: CopyOutcome['outcome']; renewed?: boolean; key?: string; reason?: string };
 
-export async function processMirrorMedia(deps: FeedDeps, job: Job): Promise<MirrorMediaReturn> {
-  const payload = mirrorMediaPayload.parse(job.data);
-  try {
-    const r = await copySlot(deps, payload);
-    if (r.outcome === 'copied' || r.outcome === 'reused') return { outcome: r.outcome, renewed: r.renewed, key: r.image.key };
-    return r;
-  } catch (err) {
-    if (!retryable(err)) throw new UnrecoverableError((err as Error).message);
-    // R-OWN-1: a rate-limited link renewal waits out the job's backoff before the next attempt
-    // (attemptsMade counts the attempts before this one).
-    if (err instanceof RateLimitedError && job.attemptsMade + 1 < (job.opts.attempts ?? 1)) countRateLimitWait(deps.metrics, err.operation);
-    throw err;
-  }
-}
+export const mirrorMediaJob = defineJob({
+  name: 'mirror-media',
+  queue: 'mirrorMedia',
+  payload: mirrorMediaPayload,
+  options: mirrorJobOptions(),
+  async process(deps: FeedDeps, payload, job): Promise<MirrorMediaReturn> {
+    try {
+      const r = await copySlot(deps, payload);
+      if (r.outcome === 'copied' || r.outcome === 'reused') return { outcome: r.outcome, renewed: r.renewed, key: r.image.key };
+      return r;
+    } catch (err) {
+      if (!retryable(err)) throw new UnrecoverableError((err as Error).message);
+      // R-OWN-1: a rate-limited link renewal waits out the job's backoff before the next attempt
+      // (attemptsMade counts the attempts before this one).
+      if (err instanceof RateLimitedError && job.attemptsMade + 1 < (job.opts.attempts ?? 1)) countRateLimitWait(deps.metrics, err.operation);
+      throw err;
+    }
+  },
+});

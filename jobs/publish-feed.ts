@@ -1,8 +1,9 @@
 import { z } from 'zod';
-import type { Job, JobsOptions } from 'bullmq';
+import type { JobsOptions } from 'bullmq';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import { publishAccountFeed, sweepAccountMedia, type PublishOutcome } from '../src/feeds/publish.ts';
 import { idSchema } from '../src/util/ids.ts';
+import { defineJob } from './definition.ts';
 import { retryOptions, type RetrySettings } from './queues.ts';
 
 /**
@@ -28,13 +29,18 @@ export function publishJobOptions(settings: PublishJobSettings = DEFAULT_PUBLISH
   };
 }
 
-export async function processPublishFeed(deps: FeedDeps, job: Job): Promise<PublishOutcome & { swept?: number }> {
-  const { accountId, complete } = publishFeedPayload.parse(job.data);
-  const out = await publishAccountFeed(deps, accountId, { complete });
-  if (out.outcome === 'written' && complete) {
-    // No copy of this account is in flight now (this job waited for its children).
-    const swept = await sweepAccountMedia(deps, accountId);
-    return { ...out, swept: swept.length };
-  }
-  return out;
-}
+export const publishFeedJob = defineJob({
+  name: 'publish-feed',
+  queue: 'publishFeed',
+  payload: publishFeedPayload,
+  options: publishJobOptions(),
+  async process(deps: FeedDeps, { accountId, complete }): Promise<PublishOutcome & { swept?: number }> {
+    const out = await publishAccountFeed(deps, accountId, { complete });
+    if (out.outcome === 'written' && complete) {
+      // No copy of this account is in flight now (this job waited for its children).
+      const swept = await sweepAccountMedia(deps, accountId);
+      return { ...out, swept: swept.length };
+    }
+    return out;
+  },
+});

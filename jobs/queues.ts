@@ -12,7 +12,10 @@ export const QUEUE = {
   publishFeed: 'publish-feed',
   maintenance: 'maintenance',
 } as const;
-export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
+export type QueueKey = keyof typeof QUEUE;
+export type QueueName = (typeof QUEUE)[QueueKey];
+/** One BullMQ Queue per queue of QUEUE, under the same keys. */
+export type Queues = Record<QueueKey, Queue>;
 
 export interface RedisSettings {
   url: string;
@@ -69,6 +72,13 @@ export const DEFAULT_JOB_OPTIONS: JobsOptions = {
   removeOnComplete: { age: 7 * 24 * 3600, count: 1000 },
   removeOnFail: { age: 30 * 24 * 3600, count: 5000 },
 };
+
+/** Every queue, for a process that enqueues (CLI, dashboard, worker); the caller closes them. */
+export function createQueues(settings: RedisSettings): Queues {
+  const out = {} as Queues;
+  for (const key of Object.keys(QUEUE) as QueueKey[]) out[key] = createQueue(QUEUE[key], settings);
+  return out;
+}
 
 export function createQueue(name: QueueName, settings: RedisSettings, connection?: ConnectionOptions): Queue {
   return new Queue(name, {

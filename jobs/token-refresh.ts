@@ -1,117 +1,24 @@
 import { z } from 'zod';
-import type pg from 'pg';
-import type { Logger } from '../src/util/logger.ts';
-import { DAY, HOUR, type Clock } from '../src/util/clock.ts';
-import type { PlatformClient } from '../src/platform/client.ts';
-import { TokenInvalidError, TokenTooYoungError } from '../src/platform/errors.ts';
-import type { TokenCipher } from '../src/store/crypto.ts';
-import { getAccount, setAccountStatus } from '../src/store/accounts.ts';
-import { getTokenInfo, loadToken, recordRefreshFailure, replaceTokenIfCurrent } from '../src/store/tokens.ts';
-import { withAdvisoryLock } from '../src/store/locks.ts';
+import { refreshAccountToken, type RefreshOutcome, type TokenRefreshDeps } from '../src/accounts/token-refresh.ts';
+import { idSchema } from '../src/util/ids.ts';
+import { defineJob } from './definition.ts';
 
 /**
- * token-refresh: one job scheduler per account (R-TOK-8) runs a cheap check every few hours; the
- * check refreshes when the account's own token is REFRESH_AFTER_DAYS old. Checking often instead of
- * scheduling one run 30 days out means a worker that was down catches up as soon as it starts, and a
- * failed refresh is retried (daily) while the token still lives.
+ * token-refresh: run by each account's scheduler (R-TOK-8) and by "refresh now" in the dashboard.
+ * The work is src/accounts/token-refresh.ts; a refresh that failed (token kept, R-TOK-7) fails
+ * the job so the dashboard's queue view shows it.
  */
-export const tokenRefreshPayload = z.object({ accountId: z.string().min(1), force: z.boolean().optional() });
-export type TokenRefreshPayload = z.infer<typeof tokenRefreshPayload>;
-
-/** The platform refuses refreshing a token younger than this (R-TOK-5). */
-export const MIN_TOKEN_AGE_MS = 24 * HOUR;
-
-export interface TokenRefreshDeps {
-  db: pg.Pool;
-  cipher: TokenCipher;
-  platform: PlatformClient;
-  clock: Clock;
-  logger: Logger;
-  /** Token age at which it is refreshed (R-TOK-8: 30 days, inside the 30-50 day window). */
-  refreshAfterMs?: number;
-  /** After a failed refresh, the next attempt waits this long ("retried daily while the token lives"). */
-  retryAfterFailureMs?: number;
-  /** Called once when the account needs its owner (R-TOK-10): stop its jobs and alert. */
-  onReauthRequired: (accountId: string, reason: string) => Promise<void>;
-}
-
-export type RefreshOutcome =
-  | { outcome: 'refreshed'; expiresAt: Date }
-  | { outcome: 'not-due'; dueAt: Date }
-  | { outcome: 'backoff'; nextAttemptAt: Date }
-  | { outcome: 'reauth-required'; reason: string }
-  | { outcome: 'skipped'; reason: string }
-  | { outcome: 'failed'; reason: string; expiresAt: Date };
-
-export async function refreshAccountToken(deps: TokenRefreshDeps, payload: TokenRefreshPayload): Promise<RefreshOutcome> {
-  const { accountId } = payload;
-  const refreshAfterMs = deps.refreshAfterMs ?? 30 * DAY;
-  const retryAfterFailureMs = deps.retryAfterFailureMs ?? DAY;
-  const log = deps.logger.child({ job: 'token-refresh', accountId });
-
-  const account = await getAccount(deps.db, accountId);
-  if (!account) return { outcome: 'skipped', reason: 'account not found (removed?)' };
-  if (account.status !== 'active') return { outcome: 'skipped', reason: `account is ${account.status}` };
-
-  // Two workers never refresh the same account at once: the second one skips. The lock dies with
-  // the connection, so a worker killed mid-refresh never leaves the account locked.
-  const locked = await withAdvisoryLock(deps.db, `token-refresh:${accountId}`, async () => {
-    // Decide on the metadata; decrypt the token only when it is about to go to the platform.
-    const token = await getTokenInfo(deps.db, accountId);
-    if (!token) return { outcome: 'skipped', reason: 'no token stored' } as const;
-    const now = deps.clock.now();
-    const age = now.getTime() - token.obtainedAt.getTime();
-
-    if (token.expiresAt.getTime() <= now.getTime()) {
-      // No call revives an expired token: only the owner logging in again does.
-      const reason = `the token expired on ${token.expiresAt.toISOString()} before it could be refreshed`;
-      await markReauth(deps, accountId, reason, token.expiresAt, 'expired');
-      return { outcome: 'reauth-required', reason } as const;
+export const tokenRefreshJob = defineJob({
+  name: 'token-refresh',
+  queue: 'tokenRefresh',
+  payload: z.object({ accountId: idSchema('account id'), force: z.boolean().optional() }),
+  // One attempt: the scheduler's next check (hours later) is the retry, spaced by the service.
+  options: { attempts: 1, removeOnComplete: { age: 7 * 24 * 3600, count: 1000 }, removeOnFail: { age: 30 * 24 * 3600, count: 5000 } },
+  async process(deps: TokenRefreshDeps, data): Promise<RefreshOutcome> {
+    const outcome = await refreshAccountToken(deps, data);
+    if (outcome.outcome === 'failed') {
+      throw new Error(`refresh failed, token kept (expires ${outcome.expiresAt.toISOString()}): ${outcome.reason}`);
     }
-    const dueAt = new Date(token.obtainedAt.getTime() + (payload.force ? MIN_TOKEN_AGE_MS : refreshAfterMs));
-    if (age < MIN_TOKEN_AGE_MS || (!payload.force && age < refreshAfterMs)) {
-      // R-TOK-5: never before 24 hours; R-TOK-8: otherwise at 30 days.
-      return { outcome: 'not-due', dueAt } as const;
-    }
-    if (!payload.force && token.lastRefreshError && token.lastRefreshAttemptAt) {
-      const next = new Date(token.lastRefreshAttemptAt.getTime() + retryAfterFailureMs);
-      if (next.getTime() > now.getTime()) return { outcome: 'backoff', nextAttemptAt: next } as const;
-    }
-
-    const stored = await loadToken(deps.db, deps.cipher, accountId);
-    if (!stored) return { outcome: 'skipped', reason: 'no token stored' } as const;
-    try {
-      const grant = await deps.platform.refreshToken(stored.accessToken);
-      // R-TOK-6: replace token and expiry together, only over the generation we read.
-      const written = await replaceTokenIfCurrent(deps.db, deps.cipher, accountId, stored.generation, {
-        accessToken: grant.accessToken,
-        obtainedAt: now,
-        expiresAt: grant.expiresAt,
-      });
-      if (!written) return { outcome: 'skipped', reason: 'another refresh wrote a newer token first' } as const;
-      log.info({ expiresAt: grant.expiresAt.toISOString() }, 'token refreshed');
-      return { outcome: 'refreshed', expiresAt: grant.expiresAt } as const;
-    } catch (err) {
-      if (err instanceof TokenInvalidError) {
-        const reason = `the platform rejected the token: ${err.reason} (code ${err.code}${err.subcode ? `/${err.subcode}` : ''})`;
-        await markReauth(deps, accountId, reason, token.expiresAt, 'reauth_required');
-        return { outcome: 'reauth-required', reason } as const;
-      }
-      if (err instanceof TokenTooYoungError) return { outcome: 'not-due', dueAt } as const;
-      // R-TOK-7: a failed refresh leaves the stored token untouched; only the attempt is recorded.
-      const reason = (err as Error).message;
-      await recordRefreshFailure(deps.db, accountId, now, reason);
-      log.warn({ expiresAt: token.expiresAt.toISOString(), err }, 'token refresh failed; the stored token is kept and retried later');
-      return { outcome: 'failed', reason, expiresAt: token.expiresAt } as const;
-    }
-  });
-  return locked ?? { outcome: 'skipped', reason: 'another worker is refreshing this account' };
-}
-
-async function markReauth(deps: TokenRefreshDeps, accountId: string, reason: string, expiresAt: Date, event: 'expired' | 'reauth_required') {
-  // Only the process that makes the transition stops the jobs and alerts: exactly once.
-  const changed = await setAccountStatus(deps.db, accountId, 'reauth_required', reason, { at: deps.clock.now(), from: 'active', event });
-  if (!changed) return;
-  deps.logger.warn({ accountId, expiresAt: expiresAt.toISOString(), reason }, 'account needs its owner to log in again');
-  await deps.onReauthRequired(accountId, reason);
-}
+    return outcome;
+  },
+});

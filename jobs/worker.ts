@@ -1,4 +1,4 @@
-import { Worker, type Job, type Queue } from 'bullmq';
+import { Worker } from 'bullmq';
 import cron from 'node-cron';
 import type pg from 'pg';
 import type { Logger } from '../src/util/logger.ts';
@@ -6,13 +6,12 @@ import type { Clock } from '../src/util/clock.ts';
 import type { PlatformClient } from '../src/platform/client.ts';
 import type { TokenCipher } from '../src/store/crypto.ts';
 import type { Mailer } from '../src/alerts/mailer.ts';
-import { alertReauthRequired, runExpirySweep } from '../src/alerts/sweep.ts';
+import { alertReauthRequired } from '../src/alerts/sweep.ts';
 import { listAccounts } from '../src/store/accounts.ts';
-import { QUEUE, bullConnection, type RedisSettings } from './queues.ts';
-import { refreshAccountToken, tokenRefreshPayload, type RefreshOutcome } from './token-refresh.ts';
-import { EXPIRY_SWEEP_JOB, MEDIA_SWEEP_JOB, enqueueDaily } from './daily.ts';
-import { runMediaSweep } from './media-sweep.ts';
-import { scheduleAccount, unscheduleAccount, type ScheduleSettings } from './schedules.ts';
+import { QUEUE, bullConnection, type Queues, type RedisSettings } from './queues.ts';
+import { JOBS, enqueueDaily, queueProcessor, scheduleAccount, unscheduleAccount, type ScheduleSettings } from './catalogue.ts';
+import type { TokenRefreshDeps } from '../src/accounts/token-refresh.ts';
+import type { MaintenanceDeps } from './maintenance.ts';
 import { startFeedWorkers } from './feed-workers.ts';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import type { PipelineMetrics } from '../src/metrics/index.ts';
@@ -31,7 +30,7 @@ export interface WorkerDeps {
   clock: Clock;
   logger: Logger;
   redis: RedisSettings;
-  queues: { tokenRefresh: Queue; maintenance: Queue; feedSync?: Queue };
+  queues: Pick<Queues, 'tokenRefresh' | 'maintenance'> & Partial<Queues>;
   publicUrl: string;
   schedules: ScheduleSettings;
   refreshAfterMs: number;
@@ -58,40 +57,27 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     await alertReauthRequired(sweepDeps, accountId);
   };
 
-  const refreshWorker = new Worker(
-    QUEUE.tokenRefresh,
-    async (job: Job): Promise<RefreshOutcome> => {
-      const payload = tokenRefreshPayload.parse(job.data);
-      const outcome = await refreshAccountToken(
-        {
-          db: deps.db,
-          cipher: deps.cipher,
-          platform: deps.platform,
-          clock: deps.clock,
-          logger: deps.logger,
-          refreshAfterMs: deps.refreshAfterMs,
-          onReauthRequired: (accountId) => onReauthRequired(accountId),
-        },
-        payload,
-      );
-      if (outcome.outcome === 'failed') {
-        // Shown as a failed job in the dashboard; the stored token is untouched (R-TOK-7).
-        throw new Error(`refresh failed, token kept (expires ${outcome.expiresAt.toISOString()}): ${outcome.reason}`);
-      }
-      return outcome;
-    },
-    { connection: bullConnection(deps.redis), prefix: deps.redis.prefix, concurrency: deps.concurrency },
-  );
+  const refreshDeps: TokenRefreshDeps = {
+    db: deps.db,
+    cipher: deps.cipher,
+    platform: deps.platform,
+    clock: deps.clock,
+    logger: deps.logger,
+    refreshAfterMs: deps.refreshAfterMs,
+    onReauthRequired: (accountId) => onReauthRequired(accountId),
+  };
+  const refreshWorker = new Worker(QUEUE.tokenRefresh, queueProcessor('tokenRefresh', refreshDeps), {
+    connection: bullConnection(deps.redis),
+    prefix: deps.redis.prefix,
+    concurrency: deps.concurrency,
+  });
 
-  const maintenanceWorker = new Worker(
-    QUEUE.maintenance,
-    async (job: Job) => {
-      if (job.name === EXPIRY_SWEEP_JOB) return runExpirySweep(sweepDeps);
-      if (job.name === MEDIA_SWEEP_JOB && deps.feed) return runMediaSweep({ db: deps.db, storage: deps.feed.storage, clock: deps.clock, logger: deps.logger });
-      throw new Error(`unknown maintenance job ${job.name}`);
-    },
-    { connection: bullConnection(deps.redis), prefix: deps.redis.prefix, concurrency: 1 },
-  );
+  const maintenanceDeps: MaintenanceDeps = { ...sweepDeps, ...(deps.feed ? { storage: deps.feed.storage } : {}) };
+  const maintenanceWorker = new Worker(QUEUE.maintenance, queueProcessor('maintenance', maintenanceDeps), {
+    connection: bullConnection(deps.redis),
+    prefix: deps.redis.prefix,
+    concurrency: 1,
+  });
 
   const feedWorkers = deps.feed
     ? await startFeedWorkers({
@@ -118,8 +104,8 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   for (const a of accounts) await scheduleAccount(deps.queues, a.id, deps.schedules);
   // The daily jobs: one each per day across all workers (de-duplicated job ids).
   const queueDailyJobs = async () => {
-    await enqueueDaily(deps.queues.maintenance, EXPIRY_SWEEP_JOB, deps.clock);
-    if (deps.feed) await enqueueDaily(deps.queues.maintenance, MEDIA_SWEEP_JOB, deps.clock);
+    await enqueueDaily(deps.queues, JOBS.expirySweep, deps.clock);
+    if (deps.feed) await enqueueDaily(deps.queues, JOBS.mediaSweep, deps.clock);
   };
   await queueDailyJobs();
   const task = cron.schedule(

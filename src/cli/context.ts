@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import type { Queue } from 'bullmq';
 import { loadConfig, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../util/logger.ts';
 import { clockFromEnv, type Clock, HOUR, MINUTE, DAY } from '../util/clock.ts';
@@ -8,8 +7,8 @@ import { createPool } from '../store/db.ts';
 import { migrate } from '../store/migrate.ts';
 import { TokenCipher } from '../store/crypto.ts';
 import { createMailer, type Mailer } from '../alerts/mailer.ts';
-import { createQueue, QUEUE, type RedisSettings } from '../../jobs/queues.ts';
-import type { ScheduleSettings } from '../../jobs/schedules.ts';
+import { createQueues, type Queues, type RedisSettings } from '../../jobs/queues.ts';
+import type { ScheduleSettings } from '../../jobs/catalogue.ts';
 import { createStorage, type ObjectStorage } from '../storage/index.ts';
 import { mirrorLimitsFromConfig } from '../mirror/copy.ts';
 import type { FeedDeps } from '../feeds/deps.ts';
@@ -31,7 +30,7 @@ export class AppContext {
   private _cipher?: TokenCipher;
   private _platform?: PlatformClient;
   private _mailer?: Mailer;
-  private _queues?: { tokenRefresh: Queue; maintenance: Queue; feedSync: Queue; mirrorMedia: Queue; publishFeed: Queue };
+  private _queues?: Queues;
   private _storage?: ObjectStorage;
   private _redisClient?: Redis;
   private _metrics?: Metrics;
@@ -94,16 +93,10 @@ export class AppContext {
     return this._mailer;
   }
 
-  get queues(): { tokenRefresh: Queue; maintenance: Queue; feedSync: Queue; mirrorMedia: Queue; publishFeed: Queue } {
+  /** Every queue (the dashboard and the metrics show them all; enqueue needs the right one). */
+  get queues(): Queues {
     if (!this._queues) {
-      const q = {
-        tokenRefresh: createQueue(QUEUE.tokenRefresh, this.redis),
-        maintenance: createQueue(QUEUE.maintenance, this.redis),
-        feedSync: createQueue(QUEUE.feedSync, this.redis),
-        // For the dashboard (bull-board) and the metrics: every queue of the feed pipeline.
-        mirrorMedia: createQueue(QUEUE.mirrorMedia, this.redis),
-        publishFeed: createQueue(QUEUE.publishFeed, this.redis),
-      };
+      const q = createQueues(this.redis);
       this._queues = q;
       this.closers.push(() => Promise.all(Object.values(q).map((x) => x.close())));
     }

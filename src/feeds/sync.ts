@@ -212,6 +212,15 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   };
 }
 
+/**
+ * Whether a sync's result calls for publishing: something was read that the feed lacks (new or
+ * changed posts, images to copy) or a complete listing may prune. Otherwise the previous feed
+ * stays as it is. The worker's flow and runSyncNow decide with this one function.
+ */
+export function needsPublish(result: Extract<SyncResult, { outcome: 'synced' }>): boolean {
+  return result.complete || result.copies.length > 0 || result.newPosts > 0 || result.changedPosts > 0;
+}
+
 export interface SyncNowResult {
   sync: SyncResult;
   copied: number;
@@ -246,6 +255,7 @@ export async function runSyncNow(deps: FeedDeps, accountId: string, opts: SyncOp
     progress.imagesCopied++;
     opts.onProgress?.({ ...progress });
   }
+  if (!needsPublish(sync)) return out;
   out.publish = await publishAccountFeed(deps, accountId, { complete: sync.complete });
   if (out.publish.outcome === 'written' && sync.complete) out.swept = (await sweepAccountMedia(deps, accountId)).length;
   return out;

@@ -10,7 +10,7 @@ import type pg from 'pg';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueue, QUEUE } from '../../jobs/queues.ts';
-import { scheduleAccount } from '../../jobs/schedules.ts';
+import { scheduleAccount } from '../../jobs/catalogue.ts';
 import { loadConfig } from '../../src/config.ts';
 import { publishDemoFeedIfNone } from '../../src/feeds/publish.ts';
 import { runSyncNow } from '../../src/feeds/sync.ts';

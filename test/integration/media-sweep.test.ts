@@ -13,7 +13,7 @@ import { mediaKey } from '../../src/storage/keys.ts';
 import { ManualClock } from '../../src/util/clock.ts';
 import { createLogger } from '../../src/util/logger.ts';
 import { demoFeed } from '../../src/demo/demo-feed.ts';
-import { runMediaSweep } from '../../jobs/media-sweep.ts';
+import { runMediaSweep } from '../../src/feeds/media-sweep.ts';
 
 /** The periodic sweep removes objects of posts that no longer exist, and nothing else (R-LNK-6). */
 describe('media sweep (R-LNK-6)', () => {

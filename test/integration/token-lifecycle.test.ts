@@ -17,7 +17,7 @@ import { DAY, HOUR } from '../../src/util/clock.ts';
 import { createMailer } from '../../src/alerts/mailer.ts';
 import { runExpirySweep, alertReauthRequired } from '../../src/alerts/sweep.ts';
 import { createApp } from '../../src/http/app.ts';
-import { refreshAccountToken, type TokenRefreshDeps } from '../../jobs/token-refresh.ts';
+import { refreshAccountToken, type TokenRefreshDeps } from '../../src/accounts/token-refresh.ts';
 import type pg from 'pg';
 
 /**

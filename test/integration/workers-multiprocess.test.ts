@@ -22,7 +22,7 @@ import { connectWithShortLivedToken } from '../../src/accounts/connect.ts';
 import { createLogger } from '../../src/util/logger.ts';
 import { DAY, FileClock } from '../../src/util/clock.ts';
 import { createQueue, QUEUE } from '../../jobs/queues.ts';
-import { EXPIRY_SWEEP_JOB, enqueueDaily } from '../../jobs/daily.ts';
+import { JOBS, enqueueDaily } from '../../jobs/catalogue.ts';
 
 /**
  * Three `feedmirror worker` processes against one Redis and one Postgres for 90 simulated days
@@ -111,7 +111,7 @@ describe('three workers, 50 accounts, 90 simulated days (R-TOK-8, R-TOK-9)', () 
       await tokenRefresh.addBulk(
         accountIds.flatMap((id) => ['tick', 'manual'].map((kind) => ({ name: QUEUE.tokenRefresh, data: { accountId: id }, opts: { jobId: `d${day}-${kind}-${id}`, attempts: 1 } }))),
       );
-      const sweepId = await enqueueDaily(maintenance, EXPIRY_SWEEP_JOB, new FileClock(clockFile));
+      const sweepId = await enqueueDaily({ maintenance }, JOBS.expirySweep, new FileClock(clockFile));
       await until(async () => {
         const c = await tokenRefresh.getJobCounts('waiting', 'active', 'prioritized');
         return (c.waiting ?? 0) + (c.active ?? 0) + (c.prioritized ?? 0) === 0;

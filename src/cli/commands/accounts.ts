@@ -3,7 +3,7 @@ import { EXIT, readAll, type CliIO } from '../io.ts';
 import { AppContext } from '../context.ts';
 import { connectWithShortLivedToken, importLongLivedToken } from '../../accounts/connect.ts';
 import { listAccounts, removeAccount } from '../../store/accounts.ts';
-import { scheduleAccount, unscheduleAccount } from '../../../jobs/schedules.ts';
+import { scheduleAccount, unscheduleAccount } from '../../../jobs/catalogue.ts';
 
 const USAGE = `usage:
   feedmirror accounts add [--json] [--long-lived [--expires-at <date>]]   (token on standard input)

@@ -5,8 +5,8 @@ import { migrate } from '../../store/migrate.ts';
 import { rotateKeys } from '../../store/tokens.ts';
 import { runExpirySweep } from '../../alerts/sweep.ts';
 import { alertReauthRequired } from '../../alerts/sweep.ts';
-import { refreshAccountToken } from '../../../jobs/token-refresh.ts';
-import { unscheduleAccount } from '../../../jobs/schedules.ts';
+import { refreshAccountToken } from '../../accounts/token-refresh.ts';
+import { unscheduleAccount } from '../../../jobs/catalogue.ts';
 
 /** Operator commands that do one thing now: migrate, refresh, check-expiry, keys rotate. */
 

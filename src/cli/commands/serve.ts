@@ -5,7 +5,7 @@ import { AppContext } from '../context.ts';
 import { createApp } from '../../http/app.ts';
 import { resolveDashboardAuth } from '../../http/auth.ts';
 import type { ConnectRoutesDeps } from '../../http/connect.ts';
-import { scheduleAccount } from '../../../jobs/schedules.ts';
+import { scheduleAccount } from '../../../jobs/catalogue.ts';
 import { createMetrics } from '../../metrics/index.ts';
 import { applyHeapGrowthPercent } from '../../util/heap.ts';
 

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { EXIT, type CliIO } from '../io.ts';
 import { AppContext } from '../context.ts';
 import { runSyncNow } from '../../feeds/sync.ts';
-import { QUEUE } from '../../../jobs/queues.ts';
+import { JOBS, enqueue, manualJobId } from '../../../jobs/catalogue.ts';
 import { idSchema } from '../../util/ids.ts';
 
 const USAGE = 'usage: feedmirror sync <account-id> [--wait]\n  --wait  run the sync here and now (read, copy, publish), printing progress and a summary\n  without --wait the sync is queued for the workers\n';
@@ -19,7 +19,7 @@ export async function syncCommand(argv: string[], io: CliIO, ctxFactory = () => 
   const ctx = ctxFactory();
   try {
     if (!values.wait) {
-      const job = await ctx.queues.feedSync.add(QUEUE.feedSync, { accountId: id.data });
+      const job = await enqueue(ctx.queues, JOBS.feedSync, { accountId: id.data }, { jobId: manualJobId('sync', id.data, ctx.clock) });
       io.stdout.write(`sync of ${id.data} queued (job ${job.id}); a running \`feedmirror worker\` picks it up\n`);
       return EXIT.ok;
     }

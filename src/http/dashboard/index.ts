@@ -1,12 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import type { Queue } from 'bullmq';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { z } from 'zod';
-import { QUEUE } from '../../../jobs/queues.ts';
-import { unscheduleAccount } from '../../../jobs/schedules.ts';
+import { JOBS, enqueue, manualJobId, unscheduleAccount } from '../../../jobs/catalogue.ts';
 import { getAccount, removeAccount } from '../../store/accounts.ts';
 import type { Db } from '../../store/db.ts';
 import type { ObjectStorage } from '../../storage/types.ts';
@@ -47,9 +45,6 @@ export interface DashboardDeps {
 export const BULL_BOARD_PATH = `${DASHBOARD_PATH}/queues`;
 const ACCOUNT_ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
 const FLASH_COOKIE = 'fm_flash';
-
-// Same options as the schedulers' templates in jobs/schedules.ts, so a manual run behaves like a scheduled one.
-const SYNC_JOB_OPTS = { attempts: 3, backoff: { type: 'exponential' as const, delay: 60_000 } };
 
 /** Headers for every dashboard page: not cached, not framed, no script but ours. */
 function pageHeaders(res: Response): void {
@@ -174,9 +169,8 @@ export function dashboardRouter(deps: DashboardDeps): Router {
   guarded.post('/accounts/:id/sync', wrap(async (req, res) => {
     const account = await accountParam(req, res);
     if (!account) return;
-    // Same name and data as the scheduler's template (jobs/schedules.ts); a unique id so a manual
-    // run never collides with (or is swallowed by) a scheduled one.
-    const job = await queues.feedSync.add(QUEUE.feedSync, { accountId: account.id }, { ...SYNC_JOB_OPTS, jobId: `manual-sync-${account.id}-${clock.now().getTime()}-${randomBytes(3).toString('hex')}` });
+    // The catalogue's definition, as the scheduler uses it; a unique id (manualJobId).
+    const job = await enqueue(queues, JOBS.feedSync, { accountId: account.id }, { jobId: manualJobId('sync', account.id, clock) });
     logger.info({ accountId: account.id, jobId: job.id }, 'dashboard: sync queued');
     flashTo(res, { kind: 'ok', text: `Sync of @${account.username} queued (job ${job.id}). It runs as soon as a worker is free.` });
   }));
@@ -185,7 +179,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     const account = await accountParam(req, res);
     if (!account) return;
     // force: renew now rather than waiting for the 30-day cadence; R-TOK-5 (24 h, unexpired) still applies in the job.
-    const job = await queues.tokenRefresh.add(QUEUE.tokenRefresh, { accountId: account.id, force: true }, { attempts: 1, jobId: `manual-refresh-${account.id}-${clock.now().getTime()}-${randomBytes(3).toString('hex')}` });
+    const job = await enqueue(queues, JOBS.tokenRefresh, { accountId: account.id, force: true }, { jobId: manualJobId('refresh', account.id, clock) });
     logger.info({ accountId: account.id, jobId: job.id }, 'dashboard: token refresh queued');
     flashTo(res, { kind: 'ok', text: `Token refresh of @${account.username} queued (job ${job.id}).` });
   }));

@@ -1,10 +1,10 @@
 import type pg from 'pg';
-import type { Clock } from '../src/util/clock.ts';
-import type { Logger } from '../src/util/logger.ts';
-import type { ObjectStorage } from '../src/storage/types.ts';
-import { sweepOrphans } from '../src/mirror/copy.ts';
-import { listPosts, deleteMediaCopies } from '../src/store/posts.ts';
-import { listAccounts } from '../src/store/accounts.ts';
+import type { Clock } from '../util/clock.ts';
+import type { Logger } from '../util/logger.ts';
+import type { ObjectStorage } from '../storage/types.ts';
+import { sweepOrphans } from '../mirror/copy.ts';
+import { listPosts, deleteMediaCopies } from '../store/posts.ts';
+import { listAccounts } from '../store/accounts.ts';
 
 /**
  * The periodic media sweep (R-LNK-6): objects under media/<account>/<media>/ whose post no longer

@@ -1,0 +1,148 @@
+import { randomBytes } from 'node:crypto';
+import { UnrecoverableError, type Job, type JobsOptions, type Queue } from 'bullmq';
+import type { z } from 'zod';
+import { HOUR, MINUTE, type Clock } from '../src/util/clock.ts';
+import { runJob, type AnyJobDefinition, type JobDefinition } from './definition.ts';
+import { feedSyncJob } from './feed-sync.ts';
+import { expirySweepJob, mediaSweepJob } from './maintenance.ts';
+import { mirrorMediaJob } from './mirror-media.ts';
+import { publishFeedJob } from './publish-feed.ts';
+import { QUEUE, type QueueKey, type Queues } from './queues.ts';
+import { tokenRefreshJob } from './token-refresh.ts';
+
+/**
+ * The job catalogue: every kind of job feedmirror runs, and the only way to enqueue or schedule
+ * one. CLI, dashboard, schedulers and flows all come through here, so a job's options cannot
+ * drift between callers.
+ *
+ * How to add a job:
+ *  1. Write the work as a service in src/ (it never imports bullmq; it takes plain deps).
+ *  2. In jobs/<job-name>.ts, `defineJob({ name, queue, payload, options, process })`: payload is
+ *     a zod schema of ids only (never a token or signed link, R-TOK-11); options carry attempts,
+ *     backoff and retention; `process(deps, data, job)` is a thin adapter that calls the service.
+ *  3. Add it to JOBS below. A new queue also needs its name in QUEUE (queues.ts) and a Worker
+ *     in jobs/worker.ts (runQueue dispatches by job name; the start-up check refuses a queue
+ *     whose jobs have no handler, or two definitions of one name).
+ *  4. Enqueue with `enqueue(queues, yourJob, payload)`; daily once-per-cluster work with
+ *     `enqueueDaily` and a line in dailyJobs (worker.ts); per-account schedules in
+ *     scheduleAccount.
+ */
+export const JOBS = {
+  tokenRefresh: tokenRefreshJob,
+  feedSync: feedSyncJob,
+  mirrorMedia: mirrorMediaJob,
+  publishFeed: publishFeedJob,
+  expirySweep: expirySweepJob,
+  mediaSweep: mediaSweepJob,
+} as const satisfies Record<string, AnyJobDefinition>;
+
+/** The definitions of one queue, by job name; throws when two definitions share a name. */
+export function jobsOfQueue(queue: QueueKey, jobs: readonly AnyJobDefinition[] = Object.values(JOBS)): Map<string, AnyJobDefinition> {
+  const byName = new Map<string, AnyJobDefinition>();
+  for (const def of jobs) {
+    if (def.queue !== queue) continue;
+    if (byName.has(def.name)) throw new Error(`two job definitions named ${def.name} on queue ${QUEUE[queue]}`);
+    byName.set(def.name, def);
+  }
+  return byName;
+}
+
+/**
+ * The processor of one queue's Worker: finds the job's definition by name and runs it (payload
+ * validated). A job no definition knows fails for good: retrying cannot teach it a handler.
+ */
+export function queueProcessor<D>(queue: QueueKey, deps: D, jobs?: readonly AnyJobDefinition[]): (job: Job) => Promise<unknown> {
+  const byName = jobsOfQueue(queue, jobs);
+  if (byName.size === 0) throw new Error(`no job is defined for queue ${QUEUE[queue]}`);
+  return async (job: Job) => {
+    const def = byName.get(job.name);
+    if (!def) throw new UnrecoverableError(`no handler for job ${job.name} on queue ${QUEUE[queue]}`);
+    return runJob(def, deps, job);
+  };
+}
+
+/** Per-call additions to a definition's options (a job id, a delay, a priority). */
+export type EnqueueOptions = Pick<JobsOptions, 'jobId' | 'delay' | 'priority'>;
+
+/** Add one job: its payload validated by the definition's schema, its options from the definition. */
+export async function enqueue<P extends z.ZodType>(
+  queues: Partial<Queues>,
+  def: JobDefinition<P, never, unknown> | AnyJobDefinition,
+  payload: z.input<P>,
+  opts: EnqueueOptions = {},
+): Promise<Job> {
+  const queue = queues[def.queue];
+  if (!queue) throw new Error(`${def.name}: queue ${QUEUE[def.queue]} is not open in this process`);
+  const data = def.payload.parse(payload);
+  return queue.add(def.name, data, { ...def.options, ...opts });
+}
+
+/**
+ * A job id for an operator's "now" (CLI, dashboard): unique, so it never collides with (or is
+ * swallowed by) a scheduled run, and readable in the queue view.
+ */
+export function manualJobId(kind: 'sync' | 'refresh', accountId: string, clock: Clock): string {
+  return `manual-${kind}-${accountId}-${clock.now().getTime()}-${randomBytes(3).toString('hex')}`;
+}
+
+// ---- per-account schedules --------------------------------------------------------------------
+
+/**
+ * Per-account job schedulers (BullMQ v6: upsertJobScheduler; repeatable jobs are gone). Each
+ * account gets its own token-refresh and feed-sync schedulers, so every account runs on its own
+ * clock (R-TOK-8) and one account's failure never delays another's.
+ */
+export interface ScheduleSettings {
+  /** How often the refresh check runs; the refresh itself happens when the token is due. */
+  refreshCheckEveryMs: number;
+  syncEveryMs: number;
+}
+
+export const DEFAULT_SCHEDULES: ScheduleSettings = { refreshCheckEveryMs: 6 * HOUR, syncEveryMs: 60 * MINUTE };
+
+export const refreshSchedulerId = (accountId: string) => `token-refresh:${accountId}`;
+export const syncSchedulerId = (accountId: string) => `feed-sync:${accountId}`;
+
+/** The queues an account's schedules live on; a token-only process may have no feed-sync queue. */
+export type AccountQueues = Pick<Queues, 'tokenRefresh'> & Partial<Pick<Queues, 'feedSync'>>;
+
+/** An account's schedulers: which queue, which definition, how often. */
+export function accountSchedulers(queues: AccountQueues, accountId: string, settings: ScheduleSettings) {
+  const list: Array<{ id: string; queue: Queue; def: AnyJobDefinition; everyMs: number }> = [
+    { id: refreshSchedulerId(accountId), queue: queues.tokenRefresh, def: tokenRefreshJob, everyMs: settings.refreshCheckEveryMs },
+  ];
+  if (queues.feedSync) list.push({ id: syncSchedulerId(accountId), queue: queues.feedSync, def: feedSyncJob, everyMs: settings.syncEveryMs });
+  return list;
+}
+
+/** Idempotent: upserting an existing scheduler keeps one scheduler, never two. */
+export async function scheduleAccount(queues: AccountQueues, accountId: string, settings: ScheduleSettings = DEFAULT_SCHEDULES): Promise<void> {
+  for (const s of accountSchedulers(queues, accountId, settings)) {
+    await s.queue.upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.def.name, data: s.def.payload.parse({ accountId }), opts: s.def.options });
+  }
+}
+
+/** Stop an account's schedules (removed, or needs its owner to log in again: R-TOK-10). */
+export async function unscheduleAccount(queues: AccountQueues, accountId: string): Promise<void> {
+  await queues.tokenRefresh.removeJobScheduler(refreshSchedulerId(accountId));
+  if (queues.feedSync) await queues.feedSync.removeJobScheduler(syncSchedulerId(accountId));
+}
+
+// ---- daily, once per cluster ------------------------------------------------------------------
+
+export type DailyJob = typeof expirySweepJob | typeof mediaSweepJob;
+
+/** One job id per job and UTC day (from the injectable clock): BullMQ keeps one job per id. */
+export function dailyJobId(def: Pick<AnyJobDefinition, 'name'>, day: Date): string {
+  return `${def.name}-${day.toISOString().slice(0, 10)}`;
+}
+
+/**
+ * Queue today's run of a daily job. Each worker's cron tick (and its start-up, to catch up after
+ * downtime) calls this; completed jobs are kept for days, so a second add the same day is a no-op.
+ */
+export async function enqueueDaily(queues: Pick<Queues, 'maintenance'>, def: AnyJobDefinition, clock: Clock): Promise<string> {
+  const jobId = dailyJobId(def, clock.now());
+  await enqueue(queues, def, {}, { jobId });
+  return jobId;
+}

@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { runExpirySweep, type SweepDeps, type SweepResult } from '../src/alerts/sweep.ts';
+import { runMediaSweep, type MediaSweepResult } from '../src/feeds/media-sweep.ts';
+import type { ObjectStorage } from '../src/storage/types.ts';
+import { defineJob } from './definition.ts';
+import { retryOptions } from './queues.ts';
+
+/**
+ * The daily maintenance jobs, run once per day across however many workers run (catalogue.ts
+ * enqueueDaily: one jobId per job and day).
+ */
+export interface MaintenanceDeps extends SweepDeps {
+  /** The feed pipeline's storage; without it (token-only worker) the media sweep has nothing to do. */
+  storage?: ObjectStorage;
+}
+
+const DAILY_OPTIONS = {
+  ...retryOptions({ attempts: 3, backoffMs: 60_000 }),
+  // Kept for days: a second add of the same day's jobId is then a no-op.
+  removeOnComplete: { age: 7 * 24 * 3600, count: 1000 },
+  removeOnFail: { age: 30 * 24 * 3600, count: 5000 },
+};
+
+/** Expiry alerts (R-TOK-9, R-TOK-10). */
+export const expirySweepJob = defineJob({
+  name: 'expiry-sweep',
+  queue: 'maintenance',
+  payload: z.object({}),
+  options: DAILY_OPTIONS,
+  process: (deps: MaintenanceDeps): Promise<SweepResult> => runExpirySweep(deps),
+});
+
+/** Objects of posts that no longer exist (R-LNK-6). */
+export const mediaSweepJob = defineJob({
+  name: 'media-sweep',
+  queue: 'maintenance',
+  payload: z.object({}),
+  options: DAILY_OPTIONS,
+  async process(deps: MaintenanceDeps): Promise<MediaSweepResult> {
+    // Failing (not skipping) lets a worker that runs the feed pipeline take the retry.
+    if (!deps.storage) throw new Error('media-sweep: this worker runs no feed pipeline (no storage)');
+    return runMediaSweep({ db: deps.db, storage: deps.storage, clock: deps.clock, logger: deps.logger });
+  },
+});
