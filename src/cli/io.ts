@@ -17,11 +17,31 @@ export function processIO(): CliIO {
 }
 
 /** Exit codes shared by all commands. */
-export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+export const EXIT = { ok: 0, failed: 1, usage: 2, unavailable: 3 } as const;
 
-/** Read all of stdin (or any stream) as text. */
-export async function readAll(stream: Readable): Promise<string> {
+/** Standard input held more than a command accepts. */
+export class InputTooLargeError extends Error {
+  override readonly name = 'InputTooLargeError';
+  constructor(readonly maxBytes: number) {
+    super(`standard input is larger than ${maxBytes} bytes`);
+  }
+}
+
+/**
+ * Read all of stdin (or any stream) as text. With `maxBytes`, reading stops (and throws
+ * InputTooLargeError) as soon as more arrived: a command never buffers an endless pipe.
+ */
+export async function readAll(stream: Readable, opts: { maxBytes?: number } = {}): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(typeof c === 'string' ? Buffer.from(c) : (c as Buffer));
+  let size = 0;
+  for await (const c of stream) {
+    const b = typeof c === 'string' ? Buffer.from(c) : (c as Buffer);
+    size += b.length;
+    if (opts.maxBytes !== undefined && size > opts.maxBytes) {
+      stream.destroy();
+      throw new InputTooLargeError(opts.maxBytes);
+    }
+    chunks.push(b);
+  }
   return Buffer.concat(chunks).toString('utf8');
 }

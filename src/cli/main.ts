@@ -1,55 +1,73 @@
-import { processIO, EXIT, type CliIO, type Command } from './io.ts';
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError } from 'commander';
+import { processIO, EXIT, type CliIO } from './io.ts';
+import type { Cli } from './command.ts';
+import { commandModules } from './commands/index.ts';
+import { describeFailure } from './failure.ts';
 
 /**
- * The feedmirror command. Each subcommand lives in its own module, loaded only when called, so
- * `feedmirror validate` does not pull in BullMQ, pg or sharp.
+ * The feedmirror command line, on commander. Each command is a module of ./commands that
+ * registers itself (see ./commands/index.ts); help and errors go through the CliIO and come back
+ * as exit codes, so tests run the CLI in-process and nothing calls process.exit.
  */
-interface Entry {
-  summary: string;
-  load: () => Promise<Command>;
-}
-
-const commands: Record<string, Entry> = {
-  validate: { summary: 'validate <file|->        check a feed against schema v1', load: async () => (await import('./commands/validate.ts')).validateCommand },
-  demo: { summary: 'demo [--out file]        write a demo feed (demo: true) with every kind of post', load: async () => (await import('./commands/demo.ts')).demoCommand },
-  simulator: { summary: 'simulator [--port N]     run the platform simulator and print a ready token', load: async () => (await import('../simulator/cli.ts')).simulatorCommand },
-  migrate: { summary: 'migrate                  apply database migrations (safe from several processes)', load: async () => (await import('./commands/ops.ts')).migrateCommand },
-  accounts: { summary: 'accounts add|list|remove connect (token on stdin), list or remove accounts', load: async () => (await import('./commands/accounts.ts')).accountsCommand },
-  refresh: { summary: 'refresh <id>             refresh one account\'s token now', load: async () => (await import('./commands/ops.ts')).refreshCommand },
-  'check-expiry': { summary: 'check-expiry             run the expiry alert sweep once, now', load: async () => (await import('./commands/ops.ts')).checkExpiryCommand },
-  keys: { summary: 'keys rotate              re-encrypt every token with the current key', load: async () => (await import('./commands/ops.ts')).keysCommand },
-  sync: { summary: 'sync <id> [--wait]       read, copy and publish one account now', load: async () => (await import('./commands/sync.ts')).syncCommand },
-  feeds: { summary: 'feeds get <id>           print the published feed', load: async () => (await import('./commands/feeds.ts')).feedsCommand },
-  worker: { summary: 'worker                   run the job workers until SIGTERM', load: async () => (await import('./commands/worker.ts')).workerCommand },
-  serve: { summary: 'serve                    run the HTTP server (connect, callback, health)', load: async () => (await import('./commands/serve.ts')).serveCommand },
-  'demo-run': { summary: 'demo-run                 the main job end to end on embedded defaults (npm run demo)', load: async () => (await import('./commands/demo-run.ts')).demoRunCommand },
-};
-
-export function usage(): string {
-  const lines = Object.values(commands).map((c) => `  feedmirror ${c.summary}`);
-  return `usage:\n${lines.join('\n')}\n`;
+export function buildProgram(cli: Cli): Command {
+  const { io } = cli;
+  const program = new Command('feedmirror')
+    .description('Keep photo-platform accounts connected and mirror their feeds (schema v1) into object storage.')
+    .version(packageVersion(), '-V, --version')
+    // Set before any command is added: subcommands made with .command() inherit these.
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => io.stdout.write(s),
+      writeErr: (s) => io.stderr.write(s),
+    })
+    .showHelpAfterError()
+    .helpCommand('help [command]', 'show the help of a command');
+  program.addHelpText(
+    'after',
+    '\nExit codes: 0 done, 1 failed, 2 wrong usage, 3 a service it needs is unreachable.\n' +
+      'Every command answers --help; read commands take --json; logs go to stderr.\n\nExample:\n  $ feedmirror accounts list --json\n',
+  );
+  for (const register of commandModules) register(program, cli);
+  return program;
 }
 
 export async function main(argv: string[], io: CliIO = processIO()): Promise<number> {
-  const [name, ...rest] = argv;
-  if (!name || name === '--help' || name === '-h' || name === 'help') {
-    io.stdout.write(usage());
-    return name ? EXIT.ok : EXIT.usage;
-  }
-  const entry = commands[name];
-  if (!entry) {
-    io.stderr.write(`feedmirror: unknown command '${name}'\n${usage()}`);
+  let code: number = EXIT.ok;
+  const program = buildProgram({ io, setExit: (c) => (code = c) });
+  if (argv.length === 0) {
+    program.outputHelp({ error: true });
     return EXIT.usage;
   }
   try {
-    const command = await entry.load();
-    return await command(rest, io);
+    await program.parseAsync(argv, { from: 'user' });
+    return code;
   } catch (err) {
-    // Last line of defence: say what failed in words, without a stack trace full of URLs.
-    const { redactText } = await import('../util/redact.ts');
-    const e = err as Error;
-    io.stderr.write(`feedmirror ${name}: ${redactText(e.message ?? String(err))}\n`);
-    if (process.env.LOG_LEVEL === 'debug' && e.stack) io.stderr.write(redactText(e.stack) + '\n');
-    return EXIT.failed;
+    if (err instanceof CommanderError) {
+      // Help and --version end with exit code 0; every parsing error is a usage error.
+      return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    // Last line of defence: one line naming what failed (and where), never a stack trace or a secret.
+    const failure = describeFailure(err);
+    io.stderr.write(`feedmirror ${commandName(program, argv)}: ${failure.message}\n`);
+    if (io.env.LOG_LEVEL === 'debug' && failure.stack) io.stderr.write(failure.stack + '\n');
+    return failure.unavailable ? EXIT.unavailable : EXIT.failed;
   }
+}
+
+/** `accounts add` for `accounts add --json`: the command path, without arguments or options. */
+function commandName(program: Command, argv: string[]): string {
+  const words: string[] = [];
+  let cmd: Command | undefined = program;
+  for (const a of argv) {
+    cmd = cmd.commands.find((c) => c.name() === a);
+    if (!cmd) break;
+    words.push(a);
+  }
+  return words.join(' ');
+}
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+  return pkg.version ?? 'unknown';
 }

@@ -1,6 +1,6 @@
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { EXIT, type CliIO } from '../cli/io.ts';
+import { untilStopSignal } from '../cli/signals.ts';
 import { followWallClock } from './wall-clock.ts';
 import { startSimulator } from './index.ts';
 import { MIX_SIZE } from './state.ts';
@@ -25,22 +25,9 @@ export const SIMULATOR_USAGE =
   '  --clock real (default) moves the simulated time with the wall clock; manual only through POST /__sim/clock\n';
 
 /** Start, print, and keep running until `until` settles; then close. Exported for tests. */
-export async function runSimulator(argv: string[], io: CliIO, until: (sim: Simulator) => Promise<void>): Promise<number> {
-  let raw: Record<string, string | boolean | undefined>;
-  try {
-    raw = parseArgs({
-      args: argv,
-      options: { port: { type: 'string' }, host: { type: 'string' }, accounts: { type: 'string' }, posts: { type: 'string' }, clock: { type: 'string' }, help: { type: 'boolean' } },
-      strict: true,
-    }).values;
-  } catch (err) {
-    io.stderr.write(`feedmirror simulator: ${(err as Error).message}\n${SIMULATOR_USAGE}`);
-    return EXIT.usage;
-  }
-  if (raw.help) {
-    io.stdout.write(SIMULATOR_USAGE);
-    return EXIT.ok;
-  }
+export type SimulatorOptions = Partial<Record<'port' | 'host' | 'accounts' | 'posts' | 'clock', string>>;
+
+export async function runSimulator(raw: SimulatorOptions, io: CliIO, until: (sim: Simulator) => Promise<void>): Promise<number> {
   const parsed = optionsSchema.safeParse(raw);
   if (!parsed.success) {
     const what = parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ');
@@ -89,16 +76,8 @@ export async function runSimulator(argv: string[], io: CliIO, until: (sim: Simul
   }
 }
 
-export async function simulatorCommand(argv: string[], io: CliIO): Promise<number> {
-  return runSimulator(argv, io, () => {
-    return new Promise<void>((resolve) => {
-      const stop = () => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        resolve();
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-    });
+export async function simulatorCommand(raw: SimulatorOptions, io: CliIO): Promise<number> {
+  return runSimulator(raw, io, async () => {
+    await untilStopSignal();
   });
 }

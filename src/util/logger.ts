@@ -34,7 +34,9 @@ export function createLogger(opts: { level?: string; name?: string; destination?
     const streams = [{ stream: capture }, ...(opts.destination ? [{ stream: opts.destination }] : [])];
     return pino({ ...options, level: options.level }, pino.multistream(streams.map((s) => ({ ...s, level: 'trace' as const }))));
   }
-  return opts.destination ? pino(options, opts.destination) : pino(options);
+  // Logs go to standard error (fd 2): standard output carries only a command's own output, so
+  // `feedmirror accounts list --json | jq` works at any LOG_LEVEL.
+  return pino(options, opts.destination ?? pino.destination({ dest: 2, sync: true }));
 }
 
 let captureDestination: DestinationStream | undefined;

@@ -121,9 +121,9 @@ describe('feedmirror accounts and operator errors (R-TOK-11, R-TOK-13)', () => {
     expect(right.out()).toMatch(/refreshed; the token is now valid until/);
   });
 
-  it('an unreachable database is named, without its password', async () => {
+  it('an unreachable database is named, without its password: exit 3 (unavailable)', async () => {
     const io = memoryIO({ env: { ...env, DATABASE_URL: 'postgres://feedmirror:s3cretpw@127.0.0.1:1/feedmirror' } });
-    expect(await main(['accounts', 'list'], io)).toBe(1);
+    expect(await main(['accounts', 'list'], io)).toBe(3);
     expect(io.err()).toMatch(/cannot reach PostgreSQL at 127\.0\.0\.1:1/);
     expect(io.err()).not.toContain('s3cretpw');
   });

@@ -6,8 +6,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { feedsCommand } from '../../src/cli/commands/feeds.ts';
-import { syncCommand } from '../../src/cli/commands/sync.ts';
+import { main } from '../../src/cli/main.ts';
 import type { CliIO } from '../../src/cli/io.ts';
 import { validateFeed } from '../../src/schema/validate.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
@@ -76,7 +75,7 @@ describe('feedmirror sync --wait / feeds get', () => {
 
   it('sync --wait prints progress (pages read, posts, images copied) and a summary, then feeds get prints a valid feed', async () => {
     const io = memoryIO(env);
-    expect(await syncCommand([accountId, '--wait'], io)).toBe(0);
+    expect(await main(['sync', accountId, '--wait'], io)).toBe(0);
     const lines = io.out().trim().split('\n');
     const progress = lines.filter((l) => l.startsWith('pages read '));
     const parsed = progress.map((l) => /^pages read (\d+), posts (\d+), images copied (\d+)\/(\d+)$/.exec(l)).map((m) => m && m.slice(1).map(Number));
@@ -96,7 +95,7 @@ describe('feedmirror sync --wait / feeds get', () => {
     expect(io.err()).toBe('');
 
     const get = memoryIO(env);
-    expect(await feedsCommand(['get', accountId], get)).toBe(0);
+    expect(await main(['feeds', 'get', accountId], get)).toBe(0);
     const v = validateFeed(JSON.parse(get.out()));
     expect(v.ok).toBe(true);
     if (!v.ok) return;
@@ -107,16 +106,17 @@ describe('feedmirror sync --wait / feeds get', () => {
 
   it('a second sync --wait of an unchanged account copies nothing and leaves the feed unchanged', async () => {
     const io = memoryIO(env);
-    expect(await syncCommand([accountId, '--wait'], io)).toBe(0);
+    expect(await main(['sync', accountId, '--wait'], io)).toBe(0);
     expect(io.out()).toMatch(/images copied 0, reused 0, .*feed unchanged\n$/);
   }, 60_000);
 
   it('bad input: an id with ../ is a usage error; feeds get of an unknown account fails clearly', async () => {
     const bad = memoryIO(env);
-    expect(await syncCommand(['../etc', '--wait'], bad)).toBe(2);
+    expect(await main(['sync', '../etc', '--wait'], bad)).toBe(2);
     expect(bad.err()).toMatch(/account id must be/);
+    expect(bad.err()).toMatch(/Usage: feedmirror sync/);
     const none = memoryIO(env);
-    expect(await feedsCommand(['get', '999'], none)).toBe(1);
+    expect(await main(['feeds', 'get', '999'], none)).toBe(1);
     expect(none.err()).toMatch(/no feed published for account 999/);
   });
 });

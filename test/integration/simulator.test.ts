@@ -505,7 +505,7 @@ describe('platform simulator', () => {
     let out = '';
     const io: CliIO = { stdout: { write: (s: string) => (out += s) }, stderr: { write: (s: string) => (out += s) }, stdin: new PassThrough(), env: { APP_SECRET: 'cli-secret-value' }, cwd: process.cwd() };
     let seen: Simulator | undefined;
-    const code = await runSimulator(['--accounts', '2', '--posts', '3', '--clock', 'manual'], io, async (s) => {
+    const code = await runSimulator({ accounts: '2', posts: '3', clock: 'manual' }, io, async (s) => {
       seen = s;
       expect(s.appSecret).toBe('cli-secret-value');
       expect(s.posts(JSON.parse(await (await fetch(`${s.url}/__sim/state`)).text()).accounts[0].id)).toHaveLength(3);
@@ -516,6 +516,6 @@ describe('platform simulator', () => {
     expect(out).not.toContain('cli-secret-value');
     const token = /\n {2}(IG\S+)\n/.exec(out)?.[1];
     expect(token).toBeTruthy();
-    expect(await runSimulator(['--accounts', 'many'], io, async () => {})).toBe(2);
+    expect(await runSimulator({ accounts: 'many' }, io, async () => {})).toBe(2);
   });
 });

@@ -27,3 +27,34 @@ export function spawnFeedmirror(args: string[], env: NodeJS.ProcessEnv, opts: { 
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, output: () => out, exited };
 }
+
+export interface Finished {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+/**
+ * Run `feedmirror <args>` to the end as a real process, standard input given, stdout and stderr
+ * kept apart (both captured for the secrets audit); killed after `timeoutMs`.
+ */
+export function runFeedmirror(args: string[], env: NodeJS.ProcessEnv, opts: { stdin?: string; cwd?: string; timeoutMs?: number } = {}): Promise<Finished> {
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
+  delete childEnv.FEEDMIRROR_CAPTURE_DIR;
+  const started = Date.now();
+  const child = spawn(process.execPath, [BIN, ...args], { env: childEnv, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (b: Buffer) => ((stdout += b.toString('utf8')), recordCaptured('process', b.toString('utf8'))));
+  child.stderr!.on('data', (b: Buffer) => ((stderr += b.toString('utf8')), recordCaptured('process', b.toString('utf8'))));
+  child.stdin!.on('error', () => undefined);
+  child.stdin!.end(opts.stdin ?? '');
+  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
+  return new Promise((resolve) =>
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, ms: Date.now() - started });
+    }),
+  );
+}

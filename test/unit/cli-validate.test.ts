@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { validateCommand } from '../../src/cli/commands/validate.ts';
+import { main } from '../../src/cli/main.ts';
 import { memoryIO } from '../support/memory-io.ts';
 
 const fixtures = fileURLToPath(new URL('../fixtures/', import.meta.url));
@@ -13,14 +13,14 @@ const mio = (stdin = '', cwd = fixtures) => memoryIO({ stdin, cwd });
 describe('feedmirror validate', () => {
   it('a valid file: exit 0 and "valid: <file> (N posts)"', async () => {
     const io = mio();
-    expect(await validateCommand(['feed-v1-valid.json'], io)).toBe(0);
+    expect(await main(['validate', 'feed-v1-valid.json'], io)).toBe(0);
     expect(io.out()).toBe('valid: feed-v1-valid.json (7 posts)\n');
     expect(io.err()).toBe('');
   });
 
   it('a hand-broken copy: exit 1, each problem on its own line with its JSON path, then a summary', async () => {
     const io = mio();
-    expect(await validateCommand(['feed-v1-broken.json'], io)).toBe(1);
+    expect(await main(['validate', 'feed-v1-broken.json'], io)).toBe(1);
     expect(io.out().trimEnd().split('\n')).toEqual([
       '$.origin.url: must be an http:// or https:// URL',
       '$.posts[0].thumbnailUrl: required when type is image, video or carousel',
@@ -34,10 +34,10 @@ describe('feedmirror validate', () => {
 
   it('--json prints the result as JSON, same exit codes', async () => {
     const ok = mio();
-    expect(await validateCommand(['--json', 'feed-v1-valid.json'], ok)).toBe(0);
+    expect(await main(['validate', '--json', 'feed-v1-valid.json'], ok)).toBe(0);
     expect(JSON.parse(ok.out())).toEqual({ valid: true, file: 'feed-v1-valid.json', posts: 7 });
     const bad = mio();
-    expect(await validateCommand(['feed-v1-broken.json', '--json'], bad)).toBe(1);
+    expect(await main(['validate', 'feed-v1-broken.json', '--json'], bad)).toBe(1);
     const r = JSON.parse(bad.out());
     expect(r.valid).toBe(false);
     expect(r.problems).toHaveLength(6);
@@ -47,29 +47,29 @@ describe('feedmirror validate', () => {
   it('reads stdin with -', async () => {
     const { readFileSync } = await import('node:fs');
     const io = mio(readFileSync(join(fixtures, 'feed-v1-valid.json'), 'utf8'));
-    expect(await validateCommand(['-'], io)).toBe(0);
+    expect(await main(['validate', '-'], io)).toBe(0);
     expect(io.out()).toBe('valid: <stdin> (7 posts)\n');
     const bad = mio('{"schemaVersion":1}');
-    expect(await validateCommand(['-'], bad)).toBe(1);
+    expect(await main(['validate', '-'], bad)).toBe(1);
     expect(bad.out()).toContain('$.posts: required');
   });
 
   it('a relative path is read from the cwd given in CliIO', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'feedmirror-validate-'));
     copyFileSync(join(fixtures, 'feed-v1-valid.json'), join(dir, 'feed.json'));
-    expect(await validateCommand(['feed.json'], mio('', dir))).toBe(0);
+    expect(await main(['validate', 'feed.json'], mio('', dir))).toBe(0);
   });
 
   it.each([
     ['a missing file', ['no-such-feed.json'], '', /cannot read no-such-feed\.json: no such file/],
     ['empty stdin', ['-'], '  \n', /<stdin> is empty/],
     ['not JSON', ['-'], '{"schemaVersion": 1,', /<stdin> is not JSON/],
-    ['no file argument', [], '', /exactly one file/],
-    ['two files', ['a.json', 'b.json'], '', /exactly one file/],
-    ['an unknown option', ['--strict', 'a.json'], '', /unknown option --strict/],
+    ['no file argument', [], '', /missing required argument 'file'/],
+    ['two files', ['a.json', 'b.json'], '', /too many arguments/],
+    ['an unknown option', ['--strict', 'a.json'], '', /unknown option '--strict'/],
   ])('%s: a clear message on stderr, exit 2', async (_, argv, stdin, message) => {
     const io = mio(stdin);
-    expect(await validateCommand(argv, io)).toBe(2);
+    expect(await main(['validate', ...argv], io)).toBe(2);
     expect(io.err()).toMatch(message);
     expect(io.out()).toBe('');
   });
@@ -78,7 +78,7 @@ describe('feedmirror validate', () => {
     const dir = mkdtempSync(join(tmpdir(), 'feedmirror-validate-'));
     writeFileSync(join(dir, 'empty.json'), '');
     const io = mio('', dir);
-    expect(await validateCommand(['empty.json'], io)).toBe(2);
+    expect(await main(['validate', 'empty.json'], io)).toBe(2);
     expect(io.err()).toMatch(/empty\.json is empty/);
   });
 });

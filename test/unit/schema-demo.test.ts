@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { demoCommand } from '../../src/cli/commands/demo.ts';
+import { writeDemoFeed } from '../../src/cli/commands/demo.ts';
+import { main } from '../../src/cli/main.ts';
 import { memoryIO } from '../support/memory-io.ts';
 import { demoFeed } from '../../src/demo/demo-feed.ts';
 import { validateFeed } from '../../src/schema/validate.ts';
@@ -39,9 +40,9 @@ describe('feedmirror demo', () => {
   const clock = new ManualClock(new Date('2026-03-01T12:00:00Z'));
 
   it('writes the demo feed to stdout without --out, or with -', async () => {
-    for (const argv of [[], ['--out', '-']]) {
+    for (const out of [undefined, '-']) {
       const io = memoryIO({ cwd: tmpdir() });
-      expect(await demoCommand(argv, io, clock)).toBe(0);
+      expect(await writeDemoFeed(out === undefined ? {} : { out }, io, clock)).toBe(0);
       expect(JSON.parse(io.out())).toEqual(JSON.parse(JSON.stringify(demoFeed(clock.now()))));
     }
   });
@@ -49,7 +50,7 @@ describe('feedmirror demo', () => {
   it('writes the file given by --out, relative to cwd', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'feedmirror-demo-'));
     const io = memoryIO({ cwd: dir });
-    expect(await demoCommand(['--out', 'demo.json'], io, clock)).toBe(0);
+    expect(await writeDemoFeed({ out: 'demo.json' }, io, clock)).toBe(0);
     const written = JSON.parse(readFileSync(join(dir, 'demo.json'), 'utf8'));
     expect(validateFeed(written).ok).toBe(true);
     expect(written.demo).toBe(true);
@@ -57,9 +58,12 @@ describe('feedmirror demo', () => {
   });
 
   it('exit 2 on a missing --out value or an unknown argument', async () => {
-    expect(await demoCommand(['--out'], memoryIO({ cwd: tmpdir() }), clock)).toBe(2);
+    const missing = memoryIO({ cwd: tmpdir() });
+    expect(await main(['demo', '--out'], missing)).toBe(2);
+    expect(missing.err()).toMatch(/option '-o, --out <file>' argument missing/);
     const io = memoryIO({ cwd: tmpdir() });
-    expect(await demoCommand(['--bogus'], io, clock)).toBe(2);
-    expect(io.err()).toMatch(/unexpected argument --bogus/);
+    expect(await main(['demo', '--bogus'], io)).toBe(2);
+    expect(io.err()).toMatch(/unknown option '--bogus'/);
+    expect(io.out()).toBe('');
   });
 });

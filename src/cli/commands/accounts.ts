@@ -1,93 +1,114 @@
-import { parseArgs } from 'node:util';
+import { Option, type Command } from 'commander';
 import { EXIT, readAll, type CliIO } from '../io.ts';
-import { AppContext } from '../context.ts';
-import { connectWithShortLivedToken, importLongLivedToken } from '../../accounts/connect.ts';
-import { listAccounts, removeAccount } from '../../store/accounts.ts';
-import { scheduleAccount, unscheduleAccount } from '../../../jobs/catalogue.ts';
+import { accountIdArgument, printJson, withContext, withExamples, type Cli } from '../command.ts';
 
-const USAGE = `usage:
-  feedmirror accounts add [--json] [--long-lived [--expires-at <date>]]   (token on standard input)
-  feedmirror accounts list [--json]
-  feedmirror accounts remove <id>
-`;
+/** A token is a few hundred bytes; anything near this is not a token (and is never buffered whole). */
+export const STDIN_MAX_BYTES = 8 * 1024;
 
 /**
- * `feedmirror accounts`. The token is read from standard input, never from an argument, where
- * shells and process lists would keep it (R-TOK-11).
+ * `feedmirror accounts add|list|remove`. The token is read from standard input, never from an
+ * argument, where shells and process lists would keep it (R-TOK-11).
  */
-export async function accountsCommand(argv: string[], io: CliIO, ctxFactory = () => new AppContext(io.env)): Promise<number> {
-  const [sub, ...rest] = argv;
-  const { values, positionals } = parseArgs({
-    args: rest,
-    options: { json: { type: 'boolean' }, 'long-lived': { type: 'boolean' }, 'expires-at': { type: 'string' } },
-    allowPositionals: true,
-  });
-  if (!sub || !['add', 'list', 'remove'].includes(sub)) {
-    io.stderr.write(USAGE);
-    return EXIT.usage;
-  }
-  const ctx = ctxFactory();
-  try {
-    const db = await ctx.migratedDb();
-    if (sub === 'add') {
-      const token = (await readAll(io.stdin)).trim();
-      if (!token) {
-        io.stderr.write('no token on standard input: pipe it in, e.g. `feedmirror accounts add < token.txt`\n');
-        return EXIT.usage;
-      }
-      if (/\s/.test(token)) {
-        io.stderr.write('standard input holds more than one word; give the token alone\n');
-        return EXIT.usage;
-      }
-      let expiresAt: Date | undefined;
-      if (values['expires-at']) {
-        expiresAt = new Date(values['expires-at']);
-        if (Number.isNaN(expiresAt.getTime())) {
-          io.stderr.write(`--expires-at: not a date: ${values['expires-at']}\n`);
-          return EXIT.usage;
-        }
-      }
-      const deps = { db, cipher: ctx.cipher, platform: ctx.platform, clock: ctx.clock, logger: ctx.logger };
-      const account = values['long-lived'] ? await importLongLivedToken(deps, token, { expiresAt }) : await connectWithShortLivedToken(deps, token);
-      await scheduleAccount(ctx.queues, account.id, ctx.schedules);
-      if (values.json) io.stdout.write(JSON.stringify({ id: account.id, username: account.username, expiresAt: account.expiresAt.toISOString() }) + '\n');
-      else io.stdout.write(`connected @${account.username} (id ${account.id}); token valid until ${account.expiresAt.toISOString()}\n`);
-      return EXIT.ok;
-    }
-    if (sub === 'list') {
-      const rows = await listAccounts(db, ctx.clock.now());
-      if (values.json) {
-        io.stdout.write(
-          JSON.stringify(
-            rows.map((a) => ({ id: a.id, username: a.username, status: a.status, expiresAt: a.expiresAt?.toISOString() ?? null, daysLeft: a.daysLeft, lastSyncAt: a.lastSyncAt?.toISOString() ?? null, statusReason: a.statusReason })),
-            null,
-            2,
-          ) + '\n',
-        );
-      } else if (rows.length === 0) {
-        io.stdout.write('no accounts connected yet: open PUBLIC_URL/connect or use `feedmirror accounts add`\n');
-      } else {
-        for (const a of rows) {
-          const expiry = a.expiresAt ? `expires ${a.expiresAt.toISOString().slice(0, 10)} (${a.daysLeft} days left)` : 'no token';
-          io.stdout.write(`${a.id}\t@${a.username}\t${a.status}\t${expiry}${a.statusReason ? `\t${a.statusReason}` : ''}\n`);
-        }
-      }
-      return EXIT.ok;
-    }
-    const id = positionals[0];
-    if (!id) {
-      io.stderr.write(USAGE);
+export function register(program: Command, cli: Cli): void {
+  const accounts = program.command('accounts').description('connect (token on standard input), list or remove accounts');
+  withExamples(accounts, 'feedmirror accounts list --json');
+
+  const add = accounts
+    .command('add')
+    .description('connect an account with a short-lived token read from standard input (or a long-lived one with --long-lived)')
+    .option('--json', 'print the connected account as JSON')
+    .option('--long-lived', 'the token is already long-lived (imported as is, not exchanged)')
+    .addOption(new Option('--expires-at <date>', 'expiry of the long-lived token (ISO 8601), when known').implies({ longLived: true }))
+    .action(async (opts: AddOptions) => cli.setExit(await addAccount(opts, cli.io)));
+  withExamples(add, 'feedmirror accounts add < short-lived-token.txt', 'pass show ig/token | feedmirror accounts add --long-lived --expires-at 2026-09-01T00:00:00Z --json');
+
+  const list = accounts
+    .command('list')
+    .description('list the connected accounts, their status and token expiry')
+    .option('--json', 'print the accounts as JSON')
+    .action(async (opts: { json?: boolean }) => cli.setExit(await listAccountsCommand(opts, cli.io)));
+  withExamples(list, 'feedmirror accounts list', "feedmirror accounts list --json | jq -r '.[] | select(.daysLeft < 10) | .username'");
+
+  const remove = accounts
+    .command('remove')
+    .description('remove an account: its token is deleted and its jobs stopped')
+    .addArgument(accountIdArgument())
+    .option('--json', 'print the outcome as JSON')
+    .action(async (id: string, opts: { json?: boolean }) => cli.setExit(await removeAccountCommand(id, opts, cli.io)));
+  withExamples(remove, 'feedmirror accounts remove 17841400000000001');
+}
+
+interface AddOptions {
+  json?: boolean;
+  longLived?: boolean;
+  expiresAt?: string;
+}
+
+async function addAccount(opts: AddOptions, io: CliIO): Promise<number> {
+  let expiresAt: Date | undefined;
+  if (opts.expiresAt !== undefined) {
+    expiresAt = new Date(opts.expiresAt);
+    if (Number.isNaN(expiresAt.getTime())) {
+      io.stderr.write(`--expires-at: not a date: ${opts.expiresAt}\n`);
       return EXIT.usage;
     }
+  }
+  const token = (await readAll(io.stdin, { maxBytes: STDIN_MAX_BYTES })).trim();
+  if (!token) {
+    io.stderr.write('no token on standard input: pipe it in, e.g. `feedmirror accounts add < token.txt`\n');
+    return EXIT.usage;
+  }
+  if (/\s/.test(token)) {
+    io.stderr.write('standard input holds more than one word; give the token alone\n');
+    return EXIT.usage;
+  }
+  return withContext(io, async (ctx) => {
+    const { connectWithShortLivedToken, importLongLivedToken } = await import('../../accounts/connect.ts');
+    const { scheduleAccount } = await import('../../../jobs/catalogue.ts');
+    const db = await ctx.migratedDb();
+    const deps = { db, cipher: ctx.cipher, platform: ctx.platform, clock: ctx.clock, logger: ctx.logger };
+    const account = opts.longLived ? await importLongLivedToken(deps, token, { expiresAt }) : await connectWithShortLivedToken(deps, token);
+    await scheduleAccount(ctx.queues, account.id, ctx.schedules);
+    if (opts.json) io.stdout.write(JSON.stringify({ id: account.id, username: account.username, expiresAt: account.expiresAt.toISOString() }) + '\n');
+    else io.stdout.write(`connected @${account.username} (id ${account.id}); token valid until ${account.expiresAt.toISOString()}\n`);
+    return EXIT.ok;
+  });
+}
+
+async function listAccountsCommand(opts: { json?: boolean }, io: CliIO): Promise<number> {
+  return withContext(io, async (ctx) => {
+    const { listAccounts } = await import('../../store/accounts.ts');
+    const rows = await listAccounts(await ctx.migratedDb(), ctx.clock.now());
+    if (opts.json) {
+      printJson(
+        io,
+        rows.map((a) => ({ id: a.id, username: a.username, status: a.status, expiresAt: a.expiresAt?.toISOString() ?? null, daysLeft: a.daysLeft, lastSyncAt: a.lastSyncAt?.toISOString() ?? null, statusReason: a.statusReason })),
+      );
+    } else if (rows.length === 0) {
+      io.stdout.write('no accounts connected yet: open PUBLIC_URL/connect or use `feedmirror accounts add`\n');
+    } else {
+      for (const a of rows) {
+        const expiry = a.expiresAt ? `expires ${a.expiresAt.toISOString().slice(0, 10)} (${a.daysLeft} days left)` : 'no token';
+        io.stdout.write(`${a.id}\t@${a.username}\t${a.status}\t${expiry}${a.statusReason ? `\t${a.statusReason}` : ''}\n`);
+      }
+    }
+    return EXIT.ok;
+  });
+}
+
+async function removeAccountCommand(id: string, opts: { json?: boolean }, io: CliIO): Promise<number> {
+  return withContext(io, async (ctx) => {
+    const { removeAccount } = await import('../../store/accounts.ts');
+    const { unscheduleAccount } = await import('../../../jobs/catalogue.ts');
+    const db = await ctx.migratedDb();
     await unscheduleAccount(ctx.queues, id);
     const removed = await removeAccount(db, id, ctx.clock.now());
     if (!removed) {
       io.stderr.write(`no account with id ${id}\n`);
       return EXIT.failed;
     }
-    io.stdout.write(`removed account ${id}: its token is deleted and its jobs stopped\n`);
+    if (opts.json) printJson(io, { id, removed: true });
+    else io.stdout.write(`removed account ${id}: its token is deleted and its jobs stopped\n`);
     return EXIT.ok;
-  } finally {
-    await ctx.close();
-  }
+  });
 }

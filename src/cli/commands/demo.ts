@@ -1,43 +1,35 @@
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import type { Command } from 'commander';
 import { EXIT, type CliIO } from '../io.ts';
-import { demoFeed } from '../../demo/demo-feed.ts';
-import { systemClock, type Clock } from '../../util/clock.ts';
-
-const USAGE = 'usage: feedmirror demo [--out <file|->]\n';
+import { withExamples, type Cli } from '../command.ts';
+import type { Clock } from '../../util/clock.ts';
 
 /**
  * `feedmirror demo [--out <file>]`: write the demo feed (demo: true, every kind of post) to the
  * file, or to stdout when no --out is given or it is `-`.
  */
-export async function demoCommand(argv: string[], io: CliIO, clock: Clock = systemClock): Promise<number> {
-  let out: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--out' || arg === '-o') {
-      out = argv[++i];
-      if (out === undefined || out === '') {
-        io.stderr.write(`feedmirror demo: --out needs a file name (or - for stdout)\n${USAGE}`);
-        return EXIT.usage;
-      }
-    } else if (arg.startsWith('--out=')) {
-      out = arg.slice('--out='.length);
-    } else if (arg === '--help' || arg === '-h') {
-      io.stdout.write(USAGE);
-      return EXIT.ok;
-    } else {
-      io.stderr.write(`feedmirror demo: unexpected argument ${arg}\n${USAGE}`);
-      return EXIT.usage;
-    }
-  }
+export function register(program: Command, cli: Cli): void {
+  const cmd = program
+    .command('demo')
+    .description('write a demo feed (demo: true) holding every kind of post')
+    .option('-o, --out <file>', 'write it to this file (- or nothing: standard output)')
+    .action(async (opts: { out?: string }) => {
+      const { clockFromEnv } = await import('../../util/clock.ts');
+      cli.setExit(await writeDemoFeed(opts, cli.io, clockFromEnv(cli.io.env)));
+    });
+  withExamples(cmd, 'feedmirror demo --out demo.json', 'feedmirror demo | feedmirror validate -');
+}
+
+export async function writeDemoFeed(opts: { out?: string }, io: CliIO, clock: Clock): Promise<number> {
+  const { demoFeed } = await import('../../demo/demo-feed.ts');
   const feed = demoFeed(clock.now());
   const text = JSON.stringify(feed, null, 2) + '\n';
-  if (out === undefined || out === '-') {
+  if (opts.out === undefined || opts.out === '-') {
     io.stdout.write(text);
     return EXIT.ok;
   }
-  const target = resolve(io.cwd, out);
-  await writeFile(target, text);
-  io.stderr.write(`wrote demo feed (${feed.posts.length} posts) to ${out}\n`);
+  await writeFile(resolve(io.cwd, opts.out), text);
+  io.stderr.write(`wrote demo feed (${feed.posts.length} posts) to ${opts.out}\n`);
   return EXIT.ok;
 }

@@ -1,37 +1,66 @@
-import { parseArgs } from 'node:util';
-import { z } from 'zod';
+import type { Command } from 'commander';
 import { EXIT, type CliIO } from '../io.ts';
-import { AppContext } from '../context.ts';
-import { runSyncNow } from '../../feeds/sync.ts';
-import { JOBS, enqueue, manualJobId } from '../../../jobs/catalogue.ts';
-import { idSchema } from '../../util/ids.ts';
+import { accountIdArgument, printJson, withContext, withExamples, type Cli } from '../command.ts';
 
-const USAGE = 'usage: feedmirror sync <account-id> [--wait]\n  --wait  run the sync here and now (read, copy, publish), printing progress and a summary\n  without --wait the sync is queued for the workers\n';
-const accountIdSchema = idSchema('account id');
+/** `feedmirror sync <id> [--wait]`: read, copy and publish one account now (or queue it). */
+export function register(program: Command, cli: Cli): void {
+  const cmd = program
+    .command('sync')
+    .description("read, copy and publish one account's feed: queued for the workers, or here and now with --wait")
+    .addArgument(accountIdArgument())
+    .option('--wait', 'run the sync in this process (read, copy, publish), printing progress and a summary')
+    .option('--json', 'print the outcome as JSON (no progress lines)')
+    .action(async (id: string, opts: SyncOptions) => cli.setExit(await sync(id, opts, cli.io)));
+  withExamples(cmd, 'feedmirror sync 17841400000000001 --wait', 'feedmirror sync 17841400000000001          # queued for `feedmirror worker`');
+}
 
-export async function syncCommand(argv: string[], io: CliIO, ctxFactory = () => new AppContext(io.env)): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: { wait: { type: 'boolean' } }, allowPositionals: true });
-  const id = accountIdSchema.safeParse(positionals[0]);
-  if (positionals.length !== 1 || !id.success) {
-    io.stderr.write(id.success || positionals.length !== 1 ? USAGE : `${id.error.issues[0]?.message}\n${USAGE}`);
-    return EXIT.usage;
-  }
-  const ctx = ctxFactory();
-  try {
-    if (!values.wait) {
-      const job = await enqueue(ctx.queues, JOBS.feedSync, { accountId: id.data }, { jobId: manualJobId('sync', id.data, ctx.clock) });
-      io.stdout.write(`sync of ${id.data} queued (job ${job.id}); a running \`feedmirror worker\` picks it up\n`);
+interface SyncOptions {
+  wait?: boolean;
+  json?: boolean;
+}
+
+async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
+  return withContext(io, async (ctx) => {
+    if (!opts.wait) {
+      const { JOBS, enqueue, manualJobId } = await import('../../../jobs/catalogue.ts');
+      const job = await enqueue(ctx.queues, JOBS.feedSync, { accountId: id }, { jobId: manualJobId('sync', id, ctx.clock) });
+      if (opts.json) printJson(io, { accountId: id, queued: true, jobId: job.id ?? null });
+      else io.stdout.write(`sync of ${id} queued (job ${job.id}); a running \`feedmirror worker\` picks it up\n`);
       return EXIT.ok;
     }
+    const { runSyncNow } = await import('../../feeds/sync.ts');
     const deps = await ctx.feedDeps();
-    const r = await runSyncNow(deps, id.data, {
-      onProgress: (p) => io.stdout.write(`pages read ${p.pages}, posts ${p.posts}, images copied ${p.imagesCopied}/${p.imagesToCopy}\n`),
+    const r = await runSyncNow(deps, id, {
+      onProgress: opts.json ? undefined : (p) => io.stdout.write(`pages read ${p.pages}, posts ${p.posts}, images copied ${p.imagesCopied}/${p.imagesToCopy}\n`),
     });
     if (r.sync.outcome !== 'synced') {
-      io.stderr.write(`sync of ${id.data} ${r.sync.outcome}: ${r.sync.reason}\n`);
+      if (opts.json) printJson(io, { accountId: id, outcome: r.sync.outcome, reason: r.sync.reason });
+      io.stderr.write(`sync of ${id} ${r.sync.outcome}: ${r.sync.reason}\n`);
       return EXIT.failed;
     }
     const s = r.sync;
+    const ok = s.complete && r.failedCopies.length === 0;
+    if (opts.json) {
+      printJson(io, {
+        accountId: id,
+        outcome: ok ? 'synced' : 'incomplete',
+        complete: s.complete,
+        pages: s.pages,
+        calls: s.calls,
+        posts: s.posts,
+        newPosts: s.newPosts,
+        changedPosts: s.changedPosts,
+        pruned: s.pruned.length,
+        leftOut: s.dropped.length,
+        imagesCopied: r.copied,
+        imagesReused: r.reused,
+        linksRenewed: r.renewed + s.renewedVideos,
+        failedCopies: r.failedCopies,
+        feed: r.publish?.outcome ?? 'not published',
+        ...(s.error ? { error: s.error } : {}),
+      });
+      return ok ? EXIT.ok : EXIT.failed;
+    }
     io.stdout.write(
       `summary: ${s.complete ? 'complete' : 'INCOMPLETE (nothing pruned)'} listing, ${s.pages} pages, ${s.calls} API calls; ` +
         `${s.posts} posts (${s.newPosts} new, ${s.changedPosts} changed, ${s.pruned.length} pruned, ${s.dropped.length} left out); ` +
@@ -40,8 +69,6 @@ export async function syncCommand(argv: string[], io: CliIO, ctxFactory = () => 
     );
     for (const f of r.failedCopies) io.stdout.write(`  could not copy ${f.mediaId}/${f.slot}: ${f.error}\n`);
     if (s.error) io.stdout.write(`  listing stopped early: ${s.error}\n`);
-    return s.complete && r.failedCopies.length === 0 ? EXIT.ok : EXIT.failed;
-  } finally {
-    await ctx.close();
-  }
+    return ok ? EXIT.ok : EXIT.failed;
+  });
 }

@@ -1,35 +1,26 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import type { Command } from 'commander';
 import { EXIT, readAll, type CliIO } from '../io.ts';
-import { validateFeed } from '../../schema/validate.ts';
-
-const USAGE = 'usage: feedmirror validate [--json] <file|->\n';
+import { withExamples, type Cli } from '../command.ts';
 
 /**
  * `feedmirror validate <file|->`: check a feed against schema v1.
  * Exit 0 valid, 1 invalid (every problem on its own line with its JSON path), 2 when the input
  * cannot be read as JSON at all (missing file, empty, not JSON) or the arguments are wrong.
  */
-export async function validateCommand(argv: string[], io: CliIO): Promise<number> {
-  let json = false;
-  const files: string[] = [];
-  for (const arg of argv) {
-    if (arg === '--json') json = true;
-    else if (arg === '--help' || arg === '-h') {
-      io.stdout.write(USAGE);
-      return EXIT.ok;
-    } else if (arg.startsWith('--')) {
-      io.stderr.write(`feedmirror validate: unknown option ${arg}\n${USAGE}`);
-      return EXIT.usage;
-    } else files.push(arg);
-  }
-  const [file] = files;
-  if (file === undefined || files.length > 1) {
-    io.stderr.write(`feedmirror validate: give exactly one file, or - for stdin\n${USAGE}`);
-    return EXIT.usage;
-  }
-  const label = file === '-' ? '<stdin>' : file;
+export function register(program: Command, cli: Cli): void {
+  const cmd = program
+    .command('validate')
+    .description('check a feed (schema v1 JSON) and list every problem with its JSON path')
+    .argument('<file>', 'the feed file, or - for standard input')
+    .option('--json', 'print the result as JSON')
+    .action(async (file: string, opts: { json?: boolean }) => cli.setExit(await validateFile(file, opts, cli.io)));
+  withExamples(cmd, 'feedmirror validate feeds/17841400000000001.json', 'curl -s https://cdn.example.com/feeds/1784.json | feedmirror validate - --json');
+}
 
+export async function validateFile(file: string, opts: { json?: boolean }, io: CliIO): Promise<number> {
+  const label = file === '-' ? '<stdin>' : file;
   let text: string;
   try {
     text = file === '-' ? await readAll(io.stdin) : await readFile(resolve(io.cwd, file), 'utf8');
@@ -51,18 +42,15 @@ export async function validateCommand(argv: string[], io: CliIO): Promise<number
     return EXIT.usage;
   }
 
+  const { validateFeed } = await import('../../schema/validate.ts');
   const result = validateFeed(input);
   if (result.ok) {
     const n = result.feed.posts.length;
-    io.stdout.write(
-      json
-        ? JSON.stringify({ valid: true, file: label, posts: n }) + '\n'
-        : `valid: ${label} (${n} post${n === 1 ? '' : 's'})\n`,
-    );
+    io.stdout.write(opts.json ? JSON.stringify({ valid: true, file: label, posts: n }) + '\n' : `valid: ${label} (${n} post${n === 1 ? '' : 's'})\n`);
     return EXIT.ok;
   }
   const { problems } = result;
-  if (json) {
+  if (opts.json) {
     io.stdout.write(JSON.stringify({ valid: false, file: label, problems }, null, 2) + '\n');
   } else {
     for (const p of problems) io.stdout.write(`${p.path}: ${p.message}\n`);

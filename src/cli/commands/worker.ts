@@ -1,72 +1,24 @@
-import { EXIT, type CliIO } from '../io.ts';
-import { AppContext } from '../context.ts';
-import { startWorker, type RunningWorker } from '../../../jobs/worker.ts';
-import { startMetricsServer, type MetricsServer } from '../../metrics/server.ts';
-import { applyHeapGrowthPercent } from '../../util/heap.ts';
+import type { Command } from 'commander';
+import { EXIT } from '../io.ts';
+import { withContext, withExamples, type Cli } from '../command.ts';
+import { untilStopSignal } from '../signals.ts';
 
-export interface RunningWorkerProcess extends RunningWorker {
-  /** The METRICS_PORT listener's address, when one was asked for. */
-  metricsUrl?: string;
-}
-
-/** The worker on the context's configuration (also used by the demo). */
-export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWorkerProcess> {
-  applyHeapGrowthPercent(ctx.config.HEAP_GROWTH_PERCENT);
-  const db = await ctx.migratedDb();
-  // Created before anything calls the platform, so every call is counted.
-  const metrics = ctx.metrics;
-  let metricsServer: MetricsServer | undefined;
-  if (ctx.config.METRICS_PORT !== undefined) {
-    // Listening first: a port in use is a start-up error, before any job is taken.
-    metricsServer = await startMetricsServer({ metrics, host: ctx.config.METRICS_HOST, port: ctx.config.METRICS_PORT, logger: ctx.logger });
-    ctx.logger.info({ url: metricsServer.url }, 'worker metrics listening (/metrics, /healthz)');
-  }
-  let worker: RunningWorker;
-  try {
-    worker = await startWorker({
-      db,
-      cipher: ctx.cipher,
-      platform: ctx.platform,
-      mailer: ctx.mailer,
-      clock: ctx.clock,
-      logger: ctx.logger,
-      redis: ctx.redis,
-      queues: ctx.queues,
-      publicUrl: ctx.config.PUBLIC_URL,
-      schedules: ctx.schedules,
-      refreshAfterMs: ctx.refreshAfterMs,
-      concurrency: ctx.config.WORKER_CONCURRENCY,
-      sweepCron: ctx.config.EXPIRY_SWEEP_CRON,
-      feed: { ...(await ctx.feedDeps()), metrics },
-      metrics,
+/** `feedmirror worker`: runs the job workers until SIGTERM/SIGINT, then lets running jobs finish. */
+export function register(program: Command, cli: Cli): void {
+  const cmd = program
+    .command('worker')
+    .description('run the job workers (token refresh, sync, copy, publish, alerts) until SIGTERM or Ctrl-C')
+    .action(async () => {
+      // withContext closes everything it opened, also when the start fails (exit non-zero, no hang).
+      const code = await withContext(cli.io, async (ctx) => {
+        const { startWorkerFromContext } = await import('../start/worker.ts');
+        const worker = await startWorkerFromContext(ctx);
+        const signal = await untilStopSignal();
+        ctx.logger.info({ signal }, 'shutting down: running jobs finish, waiting jobs stay queued');
+        await worker.close();
+        return EXIT.ok;
+      });
+      cli.setExit(code);
     });
-  } catch (err) {
-    await metricsServer?.close();
-    throw err;
-  }
-  return {
-    ...(metricsServer ? { metricsUrl: metricsServer.url } : {}),
-    async close() {
-      await worker.close();
-      // Last: a final scrape can still see the counts of the jobs that just finished.
-      await metricsServer?.close();
-    },
-  };
-}
-
-/** `feedmirror worker`: runs until SIGTERM/SIGINT, then lets running jobs finish. */
-export async function workerCommand(_argv: string[], io: CliIO): Promise<number> {
-  const ctx = new AppContext(io.env);
-  const worker = await startWorkerFromContext(ctx);
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      ctx.logger.info({ signal }, 'shutting down: running jobs finish, waiting jobs stay queued');
-      resolve();
-    };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
-  });
-  await worker.close();
-  await ctx.close();
-  return EXIT.ok;
+  withExamples(cmd, 'set -a; . ./.env; set +a; feedmirror worker');
 }

@@ -1,0 +1,21 @@
+import type { RegisterCommand } from '../command.ts';
+import { register as validate } from './validate.ts';
+import { register as demo } from './demo.ts';
+import { register as simulator } from './simulator.ts';
+import { register as migrate } from './migrate.ts';
+import { register as accounts } from './accounts.ts';
+import { register as refresh } from './refresh.ts';
+import { register as checkExpiry } from './check-expiry.ts';
+import { register as keys } from './keys.ts';
+import { register as sync } from './sync.ts';
+import { register as feeds } from './feeds.ts';
+import { register as worker } from './worker.ts';
+import { register as serve } from './serve.ts';
+import { register as demoRun } from './demo-run.ts';
+
+/**
+ * Every command of `feedmirror`, in the order `feedmirror --help` lists them. To add one: write
+ * ./<name>.ts exporting `register(program, cli)` (see ../command.ts), import heavy modules only
+ * inside its action, and add it here. test/unit/cli-help.test.ts then checks its --help.
+ */
+export const commandModules: RegisterCommand[] = [validate, demo, simulator, migrate, accounts, refresh, checkExpiry, keys, sync, feeds, worker, serve, demoRun];

@@ -1,0 +1,62 @@
+import type { Command } from 'commander';
+import { EXIT, type CliIO } from '../io.ts';
+import { accountIdArgument, withContext, withExamples, type Cli } from '../command.ts';
+import type { RefreshOutcome } from '../../accounts/token-refresh.ts';
+
+/** `feedmirror refresh <id>`: refresh one account's token now (never before it is 24 hours old). */
+export function register(program: Command, cli: Cli): void {
+  const cmd = program
+    .command('refresh')
+    .description("refresh one account's token now (the platform allows it once the token is 24 hours old)")
+    .addArgument(accountIdArgument())
+    .option('--json', 'print the outcome as JSON')
+    .action(async (id: string, opts: { json?: boolean }) => cli.setExit(await refresh(id, opts, cli.io)));
+  withExamples(cmd, 'feedmirror refresh 17841400000000001', 'feedmirror refresh 17841400000000001 --json');
+}
+
+async function refresh(id: string, opts: { json?: boolean }, io: CliIO): Promise<number> {
+  return withContext(io, async (ctx) => {
+    const { refreshAccountToken } = await import('../../accounts/token-refresh.ts');
+    const { unscheduleAccount } = await import('../../../jobs/catalogue.ts');
+    const { alertReauthRequired } = await import('../../alerts/sweep.ts');
+    const db = await ctx.migratedDb();
+    const sweepDeps = { db, mailer: ctx.mailer, clock: ctx.clock, logger: ctx.logger, publicUrl: ctx.config.PUBLIC_URL };
+    // `force`: refresh now even before 30 days, but never before 24 hours (R-TOK-5).
+    const outcome = await refreshAccountToken(
+      {
+        db,
+        cipher: ctx.cipher,
+        platform: ctx.platform,
+        clock: ctx.clock,
+        logger: ctx.logger,
+        refreshAfterMs: ctx.refreshAfterMs,
+        onReauthRequired: async (accountId) => {
+          await unscheduleAccount(ctx.queues, accountId);
+          await alertReauthRequired(sweepDeps, accountId);
+        },
+      },
+      { accountId: id, force: true },
+    );
+    if (opts.json) io.stdout.write(JSON.stringify(outcome) + '\n');
+    else io.stdout.write(describeOutcome(outcome) + '\n');
+    return outcome.outcome === 'refreshed' ? EXIT.ok : EXIT.failed;
+  });
+}
+
+/** What an operator reads about a refresh outcome (also the dashboard's wording). */
+export function describeOutcome(o: RefreshOutcome): string {
+  switch (o.outcome) {
+    case 'refreshed':
+      return `refreshed; the token is now valid until ${o.expiresAt.toISOString()}`;
+    case 'not-due':
+      return `not refreshed: the platform refreshes tokens only once they are 24 hours old; possible from ${o.dueAt.toISOString()}`;
+    case 'backoff':
+      return `not refreshed: the last attempt failed; next attempt after ${o.nextAttemptAt.toISOString()}`;
+    case 'reauth-required':
+      return `the account needs its owner to log in again: ${o.reason}`;
+    case 'failed':
+      return `refresh failed; the stored token is kept (valid until ${o.expiresAt.toISOString()}): ${o.reason}`;
+    case 'skipped':
+      return `not refreshed: ${o.reason}`;
+  }
+}

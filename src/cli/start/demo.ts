@@ -1,0 +1,158 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync } from 'node:fs';
+import { resolve, join } from 'node:path';
+import { createServer } from 'node:net';
+import pg from 'pg';
+import { EXIT, type CliIO } from '../io.ts';
+import { AppContext } from '../context.ts';
+import { createLogger } from '../../util/logger.ts';
+import { startSimulator } from '../../simulator/index.ts';
+import { followWallClock } from '../../simulator/wall-clock.ts';
+import { feedKey } from '../../storage/keys.ts';
+import { createQueue, QUEUE } from '../../../jobs/queues.ts';
+import { startServer } from './server.ts';
+import { startWorkerFromContext } from './worker.ts';
+
+/**
+ * `npm run demo`: the real thing on embedded defaults. The simulator plays the platform (on the
+ * wall clock), local Redis and Postgres hold the queues and state (a demo database and key prefix
+ * of their own, reset on every run), the local folder holds the copies and feeds, and emails go to
+ * the outbox folder. A demo account is connected through the real OAuth flow (/connect, the
+ * platform's login, /callback), synced, mirrored and published by the real worker; the dashboard
+ * runs until Ctrl-C (`--exit` stops once the feed is published).
+ */
+export interface DemoOptions {
+  port?: number;
+  posts?: number;
+  exit?: boolean;
+}
+
+export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
+  const say = (s: string) => io.stdout.write(`${s}\n`);
+  const root = resolve(io.cwd, 'data', 'demo');
+  rmSync(root, { recursive: true, force: true });
+  mkdirSync(root, { recursive: true });
+
+  const sim = await startSimulator({ start: Date.now() });
+  const stopClock = followWallClock(sim);
+  const port = await freePort(values.port ?? 8080);
+  const publicUrl = `http://127.0.0.1:${port}`;
+  const adminUrl = io.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const databaseUrl = await resetDemoDatabase(adminUrl);
+  const password = randomBytes(9).toString('base64url');
+  const env: NodeJS.ProcessEnv = {
+    ...io.env,
+    DATABASE_URL: databaseUrl,
+    REDIS_PREFIX: 'feedmirror-demo',
+    GRAPH_URL: sim.graphUrl,
+    AUTHORIZE_URL: sim.authorizeUrl,
+    OAUTH_TOKEN_URL: sim.oauthTokenUrl,
+    APP_ID: sim.appId,
+    APP_SECRET: sim.appSecret,
+    TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    STORAGE_URL: join(root, 'storage'),
+    OUTBOX_DIR: join(root, 'outbox'),
+    MEDIA_ALLOWED_HOSTS: sim.imageHost,
+    // serve maps storage keys onto /media, /widget and /feeds: feeds then carry http image URLs.
+    MEDIA_PUBLIC_URL: `${publicUrl}/`,
+    PUBLIC_URL: publicUrl,
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    DASHBOARD_USER: 'demo',
+    DASHBOARD_PASSWORD: password,
+    LOG_LEVEL: io.env.LOG_LEVEL ?? 'warn',
+  };
+  delete env.SMTP_URL;
+  const ctx = new AppContext(env, { logger: createLogger({ level: env.LOG_LEVEL }) });
+  // Start from empty queues: the demo's own prefix, emptied on every run.
+  for (const name of Object.values(QUEUE)) {
+    const q = createQueue(name, ctx.redis);
+    await q.obliterate({ force: true });
+    await q.close();
+  }
+  const worker = await startWorkerFromContext(ctx);
+  const server = await startServer(ctx);
+  try {
+    say(`platform simulator: ${sim.url} (the platform's login and API), images at ${sim.imageBaseUrl}`);
+    const account = sim.createAccount({ username: 'demo.bakery', name: 'Demo Bakery', posts: values.posts ?? 24 });
+    // The owner's side of the OAuth flow, as a browser would follow it.
+    sim.autoApprove = account.id;
+    const toLogin = await fetch(`${publicUrl}/connect`, { redirect: 'manual' });
+    const toCallback = await fetch(toLogin.headers.get('location') ?? '', { redirect: 'manual' });
+    const done = await fetch(toCallback.headers.get('location') ?? '');
+    if (done.status !== 200) throw new Error(`connecting the demo account failed: HTTP ${done.status}`);
+    say(`connected @${account.username} through ${publicUrl}/connect`);
+
+    const key = feedKey(account.id);
+    const deadline = Date.now() + 120_000;
+    let posts = 0;
+    for (;;) {
+      const obj = await ctx.storage.get(key);
+      const feed = obj ? (JSON.parse(obj.body.toString('utf8')) as { demo: boolean; posts: unknown[] }) : undefined;
+      if (feed && !feed.demo) {
+        posts = feed.posts.length;
+        break;
+      }
+      if (Date.now() > deadline) throw new Error('the demo feed was not published within 2 minutes; run with LOG_LEVEL=info to see why');
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const feedPath = join(env.STORAGE_URL as string, key);
+    // A plain page as a site would embed the widget, served next to the widget script.
+    const snippet = `<div data-feedmirror-feed="${publicUrl}/feeds/${account.id}.json" data-layout="grid" data-limit="12"></div>\n<script defer src="${publicUrl}/widget/feedmirror-widget.js"></script>`;
+    await ctx.storage.put('widget/demo.html', Buffer.from(`<!doctype html>\n<meta charset="utf-8">\n<title>feedmirror widget demo</title>\n<h1>A site embedding the mirrored feed</h1>\n${snippet}\n`), {
+      contentType: 'text/html; charset=utf-8',
+      cacheControl: 'no-cache',
+    });
+    say(`synced, mirrored and published ${posts} posts`);
+    say('');
+    say(`dashboard:       ${server.dashboardUrl}   (user: demo, password: ${password})`);
+    say(`feed:            ${feedPath}`);
+    say(`feed over HTTP:  ${publicUrl}/feeds/${account.id}.json`);
+    say(`feed preview:    ${server.dashboardUrl}/accounts/${account.id}/preview   (in the dashboard)`);
+    say(`widget preview:  ${publicUrl}/widget/demo.html   (a plain page embedding the widget, as a site would)`);
+    say(`alert emails:    ${env.OUTBOX_DIR}`);
+    say(`validate it:     npx feedmirror validate ${feedPath}`);
+    if (values.exit) return EXIT.ok;
+    say('\nrunning; press Ctrl-C to stop');
+    await new Promise<void>((r) => {
+      process.once('SIGINT', () => r());
+      process.once('SIGTERM', () => r());
+    });
+    return EXIT.ok;
+  } finally {
+    await server.close();
+    await worker.close();
+    await ctx.close();
+    stopClock();
+    await sim.close();
+  }
+}
+
+/** The demo database, dropped and created afresh (it holds nothing but demo data). */
+async function resetDemoDatabase(adminUrl: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query('DROP DATABASE IF EXISTS feedmirror_demo WITH (FORCE)');
+    await admin.query('CREATE DATABASE feedmirror_demo');
+  } finally {
+    await admin.end();
+  }
+  const u = new URL(adminUrl);
+  u.pathname = '/feedmirror_demo';
+  return u.toString();
+}
+
+/** `preferred` when free, else any free port. */
+async function freePort(preferred: number): Promise<number> {
+  const tryPort = (p: number) =>
+    new Promise<number | null>((resolvePort) => {
+      const s = createServer();
+      s.once('error', () => resolvePort(null));
+      s.listen(p, '127.0.0.1', () => {
+        const { port } = s.address() as { port: number };
+        s.close(() => resolvePort(port));
+      });
+    });
+  return (await tryPort(preferred)) ?? ((await tryPort(0)) as number);
+}

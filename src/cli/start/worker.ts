@@ -1,0 +1,54 @@
+import type { AppContext } from '../context.ts';
+import { startWorker, type RunningWorker } from '../../../jobs/worker.ts';
+import { startMetricsServer, type MetricsServer } from '../../metrics/server.ts';
+import { applyHeapGrowthPercent } from '../../util/heap.ts';
+
+export interface RunningWorkerProcess extends RunningWorker {
+  /** The METRICS_PORT listener's address, when one was asked for. */
+  metricsUrl?: string;
+}
+
+/** The worker on the context's configuration (also used by the demo). */
+export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWorkerProcess> {
+  applyHeapGrowthPercent(ctx.config.HEAP_GROWTH_PERCENT);
+  const db = await ctx.migratedDb();
+  // Created before anything calls the platform, so every call is counted.
+  const metrics = ctx.metrics;
+  let metricsServer: MetricsServer | undefined;
+  if (ctx.config.METRICS_PORT !== undefined) {
+    // Listening first: a port in use is a start-up error, before any job is taken.
+    metricsServer = await startMetricsServer({ metrics, host: ctx.config.METRICS_HOST, port: ctx.config.METRICS_PORT, logger: ctx.logger });
+    ctx.logger.info({ url: metricsServer.url }, 'worker metrics listening (/metrics, /healthz)');
+  }
+  let worker: RunningWorker;
+  try {
+    worker = await startWorker({
+      db,
+      cipher: ctx.cipher,
+      platform: ctx.platform,
+      mailer: ctx.mailer,
+      clock: ctx.clock,
+      logger: ctx.logger,
+      redis: ctx.redis,
+      queues: ctx.queues,
+      publicUrl: ctx.config.PUBLIC_URL,
+      schedules: ctx.schedules,
+      refreshAfterMs: ctx.refreshAfterMs,
+      concurrency: ctx.config.WORKER_CONCURRENCY,
+      sweepCron: ctx.config.EXPIRY_SWEEP_CRON,
+      feed: { ...(await ctx.feedDeps()), metrics },
+      metrics,
+    });
+  } catch (err) {
+    await metricsServer?.close();
+    throw err;
+  }
+  return {
+    ...(metricsServer ? { metricsUrl: metricsServer.url } : {}),
+    async close() {
+      await worker.close();
+      // Last: a final scrape can still see the counts of the jobs that just finished.
+      await metricsServer?.close();
+    },
+  };
+}
