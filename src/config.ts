@@ -14,6 +14,12 @@ const csv = z
   .string()
   .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean));
 const posInt = z.coerce.number().int().positive();
+/**
+ * An address as mail servers take it: local part @ host, where the host may be a single label
+ * (`feedmirror@localhost`, the documented default, and internal relays). zod's email() wants a
+ * dotted public domain, which refused the very default .env.example ships.
+ */
+const emailAddress = z.string().regex(/^[^\s@<>(),;:"]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/, 'must be an email address (name@host)');
 
 export const configSchema = z.object({
   /** Platform API host (R-MED-1). */
@@ -49,8 +55,8 @@ export const configSchema = z.object({
   /** 32-byte key, base64 or hex; several keys as `id:key,id:key`, the first one encrypts. */
   TOKEN_ENCRYPTION_KEY: z.string().min(1).optional(),
   SMTP_URL: z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),
-  ALERT_EMAIL_TO: z.string().email().optional(),
-  ALERT_EMAIL_FROM: z.string().email().default('feedmirror@localhost'),
+  ALERT_EMAIL_TO: emailAddress.optional(),
+  ALERT_EMAIL_FROM: emailAddress.default('feedmirror@localhost'),
   /** Folder for emails when no SMTP_URL is set. */
   OUTBOX_DIR: z.string().min(1).default('./data/outbox'),
   PUBLIC_URL: url('public address of `feedmirror serve`').default('http://127.0.0.1:8080'),

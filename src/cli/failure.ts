@@ -28,10 +28,16 @@ export function describeFailure(err: unknown): Failure {
     e instanceof StorageUnavailableError ||
     (e as { unavailable?: boolean }).unavailable === true ||
     (typeof code === 'string' && UNREACHABLE.has(code));
-  const firstLine = (e.message || e.name || 'failed').split('\n')[0]!;
+  // A configuration error lists every variable at fault (names only, never values) on one line.
+  const firstLine = isConfigError(e) ? `invalid configuration: ${e.problems.join('; ')}` : (e.message || e.name || 'failed').split('\n')[0]!;
   return {
     message: stripCredentials(redactText(firstLine)),
     ...(e.stack ? { stack: stripCredentials(redactText(e.stack)) } : {}),
     unavailable,
   };
+}
+
+/** src/config.ts's ConfigError, recognised without loading the config module (zod, node-cron). */
+function isConfigError(e: Error): e is Error & { problems: string[] } {
+  return e.name === 'ConfigError' && Array.isArray((e as { problems?: unknown }).problems);
 }

@@ -13,6 +13,13 @@ export function register(program: Command, cli: Cli): void {
     .description('run the HTTP server (dashboard, connect and callback, feeds, health, metrics) until SIGTERM or Ctrl-C')
     .action(async () => {
       const { io } = cli;
+      // Configuration first, before any service is touched: one line naming every variable at fault.
+      const { preflight } = await import('../preflight.ts');
+      const pre = await preflight(cli.io.env, 'serve');
+      if (!pre.ok) {
+        cli.io.stderr.write(`feedmirror serve: cannot start: ${pre.problems.join('; ')}\n`);
+        return cli.setExit(EXIT.failed);
+      }
       const code = await withContext(io, async (ctx) => {
         const { startServer } = await import('../start/server.ts');
         const running = await startServer(ctx);

@@ -9,6 +9,13 @@ export function register(program: Command, cli: Cli): void {
     .command('worker')
     .description('run the job workers (token refresh, sync, copy, publish, alerts) until SIGTERM or Ctrl-C')
     .action(async () => {
+      // Configuration first, before any service is touched: one line naming every variable at fault.
+      const { preflight } = await import('../preflight.ts');
+      const pre = await preflight(cli.io.env, 'worker');
+      if (!pre.ok) {
+        cli.io.stderr.write(`feedmirror worker: cannot start: ${pre.problems.join('; ')}\n`);
+        return cli.setExit(EXIT.failed);
+      }
       // withContext closes everything it opened, also when the start fails (exit non-zero, no hang).
       const code = await withContext(cli.io, async (ctx) => {
         const { startWorkerFromContext } = await import('../start/worker.ts');
