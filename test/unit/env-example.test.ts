@@ -1,11 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfig } from '../../src/config.ts';
 import { preflight, type Role } from '../../src/cli/preflight.ts';
 import { interpolate, parseComposeEnvFile } from '../support/compose-env.ts';
+import { main } from '../../src/cli/main.ts';
+import { memoryIO } from '../support/memory-io.ts';
 
 /**
  * .env.example works as shipped: it loads in bash (`set -a; . ./.env.example`) and as a compose
@@ -83,15 +86,19 @@ describe('infra/compose.yaml services, resolved as compose does', () => {
     return { env, role: role! };
   }
 
-  /** .env.example with what the compose file's header asks the operator to fill in. */
-  const filled = EXAMPLE.replace(/^APP_ID=$/m, 'APP_ID=1234567890')
-    .replace(/^APP_SECRET=$/m, 'APP_SECRET=an-app-secret-of-the-operator')
-    .replace(/^TOKEN_ENCRYPTION_KEY=$/m, `TOKEN_ENCRYPTION_KEY=${Buffer.alloc(32, 7).toString('base64')}`)
-    .replace(/^DASHBOARD_USER=$/m, 'DASHBOARD_USER=admin')
-    .replace(/^DASHBOARD_PASSWORD=$/m, 'DASHBOARD_PASSWORD=correct-horse-battery');
+  /** What the compose file's header says to run first: `feedmirror init`. */
+  async function initDotEnv(): Promise<string> {
+    const dir = mkdtempSync(path.join(tmpdir(), 'fm-compose-'));
+    expect(await main(['init', '--storage', 's3://feedmirror/'], memoryIO({ cwd: dir }))).toBe(0);
+    return readFileSync(path.join(dir, '.env'), 'utf8');
+  }
 
-  it.each(['migrate', 'worker', 'server'])('%s starts on the filled-in .env', async (name) => {
-    const { env, role } = resolveService(name, filled);
+  it('the header says to start with feedmirror init', () => {
+    expect(readFileSync(path.join(ROOT, 'infra', 'compose.yaml'), 'utf8')).toMatch(/^# +npx feedmirror init /m);
+  });
+
+  it.each(['migrate', 'worker', 'server'])('%s starts on the .env that feedmirror init writes', async (name) => {
+    const { env, role } = resolveService(name, await initDotEnv());
     const pre = await preflight(env, role);
     expect(pre.ok ? [] : pre.problems).toEqual([]);
     if (!pre.ok) return;

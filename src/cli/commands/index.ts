@@ -1,4 +1,5 @@
 import type { RegisterCommand } from '../command.ts';
+import { register as init } from './init.ts';
 import { register as validate } from './validate.ts';
 import { register as demo } from './demo.ts';
 import { register as simulator } from './simulator.ts';
@@ -18,4 +19,4 @@ import { register as demoRun } from './demo-run.ts';
  * ./<name>.ts exporting `register(program, cli)` (see ../command.ts), import heavy modules only
  * inside its action, and add it here. test/unit/cli-help.test.ts then checks its --help.
  */
-export const commandModules: RegisterCommand[] = [validate, demo, simulator, migrate, accounts, refresh, checkExpiry, keys, sync, feeds, worker, serve, demoRun];
+export const commandModules: RegisterCommand[] = [init, validate, demo, simulator, migrate, accounts, refresh, checkExpiry, keys, sync, feeds, worker, serve, demoRun];

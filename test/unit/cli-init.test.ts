@@ -1,0 +1,84 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.ts';
+import { preflight } from '../../src/cli/preflight.ts';
+import { TokenCipher } from '../../src/store/crypto.ts';
+import { memoryIO } from '../support/memory-io.ts';
+import { parseComposeEnvFile } from '../support/compose-env.ts';
+import { registerSecretForAudit } from '../support/capture.ts';
+
+/** `feedmirror init`: a .env that works as written, never overwriting one. */
+const fresh = () => mkdtempSync(path.join(tmpdir(), 'fm-init-'));
+
+function bashEnv(file: string): Record<string, string> {
+  const r = spawnSync('bash', ['--norc', '--noprofile', '-c', `set -a; . "${file}"; set +a; env -0`], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  expect(r.stderr).toBe('');
+  return Object.fromEntries(r.stdout.split('\0').filter((e) => e.includes('=')).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+}
+
+describe('feedmirror init', () => {
+  it('writes .env (mode 600) with a fresh key and dashboard login and the storage named; worker and serve accept it in bash and compose alike', async () => {
+    const dir = fresh();
+    const io = memoryIO({ cwd: dir });
+    expect(await main(['init', '--storage', 's3://my-feeds/feedmirror', '--public-url', 'https://feeds.example.com/'], io)).toBe(0);
+    const file = path.join(dir, '.env');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const text = readFileSync(file, 'utf8');
+    const env = bashEnv(file);
+    registerSecretForAudit(env.TOKEN_ENCRYPTION_KEY!);
+    registerSecretForAudit(env.DASHBOARD_PASSWORD!);
+    expect(parseComposeEnvFile(text)).toEqual(Object.fromEntries(Object.keys(parseComposeEnvFile(text)).map((k) => [k, env[k]])));
+    expect(Buffer.from(env.TOKEN_ENCRYPTION_KEY!, 'base64')).toHaveLength(32);
+    expect(() => TokenCipher.fromEnv(env.TOKEN_ENCRYPTION_KEY)).not.toThrow();
+    expect(env.DASHBOARD_USER).toBe('admin');
+    expect(env.DASHBOARD_PASSWORD!.length).toBeGreaterThanOrEqual(20);
+    expect(env.STORAGE_URL).toBe('s3://my-feeds/feedmirror');
+    expect(env.PUBLIC_URL).toBe('https://feeds.example.com');
+    for (const role of ['worker', 'serve'] as const) {
+      const pre = await preflight({ ...env, HOST: '0.0.0.0' }, role);
+      expect(pre.ok ? [] : pre.problems).toEqual([]);
+    }
+    // What is left to fill in is said in the file and on stdout; no secret is printed.
+    expect(text).toMatch(/^# TODO: fill in\nAPP_ID=$/m);
+    expect(text).toMatch(/AWS_ACCESS_KEY_ID/);
+    expect(io.out()).toMatch(/left to fill in:\n {2}- APP_ID and APP_SECRET/);
+    expect(io.out()).toMatch(/MEDIA_PUBLIC_URL/);
+    expect(io.out()).not.toContain(env.TOKEN_ENCRYPTION_KEY!);
+    expect(io.out()).not.toContain(env.DASHBOARD_PASSWORD!);
+  });
+
+  it('a folder: storage served by feedmirror serve, so MEDIA_PUBLIC_URL is set; every run makes a new key', async () => {
+    const a = fresh();
+    const b = fresh();
+    expect(await main(['init', '--storage', './mirror'], memoryIO({ cwd: a }))).toBe(0);
+    expect(await main(['init'], memoryIO({ cwd: b }))).toBe(0);
+    const ea = bashEnv(path.join(a, '.env'));
+    const eb = bashEnv(path.join(b, '.env'));
+    expect(ea.STORAGE_URL).toBe('./mirror');
+    expect(ea.MEDIA_PUBLIC_URL).toBe('http://127.0.0.1:8080/');
+    expect(eb.STORAGE_URL).toBe('./data/storage');
+    expect(ea.TOKEN_ENCRYPTION_KEY).not.toBe(eb.TOKEN_ENCRYPTION_KEY);
+  });
+
+  it('refuses to overwrite an existing file (exit 1, file unchanged)', async () => {
+    const dir = fresh();
+    writeFileSync(path.join(dir, '.env'), 'TOKEN_ENCRYPTION_KEY=the-one-that-reads-the-tokens\n');
+    const io = memoryIO({ cwd: dir });
+    expect(await main(['init'], io)).toBe(1);
+    expect(io.err()).toMatch(/\.env exists; not overwritten/);
+    expect(readFileSync(path.join(dir, '.env'), 'utf8')).toBe('TOKEN_ENCRYPTION_KEY=the-one-that-reads-the-tokens\n');
+  });
+
+  it('a malformed storage or URL is a usage error and writes nothing', async () => {
+    for (const argv of [['--storage', 's3://Bad_Bucket/x'], ['--public-url', 'not a url'], ['--s3-endpoint', 'minio 9000']]) {
+      const dir = fresh();
+      const io = memoryIO({ cwd: dir });
+      expect(await main(['init', ...argv], io), argv.join(' ')).toBe(2);
+      expect(io.err()).toMatch(/^feedmirror init: /);
+      expect(existsSync(path.join(dir, '.env'))).toBe(false);
+    }
+  });
+});
