@@ -55,6 +55,8 @@ const argsSchema = z.object({
   'warm-cdn': z.boolean().default(true),
   /** --no-limit: skip the sharp+storage-alone phase (memory runs at large sizes; no fraction then). */
   limit: z.boolean().default(true),
+  /** Sample images per encoding in the formats comparison (part of the limit phase). */
+  'format-samples': positive('format-samples').default(24),
 });
 
 const TARGETS = { fractionOfLimit: 0.7, peakRssMb: 300, peakRssAt: { accounts: 500, posts: 50 } };
@@ -62,13 +64,13 @@ const DRAIN_TIMEOUT_MS = 4 * 60 * 60 * 1000;
 
 function parse() {
   const { values } = parseArgs({
-    options: { accounts: { type: 'string' }, posts: { type: 'string' }, concurrency: { type: 'string' }, json: { type: 'boolean' }, 'warm-cdn': { type: 'boolean' }, 'no-warm-cdn': { type: 'boolean' }, 'no-limit': { type: 'boolean' } },
+    options: { accounts: { type: 'string' }, posts: { type: 'string' }, concurrency: { type: 'string' }, 'format-samples': { type: 'string' }, json: { type: 'boolean' }, 'warm-cdn': { type: 'boolean' }, 'no-warm-cdn': { type: 'boolean' }, 'no-limit': { type: 'boolean' } },
     strict: true,
   });
   const { 'no-warm-cdn': noWarm, 'no-limit': noLimit, ...rest } = values;
   const r = argsSchema.safeParse({ ...rest, ...(noWarm ? { 'warm-cdn': false } : {}), ...(noLimit ? { limit: false } : {}) });
   if (!r.success) {
-    process.stderr.write(`bench: ${r.error.issues.map((i) => i.message).join('; ')}\nusage: bench/run.ts [--accounts N] [--posts M] [--concurrency C] [--no-warm-cdn] [--no-limit] [--json]\n`);
+    process.stderr.write(`bench: ${r.error.issues.map((i) => i.message).join('; ')}\nusage: bench/run.ts [--accounts N] [--posts M] [--concurrency C] [--format-samples K] [--no-warm-cdn] [--no-limit] [--json]\n`);
     process.exit(2);
   }
   return r.data;
@@ -105,7 +107,15 @@ async function main() {
     // The simulator's clock is manual and never moved during the bench: the same instant here.
     const clock = new ManualClock(sim.clockMs);
 
-    const config = loadConfig({ STORAGE_URL: `s3://${s3.bucket}`, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: 'true', MEDIA_ALLOWED_HOSTS: sim.imageHost });
+    const config = loadConfig({
+      STORAGE_URL: `s3://${s3.bucket}`,
+      S3_ENDPOINT: s3.endpoint,
+      S3_FORCE_PATH_STYLE: 'true',
+      MEDIA_ALLOWED_HOSTS: sim.imageHost,
+      // As the pipeline process reads them (bench/pipeline-process.ts): the same ladder and formats.
+      ...(process.env.MEDIA_VARIANT_WIDTHS ? { MEDIA_VARIANT_WIDTHS: process.env.MEDIA_VARIANT_WIDTHS } : {}),
+      ...(process.env.MEDIA_VARIANT_FORMATS ? { MEDIA_VARIANT_FORMATS: process.env.MEDIA_VARIANT_FORMATS } : {}),
+    });
     // This process's own storage client: for the limit phase only (the pipeline has its own).
     const rawStorage = createStorage(config, { credentials: S3RVER_CREDENTIALS });
     cleanups.push(async () => (rawStorage as S3Storage).close());
@@ -114,7 +124,10 @@ async function main() {
     const cipher = TokenCipher.fromEnv(cipherKey);
     const limits = mirrorLimitsFromConfig(config);
 
-    say(`feedmirror bench: ${args.accounts} accounts x ${args.posts} posts, concurrency ${args.concurrency}, variants ${limits.variantWidths.join('/')} px, S3 (s3rver) at ${s3.endpoint}`);
+    say(
+      `feedmirror bench: ${args.accounts} accounts x ${args.posts} posts, concurrency ${args.concurrency}, variant ladder ${limits.variantWidths.join('/')} px ` +
+        `in ${(limits.variantFormats ?? ['webp']).join('+')}, S3 (s3rver) at ${s3.endpoint}`,
+    );
     const accountIds: string[] = [];
     const created = await services.createAccounts(args.accounts, args.posts, 'bench.shop');
     for (const acc of created) {
@@ -282,7 +295,11 @@ async function main() {
       const lane = async () => {
         while (next < total) {
           const i = next++;
-          const { original, variants } = await processImage(samples[i % samples.length]!, { maxPixels: limits.maxPixels, variantWidths: limits.variantWidths });
+          const { original, variants } = await processImage(samples[i % samples.length]!, {
+            maxPixels: limits.maxPixels,
+            variantWidths: limits.variantWidths,
+            ...(limits.variantFormats ? { formats: limits.variantFormats } : {}),
+          });
           const base = `media/limit/i${i}/cover-${original.sha256.slice(0, 16)}`;
           // Uploaded as the pipeline does (src/mirror/copy.ts): original and variants in parallel, then the manifest.
           await Promise.all([
@@ -301,7 +318,46 @@ async function main() {
       const limit = { images: total, samples: samples.length, seconds: limitSeconds, imagesPerSecond: total / limitSeconds, peakRssMb: limitMem.peakRssMb, cpuSeconds: limitCpu, childCpuSeconds: limitChildCpu };
       say(`limit (sharp + storage alone, same ${total} images from ${samples.length} sample JPEGs, concurrency ${args.concurrency}): ${limitSeconds.toFixed(1)} s = ${limit.imagesPerSecond.toFixed(1)} images/s`);
       say(`  CPU: this process ${limitCpu.toFixed(1)} s (${((limitCpu * 1000) / Math.max(1, total)).toFixed(0)} ms per image), s3rver child ${limitChildCpu.toFixed(1)} s`);
-      return limit;
+      return { ...limit, formats: await runFormats(samples) };
+    };
+
+    /**
+     * Issue 12: CPU and bytes per image of each variant encoding, on the same sample JPEGs, one
+     * image at a time in this process (process CPU time, every libvips thread included: a figure
+     * that contention on a shared machine changes far less than wall time). The old fixed widths
+     * are measured too, for comparison with the ladder.
+     */
+    const runFormats = async (samples: Buffer[]) => {
+      const n = Math.min(samples.length, args['format-samples']);
+      const settings: Array<{ label: string; widths: number[]; formats: Array<'webp' | 'avif'> }> = [
+        { label: 'old widths 320/640/1080, webp', widths: [320, 640, 1080], formats: ['webp'] },
+        { label: 'ladder, webp (default)', widths: limits.variantWidths, formats: ['webp'] },
+        { label: 'ladder, avif', widths: limits.variantWidths, formats: ['avif'] },
+        { label: 'ladder, webp+avif', widths: limits.variantWidths, formats: ['webp', 'avif'] },
+      ];
+      const rows = [];
+      for (const s of settings) {
+        // One untimed image first: sharp's codecs load lazily.
+        await processImage(samples[0]!, { maxPixels: limits.maxPixels, variantWidths: s.widths, formats: s.formats });
+        let variantBytes = 0;
+        let variants = 0;
+        let originalBytes = 0;
+        const before = cpuSeconds();
+        for (let i = 0; i < n; i++) {
+          const out = await processImage(samples[i]!, { maxPixels: limits.maxPixels, variantWidths: s.widths, formats: s.formats });
+          for (const v of out.variants) variantBytes += v.buffer.length;
+          variants += out.variants.length;
+          originalBytes += out.original.buffer.length;
+        }
+        const cpu = cpuSeconds() - before;
+        const row = { label: s.label, images: n, cpuMsPerImage: (cpu * 1000) / n, variantsPerImage: variants / n, variantKbPerImage: variantBytes / n / 1024, originalKbPerImage: originalBytes / n / 1024 };
+        rows.push(row);
+        say(
+          `  formats: ${row.label.padEnd(30)} ${row.cpuMsPerImage.toFixed(0).padStart(4)} ms CPU per image, ${row.variantsPerImage.toFixed(1)} variants, ` +
+            `${row.variantKbPerImage.toFixed(1)} KB of variants per image (original ${row.originalKbPerImage.toFixed(1)} KB)`,
+        );
+      }
+      return rows;
     };
     const limit = args.limit ? await runLimit() : undefined;
     if (!limit) say('limit phase skipped (--no-limit): no fraction of the limit in this run');

@@ -51,7 +51,12 @@ export const configSchema = z.object({
   MEDIA_VARIANT_WIDTHS: csv
     .transform((xs) => xs.map(Number))
     .pipe(z.array(z.number().int().positive()))
-    .default([320, 640, 1080]),
+    // About 1.5x steps from 160 px: a srcset ladder (widths at or near the original's are skipped).
+    .default([160, 240, 360, 540, 810, 1215, 1820, 2730]),
+  /** Encodings of each variant: webp, avif or both (comma-separated). */
+  MEDIA_VARIANT_FORMATS: csv
+    .pipe(z.array(z.enum(['webp', 'avif'], { error: 'each must be webp or avif' })).min(1, 'must name at least one format'))
+    .default(['webp']),
   /** 32-byte key, base64 or hex; several keys as `id:key,id:key`, the first one encrypts. */
   TOKEN_ENCRYPTION_KEY: z.string().min(1).optional(),
   SMTP_URL: z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),

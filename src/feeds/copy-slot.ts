@@ -99,7 +99,8 @@ export async function copySlot(deps: FeedDeps, t: CopyTarget): Promise<CopyOutco
     height: image.height,
     bytes: image.bytes,
     contentType: image.contentType,
-    variants: image.variants.map((v) => ({ key: v.key, width: v.width, height: v.height })),
+    variants: image.variants.map((v) => ({ key: v.key, width: v.width, height: v.height, contentType: v.contentType })),
+    placeholder: image.placeholder ?? null,
     copiedAt: deps.clock.now(),
   });
   return { outcome: image.reused ? 'reused' : 'copied', renewed, image };

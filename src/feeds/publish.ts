@@ -2,7 +2,7 @@ import { buildFeed } from '../convert/feed.ts';
 import { originFromProfile } from '../convert/origin.ts';
 import { demoFeed } from '../demo/demo-feed.ts';
 import { cacheLifetimeSeconds, parseOe } from '../platform/links.ts';
-import type { Feed, Media, Post } from '../schema/v1.ts';
+import type { Feed, ImageSize, Media, Placeholder, Post } from '../schema/v1.ts';
 import { feedKey, mediaPrefix } from '../storage/keys.ts';
 import type { ObjectStorage } from '../storage/types.ts';
 import { getAccount, type Account } from '../store/accounts.ts';
@@ -45,6 +45,18 @@ function publishedRaw(raw: unknown): unknown {
   return out;
 }
 
+/**
+ * The extension fields of one mirrored image: its sizes for srcset (the variants and the original,
+ * smallest first; never wider than the original) and its placeholder when one was computed.
+ */
+export function imageExtension(copy: MediaCopy, publicUrl: (key: string) => string): { sizes: ImageSize[]; placeholder?: Placeholder } {
+  const sizes: ImageSize[] = [
+    ...copy.variants.map((v) => ({ url: publicUrl(v.key), width: v.width, height: v.height, mime: v.contentType })),
+    { url: publicUrl(copy.key), width: copy.width, height: copy.height, mime: copy.contentType },
+  ].sort((a, b) => a.width - b.width || a.mime.localeCompare(b.mime));
+  return { sizes, ...(copy.placeholder ? { placeholder: copy.placeholder } : {}) };
+}
+
 export interface RewrittenPost {
   post: Post;
   /** Platform links still in the post (video files, R-LNK-5). */
@@ -81,12 +93,20 @@ export function rewritePost(stored: StoredPost, copies: ReadonlyMap<string, Medi
     }
     const copy = bySlot.get(i);
     if (!copy) return;
-    media.push({ ...m, url: publicUrl(copy.key), mime: copy.contentType, width: copy.width, height: copy.height });
+    media.push({ ...m, url: publicUrl(copy.key), mime: copy.contentType, width: copy.width, height: copy.height, ...imageExtension(copy, publicUrl) });
   });
+  const coverExt = cover ? imageExtension(cover, publicUrl) : undefined;
   const out = {
     ...post,
     media,
-    ...(cover ? { thumbnailUrl: publicUrl(cover.key), aspectRatio: cover.width / cover.height } : {}),
+    ...(cover && coverExt
+      ? {
+          thumbnailUrl: publicUrl(cover.key),
+          aspectRatio: cover.width / cover.height,
+          thumbnailSizes: coverExt.sizes,
+          ...(coverExt.placeholder ? { thumbnailPlaceholder: coverExt.placeholder } : {}),
+        }
+      : {}),
     raw: publishedRaw(post.raw),
   } as Post;
   return { post: out, platformLinks };

@@ -5,7 +5,7 @@ import { mediaKey, mediaPrefix } from '../storage/keys.ts';
 import type { ObjectStorage } from '../storage/types.ts';
 import type { Clock } from '../util/clock.ts';
 import { downloadImage } from './download.ts';
-import { processImage } from './image.ts';
+import { processImage, type Placeholder, type VariantFormat } from './image.ts';
 import { ID_PATTERN } from '../util/ids.ts';
 
 /** Mirrored copies never change under their name (content-addressed), so caches may keep them forever. */
@@ -19,10 +19,15 @@ export interface MirrorLimits {
   maxPixels: number;
   timeoutMs: number;
   variantWidths: number[];
+  /** Encodings of each variant width; WebP when absent. */
+  variantFormats?: readonly VariantFormat[];
 }
 
-export function mirrorLimitsFromConfig(config: Pick<Config, 'MEDIA_ALLOWED_HOSTS' | 'MEDIA_MAX_BYTES' | 'MEDIA_MAX_PIXELS' | 'MEDIA_TIMEOUT_MS' | 'MEDIA_VARIANT_WIDTHS'>): MirrorLimits {
+export function mirrorLimitsFromConfig(
+  config: Pick<Config, 'MEDIA_ALLOWED_HOSTS' | 'MEDIA_MAX_BYTES' | 'MEDIA_MAX_PIXELS' | 'MEDIA_TIMEOUT_MS' | 'MEDIA_VARIANT_WIDTHS' | 'MEDIA_VARIANT_FORMATS'>,
+): MirrorLimits {
   return {
+    variantFormats: config.MEDIA_VARIANT_FORMATS,
     allowedHosts: config.MEDIA_ALLOWED_HOSTS,
     maxBytes: config.MEDIA_MAX_BYTES,
     maxPixels: config.MEDIA_MAX_PIXELS,
@@ -55,6 +60,7 @@ export interface MirroredVariant {
   url: string;
   width: number;
   height: number;
+  contentType: string;
 }
 
 export interface MirroredImage {
@@ -66,6 +72,8 @@ export interface MirroredImage {
   contentType: string;
   bytes: number;
   variants: MirroredVariant[];
+  /** Absent only for copies made before placeholders existed (until `media rebuild`). */
+  placeholder?: Placeholder;
   /** True when an earlier run's manifest was found and nothing was downloaded or uploaded. */
   reused: boolean;
 }
@@ -81,7 +89,16 @@ const manifestSchema = z.object({
   contentType: z.string().min(1),
   bytes: z.number().int().nonnegative(),
   sha256: z.string().regex(/^[0-9a-f]{64}$/),
-  variants: z.array(z.object({ key: z.string().min(1), width: z.number().int().positive(), height: z.number().int().positive() })),
+  variants: z.array(
+    z.object({
+      key: z.string().min(1),
+      width: z.number().int().positive(),
+      height: z.number().int().positive(),
+      // Manifests written before MEDIA_VARIANT_FORMATS held WebP only.
+      contentType: z.string().min(1).default('image/webp'),
+    }),
+  ),
+  placeholder: z.object({ color: z.string().regex(/^#[0-9a-f]{6}$/), thumbhash: z.string().min(1) }).optional(),
 });
 type Manifest = z.output<typeof manifestSchema>;
 
@@ -103,6 +120,7 @@ function fromManifest(storage: ObjectStorage, m: Manifest, reused: boolean): Mir
     contentType: m.contentType,
     bytes: m.bytes,
     variants: m.variants.map((v) => ({ ...v, url: storage.publicUrl(v.key) })),
+    ...(m.placeholder ? { placeholder: m.placeholder } : {}),
     reused,
   };
 }
@@ -144,11 +162,20 @@ export async function mirrorImage(deps: MirrorDeps, job: MirrorJob): Promise<Mir
     timeoutMs: limits.timeoutMs,
     ...(deps.clock ? { clock: deps.clock } : {}),
   });
-  const { original, variants } = await processImage(downloaded.body, { maxPixels: limits.maxPixels, variantWidths: limits.variantWidths });
+  const { original, variants, placeholder } = await processImage(downloaded.body, {
+    maxPixels: limits.maxPixels,
+    variantWidths: limits.variantWidths,
+    ...(limits.variantFormats ? { formats: limits.variantFormats } : {}),
+  });
 
   const sha16 = original.sha256.slice(0, 16);
   const key = mediaKey(job.accountId, job.mediaId, `${slot}-${sha16}.${original.ext}`);
-  const storedVariants: Manifest['variants'] = variants.map((v) => ({ key: mediaKey(job.accountId, job.mediaId, `${slot}-${sha16}-w${v.width}.${v.ext}`), width: v.width, height: v.height }));
+  const storedVariants: Manifest['variants'] = variants.map((v) => ({
+    key: mediaKey(job.accountId, job.mediaId, `${slot}-${sha16}-w${v.width}.${v.ext}`),
+    width: v.width,
+    height: v.height,
+    contentType: v.contentType,
+  }));
   // The original and its variants in parallel: each PUT is a round trip, and a job waiting on them
   // one by one holds a concurrency slot doing nothing. Only the manifest must come after them all.
   // allSettled: on a failure every other PUT has finished before the job reports it, so no write
@@ -169,6 +196,7 @@ export async function mirrorImage(deps: MirrorDeps, job: MirrorJob): Promise<Mir
     bytes: original.buffer.length,
     sha256: original.sha256,
     variants: storedVariants,
+    placeholder,
   };
   await storage.put(mKey, Buffer.from(JSON.stringify(manifest)), { contentType: 'application/json', cacheControl: MANIFEST_CACHE_CONTROL });
   return fromManifest(storage, manifest, false);

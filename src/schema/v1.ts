@@ -59,6 +59,39 @@ export const originSchema = z.looseObject({
 });
 originSchema.register(v1Registry, { id: 'Origin', description: 'Where the posts come from.' });
 
+/*
+ * Extension fields (optional; a v1 reader that does not know them ignores them, since every
+ * object but Stats is open). Each mirrored image (a post's cover, every photo slide) may list its
+ * sizes, for `srcset`, and a placeholder to paint while it loads. They are validated when present:
+ * a feed carrying them malformed is refused.
+ */
+const IMAGE_MIME = /^image\//;
+const HEX_COLOR = /^#[0-9a-fA-F]{6}$/;
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
+export const imageSizeSchema = z.looseObject({
+  url: httpUrl(),
+  width: z.number().int({ error: 'must be a whole number of pixels' }).positive({ error: 'must be a number > 0' }),
+  height: z.number().int({ error: 'must be a whole number of pixels' }).positive({ error: 'must be a number > 0' }),
+  mime: z.string().regex(IMAGE_MIME, { error: 'must be an image MIME type (image/...)' }),
+});
+imageSizeSchema.register(v1Registry, {
+  id: 'ImageSize',
+  description: 'Extension (optional): one encoded size of an image, for srcset. The largest is the original; none is wider than it.',
+});
+
+/** A fresh array schema per use, so each field keeps its own description in the JSON Schema. */
+const imageSizes = () => z.array(imageSizeSchema).min(1, { error: 'must list at least one size when present' });
+
+export const placeholderSchema = z.looseObject({
+  color: z.string().regex(HEX_COLOR, { error: 'must be a #rrggbb colour' }),
+  thumbhash: z.string().regex(BASE64, { error: 'must be a base64 ThumbHash' }).max(200, { error: 'must be at most 200 characters' }).optional(),
+});
+placeholderSchema.register(v1Registry, {
+  id: 'Placeholder',
+  description: 'Extension (optional): what to paint until the image loads: its dominant colour and a ThumbHash (base64, https://evanw.github.io/thumbhash/).',
+});
+
 // R-SCH-3
 export const mediaSchema = z.looseObject({
   url: httpUrl(),
@@ -67,6 +100,8 @@ export const mediaSchema = z.looseObject({
   height: positive().optional(),
   durationSec: positive().optional(),
   alt: z.string().optional(),
+  sizes: doc(imageSizes(), 'extension (optional): the sizes of a mirrored photo, smallest first').optional(),
+  placeholder: placeholderSchema.optional(),
 });
 mediaSchema.register(v1Registry, { id: 'Media', description: 'One picture, video or sound of a post.' });
 
@@ -112,6 +147,8 @@ const postCommon = {
   publishedAt: dateTime(),
   stats: statsSchema.optional(),
   raw: doc(z.unknown(), 'original platform payload, untouched').optional(),
+  thumbnailSizes: doc(imageSizes(), 'extension (optional): the sizes of the mirrored cover (thumbnailUrl), smallest first').optional(),
+  thumbnailPlaceholder: placeholderSchema.optional(),
 };
 
 // R-SCH-7: a post that renders a picture carries its cover.
@@ -174,6 +211,8 @@ export const feedSchema = z.looseObject({
 
 export type Origin = z.infer<typeof originSchema>;
 export type Media = z.infer<typeof mediaSchema>;
+export type ImageSize = z.infer<typeof imageSizeSchema>;
+export type Placeholder = z.infer<typeof placeholderSchema>;
 export type Link = z.infer<typeof linkSchema>;
 export type Stats = z.infer<typeof statsSchema>;
 export type Post = z.infer<typeof postSchema>;

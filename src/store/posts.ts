@@ -133,8 +133,18 @@ export interface MediaCopy {
   height: number;
   bytes: number;
   contentType: string;
-  variants: Array<{ key: string; width: number; height: number }>;
+  variants: CopyVariant[];
+  /** Dominant colour and ThumbHash; null for copies made before placeholders existed. */
+  placeholder: { color: string; thumbhash: string } | null;
   copiedAt: Date;
+}
+
+export interface CopyVariant {
+  key: string;
+  width: number;
+  height: number;
+  /** image/webp or image/avif. */
+  contentType: string;
 }
 
 interface CopyRow {
@@ -147,7 +157,8 @@ interface CopyRow {
   height: number;
   bytes: string;
   content_type: string;
-  variants: Array<{ key: string; width: number; height: number }>;
+  variants: Array<{ key: string; width: number; height: number; contentType?: string }>;
+  placeholder: { color: string; thumbhash: string } | null;
   copied_at: Date;
 }
 
@@ -162,7 +173,9 @@ function toCopy(r: CopyRow): MediaCopy {
     height: r.height,
     bytes: Number(r.bytes),
     contentType: r.content_type,
-    variants: r.variants,
+    // Rows written before MEDIA_VARIANT_FORMATS (migration 005) hold WebP variants only.
+    variants: r.variants.map((v) => ({ key: v.key, width: v.width, height: v.height, contentType: v.contentType ?? 'image/webp' })),
+    placeholder: r.placeholder ?? null,
     copiedAt: r.copied_at,
   };
 }
@@ -175,12 +188,13 @@ export async function saveMediaCopy(db: Db, c: MediaCopy): Promise<MediaCopy | n
       [c.accountId, c.mediaId, c.slot],
     );
     await tx.query(
-      `INSERT INTO media_copies (account_id, media_id, slot, source_id, key, width, height, bytes, content_type, variants, copied_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+      `INSERT INTO media_copies (account_id, media_id, slot, source_id, key, width, height, bytes, content_type, variants, placeholder, copied_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
        ON CONFLICT (account_id, media_id, slot) DO UPDATE SET
          source_id = EXCLUDED.source_id, key = EXCLUDED.key, width = EXCLUDED.width, height = EXCLUDED.height,
-         bytes = EXCLUDED.bytes, content_type = EXCLUDED.content_type, variants = EXCLUDED.variants, copied_at = EXCLUDED.copied_at`,
-      [c.accountId, c.mediaId, c.slot, c.sourceId, c.key, c.width, c.height, c.bytes, c.contentType, JSON.stringify(c.variants), c.copiedAt],
+         bytes = EXCLUDED.bytes, content_type = EXCLUDED.content_type, variants = EXCLUDED.variants,
+         placeholder = EXCLUDED.placeholder, copied_at = EXCLUDED.copied_at`,
+      [c.accountId, c.mediaId, c.slot, c.sourceId, c.key, c.width, c.height, c.bytes, c.contentType, JSON.stringify(c.variants), c.placeholder ? JSON.stringify(c.placeholder) : null, c.copiedAt],
     );
     return old[0] ? toCopy(old[0]) : null;
   });

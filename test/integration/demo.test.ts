@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { spawnFeedmirror, type Spawned } from '../support/processes.ts';
 import { until } from '../support/wait.ts';
 import { validateFeed } from '../../src/schema/validate.ts';
+import { chromium } from 'playwright-core';
+import { cssRgb, measureDensity } from '../support/density.ts';
 
 /**
  * `npm run demo` as a newcomer runs it (issue 5): on embedded defaults it connects a demo account,
@@ -58,6 +60,23 @@ describe('the demo (npm run demo)', () => {
 
     const preview = await fetch(field('feed preview')!, { redirect: 'manual' });
     expect([200, 302, 303]).toContain(preview.status); // behind the dashboard login
+
+    // Issue 12: the widget preview in headless Chromium picks fitting sizes and paints placeholders.
+    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'] });
+    try {
+      for (const [width, dpr] of [[360, 2], [1280, 1]] as const) {
+        const report = await measureDensity(browser, field('widget preview')!, { width, height: 3200, dpr });
+        expect(report.ratios.length).toBeGreaterThanOrEqual(6);
+        expect(report.median, `${width}px DPR ${dpr}: ${report.ratios.map((r) => r.toFixed(2)).join(' ')}`).toBeLessThanOrEqual(1.6);
+        for (const p of report.placeholders) {
+          expect(p.complete).toBe(false);
+          expect(p.painted).toBe(cssRgb(p.expected!));
+        }
+        console.log(`demo widget preview at ${width}px DPR ${dpr}: median ${report.median.toFixed(2)}x over ${report.ratios.length} images`);
+      }
+    } finally {
+      await browser.close();
+    }
 
     demo.child.kill('SIGTERM');
     expect(await demo.exited).toBe(0);

@@ -95,7 +95,20 @@ async function checkImages(feed: Feed): Promise<number> {
       const res = await fetch(post.thumbnailUrl);
       const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
       expect(post.aspectRatio).toBeCloseTo(meta.width! / meta.height!, 6); // R-CNV-11: measured
+      // Issue 12: the cover lists its sizes (the 320 px variant, then the original) and a placeholder.
+      expect(post.thumbnailSizes?.map((s) => s.mime)).toEqual(['image/webp', 'image/jpeg']);
+      expect(post.thumbnailSizes!.at(-1)).toEqual({ url: post.thumbnailUrl, width: meta.width, height: meta.height, mime: 'image/jpeg' });
+      expect(post.thumbnailPlaceholder?.color).toMatch(/^#[0-9a-f]{6}$/);
     }
+    // Every size of every mirrored image loads, in its stated format and size.
+    const extended = [...(post.thumbnailSizes ?? []), ...post.media.flatMap((m) => m.sizes ?? [])];
+    for (const size of extended) {
+      const res = await fetch(size.url);
+      expect(res.headers.get('content-type'), size.url).toBe(size.mime);
+      const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
+      expect([meta.width, meta.height], size.url).toEqual([size.width, size.height]);
+    }
+    for (const m of post.media) if (m.mime.startsWith('image/')) expect(m.placeholder?.thumbhash, `${post.id} slide placeholder`).toBeTruthy();
   }
   // Nothing but video files may point at the platform's image host (raw included).
   const others = JSON.stringify(feed).split(sim.imageHost).length - 1;

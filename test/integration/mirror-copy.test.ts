@@ -74,7 +74,7 @@ beforeAll(async () => {
   s3 = await startS3('mirror-test');
   tmp = await mkdtemp(path.join(os.tmpdir(), 'feedmirror-mirror-'));
   limits = {
-    ...mirrorLimitsFromConfig(loadConfig({ MEDIA_VARIANT_WIDTHS: '320,640,1080,2000' })),
+    ...mirrorLimitsFromConfig(loadConfig({ MEDIA_VARIANT_WIDTHS: '320,640,1000,1080,2000' })),
     allowedHosts: [new URL(base).host],
   };
 });
@@ -94,12 +94,15 @@ describe('mirrorImage', () => {
     expect(out.key).toBe(`media/acc1/1790001/cover-${sha16}.jpg`);
     expect(out.url).toBe(`https://media.example.com/media/acc1/1790001/cover-${sha16}.jpg`);
     expect(out).toMatchObject({ width: 1200, height: 900, contentType: 'image/jpeg', bytes: photo.length, reused: false });
-    // 2000 >= 1200 is skipped: no enlargement.
-    expect(out.variants.map((v) => [v.width, v.height, v.key])).toEqual([
-      [320, 240, `media/acc1/1790001/cover-${sha16}-w320.webp`],
-      [640, 480, `media/acc1/1790001/cover-${sha16}-w640.webp`],
-      [1080, 810, `media/acc1/1790001/cover-${sha16}-w1080.webp`],
+    // 2000 >= 1200 is skipped: no enlargement; 1080 is within 15% of 1200: the original serves it.
+    expect(out.variants.map((v) => [v.width, v.height, v.key, v.contentType])).toEqual([
+      [320, 240, `media/acc1/1790001/cover-${sha16}-w320.webp`, 'image/webp'],
+      [640, 480, `media/acc1/1790001/cover-${sha16}-w640.webp`, 'image/webp'],
+      [1000, 750, `media/acc1/1790001/cover-${sha16}-w1000.webp`, 'image/webp'],
     ]);
+    // Issue 12: the placeholder is kept in the manifest with the copy.
+    expect(out.placeholder?.color).toMatch(/^#[0-9a-f]{6}$/);
+    expect(out.placeholder?.thumbhash.length).toBeGreaterThan(10);
     const stored = await storage.get(out.key);
     expect(stored?.body.equals(photo)).toBe(true);
     expect(stored?.cacheControl).toBe(IMMUTABLE_CACHE_CONTROL);
@@ -128,7 +131,7 @@ describe('mirrorImage', () => {
     const counting = new CountingStorage(new LocalStorage(path.join(tmp, 'c')));
     const storage = counting.wrap();
     const job = { accountId: 'acc1', mediaId: '1790003', slot: 'cover', url: `${base}/photo.jpg?oe=${oe}` };
-    counting.failOn = /-w1080\.webp$/;
+    counting.failOn = /-w1000\.webp$/;
     await expect(mirrorImage({ storage, limits, clock }, job)).rejects.toBeInstanceOf(StorageUnavailableError);
     const partial = await keys(storage, 'media/acc1/1790003/');
     expect(partial).toHaveLength(3); // original + 2 variants, no manifest

@@ -3,7 +3,9 @@ import zlib from 'node:zlib';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { ImageTooLargeError, InvalidImageError } from '../../src/mirror/errors.ts';
-import { processImage } from '../../src/mirror/image.ts';
+import { thumbHashToAverageRGBA, thumbHashToApproximateAspectRatio } from 'thumbhash';
+import { processImage, variantLadder } from '../../src/mirror/image.ts';
+import { loadConfig } from '../../src/config.ts';
 
 const solid = (width: number, height: number) => sharp({ create: { width, height, channels: 3, background: { r: 200, g: 40, b: 90 } } });
 
@@ -91,5 +93,54 @@ describe('processImage', () => {
   it('refuses a truncated image', async () => {
     const jpeg = await solid(300, 300).png().toBuffer();
     await expect(processImage(jpeg.subarray(0, Math.floor(jpeg.length / 2)), opts)).rejects.toBeInstanceOf(InvalidImageError);
+  });
+
+  it('issue 12: the default ladder steps about 1.5x from 160 px to the original, never upscaled, none within 15% of it', () => {
+    const ladder = loadConfig({}).MEDIA_VARIANT_WIDTHS;
+    for (let i = 1; i < ladder.length; i++) expect(ladder[i]! / ladder[i - 1]!).toBeCloseTo(1.5, 1);
+    expect(ladder[0]).toBe(160);
+    expect(variantLadder(1080, ladder)).toEqual([160, 240, 360, 540, 810]);
+    expect(variantLadder(1440, ladder)).toEqual([160, 240, 360, 540, 810, 1215]);
+    // 1215 is within 15% of 1300: the original serves that step.
+    expect(variantLadder(1300, ladder)).toEqual([160, 240, 360, 540, 810]);
+    expect(variantLadder(150, ladder)).toEqual([]);
+  });
+
+  it('issue 12: a dominant colour and a ThumbHash from the same decode, matching the image', async () => {
+    const jpeg = await solid(800, 1000).jpeg().toBuffer();
+    const { placeholder } = await processImage(jpeg, opts);
+    // solid() is rgb(200, 40, 90); JPEG and the histogram bins of stats() move it a little.
+    const [r, g, b] = [1, 3, 5].map((i) => parseInt(placeholder.color.slice(i, i + 2), 16));
+    expect(placeholder.color).toMatch(/^#[0-9a-f]{6}$/);
+    expect(Math.abs(r! - 200) + Math.abs(g! - 40) + Math.abs(b! - 90)).toBeLessThan(40);
+    const hash = Buffer.from(placeholder.thumbhash, 'base64');
+    expect(hash.length).toBeLessThan(40);
+    const avg = thumbHashToAverageRGBA(hash);
+    expect(Math.abs(avg.r * 255 - 200)).toBeLessThan(20);
+    // Portrait, as the image (0.8): ThumbHash keeps the aspect ratio approximately.
+    expect(thumbHashToApproximateAspectRatio(hash)).toBeGreaterThan(0.7);
+    expect(thumbHashToApproximateAspectRatio(hash)).toBeLessThan(0.95);
+  });
+
+  it('issue 12: a greyscale or transparent image gets a placeholder too', async () => {
+    const grey = await sharp({ create: { width: 300, height: 200, channels: 3, background: { r: 128, g: 128, b: 128 } } }).toColourspace('b-w').jpeg().toBuffer();
+    expect((await sharp(grey).metadata()).channels).toBe(1);
+    const g = await processImage(grey, { ...opts, variantWidths: [160] });
+    expect(g.placeholder.color).toMatch(/^#[0-9a-f]{6}$/);
+    expect(g.variants.map((v) => v.width)).toEqual([160]);
+    const clear = await sharp({ create: { width: 200, height: 200, channels: 4, background: { r: 10, g: 200, b: 10, alpha: 0.5 } } }).png().toBuffer();
+    expect((await processImage(clear, { ...opts, variantWidths: [160] })).placeholder.thumbhash.length).toBeGreaterThan(10);
+  });
+
+  it('issue 12: MEDIA_VARIANT_FORMATS webp,avif encodes every width in both', async () => {
+    const jpeg = await solid(600, 600).jpeg().toBuffer();
+    const out = await processImage(jpeg, { maxPixels: 1e7, variantWidths: [160, 240], formats: ['webp', 'avif'] });
+    expect(out.variants.map((v) => [v.width, v.contentType, v.ext])).toEqual([
+      [160, 'image/webp', 'webp'],
+      [160, 'image/avif', 'avif'],
+      [240, 'image/webp', 'webp'],
+      [240, 'image/avif', 'avif'],
+    ]);
+    for (const v of out.variants) expect((await sharp(v.buffer).metadata()).format).toBe(v.ext === 'avif' ? 'heif' : 'webp');
   });
 });

