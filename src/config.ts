@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import cron from 'node-cron';
 import { registerSecret } from './util/redact.ts';
+import { parseDuration, DURATION_HINT } from './util/duration.ts';
+import { parseTrustProxy, type TrustProxy } from './util/trust-proxy.ts';
 import { DEFAULT_API_VERSION, DEFAULT_AUTHORIZE_URL, DEFAULT_GRAPH_URL, DEFAULT_MEDIA_HOSTS, DEFAULT_OAUTH_TOKEN_URL } from './platform/identifiers.ts';
 
 /**
@@ -20,6 +22,22 @@ const posInt = z.coerce.number().int().positive();
  * dotted public domain, which refused the very default .env.example ships.
  */
 const emailAddress = z.string().regex(/^[^\s@<>(),;:"]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/, 'must be an email address (name@host)');
+const duration = z.string().transform((v, ctx) => {
+  const ms = parseDuration(v);
+  if (ms === null) {
+    ctx.addIssue({ code: 'custom', message: `must be ${DURATION_HINT}` });
+    return z.NEVER;
+  }
+  return ms;
+});
+const trustProxy = z.string().transform((v, ctx): TrustProxy => {
+  const parsed = parseTrustProxy(v);
+  if (typeof parsed === 'object' && !Array.isArray(parsed) && parsed !== null && 'error' in parsed) {
+    ctx.addIssue({ code: 'custom', message: parsed.error });
+    return z.NEVER;
+  }
+  return parsed as TrustProxy;
+});
 
 export const configSchema = z.object({
   /** Platform API host (R-MED-1). */
@@ -73,6 +91,18 @@ export const configSchema = z.object({
   METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   DASHBOARD_USER: z.string().min(1).optional(),
   DASHBOARD_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
+  /** Which proxies in front of serve may name the client's address (src/http/trust-proxy.ts). */
+  TRUST_PROXY: trustProxy.default(false),
+  /** Signs the dashboard's CSRF tokens and flash messages; unset = derived from TOKEN_ENCRYPTION_KEY with HKDF. */
+  SESSION_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  /** A dashboard session unused this long ends (Grafana's default: 7 days). */
+  SESSION_IDLE_TIMEOUT: duration.default(7 * 86_400_000),
+  /** A dashboard session ends this long after login, however active (Grafana's default: 30 days). */
+  SESSION_MAX_LIFETIME: duration.default(30 * 86_400_000),
+  /** true: anyone may open /connect (self-service); false: an invitation or a dashboard session is needed. */
+  CONNECT_OPEN: z.stringbool().default(false),
+  /** Bearer token Prometheus sends to serve's /metrics; required unless serve listens on loopback only. */
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   PAGE_SIZE: posInt.max(500).default(50),
   HTTP_TIMEOUT_MS: posInt.default(15_000),
   HTTP_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
@@ -114,5 +144,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   registerSecret(parsed.data.APP_SECRET);
   registerSecret(parsed.data.TOKEN_ENCRYPTION_KEY);
   registerSecret(parsed.data.DASHBOARD_PASSWORD);
+  registerSecret(parsed.data.SESSION_SECRET);
+  registerSecret(parsed.data.METRICS_TOKEN);
   return parsed.data;
 }

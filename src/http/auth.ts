@@ -1,11 +1,13 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import type { Clock } from '../util/clock.ts';
-import { HOUR, MINUTE } from '../util/clock.ts';
+import { DAY, MINUTE } from '../util/clock.ts';
 import type { Logger } from '../util/logger.ts';
 import { CSRF_FIELD, csrfMatches, csrfTokenFor, hasSameOrigin, refuse } from './csrf.ts';
 import { escapeHtml } from './pages.ts';
+import { MemorySessionStore, newSessionId, type SessionStore } from './sessions.ts';
+import { LoginThrottle } from './throttle.ts';
 
 /**
  * Dashboard authentication: a login form (DASHBOARD_USER / DASHBOARD_PASSWORD) that sets a signed
@@ -17,7 +19,11 @@ import { escapeHtml } from './pages.ts';
 export const SESSION_COOKIE = 'fm_session';
 export const LOGIN_COOKIE = 'fm_login';
 export const DASHBOARD_PATH = '/dashboard';
-export const SESSION_TTL_MS = 12 * HOUR;
+/** Grafana's defaults (login_maximum_inactive_lifetime_duration, login_maximum_lifetime_duration). */
+export const DEFAULT_SESSION_IDLE_MS = 7 * DAY;
+export const DEFAULT_SESSION_MAX_MS = 30 * DAY;
+/** Activity is written back at most this often (every request would be a Redis write). */
+const TOUCH_EVERY_MS = MINUTE;
 
 const LOOPBACK_NAMES = new Set(['localhost', '::1', '[::1]']);
 
@@ -31,20 +37,38 @@ export class DashboardAuthConfigError extends Error {
   override name = 'DashboardAuthConfigError';
 }
 
+/**
+ * The key of the dashboard's signatures (CSRF tokens, the login form nonce, flash messages):
+ * SESSION_SECRET when set, else derived from TOKEN_ENCRYPTION_KEY with HKDF under a label of its
+ * own, so no key ever serves two purposes (the token cipher uses the key itself, never this).
+ */
+export function deriveSessionSecret(sessionSecret: string | undefined, tokenEncryptionKey: string | undefined): string | undefined {
+  if (sessionSecret) return sessionSecret;
+  if (!tokenEncryptionKey) return undefined;
+  return Buffer.from(hkdfSync('sha256', Buffer.from(tokenEncryptionKey, 'utf8'), Buffer.alloc(0), 'feedmirror dashboard session secret v1', 32)).toString('base64url');
+}
+
 export interface DashboardAuthSettings {
   host: string;
   user?: string | undefined;
   password?: string | undefined;
   /**
-   * Server-side secret the session key is derived from (serve passes TOKEN_ENCRYPTION_KEY): every
-   * replica then accepts the same sessions, and a cookie alone cannot be used to guess the
-   * password offline. Without it a random key is used (sessions end with the process).
+   * Server-side secret the signing key is derived from (serve passes deriveSessionSecret()):
+   * every replica then accepts the same CSRF tokens. Without it a random key is used.
    */
   secret?: string | undefined;
   /** Public address of serve: its origin is accepted on POSTs, and https makes cookies Secure. */
   publicUrl?: string | undefined;
   clock: Clock;
   logger?: Logger;
+  /** Where sessions live (Redis in serve, so replicas share them and logout reaches all); default: this process. */
+  sessions?: SessionStore | undefined;
+  /** Failed-login throttle (Redis in serve); default: this process. */
+  throttle?: LoginThrottle | undefined;
+  /** A session unused this long ends (default 7 days). */
+  sessionIdleMs?: number | undefined;
+  /** A session ends this long after login, however active (default 30 days). */
+  sessionMaxMs?: number | undefined;
 }
 
 export interface DashboardAuth {
@@ -57,6 +81,11 @@ export interface DashboardAuth {
   /** Origins accepted on state-changing requests besides the request's own host. */
   allowedOrigins: string[];
   checkCredentials(user: string, password: string): boolean;
+  /** Fingerprint of the configured credentials, kept in each session: a password change ends them all. */
+  credentialsFingerprint: string;
+  sessions: SessionStore;
+  sessionIdleMs: number;
+  sessionMaxMs: number;
   throttle: LoginThrottle;
   logger?: Logger | undefined;
 }
@@ -79,8 +108,7 @@ export function resolveDashboardAuth(s: DashboardAuthSettings): DashboardAuth {
   const user = s.user ?? 'local';
   const password = s.password ?? '';
   const secret = s.secret ? Buffer.from(s.secret) : randomBytes(32);
-  // The password is part of the key: changing it ends every session.
-  const sessionKey = createHmac('sha256', secret).update(`feedmirror dashboard session v1\0${user}\0${password}`).digest();
+  const sessionKey = createHmac('sha256', secret).update('feedmirror dashboard signing v2').digest();
   const digest = (v: string) => createHmac('sha256', sessionKey).update(v).digest();
   const expectedUser = digest(user);
   const expectedPassword = digest(password);
@@ -106,7 +134,11 @@ export function resolveDashboardAuth(s: DashboardAuthSettings): DashboardAuth {
       const passwordOk = timingSafeEqual(digest(p), expectedPassword);
       return hasUser && userOk && passwordOk;
     },
-    throttle: new LoginThrottle(s.clock),
+    credentialsFingerprint: createHmac('sha256', sessionKey).update(`credentials\0${user}\0${password}`).digest('base64url').slice(0, 22),
+    sessions: s.sessions ?? new MemorySessionStore(),
+    sessionIdleMs: s.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS,
+    sessionMaxMs: s.sessionMaxMs ?? DEFAULT_SESSION_MAX_MS,
+    throttle: s.throttle ?? new LoginThrottle({ prefix: 'local' }),
     logger: s.logger,
   };
 }
@@ -139,20 +171,43 @@ export function verifyValue(key: Buffer, purpose: string, signed: string | undef
   }
 }
 
-const sessionSchema = z.object({ sid: z.string().regex(/^[A-Za-z0-9_-]{16,64}$/), u: z.string(), exp: z.number().int() });
-export type Session = z.infer<typeof sessionSchema>;
-
-export function issueSession(auth: DashboardAuth): { session: Session; cookie: string } {
-  const session: Session = { sid: b64(randomBytes(18)), u: auth.user, exp: auth.clock.now().getTime() + SESSION_TTL_MS };
-  return { session, cookie: signValue(auth.sessionKey, 'session', session) };
+/** A live session: its id (the cookie's value, secret) and its user. */
+export interface Session {
+  sid: string;
+  u: string;
 }
 
-/** The session in a cookie value, when its signature is ours, it is unexpired and for our user. */
-export function verifySession(auth: DashboardAuth, cookie: string | undefined): Session | null {
-  const parsed = sessionSchema.safeParse(verifyValue(auth.sessionKey, 'session', cookie));
-  if (!parsed.success) return null;
-  if (parsed.data.exp <= auth.clock.now().getTime() || parsed.data.u !== auth.user) return null;
-  return parsed.data;
+/** How long the store keeps a session seen at `seenAt` that started at `createdAt`. */
+function ttlOf(auth: DashboardAuth, createdAt: number, seenAt: number): number {
+  return Math.min(seenAt + auth.sessionIdleMs, createdAt + auth.sessionMaxMs) - seenAt;
+}
+
+/** A new server-side session; the cookie carries only its random id. */
+export async function issueSession(auth: DashboardAuth): Promise<{ session: Session; cookie: string }> {
+  const sid = newSessionId();
+  const now = auth.clock.now().getTime();
+  await auth.sessions.create(sid, { user: auth.user, credentials: auth.credentialsFingerprint, createdAt: now, seenAt: now }, ttlOf(auth, now, now));
+  return { session: { sid, u: auth.user }, cookie: sid };
+}
+
+const SID_RE = /^[A-Za-z0-9_-]{43}$/;
+
+/**
+ * The session a cookie names, when it exists in the store, is neither idle too long nor past its
+ * absolute lifetime, and was opened with the current user and password. Marks activity.
+ */
+export async function verifySession(auth: DashboardAuth, cookie: string | undefined): Promise<Session | null> {
+  if (!cookie || !SID_RE.test(cookie)) return null;
+  const record = await auth.sessions.get(cookie);
+  if (!record) return null;
+  const now = auth.clock.now().getTime();
+  const alive = record.user === auth.user && record.credentials === auth.credentialsFingerprint && now < record.seenAt + auth.sessionIdleMs && now < record.createdAt + auth.sessionMaxMs;
+  if (!alive) {
+    await auth.sessions.delete(cookie);
+    return null;
+  }
+  if (now - record.seenAt >= TOUCH_EVERY_MS) await auth.sessions.touch(cookie, now, ttlOf(auth, record.createdAt, now));
+  return { sid: cookie, u: record.user };
 }
 
 /** Cookie header => name/value pairs (first occurrence wins); values are ours, so no decoding. */
@@ -177,37 +232,6 @@ export function sessionOf(res: Response): Session {
   const s = res.locals.session as Session | undefined;
   if (!s) throw new Error('no dashboard session on this request (requireSession not mounted)');
   return s;
-}
-
-// ---- login throttle ----
-
-/** Failed logins per client address: after 10 within 15 minutes, logins are refused for a while. */
-export class LoginThrottle {
-  private failures = new Map<string, number[]>();
-  constructor(private readonly clock: Clock, private readonly max = 10, private readonly windowMs = 15 * MINUTE) {}
-
-  private recent(key: string): number[] {
-    const since = this.clock.now().getTime() - this.windowMs;
-    const list = (this.failures.get(key) ?? []).filter((t) => t > since);
-    if (list.length) this.failures.set(key, list);
-    else this.failures.delete(key);
-    return list;
-  }
-
-  /** Minutes until the next try is allowed, or 0. */
-  blockedForMinutes(key: string): number {
-    const list = this.recent(key);
-    if (list.length < this.max) return 0;
-    return Math.max(1, Math.ceil((list[0]! + this.windowMs - this.clock.now().getTime()) / MINUTE));
-  }
-
-  fail(key: string): void {
-    this.failures.set(key, [...this.recent(key), this.clock.now().getTime()]);
-  }
-
-  succeed(key: string): void {
-    this.failures.delete(key);
-  }
 }
 
 // ---- routes and middleware ----
@@ -261,7 +285,11 @@ export function loginRoutes(auth: DashboardAuth): Router {
     showLogin(req, res, 200);
   });
 
-  router.post(`${DASHBOARD_PATH}/login`, form, (req, res) => {
+  router.post(`${DASHBOARD_PATH}/login`, form, (req, res, next) => {
+    login(req, res).catch(next);
+  });
+
+  const login = async (req: Request, res: Response) => {
     if (auth.mode === 'open') return res.redirect(303, DASHBOARD_PATH);
     if (!hasSameOrigin(req, auth.allowedOrigins)) return refuse(res, 'This form was sent from another site; log in from the dashboard itself.');
     const parsed = loginForm.safeParse(req.body);
@@ -269,24 +297,33 @@ export function loginRoutes(auth: DashboardAuth): Router {
     if (!parsed.success || !nonce || !csrfMatches(auth.sessionKey, `login:${nonce}`, parsed.data[CSRF_FIELD])) {
       return refuse(res, 'The login form expired or was not sent from this dashboard. Reload the login page and try again.');
     }
+    // The client's address as TRUST_PROXY says to read it (the proxy's own address otherwise).
     const client = req.ip ?? 'unknown';
-    const wait = auth.throttle.blockedForMinutes(client);
-    if (wait > 0) {
+    const { user, password } = parsed.data;
+    // Asked before the password is checked: a blocked address learns nothing, right or wrong.
+    const verdict = await auth.throttle.check(client, user);
+    if (!verdict.allowed) {
       auth.logger?.warn({ client }, 'dashboard login throttled');
-      return res.status(429).set('Retry-After', String(wait * 60)).type('text/plain').send(`Too many failed logins. Try again in ${wait} minute(s).\n`);
+      const minutes = Math.ceil(verdict.retryAfterSeconds / 60);
+      return res.status(429).set({ 'Retry-After': String(verdict.retryAfterSeconds), 'Cache-Control': 'no-store' }).type('text/plain').send(`Too many failed logins from your address. Try again in ${minutes} minute(s).\n`);
     }
-    if (!auth.checkCredentials(parsed.data.user, parsed.data.password)) {
-      auth.throttle.fail(client);
-      // Never say which of the two was wrong, never echo them.
-      auth.logger?.warn({ client }, 'dashboard login refused');
+    if (!auth.checkCredentials(user, password)) {
+      await auth.throttle.fail(client, user);
+      // Never say which of the two was wrong, never echo them; the address is what an operator
+      // (or fail2ban) acts on.
+      auth.logger?.warn({ client, knownUser: user === auth.user }, 'dashboard login refused: wrong user name or password');
       return showLogin(req, res, 401, 'Wrong user name or password.');
     }
-    auth.throttle.succeed(client);
-    const { cookie } = issueSession(auth);
-    setCookie(res, auth, SESSION_COOKIE, cookie, SESSION_TTL_MS);
+    await auth.throttle.succeed(client);
+    // A fresh id at every login (no session fixation); an older session of this browser ends.
+    const previous = parseCookies(req.headers.cookie)[SESSION_COOKIE];
+    if (previous && SID_RE.test(previous)) await auth.sessions.delete(previous);
+    const { cookie } = await issueSession(auth);
+    setCookie(res, auth, SESSION_COOKIE, cookie, auth.sessionMaxMs);
     setCookie(res, auth, LOGIN_COOKIE, '', 0);
+    auth.logger?.info({ client }, 'dashboard login');
     res.redirect(303, safeNext(parsed.data.next));
-  });
+  };
 
   return router;
 }
@@ -298,6 +335,10 @@ export function loginRoutes(auth: DashboardAuth): Router {
  */
 export function requireSession(auth: DashboardAuth): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
+    check(req, res, next).catch(next);
+  };
+
+  async function check(req: Request, res: Response, next: NextFunction): Promise<void> {
     if (auth.mode === 'open') {
       const host = (req.headers.host ?? '').replace(/:\d+$/, '');
       const publicHosts = auth.allowedOrigins.map((o) => new URL(o).hostname);
@@ -306,15 +347,15 @@ export function requireSession(auth: DashboardAuth): RequestHandler {
         return;
       }
     }
-    const session = verifySession(auth, parseCookies(req.headers.cookie)[SESSION_COOKIE]);
+    const session = await verifySession(auth, parseCookies(req.headers.cookie)[SESSION_COOKIE]);
     if (session) {
       res.locals.session = session;
       next();
       return;
     }
     if (auth.mode === 'open') {
-      const issued = issueSession(auth);
-      setCookie(res, auth, SESSION_COOKIE, issued.cookie, SESSION_TTL_MS);
+      const issued = await issueSession(auth);
+      setCookie(res, auth, SESSION_COOKIE, issued.cookie, auth.sessionMaxMs);
       res.locals.session = issued.session;
       next();
       return;
@@ -325,13 +366,24 @@ export function requireSession(auth: DashboardAuth): RequestHandler {
       return;
     }
     res.status(401).type('text/plain').send('Log in to the dashboard first.\n');
-  };
+  }
 }
 
-/** POST /dashboard/logout: ends the session in this browser. */
-export function logoutHandler(auth: DashboardAuth): RequestHandler {
-  return (_req, res) => {
-    setCookie(res, auth, SESSION_COOKIE, '', 0);
-    res.redirect(303, auth.mode === 'open' ? DASHBOARD_PATH : `${DASHBOARD_PATH}/login`);
+/**
+ * POST /dashboard/logout: ends this session on the server (a copy of the cookie is worthless
+ * afterwards). POST /dashboard/logout-everywhere: ends every session of the user, on every
+ * browser and replica. Mounted behind requireSession and the CSRF check.
+ */
+export function logoutHandler(auth: DashboardAuth, opts: { everywhere?: boolean } = {}): RequestHandler {
+  return (req, res, next) => {
+    const session = sessionOf(res);
+    const done = opts.everywhere ? auth.sessions.deleteAllOf(session.u) : auth.sessions.delete(session.sid);
+    done
+      .then((n) => {
+        auth.logger?.info({ client: req.ip, sessions: typeof n === 'number' ? n : 1 }, opts.everywhere ? 'dashboard: logged out everywhere' : 'dashboard: logged out');
+        setCookie(res, auth, SESSION_COOKIE, '', 0);
+        res.redirect(303, auth.mode === 'open' ? DASHBOARD_PATH : `${DASHBOARD_PATH}/login`);
+      })
+      .catch(next);
   };
 }

@@ -1,17 +1,27 @@
 import { Router, type Request, type Response } from 'express';
 import type { ConnectDeps, ConnectedAccount } from '../accounts/connect.ts';
 import { connectWithShortLivedToken } from '../accounts/connect.ts';
-import { createLoginState, consumeLoginState } from '../store/login-states.ts';
+import { createLoginState, takeLoginState } from '../store/login-states.ts';
+import { checkInvitation, hashInvitation, releaseInvitation, takeInvitation, type InvitationState } from '../store/invitations.ts';
 import { SCOPE } from '../platform/identifiers.ts';
 import { InsufficientDeveloperRoleError, MissingScopeError, PersonalAccountError, PlatformError } from '../platform/errors.ts';
 import { MINUTE } from '../util/clock.ts';
 import { page } from './pages.ts';
+import { ConnectThrottle } from './throttle.ts';
 
 /**
- * GET /connect redirects the owner to the platform's login with a single-use, expiring state;
- * GET /callback checks the state, exchanges the code (single use, one hour), exchanges the
- * short-lived token for a long-lived one (R-TOK-1), stores it and schedules the account's jobs.
- * Every failure is a plain page that says what happened and how to retry; never a token.
+ * GET /connect starts the platform's login with a single-use, expiring state; GET /callback
+ * checks the state, exchanges the code (single use, one hour), exchanges the short-lived token
+ * for a long-lived one (R-TOK-1), stores it and schedules the account's jobs.
+ *
+ * Who may start a login: by default only the holder of an invitation (`/connect?invite=...`,
+ * made in the dashboard or with `feedmirror accounts invite`) or the operator from the
+ * dashboard (/dashboard/connect, behind the login). An anonymous /connect gets a page that says
+ * how to get an invitation, and writes nothing. CONNECT_OPEN=true restores self-service.
+ * Starting a login is rate-limited per client address (each start writes a login state).
+ *
+ * Every failure is a plain page in our own words: the platform's free text
+ * (error_description) is never shown on the operator's domain, where it could pass for ours.
  */
 export interface ConnectRoutesDeps extends ConnectDeps {
   appId: string;
@@ -19,71 +29,141 @@ export interface ConnectRoutesDeps extends ConnectDeps {
   publicUrl: string;
   onConnected: (account: ConnectedAccount) => Promise<void>;
   stateTtlMs?: number;
+  /** CONNECT_OPEN: anyone may start a login (no invitation needed). */
+  open?: boolean;
+  /** Per-client limit on starting logins (Redis-backed in serve); default: this process, 10 a minute. */
+  throttle?: ConnectThrottle;
 }
 
 export function redirectUri(publicUrl: string): string {
   return `${publicUrl.replace(/\/+$/, '')}/callback`;
 }
 
+export function invitationUrl(publicUrl: string, token: string): string {
+  return `${publicUrl.replace(/\/+$/, '')}/connect?invite=${encodeURIComponent(token)}`;
+}
+
+/** The platform's authorize address with a fresh login state (the one place states are made). */
+export async function startLogin(deps: ConnectRoutesDeps, opts: { invitationHash?: string } = {}): Promise<string> {
+  const state = await createLoginState(deps.db, deps.clock.now(), deps.stateTtlMs ?? 15 * MINUTE, { invitationHash: opts.invitationHash ?? null });
+  const url = new URL(deps.authorizeUrl);
+  url.searchParams.set('client_id', deps.appId);
+  url.searchParams.set('redirect_uri', redirectUri(deps.publicUrl));
+  url.searchParams.set('scope', SCOPE); // R-TOK-12: never the deprecated business_basic
+  url.searchParams.set('response_type', 'code');
+  url.searchParams.set('state', state);
+  return url.toString();
+}
+
+const INVITATION_TEXT: Record<Exclude<InvitationState, 'ok'>, string> = {
+  unknown: 'This invitation link is not valid here. Check that you copied the whole link.',
+  expired: 'This invitation has expired.',
+  used: 'This invitation was already used to connect an account. Each invitation works once.',
+};
+
 export function connectRoutes(deps: ConnectRoutesDeps): Router {
   const router = Router();
-  const ttl = deps.stateTtlMs ?? 15 * MINUTE;
-  const connectUrl = `${deps.publicUrl.replace(/\/+$/, '')}/connect`;
+  const throttle = deps.throttle ?? new ConnectThrottle({ prefix: 'local' });
+  const send = (res: Response, status: number, title: string, lines: string[], retry = false) =>
+    res
+      .status(status)
+      .set('Cache-Control', 'no-store')
+      .type('html')
+      .send(page(title, lines, retry && deps.open ? { retryUrl: `${deps.publicUrl.replace(/\/+$/, '')}/connect` } : {}));
 
-  router.get('/connect', async (_req: Request, res: Response) => {
-    const state = await createLoginState(deps.db, deps.clock.now(), ttl);
-    const url = new URL(deps.authorizeUrl);
-    url.searchParams.set('client_id', deps.appId);
-    url.searchParams.set('redirect_uri', redirectUri(deps.publicUrl));
-    url.searchParams.set('scope', SCOPE); // R-TOK-12: never the deprecated business_basic
-    url.searchParams.set('response_type', 'code');
-    url.searchParams.set('state', state);
-    res.set('Cache-Control', 'no-store').redirect(302, url.toString());
+  router.get('/connect', async (req: Request, res: Response, next) => {
+    try {
+      const invite = typeof req.query.invite === 'string' ? req.query.invite : undefined;
+      if (!deps.open && invite === undefined) {
+        // Closed by default: no state is written, nothing is looked up.
+        return send(res, 403, 'An invitation is needed', [
+          'Connecting an account to this feedmirror needs an invitation link from its operator.',
+          'Ask the operator for one: they create it in the dashboard (Accounts, "Invite an owner") or with `feedmirror accounts invite`, and send it to you. The link works once and expires.',
+        ]);
+      }
+      // Each start writes a login state: bounded per client address (R-OWN-1's spirit, our side).
+      const verdict = await throttle.take(req.ip ?? 'unknown');
+      if (!verdict.allowed) {
+        res.set('Retry-After', String(verdict.retryAfterSeconds));
+        return send(res, 429, 'Too many attempts', [`Too many logins were started from your address. Try again in ${Math.ceil(verdict.retryAfterSeconds / 60)} minute(s).`]);
+      }
+      let invitationHash: string | undefined;
+      if (invite !== undefined && !deps.open) {
+        const state = await checkInvitation(deps.db, invite, deps.clock.now());
+        if (state !== 'ok') return send(res, 403, 'Invitation not valid', [INVITATION_TEXT[state], 'Ask the operator for a new invitation.']);
+        invitationHash = hashInvitation(invite);
+      }
+      const url = await startLogin(deps, invitationHash ? { invitationHash } : {});
+      res.set('Cache-Control', 'no-store').redirect(302, url);
+    } catch (err) {
+      next(err);
+    }
   });
 
-  router.get('/callback', async (req: Request, res: Response) => {
+  router.get('/callback', async (req: Request, res: Response, next) => {
+    try {
+      await callback(req, res);
+    } catch (err) {
+      next(err);
+    }
+  });
+
+  async function callback(req: Request, res: Response): Promise<void> {
     const q = req.query as Record<string, unknown>;
     const str = (k: string) => (typeof q[k] === 'string' ? (q[k] as string) : undefined);
-    const fail = (status: number, title: string, ...lines: string[]) =>
-      res.status(status).set('Cache-Control', 'no-store').type('html').send(page(title, lines, { retryUrl: connectUrl }));
+    const fail = (status: number, title: string, ...lines: string[]) => void send(res, status, title, lines, true);
+    const again = deps.open ? 'Start again from the connect link.' : 'Open your invitation link again, or ask the operator for a new one.';
 
     const state = str('state');
-    if (!state) return fail(400, 'Login could not be checked', 'The platform sent no state with the login, so it cannot be matched to a connect request. Start again from the connect link.');
-    const verdict = await consumeLoginState(deps.db, state, deps.clock.now());
-    if (verdict !== 'ok') {
+    if (!state) return fail(400, 'Login could not be checked', 'The platform sent no state with the login, so it cannot be matched to a connect request.', again);
+    const now = deps.clock.now();
+    const taken = await takeLoginState(deps.db, state, now);
+    if (taken.result !== 'ok') {
       const why = {
         unknown: 'This login does not match any connect request made here (a forged or foreign link).',
         used: 'This login link was already used. Each login can be used once.',
         expired: 'This login took too long and its request expired.',
-      }[verdict];
-      return fail(400, 'Login link not valid', why, 'Start again from the connect link.');
+      }[taken.result];
+      return fail(400, 'Login link not valid', why, again);
     }
-    if (str('error')) {
-      const reason = str('error_reason') === 'user_denied' || str('error') === 'access_denied' ? 'The login was cancelled or the permission was declined.' : `The platform reported: ${str('error_description') ?? str('error')}.`;
-      return fail(403, 'Account not connected', reason, `To connect, log in again and approve the ${SCOPE} permission.`);
+    const error = str('error');
+    if (error) {
+      // Fixed texts only: error_description is the platform's (or an attacker's) free text.
+      const declined = str('error_reason') === 'user_denied' || error === 'access_denied';
+      return fail(
+        403,
+        'Account not connected',
+        declined ? 'The login was cancelled or the permission was declined.' : 'The platform did not complete the login.',
+        `To connect, log in again and approve the ${SCOPE} permission.`,
+      );
     }
     const code = str('code');
-    if (!code) return fail(400, 'Login incomplete', 'The platform sent neither a code nor an error. Start again from the connect link.');
+    if (!code) return fail(400, 'Login incomplete', 'The platform sent neither a code nor an error.', again);
 
+    // The invitation is taken before anything is connected (two callbacks: one wins), and given
+    // back if the connection then fails.
+    const invitation = taken.invitationHash;
+    if (invitation) {
+      const inv = await takeInvitation(deps.db, invitation, now);
+      if (inv !== 'ok') return fail(403, 'Invitation not valid', INVITATION_TEXT[inv], 'Ask the operator for a new invitation.');
+    }
     try {
       const short = await deps.platform.exchangeCode(code, redirectUri(deps.publicUrl));
       const account = await connectWithShortLivedToken(deps, short.accessToken, { permissions: short.permissions });
       await deps.onConnected(account);
-      res
-        .status(200)
-        .set('Cache-Control', 'no-store')
-        .type('html')
-        .send(page('Account connected', [`@${account.username} is connected. Its access is valid until ${account.expiresAt.toISOString().slice(0, 10)} and will be renewed automatically.`, 'You can close this page.']));
+      deps.logger.info({ accountId: account.id, invitation: Boolean(invitation) }, 'account connected through the login');
+      send(res, 200, 'Account connected', [`@${account.username} is connected. Its access is valid until ${account.expiresAt.toISOString().slice(0, 10)} and will be renewed automatically.`, 'You can close this page.']);
     } catch (err) {
+      if (invitation) await releaseInvitation(deps.db, invitation, now).catch((e: unknown) => deps.logger.warn({ err: e }, 'could not give the invitation back'));
       deps.logger.warn({ err }, 'connect failed');
-      if (err instanceof PersonalAccountError || err instanceof MissingScopeError || err instanceof InsufficientDeveloperRoleError) {
-        return fail(400, 'Account not connected', err.message);
-      }
+      if (err instanceof PersonalAccountError) return fail(400, 'Account not connected', 'This is a personal account. Only professional accounts (Business or Creator) can be connected: switch the account type in the app, then connect again.');
+      if (err instanceof MissingScopeError) return fail(400, 'Account not connected', `The login did not grant the ${SCOPE} permission. Connect again and leave it ticked on the approval screen.`);
+      if (err instanceof InsufficientDeveloperRoleError) return fail(400, 'Account not connected', 'The app is in development mode and this account has not accepted its tester role. Accept it in the app (settings, "Apps and websites"), then connect again.');
       if (err instanceof PlatformError && (err.code === 100 || err.status === 400)) {
-        return fail(400, 'Login expired', 'The login code was already used or has expired (codes live one hour and work once).', 'Log in again from the connect link.');
+        return fail(400, 'Login expired', 'The login code was already used or has expired (codes live one hour and work once).', again);
       }
-      return fail(502, 'Account not connected', `The platform could not be reached or answered unexpectedly (${(err as Error).message}). Try again in a few minutes.`);
+      return fail(502, 'Account not connected', 'The platform could not be reached or answered unexpectedly. Try again in a few minutes.');
     }
-  });
+  }
   return router;
 }

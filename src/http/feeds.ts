@@ -27,6 +27,8 @@ export function feedsRouter(deps: { storage: ObjectStorage }): Router {
       res.set('Cache-Control', obj.cacheControl ?? 'public, max-age=300');
       // Feeds are public data read by the widget from other sites' pages: any origin may read them.
       res.set('Access-Control-Allow-Origin', '*');
+      // helmet's default is same-origin; other sites' pages read feeds.
+      res.set('Cross-Origin-Resource-Policy', 'cross-origin');
       res.send(obj.body);
     } catch (err) {
       next(err);

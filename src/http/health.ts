@@ -1,5 +1,7 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
 import type { Logger } from '../util/logger.ts';
+import { systemClock, type Clock } from '../util/clock.ts';
 import type { Metrics } from '../metrics/index.ts';
 
 /**
@@ -31,6 +33,14 @@ export interface HealthDeps {
   logger?: Logger;
   /** Bound on each dependency check (default 2000 ms). */
   timeoutMs?: number;
+  /**
+   * Who may read /metrics (account ids, days of validity left): 'open' (serve listens on loopback
+   * only, nothing in front), a bearer token (METRICS_TOKEN), or 'off' (neither: not served).
+   */
+  metricsAccess?: 'open' | 'off' | { bearer: string };
+  /** Scrapes within this many ms get the same text (default 5000): scraping stays cheap. */
+  metricsCacheMs?: number;
+  clock?: Clock;
 }
 
 export type DependencyName = 'redis' | 'postgres' | 'storage';
@@ -116,10 +126,32 @@ export function healthRoutes(deps: HealthDeps): Router {
   });
 
   const metrics = deps.metrics;
-  if (metrics) {
-    router.get('/metrics', async (_req: Request, res: Response) => {
-      const text = await metrics.metricsText();
-      noStore(res).set('Content-Type', metrics.contentType).send(text);
+  const access = deps.metricsAccess ?? 'open';
+  if (metrics && access !== 'off') {
+    const cacheMs = deps.metricsCacheMs ?? 5_000;
+    let cached: { text: string; at: number } | undefined;
+    let inFlight: Promise<string> | undefined;
+    const expected = typeof access === 'object' ? createHash('sha256').update(access.bearer).digest() : undefined;
+    router.get('/metrics', async (req: Request, res: Response, next) => {
+      try {
+        if (expected) {
+          const m = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
+          const given = createHash('sha256').update(m?.[1] ?? '').digest();
+          if (!m || !timingSafeEqual(given, expected)) {
+            noStore(res).status(401).set('WWW-Authenticate', 'Bearer realm="feedmirror metrics"').type('text/plain').send('A bearer token (METRICS_TOKEN) is needed to read the metrics.\n');
+            return;
+          }
+        }
+        const now = (deps.clock ?? systemClock).now().getTime();
+        if (!cached || now - cached.at >= cacheMs) {
+          // One read at a time however many scrapers ask at once.
+          inFlight ??= metrics.metricsText().finally(() => (inFlight = undefined));
+          cached = { text: await inFlight, at: now };
+        }
+        noStore(res).set('Content-Type', metrics.contentType).send(cached.text);
+      } catch (err) {
+        next(err);
+      }
     });
   }
   return router;

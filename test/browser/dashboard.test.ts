@@ -105,7 +105,7 @@ beforeAll(async () => {
   await setAccountStatus(db, staleId, 'reauth_required', 'the platform rejected the token: password changed (code 190/460)', { at: sim.clock.now() });
 
   const auth = resolveDashboardAuth({ host: '127.0.0.1', user: USER, password: PASSWORD, secret: 'dashboard-test-secret', publicUrl: base, clock: sim.clock });
-  const app = createApp({ logger: silentLogger, storage, serveLocalFiles: true, dashboard: { auth, db, queues, storage, clock: sim.clock, logger: silentLogger, connectUrl: `${base}/connect` } });
+  const app = createApp({ logger: silentLogger, storage, serveLocalFiles: true, dashboard: { auth, db, queues, storage, clock: sim.clock, logger: silentLogger, connect: { start: async () => `${base}/connect`, invite: async () => ({ url: `${base}/connect?invite=x`, expiresAt: new Date() }) } } });
   handler = app;
 
   browser = await chromium.launch({

@@ -228,7 +228,7 @@ describe('login states', () => {
     expect(stored.rowCount).toBe(0);
     const results = await Promise.all([1, 2, 3].map(() => consumeLoginState(pool, state, later(MINUTE))));
     expect(results.sort()).toEqual(['ok', 'used', 'used']);
-    expect(await takeLoginState(pool, state, later(MINUTE))).toEqual({ result: 'used', redirectAfter: null });
+    expect(await takeLoginState(pool, state, later(MINUTE))).toEqual({ result: 'used', redirectAfter: null, invitationHash: null });
   });
 
   it('expired and unknown', async () => {
@@ -236,7 +236,7 @@ describe('login states', () => {
     expect(await consumeLoginState(pool, state, later(10 * MINUTE))).toBe('expired');
     expect(await consumeLoginState(pool, 'never-issued', t0)).toBe('unknown');
     const fresh = await createLoginState(pool, t0, 10 * MINUTE, { redirectAfter: '/done' });
-    expect(await takeLoginState(pool, fresh, later(9 * MINUTE))).toEqual({ result: 'ok', redirectAfter: '/done' });
+    expect(await takeLoginState(pool, fresh, later(9 * MINUTE))).toEqual({ result: 'ok', redirectAfter: '/done', invitationHash: null });
   });
 });
 

@@ -59,7 +59,7 @@ describe('token lifecycle end to end (R-TOK-1..10)', () => {
     baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const app = createApp({
       logger,
-      connect: { db, cipher, platform, clock: sim.clock, logger, appId: sim.appId, authorizeUrl: sim.authorizeUrl, publicUrl: baseUrl, onConnected: async () => {} },
+      connect: { db, cipher, platform, clock: sim.clock, logger, appId: sim.appId, authorizeUrl: sim.authorizeUrl, publicUrl: baseUrl, onConnected: async () => {}, open: true }, // self-service (CONNECT_OPEN=true); invitations: test/security
     });
     server.on('request', app);
   });

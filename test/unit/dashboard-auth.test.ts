@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Request } from 'express';
-import { DashboardAuthConfigError, isLoopbackHost, LoginThrottle, resolveDashboardAuth, safeNext, signValue, issueSession, verifySession, verifyValue, parseCookies, SESSION_TTL_MS } from '../../src/http/auth.ts';
+import { DashboardAuthConfigError, deriveSessionSecret, isLoopbackHost, resolveDashboardAuth, safeNext, signValue, issueSession, verifySession, verifyValue, parseCookies } from '../../src/http/auth.ts';
+import { MemorySessionStore } from '../../src/http/sessions.ts';
+import { LoginThrottle } from '../../src/http/throttle.ts';
 import { csrfMatches, csrfTokenFor, hasSameOrigin } from '../../src/http/csrf.ts';
 import { explainError, lastProblem } from '../../src/http/dashboard/explain.ts';
 import { formatBytes } from '../../src/http/dashboard/data.ts';
@@ -43,20 +45,51 @@ describe('credentials and sessions', () => {
     expect(a.secureCookies).toBe(true); // https PUBLIC_URL
   });
 
-  it('a session verifies until it expires; a tampered or foreign one never does', () => {
-    const a = auth();
-    const { cookie } = issueSession(a);
-    expect(verifySession(a, cookie)?.u).toBe('operator');
-    const [payload, sig] = cookie.split('.');
-    const forged = Buffer.from(JSON.stringify({ sid: 'a'.repeat(24), u: 'operator', exp: Date.now() * 2 })).toString('base64url');
-    expect(verifySession(a, `${forged}.${sig}`)).toBeNull();
-    expect(verifySession(a, `${payload}.${sig}x`)).toBeNull();
-    expect(verifySession(auth({ password: 'another password' }), cookie)).toBeNull(); // a password change ends sessions
-    expect(verifySession(auth({ secret: 'other' }), cookie)).toBeNull();
-    // A flash cookie (same key, other purpose) is not a session.
-    expect(verifyValue(a.sessionKey, 'session', signValue(a.sessionKey, 'flash', { sid: 'a'.repeat(24), u: 'operator', exp: 1e15 }))).toBeUndefined();
-    clock.advance(SESSION_TTL_MS);
-    expect(verifySession(a, cookie)).toBeNull();
+  it('a session lives on the server: verifies until idle too long or past its lifetime; forged, tampered or foreign ids never do', async () => {
+    const sessions = new MemorySessionStore();
+    const a = auth({ sessions, sessionIdleMs: 60 * MINUTE, sessionMaxMs: 3 * 60 * MINUTE });
+    const { cookie } = await issueSession(a);
+    expect(cookie).toMatch(/^[A-Za-z0-9_-]{43}$/); // a random id, nothing readable or signable
+    expect((await verifySession(a, cookie))?.u).toBe('operator');
+    expect(await verifySession(a, `${cookie.slice(0, -1)}${cookie.endsWith('A') ? 'B' : 'A'}`)).toBeNull();
+    expect(await verifySession(a, Buffer.from(JSON.stringify({ sid: 'a'.repeat(24), u: 'operator', exp: Date.now() * 2 })).toString('base64url'))).toBeNull();
+    // A password change ends it (the record carries the credentials' fingerprint).
+    expect(await verifySession(auth({ sessions, password: 'another password' }), cookie)).toBeNull();
+    // Activity keeps it alive up to the absolute lifetime; idleness ends it sooner.
+    const b = auth({ sessions: new MemorySessionStore(), sessionIdleMs: 60 * MINUTE, sessionMaxMs: 3 * 60 * MINUTE });
+    const active = (await issueSession(b)).cookie;
+    const idle = (await issueSession(b)).cookie;
+    for (let i = 0; i < 4; i++) {
+      clock.advance(40 * MINUTE);
+      expect(await verifySession(b, active), `after ${(i + 1) * 40} min`).not.toBeNull();
+    }
+    expect(await verifySession(b, idle)).toBeNull(); // unused for 160 minutes > 60
+    clock.advance(25 * MINUTE); // 185 minutes > the 180-minute lifetime
+    expect(await verifySession(b, active)).toBeNull();
+  });
+
+  it('logout ends one session, "log out everywhere" every session of the user', async () => {
+    const a = auth({ sessions: new MemorySessionStore() });
+    const [one, two, three] = await Promise.all([issueSession(a), issueSession(a), issueSession(a)]);
+    await a.sessions.delete(one.cookie);
+    expect(await verifySession(a, one.cookie)).toBeNull();
+    expect(await verifySession(a, two.cookie)).not.toBeNull();
+    expect(await a.sessions.deleteAllOf('operator')).toBe(2);
+    expect(await verifySession(a, two.cookie)).toBeNull();
+    expect(await verifySession(a, three.cookie)).toBeNull();
+  });
+
+  it('the signing secret is SESSION_SECRET, else an HKDF derivation of the encryption key under its own label', () => {
+    expect(deriveSessionSecret('s'.repeat(40), 'key')).toBe('s'.repeat(40));
+    const derived = deriveSessionSecret(undefined, 'the-token-encryption-key');
+    expect(derived).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(derived).not.toContain('the-token-encryption-key');
+    expect(deriveSessionSecret(undefined, 'another-key')).not.toBe(derived);
+    expect(deriveSessionSecret(undefined, undefined)).toBeUndefined();
+    // Flash cookies signed with one key do not verify under another.
+    const a = auth({ secret: derived });
+    expect(verifyValue(auth({ secret: 'other' }).sessionKey, 'flash', signValue(a.sessionKey, 'flash', { x: 1 }))).toBeUndefined();
+    expect(verifyValue(a.sessionKey, 'session', signValue(a.sessionKey, 'flash', { x: 1 }))).toBeUndefined();
   });
 
   it('parses cookie headers', () => {
@@ -64,16 +97,25 @@ describe('credentials and sessions', () => {
     expect(parseCookies(undefined)).toEqual({});
   });
 
-  it('after 10 failed logins within 15 minutes a client waits', () => {
-    const c = new ManualClock();
-    const t = new LoginThrottle(c);
-    for (let i = 0; i < 9; i++) t.fail('1.2.3.4');
-    expect(t.blockedForMinutes('1.2.3.4')).toBe(0);
-    t.fail('1.2.3.4');
-    expect(t.blockedForMinutes('1.2.3.4')).toBe(15);
-    expect(t.blockedForMinutes('5.6.7.8')).toBe(0);
-    c.advance(15 * MINUTE + 1);
-    expect(t.blockedForMinutes('1.2.3.4')).toBe(0);
+  it('after 10 failed logins an address waits; other addresses, and a correct password from them, do not', async () => {
+    const t = new LoginThrottle({ prefix: 'unit' });
+    for (let i = 0; i < 9; i++) await t.fail('1.2.3.4', 'operator');
+    expect((await t.check('1.2.3.4', 'operator')).allowed).toBe(true);
+    await t.fail('1.2.3.4', 'operator');
+    const blocked = await t.check('1.2.3.4', 'operator');
+    expect(blocked.allowed).toBe(false);
+    expect(blocked.retryAfterSeconds).toBeGreaterThan(14 * 60);
+    expect(blocked.retryAfterSeconds).toBeLessThanOrEqual(15 * 60);
+    expect((await t.check('1.2.3.4', 'someone-else')).allowed).toBe(false); // the address, whatever the name
+    expect((await t.check('5.6.7.8', 'operator')).allowed).toBe(true);
+  });
+
+  it('a user name under attack from many addresses: addresses that failed wait, a clean one may still log in', async () => {
+    const t = new LoginThrottle({ prefix: 'unit' }, { perClient: 10, perClientWindowS: 900, perClientDaily: 100, perUserUnderAttack: 5 });
+    for (let i = 0; i < 6; i++) await t.fail(`10.0.0.${i}`, 'Operator');
+    expect((await t.check('10.0.0.1', 'operator')).allowed).toBe(false); // NFKC + lower-case: the same name
+    expect((await t.check('10.0.0.1', 'other')).allowed).toBe(true);
+    expect((await t.check('192.0.2.7', 'operator')).allowed).toBe(true);
   });
 
   it('redirects after login stay inside the dashboard', () => {

@@ -11,6 +11,9 @@ import { followWallClock } from '../../simulator/wall-clock.ts';
 import { feedKey } from '../../storage/keys.ts';
 import { createQueue, QUEUE } from '../../../jobs/queues.ts';
 import { startServer } from './server.ts';
+import { createInvitation } from '../../store/invitations.ts';
+import { invitationUrl } from '../../http/connect.ts';
+import { DAY } from '../../util/clock.ts';
 import { startWorkerFromContext } from './worker.ts';
 
 /**
@@ -77,11 +80,13 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
     const account = sim.createAccount({ username: 'demo.bakery', name: 'Demo Bakery', posts: values.posts ?? 24 });
     // The owner's side of the OAuth flow, as a browser would follow it.
     sim.autoApprove = account.id;
-    const toLogin = await fetch(`${publicUrl}/connect`, { redirect: 'manual' });
+    // /connect is closed to anonymous visitors: the demo invites its owner, as an operator would.
+    const invitation = await createInvitation(await ctx.migratedDb(), ctx.clock.now(), DAY, 'cli');
+    const toLogin = await fetch(invitationUrl(publicUrl, invitation.token), { redirect: 'manual' });
     const toCallback = await fetch(toLogin.headers.get('location') ?? '', { redirect: 'manual' });
     const done = await fetch(toCallback.headers.get('location') ?? '');
     if (done.status !== 200) throw new Error(`connecting the demo account failed: HTTP ${done.status}`);
-    say(`connected @${account.username} through ${publicUrl}/connect`);
+    say(`connected @${account.username} through an invitation (${publicUrl}/connect?invite=…)`);
 
     const key = feedKey(account.id);
     const deadline = Date.now() + 120_000;

@@ -2,8 +2,12 @@ import type { Server } from 'node:http';
 import type { Express } from 'express';
 import type { AppContext } from '../context.ts';
 import { createApp } from '../../http/app.ts';
-import { resolveDashboardAuth } from '../../http/auth.ts';
-import type { ConnectRoutesDeps } from '../../http/connect.ts';
+import { deriveSessionSecret, isLoopbackHost, resolveDashboardAuth } from '../../http/auth.ts';
+import { invitationUrl, startLogin, type ConnectRoutesDeps } from '../../http/connect.ts';
+import type { DashboardConnect } from '../../http/dashboard/index.ts';
+import { RedisSessionStore } from '../../http/sessions.ts';
+import { ConnectThrottle, LoginThrottle } from '../../http/throttle.ts';
+import { createInvitation } from '../../store/invitations.ts';
 import { scheduleAccount } from '../../../jobs/catalogue.ts';
 import { createMetrics } from '../../metrics/index.ts';
 import { applyHeapGrowthPercent } from '../../util/heap.ts';
@@ -24,25 +28,42 @@ export interface RunningServer {
 /** Build the app from a context (also used by `npm run demo`, which runs serve and worker in one process). */
 export async function buildServeApp(ctx: AppContext): Promise<Express> {
   // First, before touching any service: a misconfigured dashboard is a start-up error.
+  // Sessions and throttles live in Redis: every replica shares them, and a logout reaches all.
+  const store = { redis: ctx.redisClient, prefix: ctx.config.REDIS_PREFIX };
   const auth = resolveDashboardAuth({
     host: ctx.config.HOST,
     user: ctx.config.DASHBOARD_USER,
     password: ctx.config.DASHBOARD_PASSWORD,
-    secret: ctx.config.TOKEN_ENCRYPTION_KEY,
+    secret: deriveSessionSecret(ctx.config.SESSION_SECRET, ctx.config.TOKEN_ENCRYPTION_KEY),
     publicUrl: ctx.config.PUBLIC_URL,
     clock: ctx.clock,
     logger: ctx.logger,
+    sessions: new RedisSessionStore(ctx.redisClient, ctx.config.REDIS_PREFIX),
+    throttle: new LoginThrottle(store),
+    sessionIdleMs: ctx.config.SESSION_IDLE_TIMEOUT,
+    sessionMaxMs: ctx.config.SESSION_MAX_LIFETIME,
   });
   const db = await ctx.migratedDb();
   const queues = ctx.queues;
+  // Token days left change slowly: read them at most once a minute, not on every scrape.
+  let expiries: { at: number; rows: Array<{ accountId: string; expiresAt: Date }> } | undefined;
   const metrics = createMetrics({
     queues: Object.values(queues),
     clock: ctx.clock,
     tokenExpiries: async () => {
-      const { rows } = await db.query<{ account_id: string; expires_at: Date }>('SELECT account_id, expires_at FROM tokens');
-      return rows.map((r) => ({ accountId: r.account_id, expiresAt: r.expires_at }));
+      const now = ctx.clock.now().getTime();
+      if (!expiries || now - expiries.at >= 60_000) {
+        const { rows } = await db.query<{ account_id: string; expires_at: Date }>('SELECT account_id, expires_at FROM tokens');
+        expiries = { at: now, rows: rows.map((r) => ({ accountId: r.account_id, expiresAt: r.expires_at })) };
+      }
+      return expiries.rows;
     },
   });
+  // /metrics names accounts and their days left: open only when nothing but this machine can
+  // reach the server (loopback, no proxy in front); otherwise it needs METRICS_TOKEN.
+  const loopbackOnly = isLoopbackHost(ctx.config.HOST) && ctx.config.TRUST_PROXY === false;
+  const metricsAccess = ctx.config.METRICS_TOKEN ? { bearer: ctx.config.METRICS_TOKEN } : loopbackOnly ? ('open' as const) : ('off' as const);
+  if (metricsAccess === 'off') ctx.logger.warn('METRICS_TOKEN is not set and serve is reachable from other machines: /metrics is off (set METRICS_TOKEN and give it to Prometheus as a bearer token)');
   const publicUrl = ctx.config.PUBLIC_URL.replace(/\/+$/, '');
   let connect: ConnectRoutesDeps | undefined;
   if (ctx.config.APP_ID && ctx.config.APP_SECRET) {
@@ -56,6 +77,8 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
       authorizeUrl: ctx.config.AUTHORIZE_URL,
       publicUrl: ctx.config.PUBLIC_URL,
       onConnected: async (account) => scheduleAccount(queues, account.id, ctx.schedules),
+      open: ctx.config.CONNECT_OPEN,
+      throttle: new ConnectThrottle(store),
     };
   } else {
     ctx.logger.warn('APP_ID and APP_SECRET are not set: /connect and /callback are off (accounts can still be added with `feedmirror accounts add`)');
@@ -63,11 +86,23 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
   if (ctx.storage.kind === 'local' && !ctx.config.MEDIA_PUBLIC_URL) {
     ctx.logger.warn(`local storage without MEDIA_PUBLIC_URL: feeds carry file:// image addresses that browsers cannot load; set MEDIA_PUBLIC_URL=${publicUrl}`);
   }
+  const c = connect;
+  const dashboardConnect: DashboardConnect | undefined = c
+    ? {
+        start: () => startLogin(c),
+        invite: async (ttlMs) => {
+          const inv = await createInvitation(db, ctx.clock.now(), ttlMs, 'dashboard');
+          return { url: invitationUrl(publicUrl, inv.token), expiresAt: inv.expiresAt };
+        },
+      }
+    : undefined;
   return createApp({
     logger: ctx.logger,
+    trustProxy: ctx.config.TRUST_PROXY,
+    publicUrl: ctx.config.PUBLIC_URL,
     storage: ctx.storage,
     serveLocalFiles: true,
-    health: { redis: ctx.redisClient, db, storage: ctx.storage, metrics, logger: ctx.logger },
+    health: { redis: ctx.redisClient, db, storage: ctx.storage, metrics, metricsAccess, clock: ctx.clock, logger: ctx.logger },
     ...(connect ? { connect } : {}),
     dashboard: {
       auth,
@@ -76,7 +111,7 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
       storage: ctx.storage,
       clock: ctx.clock,
       logger: ctx.logger,
-      ...(connect ? { connectUrl: `${publicUrl}/connect` } : {}),
+      ...(dashboardConnect ? { connect: dashboardConnect } : {}),
     },
   });
 }

@@ -15,7 +15,7 @@ import { widgetSource, WIDGET_CONTENT_TYPE } from '../../widget/index.ts';
 import { DASHBOARD_PATH, loginRoutes, logoutHandler, parseCookies, requireSession, sessionOf, setCookie, signValue, verifyValue, type DashboardAuth } from '../auth.ts';
 import { csrfTokenFor, requireCsrfToken, requireSameOrigin } from '../csrf.ts';
 import { loadAccountOverviews } from './data.ts';
-import { accountsPage, previewPage, removeConfirmPage, type Flash, type LayoutOptions } from './views.ts';
+import { accountsPage, invitationPage, previewPage, removeConfirmPage, type Flash, type LayoutOptions } from './views.ts';
 
 /**
  * The operator dashboard under /dashboard: the accounts page and its actions, the feed preview,
@@ -38,9 +38,18 @@ export interface DashboardDeps {
   storage?: ObjectStorage;
   clock: Clock;
   logger: Logger;
-  /** Public address of the connect page (PUBLIC_URL/connect); omitted when connecting is not configured. */
-  connectUrl?: string;
+  /** Connecting accounts (APP_ID/APP_SECRET set); omitted: the dashboard offers no connect. */
+  connect?: DashboardConnect;
 }
+
+export interface DashboardConnect {
+  /** The platform's login address with a fresh login state (the operator connects from here). */
+  start(): Promise<string>;
+  /** A one-time invitation link for an account owner. */
+  invite(ttlMs: number): Promise<{ url: string; expiresAt: Date }>;
+}
+
+const INVITATION_TTLS: Record<string, number> = { '1d': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 };
 
 export const BULL_BOARD_PATH = `${DASHBOARD_PATH}/queues`;
 const ACCOUNT_ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
@@ -90,7 +99,9 @@ export function dashboardRouter(deps: DashboardDeps): Router {
   guarded.use(
     '/queues',
     (_req: Request, res: Response, next: NextFunction) => {
-      res.set({ 'Cache-Control': 'no-store', 'X-Frame-Options': 'DENY', 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'same-origin' });
+      // Security headers (CSP without inline script, frame-ancestors 'none', nosniff) come from
+      // the app-wide helmet (security-headers.ts); bull-board's UI is script files only.
+      res.set('Cache-Control', 'no-store');
       next();
     },
     requireSameOrigin(auth.allowedOrigins),
@@ -117,7 +128,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     flash: takeFlash(req, res),
     mode: auth.mode,
     user: auth.user,
-    connectUrl: deps.connectUrl,
+    connectUrl: deps.connect ? `${DASHBOARD_PATH}/connect` : undefined,
   });
 
   const storageWarnings = (): string[] => {
@@ -205,7 +216,29 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     flashTo(res, { kind: 'ok', text: `@${account.username} was removed. Its published feed and copies stay in storage.` });
   }));
 
+  // Connecting from the dashboard session works without an invitation (the operator is logged in).
+  guarded.get('/connect', wrap(async (_req, res) => {
+    if (!deps.connect) {
+      res.status(404).type('text/plain').send('Connecting needs APP_ID and APP_SECRET.\n');
+      return;
+    }
+    res.set('Cache-Control', 'no-store').redirect(302, await deps.connect.start());
+  }));
+
+  guarded.post('/invitations', wrap(async (req, res) => {
+    if (!deps.connect) {
+      res.status(404).type('text/plain').send('Connecting needs APP_ID and APP_SECRET.\n');
+      return;
+    }
+    const ttl = INVITATION_TTLS[String((req.body as Record<string, unknown>).expires ?? '7d')] ?? INVITATION_TTLS['7d']!;
+    const inv = await deps.connect.invite(ttl);
+    logger.info({ expiresAt: inv.expiresAt.toISOString() }, 'dashboard: invitation created');
+    pageHeaders(res);
+    res.type('html').send(invitationPage(inv, layoutOf(req, res)));
+  }));
+
   guarded.post('/logout', logoutHandler(auth));
+  guarded.post('/logout-everywhere', logoutHandler(auth, { everywhere: true }));
 
   guarded.use((_req: Request, res: Response) => {
     res.status(404).type('text/plain').send('No such dashboard page.\n');

@@ -51,7 +51,7 @@ details summary{cursor:pointer}
 export function layout(title: string, body: string, o: LayoutOptions): string {
   const flash = o.flash ? `<p class="flash ${o.flash.kind}" role="status">${h(o.flash.text)}</p>` : '';
   const logout = o.mode === 'password'
-    ? `<form method="post" action="/dashboard/logout"><input type="hidden" name="${CSRF_FIELD}" value="${h(o.csrf)}"><button type="submit">Log out (${h(o.user)})</button></form>`
+    ? `<form method="post" action="/dashboard/logout"><input type="hidden" name="${CSRF_FIELD}" value="${h(o.csrf)}"><button type="submit">Log out (${h(o.user)})</button></form><form method="post" action="/dashboard/logout-everywhere"><input type="hidden" name="${CSRF_FIELD}" value="${h(o.csrf)}"><button type="submit" title="End every session of ${h(o.user)}, in every browser">Log out everywhere</button></form>`
     : '<span class="muted">no login: loopback only</span>';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -130,7 +130,9 @@ export function accountsPage(accounts: AccountOverview[], o: LayoutOptions & { w
 <tbody>${rows.join('\n')}</tbody></table>`
     : `<p>No account is connected yet.${o.connectUrl ? ` <a href="${h(o.connectUrl)}">Connect an account</a> (or send that link to the account's owner).` : ''}</p>`;
   const connect = o.connectUrl
-    ? `<p class="muted">To connect an account, open <a href="${h(o.connectUrl)}">${h(o.connectUrl)}</a> or send that link to the account's owner: they log in on the platform and approve.</p>`
+    ? `<h2>Connecting an account</h2>
+<p class="muted">Your own account: <a href="${h(o.connectUrl)}">connect it now</a> (you log in on the platform and approve). Someone else's: invite its owner. The invitation is a link that works once and expires; send it to them.</p>
+${actionForm('/dashboard/invitations', 'Invite an owner', o.csrf, `<label>expires in <select name="expires"><option value="1d">1 day</option><option value="7d" selected>7 days</option><option value="30d">30 days</option></select></label> `)}`
     : '<p class="muted">Connecting through the login needs APP_ID and APP_SECRET; <code>feedmirror accounts add</code> works without them.</p>';
   return layout('Accounts', `<h1>Accounts</h1>${warnings}${table}${connect}`, o);
 }
@@ -158,3 +160,11 @@ ${warnings}
   return layout(`Preview @${a.username}`, body, o);
 }
 
+
+export function invitationPage(inv: { url: string; expiresAt: Date }, o: LayoutOptions): string {
+  const body = `<h1>Invitation created</h1>
+<p>Send this link to the account's owner. It works once, until ${h(inv.expiresAt.toISOString().replace('T', ' ').slice(0, 16))} UTC; it is shown only now.</p>
+<p><input id="invitation" readonly size="90" value="${h(inv.url)}"></p>
+<p><a class="button" href="/dashboard">Back to the accounts</a></p>`;
+  return layout('Invitation created', body, o);
+}

@@ -1,0 +1,43 @@
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from '../util/logger.ts';
+
+/**
+ * The last error handler of `feedmirror serve`. A client's mistake is a 4xx with one short line,
+ * logged at info level (it is not the server's problem and must not page anyone): malformed
+ * percent-encoding in a path (Express marks it 400), bodies over their size or parameter limit
+ * (413), a charset or encoding we do not read (415), a body that does not parse or was cut short
+ * (400). Anything else is a 500 whose details (redacted) go to the log, never to the response.
+ */
+const CLIENT_ERRORS: Record<string, { status: number; text: string }> = {
+  'entity.too.large': { status: 413, text: 'The request body is too large.' },
+  'parameters.too.many': { status: 413, text: 'The request has too many parameters.' },
+  'charset.unsupported': { status: 415, text: 'Unsupported charset: send UTF-8.' },
+  'encoding.unsupported': { status: 415, text: 'Unsupported content encoding.' },
+  'entity.parse.failed': { status: 400, text: 'The request body could not be read.' },
+  'entity.verify.failed': { status: 400, text: 'The request body could not be read.' },
+  'request.aborted': { status: 400, text: 'The request body was cut short.' },
+  'request.size.invalid': { status: 400, text: 'The request body was cut short.' },
+  'stream.encoding.set': { status: 400, text: 'The request body could not be read.' },
+};
+
+function clientError(err: unknown): { status: number; text: string } | null {
+  const e = err as { type?: unknown; status?: unknown; statusCode?: unknown } | null;
+  if (e && typeof e.type === 'string' && CLIENT_ERRORS[e.type]) return CLIENT_ERRORS[e.type]!;
+  const status = typeof e?.status === 'number' ? e.status : typeof e?.statusCode === 'number' ? e.statusCode : 0;
+  if (err instanceof URIError || (status === 400 && err instanceof Error && /URI/.test(err.message))) return { status: 400, text: 'Malformed address: bad percent-encoding.' };
+  if (status >= 400 && status < 500) return { status, text: 'Bad request.' };
+  return null;
+}
+
+export function errorHandler(logger: Logger) {
+  return (err: Error, req: Request, res: Response, _next: NextFunction) => {
+    const known = clientError(err);
+    if (known) {
+      logger.info({ status: known.status, reason: (err as { type?: string }).type ?? err.name, method: req.method, client: req.ip }, 'bad request refused');
+      if (!res.headersSent) res.status(known.status).set('Cache-Control', 'no-store').type('text/plain').send(`${known.text}\n`);
+      return;
+    }
+    logger.error({ err, path: req.path }, 'request failed');
+    if (!res.headersSent) res.status(500).type('text/plain').send('Something went wrong on the server; the operator can find the details in its log.\n');
+  };
+}

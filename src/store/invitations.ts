@@ -1,0 +1,57 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Db } from './db.ts';
+
+/**
+ * Invitations to connect an account: random (32 bytes), single use, expiring. Only a sha256 is
+ * stored, so the table is useless to whoever reads it. An invitation is checked when a login
+ * starts and taken (atomically, once) when its callback comes back; a login that fails after
+ * that gives it back, so a declined approval does not burn the owner's link.
+ */
+export type InvitationState = 'ok' | 'unknown' | 'expired' | 'used';
+
+export function hashInvitation(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/** Tokens we make are 43 base64url characters; anything else is not looked up. */
+export const INVITATION_RE = /^[A-Za-z0-9_-]{43}$/;
+
+export async function createInvitation(db: Db, now: Date, ttlMs: number, createdBy: 'dashboard' | 'cli'): Promise<{ token: string; expiresAt: Date }> {
+  const token = randomBytes(32).toString('base64url');
+  const expiresAt = new Date(now.getTime() + ttlMs);
+  await db.query('INSERT INTO invitations (token_hash, created_at, expires_at, created_by) VALUES ($1, $2, $3, $4)', [hashInvitation(token), now, expiresAt, createdBy]);
+  return { token, expiresAt };
+}
+
+/** Whether an invitation may start a login now (read only). */
+export async function checkInvitation(db: Db, token: string, now: Date): Promise<InvitationState> {
+  if (!INVITATION_RE.test(token)) return 'unknown';
+  return stateOfHash(db, hashInvitation(token), now);
+}
+
+async function stateOfHash(db: Db, hash: string, now: Date): Promise<InvitationState> {
+  const { rows } = await db.query<{ expires_at: Date; used_at: Date | null }>('SELECT expires_at, used_at FROM invitations WHERE token_hash = $1', [hash]);
+  const row = rows[0];
+  if (!row) return 'unknown';
+  if (row.used_at) return 'used';
+  return row.expires_at.getTime() > now.getTime() ? 'ok' : 'expired';
+}
+
+/** Take the invitation (by hash) once: of two callbacks exactly one gets 'ok'. */
+export async function takeInvitation(db: Db, hash: string, now: Date): Promise<InvitationState> {
+  const { rowCount } = await db.query('UPDATE invitations SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2', [hash, now]);
+  if (rowCount) return 'ok';
+  return stateOfHash(db, hash, now);
+}
+
+/** Give a taken invitation back (the login it started failed before connecting anything). */
+export async function releaseInvitation(db: Db, hash: string, takenAt: Date): Promise<void> {
+  await db.query('UPDATE invitations SET used_at = NULL WHERE token_hash = $1 AND used_at = $2', [hash, takenAt]);
+}
+
+/** Delete invitations that expired or were used more than `keepMs` ago (default 30 days). */
+export async function pruneInvitations(db: Db, now: Date, keepMs = 30 * 86_400_000): Promise<number> {
+  const before = new Date(now.getTime() - keepMs);
+  const { rowCount } = await db.query('DELETE FROM invitations WHERE expires_at < $1 OR used_at < $1', [before]);
+  return rowCount ?? 0;
+}
