@@ -59,8 +59,8 @@ describe('feedmirror serve start-up checks', () => {
   }, 30_000);
 
   it('with credentials set it gets past the dashboard check (and then needs Postgres)', async () => {
-    const { code, stderr } = await runServe({ HOST: '0.0.0.0', DASHBOARD_USER: 'operator', DASHBOARD_PASSWORD: 'long-enough-password' });
-    expect(code).toBe(1);
+    const { code, stderr } = await runServe({ HOST: '0.0.0.0', DASHBOARD_USER: 'operator', DASHBOARD_PASSWORD: 'long-enough-password', TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64') });
+    expect(code).toBe(3); // EXIT.unavailable: a service is down
     expect(stderr).toContain('cannot reach PostgreSQL');
     expect(stderr).not.toContain('DASHBOARD_USER');
     expect(stderr).not.toContain('long-enough-password');
