@@ -1,11 +1,16 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import { readPublishedFeed } from '../feeds/publish.ts';
+import { notModified } from './conditional.ts';
 import type { ObjectStorage } from '../storage/types.ts';
 import { ID_PATTERN } from '../util/ids.ts';
 
 /**
  * `GET /feeds/<accountId>.json`: the published feed as stored (same bytes, Content-Type and
  * Cache-Control, R-LNK-4), for server code that cannot read the bucket. 404 when none exists.
+ * Conditional reads: the stored object's own ETag and Last-Modified are sent, and a request whose
+ * If-None-Match (or, without it, If-Modified-Since) matches gets 304 with no body (RFC 9110;
+ * see conditional.ts). An unchanged feed is never rewritten, so its validators hold
+ * until its content changes.
  */
 const FILE_RE = new RegExp(`^(${ID_PATTERN.source.slice(1, -1)})\\.json$`);
 
@@ -29,6 +34,13 @@ export function feedsRouter(deps: { storage: ObjectStorage }): Router {
       res.set('Access-Control-Allow-Origin', '*');
       // helmet's default is same-origin; other sites' pages read feeds.
       res.set('Cross-Origin-Resource-Policy', 'cross-origin');
+      res.set('Access-Control-Expose-Headers', 'ETag, Last-Modified');
+      if (obj.etag) res.set('ETag', obj.etag);
+      if (obj.lastModified) res.set('Last-Modified', obj.lastModified.toUTCString());
+      if (notModified(req.headers, obj)) {
+        res.status(304).end();
+        return;
+      }
       res.send(obj.body);
     } catch (err) {
       next(err);

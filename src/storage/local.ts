@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { constants as fsc } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, rmdir, stat, unlink, access } from 'node:fs/promises';
 import path from 'node:path';
@@ -46,6 +46,11 @@ const metaSchema = (v: unknown): { contentType?: string; cacheControl?: string }
 function isNotFound(err: unknown): boolean {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   return code === 'ENOENT' || code === 'ENOTDIR';
+}
+
+/** The ETag S3 gives a single-part PUT: the body's MD5 in hex, quoted. Not a security hash. */
+function localEtag(body: Buffer): string {
+  return `"${createHash('md5').update(body).digest('hex')}"`;
 }
 
 export class LocalStorage implements ObjectStorage {
@@ -125,22 +130,26 @@ export class LocalStorage implements ObjectStorage {
   async get(key: string): Promise<StoredObject | null> {
     const file = this.file(key);
     let body: Buffer;
+    let mtime: Date;
     try {
+      // stat before reading: a put renaming a new file in between gives an older mtime with newer
+      // bytes (revalidated again next time), never a newer mtime with older bytes.
+      mtime = (await stat(file)).mtime;
       body = await readFile(file);
     } catch (err) {
       if (isNotFound(err) || (err as NodeJS.ErrnoException).code === 'EISDIR') return null;
       this.fail('get', key, err);
     }
-    return { body, ...(await this.readMeta(key)) };
+    return { body, ...(await this.readMeta(key)), etag: localEtag(body), lastModified: mtime };
   }
 
-  async head(key: string): Promise<{ size: number; contentType?: string } | null> {
+  async head(key: string): Promise<{ size: number; contentType?: string; etag?: string; lastModified?: Date } | null> {
     const file = this.file(key);
     try {
       const st = await stat(file);
       if (!st.isFile()) return null;
       const { contentType } = await this.readMeta(key);
-      return { size: st.size, ...(contentType ? { contentType } : {}) };
+      return { size: st.size, ...(contentType ? { contentType } : {}), etag: localEtag(await readFile(file)), lastModified: st.mtime };
     } catch (err) {
       if (isNotFound(err)) return null;
       this.fail('head', key, err);

@@ -135,6 +135,8 @@ export class S3Storage implements ObjectStorage {
         body: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
         ...(out.ContentType ? { contentType: out.ContentType } : {}),
         ...(out.CacheControl ? { cacheControl: out.CacheControl } : {}),
+        ...(out.ETag ? { etag: out.ETag } : {}),
+        ...(out.LastModified ? { lastModified: out.LastModified } : {}),
       };
     } catch (err) {
       if (this.isNotFound(err)) return null;
@@ -142,11 +144,16 @@ export class S3Storage implements ObjectStorage {
     }
   }
 
-  async head(key: string): Promise<{ size: number; contentType?: string } | null> {
+  async head(key: string): Promise<{ size: number; contentType?: string; etag?: string; lastModified?: Date } | null> {
     const Key = this.full(key);
     try {
       const out = await this.client.send(new HeadObjectCommand({ Bucket: this.opts.bucket, Key }));
-      return { size: out.ContentLength ?? 0, ...(out.ContentType ? { contentType: out.ContentType } : {}) };
+      return {
+        size: out.ContentLength ?? 0,
+        ...(out.ContentType ? { contentType: out.ContentType } : {}),
+        ...(out.ETag ? { etag: out.ETag } : {}),
+        ...(out.LastModified ? { lastModified: out.LastModified } : {}),
+      };
     } catch (err) {
       if (this.isNotFound(err)) return null;
       this.fail('head', key, err);

@@ -12,6 +12,14 @@ export interface StoredObject {
   body: Buffer;
   contentType?: string;
   cacheControl?: string;
+  /**
+   * HTTP validators of the stored object, as the storage itself serves them: S3's ETag (the
+   * quoted MD5 of a single-part PUT) and LastModified; for a local folder the same quoted MD5 and
+   * the file's mtime. `GET /feeds/<id>.json` answers with these, so a reader revalidating against
+   * the bucket or against feedmirror sees the same ETag.
+   */
+  etag?: string;
+  lastModified?: Date;
 }
 
 export interface ObjectStorage {
@@ -20,7 +28,7 @@ export interface ObjectStorage {
   put(key: string, body: Buffer, opts: PutOptions): Promise<void>;
   /** null when the key does not exist. */
   get(key: string): Promise<StoredObject | null>;
-  head(key: string): Promise<{ size: number; contentType?: string } | null>;
+  head(key: string): Promise<{ size: number; contentType?: string; etag?: string; lastModified?: Date } | null>;
   /** A missing key is fine. */
   delete(key: string): Promise<void>;
   /** Deletes every key starting with `prefix` (a non-empty prefix); returns how many were deleted. */

@@ -104,6 +104,33 @@ describe('feedmirror sync --wait / feeds get', () => {
     expect(v.feed.posts.length).toBeGreaterThan(20);
   }, 60_000);
 
+  it('R-CNV-10: feeds get --raw-links puts back the raw the platform sent (signed links included) that the published feed leaves out', async () => {
+    const plain = memoryIO(env);
+    expect(await main(['feeds', 'get', accountId], plain)).toBe(0);
+    const published = JSON.parse(plain.out()) as { posts: Array<{ id: string; raw: Record<string, unknown> }> };
+    const withMedia = published.posts.find((p) => p.raw && 'media_type' in p.raw && p.raw.media_type === 'IMAGE')!;
+    expect(withMedia.raw.media_url).toBeUndefined(); // dropped on publication
+
+    const io = memoryIO(env);
+    expect(await main(['feeds', 'get', accountId, '--raw-links'], io)).toBe(0);
+    const full = JSON.parse(io.out()) as typeof published;
+    const stored = (await listPosts(db, accountId)).find((p) => p.mediaId === withMedia.id)!;
+    const again = full.posts.find((p) => p.id === withMedia.id)!;
+    expect(again.raw).toEqual(stored.post.raw);
+    expect(String(again.raw.media_url)).toMatch(/[?&]oe=/); // the platform's signed link, as sent
+    // Everything else is the published feed.
+    expect(full.posts.map((p) => p.id)).toEqual(published.posts.map((p) => p.id));
+
+    const one = memoryIO(env);
+    expect(await main(['feeds', 'get', accountId, '--raw-links', '--post', withMedia.id, '--json'], one)).toBe(0);
+    expect(JSON.parse(one.out())).toEqual(stored.post.raw);
+    const missing = memoryIO(env);
+    expect(await main(['feeds', 'get', accountId, '--raw-links', '--post', '1'], missing)).toBe(1);
+    expect(missing.err()).toMatch(/has no stored post 1/);
+    const misuse = memoryIO(env);
+    expect(await main(['feeds', 'get', accountId, '--post', withMedia.id], misuse)).toBe(2);
+  });
+
   it('a second sync --wait of an unchanged account copies nothing and leaves the feed unchanged', async () => {
     const io = memoryIO(env);
     expect(await main(['sync', accountId, '--wait'], io)).toBe(0);

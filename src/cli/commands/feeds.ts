@@ -11,11 +11,29 @@ export function register(program: Command, cli: Cli): void {
     .description('print the published feed (feeds/<account-id>.json) as stored')
     .addArgument(accountIdArgument())
     .option('--json', 'print it as one compact JSON line (it is JSON either way)')
-    .action(async (id: string, opts: { json?: boolean }) => cli.setExit(await getFeed(id, opts, cli.io)));
-  withExamples(get, 'feedmirror feeds get 17841400000000001 | jq .posts[0]', 'feedmirror feeds get 17841400000000001 | feedmirror validate -');
+    .option('--raw-links', "put back each post's raw as the platform sent it, signed media links included (the published raw leaves them out)")
+    .option('--post <media-id>', 'with --raw-links: print only that post\'s stored platform item')
+    .action(async (id: string, opts: GetOptions) => cli.setExit(await getFeed(id, opts, cli.io)));
+  withExamples(
+    get,
+    'feedmirror feeds get 17841400000000001 | jq .posts[0]',
+    'feedmirror feeds get 17841400000000001 | feedmirror validate -',
+    'feedmirror feeds get 17841400000000001 --raw-links --post 17900000000000001',
+  );
 }
 
-async function getFeed(id: string, opts: { json?: boolean }, io: CliIO): Promise<number> {
+interface GetOptions {
+  json?: boolean;
+  rawLinks?: boolean;
+  post?: string;
+}
+
+async function getFeed(id: string, opts: GetOptions, io: CliIO): Promise<number> {
+  if (opts.post !== undefined && !opts.rawLinks) {
+    io.stderr.write('--post needs --raw-links (it prints one stored platform item)\n');
+    return EXIT.usage;
+  }
+  if (opts.rawLinks) return getWithRawLinks(id, opts, io);
   return withContext(io, async (ctx) => {
     const { readPublishedFeed } = await import('../../feeds/publish.ts');
     const obj = await readPublishedFeed(ctx.storage, id);
@@ -25,6 +43,43 @@ async function getFeed(id: string, opts: { json?: boolean }, io: CliIO): Promise
     }
     const text = obj.body.toString('utf8');
     io.stdout.write((opts.json ? JSON.stringify(JSON.parse(text)) : text.trimEnd()) + '\n');
+    return EXIT.ok;
+  });
+}
+
+/**
+ * R-CNV-10 kept for the operator: the store holds each post's raw as the platform sent it (its
+ * signed media_url/thumbnail_url included); the published feed drops those links because they
+ * die within days (R-LNK-2). This prints the published feed with the stored raw put back, or one
+ * stored item. The links it prints expire at their `oe`; they carry no token.
+ */
+async function getWithRawLinks(id: string, opts: GetOptions, io: CliIO): Promise<number> {
+  return withContext(io, async (ctx) => {
+    const { readPublishedFeed } = await import('../../feeds/publish.ts');
+    const { getPost, listPosts } = await import('../../store/posts.ts');
+    const db = await ctx.migratedDb();
+    const print = (value: unknown) => io.stdout.write((opts.json ? JSON.stringify(value) : JSON.stringify(value, null, 2)) + '\n');
+    if (opts.post !== undefined) {
+      const stored = await getPost(db, id, opts.post);
+      if (!stored) {
+        io.stderr.write(`account ${id} has no stored post ${opts.post}\n`);
+        return EXIT.failed;
+      }
+      print(stored.post.raw ?? null);
+      return EXIT.ok;
+    }
+    const obj = await readPublishedFeed(ctx.storage, id);
+    if (!obj) {
+      io.stderr.write(`no feed published for account ${id} yet; run \`feedmirror sync ${id} --wait\`\n`);
+      return EXIT.failed;
+    }
+    const feed = JSON.parse(obj.body.toString('utf8')) as { posts?: Array<Record<string, unknown>> };
+    const raws = new Map((await listPosts(db, id)).map((p) => [p.mediaId, p.post.raw]));
+    for (const post of feed.posts ?? []) {
+      const raw = raws.get(String(post.id));
+      if (raw !== undefined) post.raw = raw;
+    }
+    print(feed);
     return EXIT.ok;
   });
 }
