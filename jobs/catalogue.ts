@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { UnrecoverableError, type Job, type JobsOptions, type Queue } from 'bullmq';
 import type { z } from 'zod';
 import { HOUR, MINUTE, type Clock } from '../src/util/clock.ts';
+import type { AccountSchedules } from '../src/accounts/lifecycle.ts';
 import { runJob, type AnyJobDefinition, type JobDefinition } from './definition.ts';
 import { feedSyncJob } from './feed-sync.ts';
 import { expirySweepJob, mediaSweepJob } from './maintenance.ts';
@@ -120,6 +121,14 @@ export async function scheduleAccount(queues: AccountQueues, accountId: string, 
   for (const s of accountSchedulers(queues, accountId, settings)) {
     await s.queue.upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.def.name, data: s.def.payload.parse({ accountId }), opts: s.def.options });
   }
+}
+
+/** The lifecycle's view of the schedules (src/accounts/lifecycle.ts AccountSchedules). */
+export function accountSchedules(queues: AccountQueues, settings: ScheduleSettings): AccountSchedules {
+  return {
+    schedule: (accountId) => scheduleAccount(queues, accountId, settings),
+    unschedule: (accountId) => unscheduleAccount(queues, accountId),
+  };
 }
 
 /** Stop an account's schedules (removed, or needs its owner to log in again: R-TOK-10). */

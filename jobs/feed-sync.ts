@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { FlowJob, FlowProducer } from 'bullmq';
 import type { FeedDeps } from '../src/feeds/deps.ts';
-import { needsPublish, syncAccount, type CopyTask, type SyncOptions, type SyncResult } from '../src/feeds/sync.ts';
+import { needsPublish, syncAccount, type CopyTask, type SyncResult } from '../src/feeds/sync.ts';
 import { HOUR } from '../src/util/clock.ts';
 import { idSchema } from '../src/util/ids.ts';
 import { defineJob } from './definition.ts';
@@ -62,7 +62,6 @@ export function syncFlow(redis: RedisSettings, result: Extract<SyncResult, { out
 export interface FeedSyncJobDeps extends FeedDeps {
   flows: FlowProducer;
   redis: RedisSettings;
-  onReauthRequired?: SyncOptions['onReauthRequired'];
   flowSettings?: FlowSettings;
 }
 
@@ -78,7 +77,6 @@ export const feedSyncJob = defineJob({
       onProgress: (p) => {
         void job.updateProgress({ ...p });
       },
-      ...(deps.onReauthRequired ? { onReauthRequired: deps.onReauthRequired } : {}),
     });
     if (result.outcome !== 'synced' || !needsPublish(result)) return result;
     const node = await deps.flows.add(syncFlow(deps.redis, result, deps.clock.now(), deps.flowSettings));

@@ -15,8 +15,6 @@ export interface FeedWorkerDeps extends FeedDeps {
   redis: RedisSettings;
   concurrency?: { sync?: number; mirror?: number; publish?: number };
   flowSettings?: FlowSettings;
-  /** R-TOK-10: stop the account's schedules and alert (the lead's unscheduleAccount + alert). */
-  onReauthRequired?: (accountId: string, reason: string) => Promise<void>;
 }
 
 export interface RunningFeedWorkers {
@@ -38,7 +36,6 @@ export async function startFeedWorkers(deps: FeedWorkerDeps): Promise<RunningFee
     flows,
     redis: deps.redis,
     ...(deps.flowSettings ? { flowSettings: deps.flowSettings } : {}),
-    ...(deps.onReauthRequired ? { onReauthRequired: deps.onReauthRequired } : {}),
   };
   const common = { prefix: deps.redis.prefix };
   const runSync = queueProcessor('feedSync', syncDeps);

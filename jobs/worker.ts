@@ -9,7 +9,8 @@ import type { Mailer } from '../src/alerts/mailer.ts';
 import { alertReauthRequired } from '../src/alerts/sweep.ts';
 import { listAccounts } from '../src/store/accounts.ts';
 import { QUEUE, bullConnection, type Queues, type RedisSettings } from './queues.ts';
-import { JOBS, enqueueDaily, queueProcessor, scheduleAccount, unscheduleAccount, type ScheduleSettings } from './catalogue.ts';
+import { JOBS, accountSchedules, enqueueDaily, queueProcessor, scheduleAccount, type ScheduleSettings } from './catalogue.ts';
+import { AccountLifecycle } from '../src/accounts/lifecycle.ts';
 import type { TokenRefreshDeps } from '../src/accounts/token-refresh.ts';
 import type { MaintenanceDeps } from './maintenance.ts';
 import { startFeedWorkers } from './feed-workers.ts';
@@ -39,6 +40,8 @@ export interface WorkerDeps {
   sweepCron: string;
   /** The feed pipeline (sync, copy, publish); without it the worker only keeps tokens alive. */
   feed?: FeedDeps;
+  /** Account state changes; by default one on this worker's queues, mailer and metrics. */
+  lifecycle?: AccountLifecycle;
   /** Job failures of every queue this worker runs; handed to the feed pipeline unless it has its own. */
   metrics?: PipelineMetrics;
 }
@@ -49,13 +52,20 @@ export interface RunningWorker {
 
 export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const log = deps.logger.child({ component: 'worker' });
-  const sweepDeps = { db: deps.db, mailer: deps.mailer, clock: deps.clock, logger: deps.logger, publicUrl: deps.publicUrl };
-
-  const onReauthRequired = async (accountId: string) => {
-    // R-TOK-10: stop hammering the API and tell the operator at once.
-    await unscheduleAccount(deps.queues, accountId);
-    await alertReauthRequired(sweepDeps, accountId);
-  };
+  const alertDeps = { db: deps.db, mailer: deps.mailer, clock: deps.clock, logger: deps.logger, publicUrl: deps.publicUrl };
+  // Every account state change of this process, with its effects (R-TOK-10: stop the schedules
+  // and tell the operator at once).
+  const lifecycle =
+    deps.lifecycle ??
+    new AccountLifecycle({
+      db: deps.db,
+      clock: deps.clock,
+      logger: deps.logger,
+      schedules: accountSchedules(deps.queues, deps.schedules),
+      alertReauth: (accountId) => alertReauthRequired(alertDeps, accountId),
+      ...(deps.metrics?.accountTransitions ? { transitions: deps.metrics.accountTransitions } : {}),
+    });
+  const sweepDeps = { ...alertDeps, lifecycle };
 
   const refreshDeps: TokenRefreshDeps = {
     db: deps.db,
@@ -64,7 +74,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     clock: deps.clock,
     logger: deps.logger,
     refreshAfterMs: deps.refreshAfterMs,
-    onReauthRequired: (accountId) => onReauthRequired(accountId),
+    lifecycle,
   };
   const refreshWorker = new Worker(QUEUE.tokenRefresh, queueProcessor('tokenRefresh', refreshDeps), {
     connection: bullConnection(deps.redis),
@@ -85,7 +95,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
         ...(deps.metrics && !deps.feed.metrics ? { metrics: deps.metrics } : {}),
         redis: deps.redis,
         concurrency: { mirror: deps.concurrency },
-        onReauthRequired,
+        lifecycle,
       })
     : undefined;
   // The widget script sits next to the feeds; publishing is idempotent (unchanged: no write).

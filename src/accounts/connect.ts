@@ -6,7 +6,8 @@ import type { Profile, TokenGrant } from '../platform/types.ts';
 import { MissingScopeError, PersonalAccountError } from '../platform/errors.ts';
 import { PROFESSIONAL_ACCOUNT_TYPES, SCOPE } from '../platform/identifiers.ts';
 import type { TokenCipher } from '../store/crypto.ts';
-import { upsertAccount, setAccountStatus } from '../store/accounts.ts';
+import { upsertAccount } from '../store/accounts.ts';
+import { statusOnlyLifecycle, type AccountLifecycle } from './lifecycle.ts';
 import { saveToken } from '../store/tokens.ts';
 
 /**
@@ -21,6 +22,8 @@ export interface ConnectDeps {
   platform: PlatformClient;
   clock: Clock;
   logger: Logger;
+  /** Makes the account active and schedules it; without it, statusOnlyLifecycle (no schedules). */
+  lifecycle?: Pick<AccountLifecycle, 'apply'>;
 }
 
 export interface ConnectedAccount {
@@ -106,8 +109,8 @@ async function storeGrant(deps: ConnectDeps, grant: TokenGrant, event: 'exchange
     now,
   );
   await saveToken(deps.db, deps.cipher, { accountId: profile.id, accessToken: grant.accessToken, obtainedAt: now, expiresAt: grant.expiresAt }, event);
-  // A reconnect revives an account that needed its owner (R-TOK-10).
-  await setAccountStatus(deps.db, profile.id, 'active', null, { at: now, event: null });
+  // A reconnect revives an account that needed its owner (R-TOK-10); the lifecycle schedules it.
+  await (deps.lifecycle ?? statusOnlyLifecycle(deps)).apply(profile.id, 'connected');
   deps.logger.info({ accountId: profile.id, username: profile.username, expiresAt: grant.expiresAt.toISOString(), via: event }, 'account connected');
   return { id: profile.id, username: profile.username, expiresAt: grant.expiresAt };
 }

@@ -4,7 +4,8 @@ import { DAY, HOUR, type Clock } from '../util/clock.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import { TokenInvalidError, TokenTooYoungError } from '../platform/errors.ts';
 import type { TokenCipher } from '../store/crypto.ts';
-import { getAccount, setAccountStatus } from '../store/accounts.ts';
+import { getAccount } from '../store/accounts.ts';
+import type { AccountLifecycle } from './lifecycle.ts';
 import { getTokenInfo, loadToken, recordRefreshFailure, replaceTokenIfCurrent } from '../store/tokens.ts';
 import { withAdvisoryLock } from '../store/locks.ts';
 
@@ -34,8 +35,8 @@ export interface TokenRefreshDeps {
   refreshAfterMs?: number;
   /** After a failed refresh, the next attempt waits this long ("retried daily while the token lives"). */
   retryAfterFailureMs?: number;
-  /** Called once when the account needs its owner (R-TOK-10): stop its jobs and alert. */
-  onReauthRequired: (accountId: string, reason: string) => Promise<void>;
+  /** Every state change and its side effects (stop the jobs and alert on R-TOK-10). */
+  lifecycle: Pick<AccountLifecycle, 'apply'>;
 }
 
 export type RefreshOutcome =
@@ -68,7 +69,7 @@ export async function refreshAccountToken(deps: TokenRefreshDeps, payload: Token
     if (token.expiresAt.getTime() <= now.getTime()) {
       // No call revives an expired token: only the owner logging in again does.
       const reason = `the token expired on ${token.expiresAt.toISOString()} before it could be refreshed`;
-      await markReauth(deps, accountId, reason, token.expiresAt, 'expired');
+      await deps.lifecycle.apply(accountId, 'token_expired', reason);
       return { outcome: 'reauth-required', reason } as const;
     }
     const dueAt = new Date(token.obtainedAt.getTime() + (payload.force ? MIN_TOKEN_AGE_MS : refreshAfterMs));
@@ -93,11 +94,12 @@ export async function refreshAccountToken(deps: TokenRefreshDeps, payload: Token
       });
       if (!written) return { outcome: 'skipped', reason: 'another refresh wrote a newer token first' } as const;
       log.info({ expiresAt: grant.expiresAt.toISOString() }, 'token refreshed');
+      await deps.lifecycle.apply(accountId, 'refresh_succeeded');
       return { outcome: 'refreshed', expiresAt: grant.expiresAt } as const;
     } catch (err) {
       if (err instanceof TokenInvalidError) {
         const reason = `the platform rejected the token: ${err.reason} (code ${err.code}${err.subcode ? `/${err.subcode}` : ''})`;
-        await markReauth(deps, accountId, reason, token.expiresAt, 'reauth_required');
+        await deps.lifecycle.apply(accountId, 'owner_must_act', reason);
         return { outcome: 'reauth-required', reason } as const;
       }
       if (err instanceof TokenTooYoungError) return { outcome: 'not-due', dueAt } as const;
@@ -105,16 +107,9 @@ export async function refreshAccountToken(deps: TokenRefreshDeps, payload: Token
       const reason = (err as Error).message;
       await recordRefreshFailure(deps.db, accountId, now, reason);
       log.warn({ expiresAt: token.expiresAt.toISOString(), err }, 'token refresh failed; the stored token is kept and retried later');
+      await deps.lifecycle.apply(accountId, 'refresh_failed', reason);
       return { outcome: 'failed', reason, expiresAt: token.expiresAt } as const;
     }
   });
   return locked ?? { outcome: 'skipped', reason: 'another worker is refreshing this account' };
-}
-
-async function markReauth(deps: TokenRefreshDeps, accountId: string, reason: string, expiresAt: Date, event: 'expired' | 'reauth_required') {
-  // Only the process that makes the transition stops the jobs and alerts: exactly once.
-  const changed = await setAccountStatus(deps.db, accountId, 'reauth_required', reason, { at: deps.clock.now(), from: 'active', event });
-  if (!changed) return;
-  deps.logger.warn({ accountId, expiresAt: expiresAt.toISOString(), reason }, 'account needs its owner to log in again');
-  await deps.onReauthRequired(accountId, reason);
 }

@@ -2,7 +2,8 @@ import type pg from 'pg';
 import type { Clock } from '../util/clock.ts';
 import type { Logger } from '../util/logger.ts';
 import { redactText } from '../util/redact.ts';
-import { getAccount, listAccounts, setAccountStatus, type AccountWithExpiry } from '../store/accounts.ts';
+import { getAccount, listAccounts, type AccountWithExpiry } from '../store/accounts.ts';
+import { AccountLifecycle, NO_SCHEDULES } from '../accounts/lifecycle.ts';
 import { forgetAlert, recordAlertOnce, type AlertKey } from '../store/alerts-sent.ts';
 import { getTokenInfo } from '../store/tokens.ts';
 import type { Mailer } from './mailer.ts';
@@ -16,6 +17,11 @@ export interface SweepDeps {
   logger: Logger;
   /** Public address of `feedmirror serve`; the emails link to its connect page. */
   publicUrl: string;
+  /**
+   * Makes an expired account reauth_required (stops its schedules, alerts). Without it, a
+   * lifecycle with no queues: the state changes and the email goes out; schedules are not touched.
+   */
+  lifecycle?: Pick<AccountLifecycle, 'apply'>;
 }
 
 export interface SentAlert {
@@ -43,11 +49,12 @@ export async function runExpirySweep(deps: SweepDeps): Promise<SweepResult> {
   const now = deps.clock.now();
   const accounts = await listAccounts(deps.db, now, { withTokenOnly: true });
   const result: SweepResult = { checked: 0, sent: [], failed: [] };
+  const lifecycle = deps.lifecycle ?? new AccountLifecycle({ ...deps, schedules: NO_SCHEDULES, alertReauth: (id) => alertReauthRequired(deps, id) });
   for (const account of accounts) {
     if (account.status === 'disabled' || !account.expiresAt) continue;
     result.checked++;
     try {
-      const sent = await alertAccount(deps, account, now);
+      const sent = await alertAccount(deps, lifecycle, account, now);
       if (sent) result.sent.push(sent);
     } catch (err) {
       // One account's failure (SMTP down, ...) must not keep the others from their alerts.
@@ -73,16 +80,16 @@ export async function alertReauthRequired(deps: SweepDeps, accountId: string): P
   return sendReauth(deps, { id: account.id, username: account.username, statusReason: account.statusReason }, token.expiresAt, now);
 }
 
-async function alertAccount(deps: SweepDeps, account: AccountWithExpiry, now: Date): Promise<SentAlert | null> {
+async function alertAccount(deps: SweepDeps, lifecycle: Pick<AccountLifecycle, 'apply'>, account: AccountWithExpiry, now: Date): Promise<SentAlert | null> {
   const expiresAt = account.expiresAt!;
   let status = account.status;
   let reason = account.statusReason;
   if (status === 'active' && expiresAt.getTime() <= now.getTime()) {
-    // An expired token cannot be revived (R-TOK-5): only the owner's login helps. `from: active`
-    // makes the transition (and its 'expired' event) happen once across concurrent sweeps.
+    // An expired token cannot be revived (R-TOK-5): only the owner's login helps. The lifecycle
+    // makes the transition (its 'expired' event, unscheduling, the email) once across sweeps.
     reason = `the token expired on ${expiresAt.toISOString().slice(0, 10)}`;
-    const changed = await setAccountStatus(deps.db, account.id, 'reauth_required', reason, { at: now, from: 'active', event: 'expired' });
-    if (changed) deps.logger.warn({ accountId: account.id, username: account.username, expiresAt: expiresAt.toISOString() }, 'token expired; the account needs its owner to log in again');
+    const applied = await lifecycle.apply(account.id, 'token_expired', reason);
+    if (applied.changed && applied.effects.includes('alert_reauth')) return applied.alert ?? null;
     status = 'reauth_required';
   }
   if (status === 'reauth_required') {

@@ -8,7 +8,9 @@ import { migrate } from '../store/migrate.ts';
 import { TokenCipher } from '../store/crypto.ts';
 import { createMailer, type Mailer } from '../alerts/mailer.ts';
 import { createQueues, type Queues, type RedisSettings } from '../../jobs/queues.ts';
-import type { ScheduleSettings } from '../../jobs/catalogue.ts';
+import { accountSchedules, type ScheduleSettings } from '../../jobs/catalogue.ts';
+import { AccountLifecycle } from '../accounts/lifecycle.ts';
+import { alertReauthRequired } from '../alerts/sweep.ts';
 import { createStorage, type ObjectStorage } from '../storage/index.ts';
 import { mirrorLimitsFromConfig } from '../mirror/copy.ts';
 import type { FeedDeps } from '../feeds/deps.ts';
@@ -34,6 +36,7 @@ export class AppContext {
   private _storage?: ObjectStorage;
   private _redisClient?: Redis;
   private _metrics?: Metrics;
+  private _lifecycle?: AccountLifecycle;
 
   constructor(env: NodeJS.ProcessEnv = process.env, opts: { logger?: Logger; clock?: Clock } = {}) {
     this.config = loadConfig(env);
@@ -118,6 +121,23 @@ export class AppContext {
     return this._redisClient;
   }
 
+  /**
+   * Every account state change goes through this (connect, refresh, sync, sweep, remove): the
+   * schedules on this context's queues, reauth emails through its mailer. Call after migratedDb().
+   */
+  get lifecycle(): AccountLifecycle {
+    this._lifecycle ??= new AccountLifecycle({
+      db: this.db,
+      clock: this.clock,
+      logger: this.logger,
+      schedules: accountSchedules(this.queues, this.schedules),
+      alertReauth: (accountId) =>
+        alertReauthRequired({ db: this.db, mailer: this.mailer, clock: this.clock, logger: this.logger, publicUrl: this.config.PUBLIC_URL }, accountId),
+      ...(this._metrics ? { transitions: this._metrics.accountTransitions } : {}),
+    });
+    return this._lifecycle;
+  }
+
   /** What the feed pipeline needs (sync, copy, publish). */
   async feedDeps(): Promise<FeedDeps> {
     return {
@@ -129,6 +149,7 @@ export class AppContext {
       clock: this.clock,
       logger: this.logger,
       copyrightItems: this.config.COPYRIGHT_ITEMS,
+      lifecycle: this.lifecycle,
     };
   }
 

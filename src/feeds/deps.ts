@@ -6,6 +6,7 @@ import type { ObjectStorage } from '../storage/types.ts';
 import type { TokenCipher } from '../store/crypto.ts';
 import type { Clock } from '../util/clock.ts';
 import type { Logger } from '../util/logger.ts';
+import type { AccountLifecycle } from '../accounts/lifecycle.ts';
 
 /** Everything the feed pipeline (sync, copy, publish) works with; built once by the caller. */
 export interface FeedDeps {
@@ -22,6 +23,11 @@ export interface FeedDeps {
   feedMaxAgeSeconds?: number;
   /** Re-publish an unchanged feed this long before its platform links (video files) die (default 1 day). */
   relinkMarginMs?: number;
+  /**
+   * Account state changes (R-TOK-10: a sync that finds the owner must act stops the account's
+   * schedules and alerts). Without it, statusOnlyLifecycle: the state changes, nothing else.
+   */
+  lifecycle?: Pick<AccountLifecycle, 'apply'>;
   /** Sync durations, images copied, job failures, rate-limit waits (the worker's /metrics). */
   metrics?: PipelineMetrics;
 }

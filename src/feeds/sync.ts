@@ -8,7 +8,8 @@ import {
   TokenInvalidError,
 } from '../platform/errors.ts';
 import type { MediaItem } from '../platform/media-item.ts';
-import { getAccount, markSynced, setAccountStatus, setRefusedFields } from '../store/accounts.ts';
+import { getAccount, markSynced, setRefusedFields } from '../store/accounts.ts';
+import { statusOnlyLifecycle } from '../accounts/lifecycle.ts';
 import { getMediaCopy, getPost, prunePostsNotIn, upsertPosts, type PostInput } from '../store/posts.ts';
 import { loadToken } from '../store/tokens.ts';
 import { redactText } from '../util/redact.ts';
@@ -59,8 +60,6 @@ export type SyncResult =
 
 export interface SyncOptions {
   onProgress?: (p: SyncProgress) => void;
-  /** Called once when the account needs its owner (R-TOK-10): stop its schedules, alert. */
-  onReauthRequired?: (accountId: string, reason: string) => Promise<void>;
 }
 
 /** Errors that only the account owner can fix: the account is marked and left alone (R-TOK-10). */
@@ -122,10 +121,9 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   } catch (err) {
     if (ownerMustAct(err)) {
       const reason = redactText(err.message);
-      // Stop hammering the API (R-TOK-10): only the transition's winner runs the hook.
-      const changed = await setAccountStatus(deps.db, accountId, 'reauth_required', reason, { at: deps.clock.now(), from: 'active' });
+      // Stop hammering the API (R-TOK-10): the lifecycle unschedules and alerts, exactly once.
       await markSynced(deps.db, accountId, deps.clock.now(), reason);
-      if (changed) await opts.onReauthRequired?.(accountId, reason);
+      await (deps.lifecycle ?? statusOnlyLifecycle(deps)).apply(accountId, 'owner_must_act', reason);
       log.warn({ reason }, 'account needs its owner to log in again; sync stopped');
       return { outcome: 'reauth-required', accountId, reason };
     }

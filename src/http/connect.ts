@@ -27,7 +27,8 @@ export interface ConnectRoutesDeps extends ConnectDeps {
   appId: string;
   authorizeUrl: string;
   publicUrl: string;
-  onConnected: (account: ConnectedAccount) => Promise<void>;
+  /** After the account is stored, active and scheduled (deps.lifecycle). */
+  onConnected?: (account: ConnectedAccount) => Promise<void>;
   stateTtlMs?: number;
   /** CONNECT_OPEN: anyone may start a login (no invitation needed). */
   open?: boolean;
@@ -150,7 +151,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
     try {
       const short = await deps.platform.exchangeCode(code, redirectUri(deps.publicUrl));
       const account = await connectWithShortLivedToken(deps, short.accessToken, { permissions: short.permissions });
-      await deps.onConnected(account);
+      await deps.onConnected?.(account);
       deps.logger.info({ accountId: account.id, invitation: Boolean(invitation) }, 'account connected through the login');
       send(res, 200, 'Account connected', [`@${account.username} is connected. Its access is valid until ${account.expiresAt.toISOString().slice(0, 10)} and will be renewed automatically.`, 'You can close this page.']);
     } catch (err) {

@@ -70,6 +70,10 @@ export interface Metrics {
   readonly rateLimitWaits: Counter<'operation'>;
   /** Scrape-time reads that failed or timed out (Redis or Postgres unreachable), by source. */
   readonly collectFailures: Counter<'source'>;
+  /** Account lifecycle transitions made by this process (src/accounts/lifecycle.ts), by event. */
+  readonly accountTransitions: Counter<'transition'>;
+  /** Schedules and daily jobs the reconciler found missing or wrong in Redis and repaired, by kind. */
+  readonly scheduleRepairs: Counter<'kind'>;
   /** The exposition text for /metrics. */
   metricsText(): Promise<string>;
 }
@@ -78,7 +82,8 @@ export interface Metrics {
  * What the worker side counts: the handles the job and feed code increments. Deps objects carry
  * this narrow view (optional), so tests and callers without metrics need nothing.
  */
-export type PipelineMetrics = Pick<Metrics, 'jobFailures' | 'syncDuration' | 'imagesCopied' | 'imageBytesCopied' | 'platformCalls' | 'rateLimitWaits'>;
+export type PipelineMetrics = Pick<Metrics, 'jobFailures' | 'syncDuration' | 'imagesCopied' | 'imageBytesCopied' | 'platformCalls' | 'rateLimitWaits'> &
+  Partial<Pick<Metrics, 'accountTransitions' | 'scheduleRepairs'>>;
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -199,6 +204,18 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
       registers: [registry],
     }),
     collectFailures,
+    accountTransitions: new Counter({
+      name: `${p}account_transitions_total`,
+      help: 'Account lifecycle transitions made by this process (connected, refresh_succeeded, refresh_failed, token_expired, owner_must_act, removed).',
+      labelNames: ['transition'] as const,
+      registers: [registry],
+    }),
+    scheduleRepairs: new Counter({
+      name: `${p}schedule_repairs_total`,
+      help: 'Schedulers and daily jobs the reconciler found missing or wrong in Redis and repaired, by kind (scheduler_added, scheduler_updated, scheduler_removed, daily_job_added).',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
     metricsText: () => registry.metrics(),
   };
   registry.registerMetric(collectFailures);

@@ -10,7 +10,8 @@ import type pg from 'pg';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueue, QUEUE } from '../../jobs/queues.ts';
-import { scheduleAccount } from '../../jobs/catalogue.ts';
+import { DEFAULT_SCHEDULES, accountSchedules, scheduleAccount } from '../../jobs/catalogue.ts';
+import { AccountLifecycle } from '../../src/accounts/lifecycle.ts';
 import { loadConfig } from '../../src/config.ts';
 import { publishDemoFeedIfNone } from '../../src/feeds/publish.ts';
 import { runSyncNow } from '../../src/feeds/sync.ts';
@@ -105,7 +106,7 @@ beforeAll(async () => {
   await setAccountStatus(db, staleId, 'reauth_required', 'the platform rejected the token: password changed (code 190/460)', { at: sim.clock.now() });
 
   const auth = resolveDashboardAuth({ host: '127.0.0.1', user: USER, password: PASSWORD, secret: 'dashboard-test-secret', publicUrl: base, clock: sim.clock });
-  const app = createApp({ logger: silentLogger, storage, serveLocalFiles: true, dashboard: { auth, db, queues, storage, clock: sim.clock, logger: silentLogger, connect: { start: async () => `${base}/connect`, invite: async () => ({ url: `${base}/connect?invite=x`, expiresAt: new Date() }) } } });
+  const app = createApp({ logger: silentLogger, storage, serveLocalFiles: true, dashboard: { auth, db, queues, lifecycle: new AccountLifecycle({ db, clock: sim.clock, logger: silentLogger, schedules: accountSchedules(queues, DEFAULT_SCHEDULES), alertReauth: async () => null }), storage, clock: sim.clock, logger: silentLogger, connect: { start: async () => `${base}/connect`, invite: async () => ({ url: `${base}/connect?invite=x`, expiresAt: new Date() }) } } });
   handler = app;
 
   browser = await chromium.launch({

@@ -17,6 +17,7 @@ import { DAY, HOUR } from '../../src/util/clock.ts';
 import { createMailer } from '../../src/alerts/mailer.ts';
 import { runExpirySweep, alertReauthRequired } from '../../src/alerts/sweep.ts';
 import { createApp } from '../../src/http/app.ts';
+import { AccountLifecycle } from '../../src/accounts/lifecycle.ts';
 import { refreshAccountToken, type TokenRefreshDeps } from '../../src/accounts/token-refresh.ts';
 import type pg from 'pg';
 
@@ -59,7 +60,7 @@ describe('token lifecycle end to end (R-TOK-1..10)', () => {
     baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const app = createApp({
       logger,
-      connect: { db, cipher, platform, clock: sim.clock, logger, appId: sim.appId, authorizeUrl: sim.authorizeUrl, publicUrl: baseUrl, onConnected: async () => {}, open: true }, // self-service (CONNECT_OPEN=true); invitations: test/security
+      connect: { db, cipher, platform, clock: sim.clock, logger, appId: sim.appId, authorizeUrl: sim.authorizeUrl, publicUrl: baseUrl, open: true }, // self-service (CONNECT_OPEN=true); invitations: test/security
     });
     server.on('request', app);
   });
@@ -81,10 +82,14 @@ describe('token lifecycle end to end (R-TOK-1..10)', () => {
     platform,
     clock: sim.clock,
     logger,
-    onReauthRequired: async (id) => {
-      reauthCalls.push(id);
-      await alertReauthRequired(sweepDeps(), id);
-    },
+    // The lifecycle's effects: unscheduling happens exactly on the reauth transitions (R-TOK-10).
+    lifecycle: new AccountLifecycle({
+      db,
+      clock: sim.clock,
+      logger,
+      schedules: { schedule: async () => undefined, unschedule: async (id) => void reauthCalls.push(id) },
+      alertReauth: (id) => alertReauthRequired(sweepDeps(), id),
+    }),
   });
 
   async function follow(url: string): Promise<Response> {

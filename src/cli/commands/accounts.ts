@@ -64,11 +64,10 @@ async function addAccount(opts: AddOptions, io: CliIO): Promise<number> {
   }
   return withContext(io, async (ctx) => {
     const { connectWithShortLivedToken, importLongLivedToken } = await import('../../accounts/connect.ts');
-    const { scheduleAccount } = await import('../../../jobs/catalogue.ts');
     const db = await ctx.migratedDb();
-    const deps = { db, cipher: ctx.cipher, platform: ctx.platform, clock: ctx.clock, logger: ctx.logger };
+    // The lifecycle makes the account active and schedules it (R-TOK-8).
+    const deps = { db, cipher: ctx.cipher, platform: ctx.platform, clock: ctx.clock, logger: ctx.logger, lifecycle: ctx.lifecycle };
     const account = opts.longLived ? await importLongLivedToken(deps, token, { expiresAt }) : await connectWithShortLivedToken(deps, token);
-    await scheduleAccount(ctx.queues, account.id, ctx.schedules);
     if (opts.json) io.stdout.write(JSON.stringify({ id: account.id, username: account.username, expiresAt: account.expiresAt.toISOString() }) + '\n');
     else io.stdout.write(`connected @${account.username} (id ${account.id}); token valid until ${account.expiresAt.toISOString()}\n`);
     return EXIT.ok;
@@ -98,11 +97,9 @@ async function listAccountsCommand(opts: { json?: boolean }, io: CliIO): Promise
 
 async function removeAccountCommand(id: string, opts: { json?: boolean }, io: CliIO): Promise<number> {
   return withContext(io, async (ctx) => {
-    const { removeAccount } = await import('../../store/accounts.ts');
-    const { unscheduleAccount } = await import('../../../jobs/catalogue.ts');
-    const db = await ctx.migratedDb();
-    await unscheduleAccount(ctx.queues, id);
-    const removed = await removeAccount(db, id, ctx.clock.now());
+    await ctx.migratedDb();
+    // The lifecycle stops the schedules first, then deletes the account (its history stays).
+    const { changed: removed } = await ctx.lifecycle.apply(id, 'removed');
     if (!removed) {
       io.stderr.write(`no account with id ${id}\n`);
       return EXIT.failed;

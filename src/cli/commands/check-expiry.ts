@@ -13,7 +13,7 @@ export function register(program: Command, cli: Cli): void {
       const code = await withContext(io, async (ctx) => {
         const { runExpirySweep } = await import('../../alerts/sweep.ts');
         const db = await ctx.migratedDb();
-        const result = await runExpirySweep({ db, mailer: ctx.mailer, clock: ctx.clock, logger: ctx.logger, publicUrl: ctx.config.PUBLIC_URL });
+        const result = await runExpirySweep({ db, mailer: ctx.mailer, clock: ctx.clock, logger: ctx.logger, publicUrl: ctx.config.PUBLIC_URL, lifecycle: ctx.lifecycle });
         if (opts.json) io.stdout.write(JSON.stringify(result) + '\n');
         else {
           io.stdout.write(`checked ${result.checked} accounts; ${result.sent.length} alerts sent\n`);

@@ -17,10 +17,7 @@ export function register(program: Command, cli: Cli): void {
 async function refresh(id: string, opts: { json?: boolean }, io: CliIO): Promise<number> {
   return withContext(io, async (ctx) => {
     const { refreshAccountToken } = await import('../../accounts/token-refresh.ts');
-    const { unscheduleAccount } = await import('../../../jobs/catalogue.ts');
-    const { alertReauthRequired } = await import('../../alerts/sweep.ts');
     const db = await ctx.migratedDb();
-    const sweepDeps = { db, mailer: ctx.mailer, clock: ctx.clock, logger: ctx.logger, publicUrl: ctx.config.PUBLIC_URL };
     // `force`: refresh now even before 30 days, but never before 24 hours (R-TOK-5).
     const outcome = await refreshAccountToken(
       {
@@ -30,10 +27,8 @@ async function refresh(id: string, opts: { json?: boolean }, io: CliIO): Promise
         clock: ctx.clock,
         logger: ctx.logger,
         refreshAfterMs: ctx.refreshAfterMs,
-        onReauthRequired: async (accountId) => {
-          await unscheduleAccount(ctx.queues, accountId);
-          await alertReauthRequired(sweepDeps, accountId);
-        },
+        // R-TOK-10: stops the schedules and alerts when the owner must act.
+        lifecycle: ctx.lifecycle,
       },
       { accountId: id, force: true },
     );

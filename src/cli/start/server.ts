@@ -8,7 +8,6 @@ import type { DashboardConnect } from '../../http/dashboard/index.ts';
 import { RedisSessionStore } from '../../http/sessions.ts';
 import { ConnectThrottle, LoginThrottle } from '../../http/throttle.ts';
 import { createInvitation } from '../../store/invitations.ts';
-import { scheduleAccount } from '../../../jobs/catalogue.ts';
 import { createMetrics } from '../../metrics/index.ts';
 import { applyHeapGrowthPercent } from '../../util/heap.ts';
 
@@ -76,7 +75,8 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
       appId: ctx.config.APP_ID,
       authorizeUrl: ctx.config.AUTHORIZE_URL,
       publicUrl: ctx.config.PUBLIC_URL,
-      onConnected: async (account) => scheduleAccount(queues, account.id, ctx.schedules),
+      // The lifecycle makes the account active and schedules it (R-TOK-8).
+      lifecycle: ctx.lifecycle,
       open: ctx.config.CONNECT_OPEN,
       throttle: new ConnectThrottle(store),
     };
@@ -108,6 +108,7 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
       auth,
       db,
       queues,
+      lifecycle: ctx.lifecycle,
       storage: ctx.storage,
       clock: ctx.clock,
       logger: ctx.logger,

@@ -4,8 +4,9 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { z } from 'zod';
-import { JOBS, enqueue, manualJobId, unscheduleAccount } from '../../../jobs/catalogue.ts';
-import { getAccount, removeAccount } from '../../store/accounts.ts';
+import { JOBS, enqueue, manualJobId } from '../../../jobs/catalogue.ts';
+import type { AccountLifecycle } from '../../accounts/lifecycle.ts';
+import { getAccount } from '../../store/accounts.ts';
 import type { Db } from '../../store/db.ts';
 import type { ObjectStorage } from '../../storage/types.ts';
 import type { Clock } from '../../util/clock.ts';
@@ -34,6 +35,8 @@ export interface DashboardDeps {
   auth: DashboardAuth;
   db: Db;
   queues: DashboardQueues;
+  /** Removing an account (its schedules stop first). */
+  lifecycle: Pick<AccountLifecycle, 'apply'>;
   /** Used to tell whether feeds carry addresses a browser can load (local storage without MEDIA_PUBLIC_URL cannot). */
   storage?: ObjectStorage;
   clock: Clock;
@@ -209,9 +212,8 @@ export function dashboardRouter(deps: DashboardDeps): Router {
       res.redirect(303, `${DASHBOARD_PATH}/accounts/${encodeURIComponent(account.id)}/remove`);
       return;
     }
-    // Schedules first: a scheduler firing between the two steps finds no account and skips.
-    await unscheduleAccount(queues, account.id);
-    await removeAccount(db, account.id, clock.now());
+    // The lifecycle stops the schedules first, then deletes the account (its history stays).
+    await deps.lifecycle.apply(account.id, 'removed');
     logger.info({ accountId: account.id }, 'dashboard: account removed');
     flashTo(res, { kind: 'ok', text: `@${account.username} was removed. Its published feed and copies stay in storage.` });
   }));
