@@ -43,7 +43,11 @@ export function smtpOptions(smtpUrl: string): SMTPTransport.Options {
     host: u.hostname.replace(/^\[|\]$/g, ''),
     port: u.port ? Number(u.port) : secure ? 465 : 587,
     secure,
-    // A relay on this machine over loopback needs no TLS (and test servers offer a stale cert).
+    // smtp:// to another machine must upgrade with STARTTLS before anything (credentials, the
+    // alert's text) is sent: nodemailer refuses a server that does not offer it, instead of
+    // falling back to clear text. smtps:// is TLS from the first byte. A relay on this machine
+    // over loopback never leaves it, so it needs no TLS (and test servers offer a stale cert).
+    requireTLS: !secure && !loopback,
     ignoreTLS: !secure && loopback,
     auth: u.username ? { user: decodeURIComponent(u.username), pass: decodeURIComponent(u.password) } : undefined,
     connectionTimeout: 15_000,

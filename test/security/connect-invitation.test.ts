@@ -3,6 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { createInvitation } from '../../src/store/invitations.ts';
+import { main } from '../../src/cli/main.ts';
+import { memoryIO } from '../support/memory-io.ts';
 import { recordCaptured } from '../support/capture.ts';
 import { cookiesOf, DASHBOARD_USER, nonLoopbackAddress, postLogin, sessionCookie, startServeForTest, type ServeUnderTest } from './support.ts';
 
@@ -98,6 +100,23 @@ describe('connecting by invitation', () => {
     expect(expired.status).toBe(403);
     expect(expired.text).toContain('expired');
     expect(await accounts()).toBe(1);
+  });
+
+  it('`feedmirror accounts invite --expires 2d --json` prints a link that works once', async () => {
+    const io = memoryIO({ env: s.env });
+    expect(await main(['accounts', 'invite', '--expires', '2d', '--json'], io)).toBe(0);
+    const out = JSON.parse(io.out()) as { url: string; expiresAt: string };
+    expect(out.url.startsWith(`${s.env.PUBLIC_URL}/connect?invite=`)).toBe(true);
+    expect(Date.parse(out.expiresAt) - Date.now()).toBeGreaterThan(47 * 3_600_000);
+    expect(Date.parse(out.expiresAt) - Date.now()).toBeLessThanOrEqual(48 * 3_600_000);
+    const owner = sim.createAccount({ username: 'cli.invited', posts: 1 });
+    sim.autoApprove = owner.id;
+    expect((await connectWith(out.url, '198.51.100.66')).status).toBe(200);
+    expect((await connectWith(out.url, '198.51.100.66')).status).toBe(403);
+
+    const bad = memoryIO({ env: s.env });
+    expect(await main(['accounts', 'invite', '--expires', 'soon'], bad)).toBe(2);
+    expect(bad.err()).toMatch(/--expires.*must be a number and a unit/);
   });
 
   it('two logins started from one invitation connect one account only', async () => {

@@ -1,4 +1,5 @@
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { DURATION_HINT, parseDuration } from '../../util/duration.ts';
 import { EXIT, readAll, type CliIO } from '../io.ts';
 import { accountIdArgument, printJson, withContext, withExamples, type Cli } from '../command.ts';
 
@@ -10,7 +11,7 @@ export const STDIN_MAX_BYTES = 8 * 1024;
  * argument, where shells and process lists would keep it (R-TOK-11).
  */
 export function register(program: Command, cli: Cli): void {
-  const accounts = program.command('accounts').description('connect (token on standard input), list or remove accounts');
+  const accounts = program.command('accounts').description('connect (token on standard input), invite an owner, list or remove accounts');
   withExamples(accounts, 'feedmirror accounts list --json');
 
   const add = accounts
@@ -21,6 +22,14 @@ export function register(program: Command, cli: Cli): void {
     .addOption(new Option('--expires-at <date>', 'expiry of the long-lived token (ISO 8601), when known').implies({ longLived: true }))
     .action(async (opts: AddOptions) => cli.setExit(await addAccount(opts, cli.io)));
   withExamples(add, 'feedmirror accounts add < short-lived-token.txt', 'pass show ig/token | feedmirror accounts add --long-lived --expires-at 2026-09-01T00:00:00Z --json');
+
+  const invite = accounts
+    .command('invite')
+    .description("create a one-time invitation link for an account's owner: they open it, log in on the platform and approve (/connect is closed to anyone without one)")
+    .addOption(new Option('--expires <duration>', `how long the link works (${DURATION_HINT}; at most 90d)`).argParser(invitationTtl).default(7 * 86_400_000, '7d'))
+    .option('--json', 'print {url, expiresAt} as JSON')
+    .action(async (opts: { expires: number; json?: boolean }) => cli.setExit(await inviteCommand(opts, cli.io)));
+  withExamples(invite, 'feedmirror accounts invite', 'feedmirror accounts invite --expires 2d --json');
 
   const list = accounts
     .command('list')
@@ -84,7 +93,7 @@ async function listAccountsCommand(opts: { json?: boolean }, io: CliIO): Promise
         rows.map((a) => ({ id: a.id, username: a.username, status: a.status, expiresAt: a.expiresAt?.toISOString() ?? null, daysLeft: a.daysLeft, lastSyncAt: a.lastSyncAt?.toISOString() ?? null, statusReason: a.statusReason })),
       );
     } else if (rows.length === 0) {
-      io.stdout.write('no accounts connected yet: open PUBLIC_URL/connect or use `feedmirror accounts add`\n');
+      io.stdout.write('no accounts connected yet: invite an owner (`feedmirror accounts invite`), connect from the dashboard, or use `feedmirror accounts add`\n');
     } else {
       for (const a of rows) {
         const expiry = a.expiresAt ? `expires ${a.expiresAt.toISOString().slice(0, 10)} (${a.daysLeft} days left)` : 'no token';
@@ -106,6 +115,27 @@ async function removeAccountCommand(id: string, opts: { json?: boolean }, io: Cl
     }
     if (opts.json) printJson(io, { id, removed: true });
     else io.stdout.write(`removed account ${id}: its token is deleted and its jobs stopped\n`);
+    return EXIT.ok;
+  });
+}
+
+const MAX_INVITATION_MS = 90 * 86_400_000;
+
+function invitationTtl(raw: string): number {
+  const ms = parseDuration(raw);
+  if (ms === null || ms > MAX_INVITATION_MS) throw new InvalidArgumentError(`must be ${DURATION_HINT}, at most 90d`);
+  return ms;
+}
+
+async function inviteCommand(opts: { expires: number; json?: boolean }, io: CliIO): Promise<number> {
+  return withContext(io, async (ctx) => {
+    ctx.requireApp(); // an invitation leads to the platform's login: useless without the app
+    const { createInvitation } = await import('../../store/invitations.ts');
+    const { invitationUrl } = await import('../../http/connect.ts');
+    const inv = await createInvitation(await ctx.migratedDb(), ctx.clock.now(), opts.expires, 'cli');
+    const url = invitationUrl(ctx.config.PUBLIC_URL, inv.token);
+    if (opts.json) printJson(io, { url, expiresAt: inv.expiresAt.toISOString() });
+    else io.stdout.write(`${url}\nworks once, until ${inv.expiresAt.toISOString()}; send it to the account's owner\n`);
     return EXIT.ok;
   });
 }

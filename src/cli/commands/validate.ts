@@ -37,8 +37,12 @@ export async function validateFile(file: string, opts: { json?: boolean }, io: C
   let input: unknown;
   try {
     input = JSON.parse(text);
-  } catch (err) {
-    io.stderr.write(`feedmirror validate: ${label} is not JSON: ${(err as Error).message}\n`);
+  } catch {
+    // Where it stops, never what is there: the file may be a token file or /etc/shadow.
+    const { whereJsonStops } = await import('../../util/json-position.ts');
+    const at = whereJsonStops(text);
+    const what = at.reason === 'end' ? 'the text ends before the JSON does' : 'unexpected character';
+    io.stderr.write(`feedmirror validate: ${label} is not JSON: ${what} at line ${at.line}, column ${at.column}\n`);
     return EXIT.usage;
   }
 
