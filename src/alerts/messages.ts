@@ -1,6 +1,7 @@
 /**
  * The operator's alert emails (R-TOK-9, R-TOK-10). Pure: they name the account, the expiry (ISO
- * date and human), the days left, why, what to do and the connect link. They are built from
+ * date and human), the days left, why, what to do and the dashboard link (where the operator
+ * invites the owner to log in again: /connect is closed to anyone without an invitation). They are built from
  * metadata only, so no token can end up in one; the mailer still redacts as a last guard.
  */
 
@@ -15,10 +16,13 @@ export interface Email {
   html: string;
 }
 
-/** The page where an owner logs in again; shared with the HTTP side's route. */
+/** Where the operator invites an owner to log in again (the dashboard's accounts page). */
 export function connectUrlFor(publicUrl: string): string {
-  return `${publicUrl.replace(/\/+$/, '')}/connect`;
+  return `${publicUrl.replace(/\/+$/, '')}/dashboard`;
 }
+
+const invite = (who: string) =>
+  `What to do: invite the owner of ${who} to log in again: "Invite an owner" on the dashboard below, or \`feedmirror accounts invite\`, and send them the link; they log in with that account.`;
 
 function isoDate(d: Date): string {
   return d.toISOString().slice(0, 10);
@@ -63,7 +67,7 @@ export function expiryEmail(input: {
     `The access token of ${who} (account ${account.id}) expires ${inDays(daysLeft)}: on ${isoDate(expiresAt)} (${humanDate(expiresAt)}).`,
     `Why: ${why}`,
     `When it expires the feed stops updating: the published feed and the mirrored images stay, but new posts no longer appear. An expired token cannot be refreshed; only a new login fixes it.`,
-    `What to do: ask the owner of ${who} to open the connect page below and log in with that account.`,
+    invite(who),
   ];
   const text = `${paragraphs.join('\n\n')}\n\n${connectUrl}\n`;
   return { subject, text, html: toHtml(paragraphs, connectUrl) };
@@ -83,7 +87,7 @@ export function reauthEmail(input: {
     `The connection to ${who} (account ${account.id}) no longer works: ${reason}.`,
     ...(input.expiresAt ? [`The stored token's expiry: ${isoDate(input.expiresAt)} (${humanDate(input.expiresAt)}).`] : []),
     `feedmirror has stopped calling the platform for this account. The published feed and the mirrored images stay, but new posts no longer appear.`,
-    `What to do: ask the owner of ${who} to open the connect page below and log in with that account; syncing resumes by itself.`,
+    `${invite(who)} Syncing resumes by itself.`,
   ];
   const text = `${paragraphs.join('\n\n')}\n\n${connectUrl}\n`;
   return { subject, text, html: toHtml(paragraphs, connectUrl) };

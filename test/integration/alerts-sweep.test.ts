@@ -99,10 +99,10 @@ describe('expiry sweep', () => {
     expect(first.from).toBe('feedmirror@example.com');
     expect(first.to).toEqual(['ops@example.com']);
     expect(first.subject).toContain('2026-03-21');
-    expect(first.text).toContain(`${PUBLIC_URL}/connect`);
+    expect(first.text).toContain(`${PUBLIC_URL}/dashboard`);
     expect(first.text).toContain(acct.id);
     expect(first.text).toContain('Saturday, 21 March 2026, 15:00 UTC');
-    expect(first.html).toContain(`href="${PUBLIC_URL}/connect"`);
+    expect(first.html).toContain(`href="${PUBLIC_URL}/dashboard"`);
     // Logs carry the expiry date.
     expect(logLines.some((l) => l.includes('token expiry alert sent') && l.includes('2026-03-21T15:00:00.000Z'))).toBe(true);
   });
@@ -211,7 +211,7 @@ describe('mailer', () => {
       const emls = await Promise.all(files.map((f) => readFile(join(dir, f), 'utf8')));
       const mine = emls.find((e) => e.includes(`@${acct.username}`))!;
       expect(mine).toMatch(/^To: operator@localhost$/m);
-      expect(mine).toContain(`${PUBLIC_URL}/connect`);
+      expect(mine).toContain(`${PUBLIC_URL}/dashboard`);
       expect(logLines.some((l) => l.includes('written to the outbox') && files.some((f) => l.includes(f)))).toBe(true);
       for (const t of tokens) expect(emls.join('\n')).not.toContain(t);
     } finally {

@@ -203,7 +203,7 @@ describe('token lifecycle end to end (R-TOK-1..10)', () => {
       recordCaptured('email', m.raw);
       expect(m.subject).toMatch(/bakery/);
       expect(m.text).toContain(expiresAt.toISOString().slice(0, 10));
-      expect(m.text).toContain(`${baseUrl}/connect`);
+      expect(m.text).toContain(`${baseUrl}/dashboard`);
     }
   });
 

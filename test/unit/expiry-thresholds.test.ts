@@ -52,11 +52,11 @@ describe('alert emails', () => {
 
   it('expiry email names the account, the date (ISO and human), the days left, why, what to do and the link', () => {
     const m = expiryEmail({ account, expiresAt: new Date('2026-02-21T15:00:00Z'), daysLeft: 6, reason: 'the last 2 refresh attempts failed.', connectUrl });
-    expect(connectUrl).toBe('https://feeds.example.com/connect');
+    expect(connectUrl).toBe('https://feeds.example.com/dashboard');
     expect(m.subject).toContain('@studio.north');
     expect(m.subject).toContain('in 6 days');
     expect(m.subject).toContain('2026-02-21');
-    for (const s of ['17841400000000001', '2026-02-21', 'Saturday, 21 February 2026, 15:00 UTC', 'in 6 days', 'the last 2 refresh attempts failed', 'log in', connectUrl]) {
+    for (const s of ['17841400000000001', '2026-02-21', 'Saturday, 21 February 2026, 15:00 UTC', 'in 6 days', 'the last 2 refresh attempts failed', 'log in', 'feedmirror accounts invite', connectUrl]) {
       expect(m.text).toContain(s);
     }
     expect(m.html).toContain(`href="${connectUrl}"`);
