@@ -1,11 +1,9 @@
-import { DelayedError, FlowProducer, Worker, type Job } from 'bullmq';
+import { FlowProducer, Worker } from 'bullmq';
 import type { FeedDeps } from '../src/feeds/deps.ts';
-import { RateLimitedError } from '../src/platform/errors.ts';
-import { countRateLimitWait } from '../src/metrics/observe.ts';
-import { MINUTE } from '../src/util/clock.ts';
 import type { FlowSettings, FeedSyncJobDeps } from './feed-sync.ts';
 import { queueProcessor } from './catalogue.ts';
 import { QUEUE, bullConnection, type RedisSettings } from './queues.ts';
+import { waitingOutsideJobs, type PlatformWaitSettings } from './rate-limits.ts';
 
 /**
  * The feed pipeline's BullMQ workers: feed-sync, mirror-media and publish-feed, and the
@@ -15,16 +13,14 @@ export interface FeedWorkerDeps extends FeedDeps {
   redis: RedisSettings;
   concurrency?: { sync?: number; mirror?: number; publish?: number };
   flowSettings?: FlowSettings;
+  /** How the queues slow down when the app's platform usage is high (R-OWN-1). */
+  platformWaits?: PlatformWaitSettings;
 }
 
 export interface RunningFeedWorkers {
   flows: FlowProducer;
   close(): Promise<void>;
 }
-
-/** App-wide limits (code 4, or a bare 429) pause the whole queue; a user's own limit delays only its job. */
-const APP_WIDE_CODES = new Set([4, undefined]);
-const DEFAULT_RATE_LIMIT_WAIT_MS = 5 * MINUTE;
 
 export async function startFeedWorkers(deps: FeedWorkerDeps): Promise<RunningFeedWorkers> {
   const log = deps.logger.child({ component: 'feed-workers' });
@@ -40,28 +36,15 @@ export async function startFeedWorkers(deps: FeedWorkerDeps): Promise<RunningFee
   const common = { prefix: deps.redis.prefix };
   const runSync = queueProcessor('feedSync', syncDeps);
 
+  // Platform limits become waits outside the job (jobs/rate-limits.ts, R-OWN-1): the sync and the
+  // copy (its link renewal) call the platform; publishing does not.
+  const waits = { logger: deps.logger, ...(deps.metrics ? { metrics: deps.metrics } : {}), usage: () => deps.platform.lastUsage, ...(deps.platformWaits ? { settings: deps.platformWaits } : {}) };
   const syncWorker: Worker = new Worker(
     QUEUE.feedSync,
-    async (job: Job, token?: string) => {
-      try {
-        return await runSync(job);
-      } catch (err) {
-        if (!(err instanceof RateLimitedError)) throw err;
-        // R-OWN-1: never retry in a tight loop; wait as long as the platform says (or 5 minutes).
-        const waitMs = err.retryAfterMs ?? DEFAULT_RATE_LIMIT_WAIT_MS;
-        log.warn({ accountId: job.data?.accountId, waitMs, code: err.code }, 'rate limited by the platform; backing off');
-        countRateLimitWait(deps.metrics, err.operation);
-        if (APP_WIDE_CODES.has(err.code)) {
-          await syncWorker.rateLimit(waitMs);
-          throw Worker.RateLimitError();
-        }
-        await job.moveToDelayed(Date.now() + waitMs, token);
-        throw new DelayedError();
-      }
-    },
+    waitingOutsideJobs(waits, () => syncWorker, runSync),
     { ...common, connection: conn(), concurrency: deps.concurrency?.sync ?? 2 },
   );
-  const mirrorWorker = new Worker(QUEUE.mirrorMedia, queueProcessor('mirrorMedia', deps), {
+  const mirrorWorker: Worker = new Worker(QUEUE.mirrorMedia, waitingOutsideJobs(waits, () => mirrorWorker, queueProcessor('mirrorMedia', deps)), {
     ...common,
     connection: conn(),
     concurrency: deps.concurrency?.mirror ?? 4,

@@ -5,7 +5,6 @@ import type { FeedDeps } from '../src/feeds/deps.ts';
 import { MirrorError } from '../src/mirror/errors.ts';
 import { StorageError } from '../src/storage/errors.ts';
 import { PlatformError, RateLimitedError } from '../src/platform/errors.ts';
-import { countRateLimitWait } from '../src/metrics/observe.ts';
 import { idSchema } from '../src/util/ids.ts';
 import { defineJob } from './definition.ts';
 import { retryOptions, type RetrySettings } from './queues.ts';
@@ -50,16 +49,16 @@ export const mirrorMediaJob = defineJob({
   queue: 'mirrorMedia',
   payload: mirrorMediaPayload,
   options: mirrorJobOptions(),
-  async process(deps: FeedDeps, payload, job): Promise<MirrorMediaReturn> {
+  async process(deps: FeedDeps, payload): Promise<MirrorMediaReturn> {
     try {
       const r = await copySlot(deps, payload);
       if (r.outcome === 'copied' || r.outcome === 'reused') return { outcome: r.outcome, renewed: r.renewed, key: r.image.key };
       return r;
     } catch (err) {
+      // R-OWN-1: a rate-limited link renewal goes back up as it is: the worker delays the job by
+      // the time the platform states (jobs/rate-limits.ts), without spending an attempt.
+      if (err instanceof RateLimitedError) throw err;
       if (!retryable(err)) throw new UnrecoverableError((err as Error).message);
-      // R-OWN-1: a rate-limited link renewal waits out the job's backoff before the next attempt
-      // (attemptsMade counts the attempts before this one).
-      if (err instanceof RateLimitedError && job.attemptsMade + 1 < (job.opts.attempts ?? 1)) countRateLimitWait(deps.metrics, err.operation);
       throw err;
     }
   },

@@ -14,6 +14,7 @@ import { AccountLifecycle } from '../src/accounts/lifecycle.ts';
 import type { TokenRefreshDeps } from '../src/accounts/token-refresh.ts';
 import type { MaintenanceDeps } from './maintenance.ts';
 import { startFeedWorkers } from './feed-workers.ts';
+import type { PlatformWaitSettings } from './rate-limits.ts';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import type { PipelineMetrics } from '../src/metrics/index.ts';
 import { publishWidget } from '../src/widget/index.ts';
@@ -44,6 +45,8 @@ export interface WorkerDeps {
   lifecycle?: AccountLifecycle;
   /** Job failures of every queue this worker runs; handed to the feed pipeline unless it has its own. */
   metrics?: PipelineMetrics;
+  /** How the feed queues slow down when the app's platform usage is high (R-OWN-1). */
+  platformWaits?: PlatformWaitSettings;
 }
 
 export interface RunningWorker {
@@ -96,6 +99,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
         redis: deps.redis,
         concurrency: { mirror: deps.concurrency },
         lifecycle,
+        ...(deps.platformWaits ? { platformWaits: deps.platformWaits } : {}),
       })
     : undefined;
   // The widget script sits next to the feeds; publishing is idempotent (unchanged: no write).

@@ -117,6 +117,12 @@ export const configSchema = z.object({
   /** What to do with copyright-flagged items (no media_url): drop them or show a text card (R-CNV-12). */
   COPYRIGHT_ITEMS: z.enum(['drop', 'text-card']).default('drop'),
   WORKER_CONCURRENCY: posInt.default(4),
+  /** Calls to the platform per account per hour, at most (R-OWN-1): the platform allows about 200; 180 leaves a margin. */
+  PLATFORM_CALLS_PER_ACCOUNT_HOUR: posInt.max(10_000).default(180),
+  /** App usage (X-App-Usage, percent) from which the queues slow down (R-OWN-1). */
+  PLATFORM_SLOWDOWN_PERCENT: z.coerce.number().min(1).max(100).default(80),
+  /** Pause between job starts at 100% app usage, in seconds; shorter the lower usage is (0 = no slow-down). */
+  PLATFORM_SLOWDOWN_MAX_SECONDS: z.coerce.number().min(0).max(3600).default(30),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

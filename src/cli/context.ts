@@ -3,6 +3,7 @@ import { loadConfig, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../util/logger.ts';
 import { clockFromEnv, type Clock, HOUR, MINUTE, DAY } from '../util/clock.ts';
 import { PlatformClient, type PlatformCallObserver } from '../platform/client.ts';
+import { AccountCallPacer } from '../platform/pacing.ts';
 import { createPool } from '../store/db.ts';
 import { migrate } from '../store/migrate.ts';
 import { TokenCipher } from '../store/crypto.ts';
@@ -77,7 +78,14 @@ export class AppContext {
         if (this._metrics) platformCallObserver(this._metrics).onCall(operation, outcome);
       },
     };
-    this._platform ??= PlatformClient.fromConfig(this.config, { clock: this.clock, logger: this.logger, observer });
+    // R-OWN-1: every process counts each account's calls in Redis (one count for all workers);
+    // the client connects only when a call is paced, so commands that never list pay nothing.
+    this._platform ??= PlatformClient.fromConfig(this.config, {
+      clock: this.clock,
+      logger: this.logger,
+      observer,
+      pacer: new AccountCallPacer({ callsPerHour: this.config.PLATFORM_CALLS_PER_ACCOUNT_HOUR, prefix: this.config.REDIS_PREFIX, redis: () => this.redisClient }),
+    });
     return this._platform;
   }
 

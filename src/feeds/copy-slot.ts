@@ -31,7 +31,7 @@ export type CopyOutcome =
 export async function renewPostLinks(deps: FeedDeps, accountId: string, mediaId: string, post: Post): Promise<Post> {
   const stored = await loadToken(deps.db, deps.cipher, accountId);
   if (!stored) throw new Error(`account ${accountId} has no token: cannot renew the links of media ${mediaId}`);
-  const fresh = await deps.platform.getMedia(stored.accessToken, mediaId);
+  const fresh = await deps.platform.getMedia(stored.accessToken, mediaId, undefined, { accountId });
   const raw = mediaItemSchema.parse(post.raw);
   const merged = mediaItemSchema.parse({
     ...raw,

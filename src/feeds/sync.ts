@@ -111,6 +111,7 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   let listing;
   try {
     listing = await deps.platform.listMedia(token.accessToken, {
+      accountId,
       refusedFields: account.refusedFields as never,
       onPage: (p) => {
         progress.pages = p.index + 1;

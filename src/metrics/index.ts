@@ -68,6 +68,8 @@ export interface Metrics {
   readonly platformCalls: Counter<'operation' | 'outcome'>;
   /** Times a call waited because of rate limiting (R-OWN-1), by operation. */
   readonly rateLimitWaits: Counter<'operation'>;
+  /** Times the queues paused because the app's usage of its platform budget passed 80% (R-OWN-1). */
+  readonly platformSlowdowns: Counter<string>;
   /** Scrape-time reads that failed or timed out (Redis or Postgres unreachable), by source. */
   readonly collectFailures: Counter<'source'>;
   /** Account lifecycle transitions made by this process (src/accounts/lifecycle.ts), by event. */
@@ -83,7 +85,7 @@ export interface Metrics {
  * this narrow view (optional), so tests and callers without metrics need nothing.
  */
 export type PipelineMetrics = Pick<Metrics, 'jobFailures' | 'syncDuration' | 'imagesCopied' | 'imageBytesCopied' | 'platformCalls' | 'rateLimitWaits'> &
-  Partial<Pick<Metrics, 'accountTransitions' | 'scheduleRepairs'>>;
+  Partial<Pick<Metrics, 'accountTransitions' | 'scheduleRepairs' | 'platformSlowdowns'>>;
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -201,6 +203,11 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
       name: `${p}rate_limit_waits_total`,
       help: 'Times a job waited (backed off) because the platform rate-limited it, by operation.',
       labelNames: ['operation'] as const,
+      registers: [registry],
+    }),
+    platformSlowdowns: new Counter({
+      name: `${p}platform_slowdowns_total`,
+      help: 'Times the job queues paused because the app used more than 80% of its platform budget (X-App-Usage).',
       registers: [registry],
     }),
     collectFailures,

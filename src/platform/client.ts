@@ -19,6 +19,7 @@ export type { PlatformCallObserver, PlatformCallOutcome } from './http.ts';
 import { EXCHANGE_PATH, GRANT_AUTHORIZATION_CODE, GRANT_EXCHANGE, GRANT_REFRESH, REFRESH_PATH } from './identifiers.ts';
 import { DROPPABLE_FIELDS, FULL_FEED_FIELDS, mediaItemSchema, type DroppableField, type MediaItem } from './media-item.ts';
 import type { PlatformUsage } from './rate-limit.ts';
+import type { CallPacer } from './pacing.ts';
 import type { ListMediaOptions, MediaListing, Profile, ShortLivedGrant, TokenGrant } from './types.ts';
 
 /**
@@ -50,6 +51,8 @@ export interface PlatformClientOptions {
   random?: () => number;
   /** Told of every request sent (metrics); optional, so the client needs no metrics to work. */
   observer?: PlatformCallObserver;
+  /** Per-account budget (R-OWN-1) for listing and single-media calls. */
+  pacer?: CallPacer;
 }
 
 export const DEFAULT_TIMEOUT_MS = 15_000;
@@ -157,10 +160,11 @@ export class PlatformClient {
         this.usage = usage;
       },
       ...(opts.observer ? { observer: opts.observer } : {}),
+      ...(opts.pacer ? { pacer: opts.pacer } : {}),
     });
   }
 
-  static fromConfig(config: Config, deps: { clock?: Clock; logger?: Logger; observer?: PlatformCallObserver } = {}): PlatformClient {
+  static fromConfig(config: Config, deps: { clock?: Clock; logger?: Logger; observer?: PlatformCallObserver; pacer?: CallPacer } = {}): PlatformClient {
     return new PlatformClient({
       graphUrl: config.GRAPH_URL,
       apiVersion: config.GRAPH_API_VERSION,
@@ -173,6 +177,7 @@ export class PlatformClient {
       clock: deps.clock,
       logger: deps.logger,
       observer: deps.observer,
+      pacer: deps.pacer,
     });
   }
 
@@ -315,7 +320,7 @@ export class PlatformClient {
     let pages = 0;
     const result = (complete: boolean, error?: PlatformError): MediaListing => ({ items, complete, pages, refusedFields: refused, error, calls: counter.calls });
     const fetchPage = (url: URL) =>
-      this.http.call({ operation, url, schema: mediaPageSchema, secrets: [token], idempotent: true, readsUsage: true, counter });
+      this.http.call({ operation, url, schema: mediaPageSchema, secrets: [token], idempotent: true, readsUsage: true, counter, ...(opts.accountId ? { accountId: opts.accountId } : {}) });
 
     // First page, with the field fallback (R-MED-4).
     let page: z.output<typeof mediaPageSchema>;
@@ -402,7 +407,7 @@ export class PlatformClient {
   }
 
   /** R-MED-8: one media item with newly signed links; the only way to renew an expired link. */
-  async getMedia(token: string, mediaId: string, fields: readonly string[] = RENEW_FIELDS): Promise<MediaItem> {
+  async getMedia(token: string, mediaId: string, fields: readonly string[] = RENEW_FIELDS, opts: { accountId?: string } = {}): Promise<MediaItem> {
     const operation = 'media item';
     // The id comes from platform data: it must stay one path segment.
     if (!MEDIA_ID_RE.test(mediaId)) throw new PlatformRequestError(`${operation}: invalid media id`, { operation });
@@ -413,6 +418,7 @@ export class PlatformClient {
       secrets: [token],
       idempotent: true,
       readsUsage: true,
+      ...(opts.accountId ? { accountId: opts.accountId } : {}),
     });
   }
 }

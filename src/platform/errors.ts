@@ -79,10 +79,21 @@ export class RateLimitedError extends PlatformError {
   override readonly retryable = true;
   readonly retryAfterMs?: number;
   readonly usage?: Record<string, unknown>;
-  constructor(message: string, details: PlatformErrorDetails & { retryAfterMs?: number; usage?: Record<string, unknown> } = {}) {
+  /** True when feedmirror's own pacing held the call back (it was never sent): one account's budget. */
+  readonly paced: boolean;
+  constructor(message: string, details: PlatformErrorDetails & { retryAfterMs?: number; usage?: Record<string, unknown>; paced?: boolean } = {}) {
     super(message, details);
     this.retryAfterMs = details.retryAfterMs;
     this.usage = details.usage;
+    this.paced = details.paced ?? false;
+  }
+
+  /**
+   * Whether the limit is the whole app's (code 4, or a bare 429 that names none), so every job
+   * should wait, or one account's (17, 32, 613, or our own pacing), so only its jobs wait.
+   */
+  get appWide(): boolean {
+    return !this.paced && (this.code === 4 || this.code === undefined);
   }
 }
 

@@ -5,6 +5,7 @@ import { redactUrl } from '../util/redact.ts';
 import { MalformedResponseError, PlatformError, RateLimitedError, TransientError } from './errors.ts';
 import { describeZodError, extractErrorInfo, failedBeforeSending, mapPlatformError, type Failure, type Operation } from './error-mapping.ts';
 import { parseUsage, USAGE_WARN_PERCENT, type PlatformUsage } from './rate-limit.ts';
+import type { CallPacer } from './pacing.ts';
 
 /**
  * One platform HTTP call over global fetch: timeout, bounded body, JSON, zod, typed errors,
@@ -44,6 +45,8 @@ export interface HttpOptions {
   /** Called with the usage figures of every graph response that carries them. */
   onUsage: (usage: PlatformUsage, operation: Operation) => void;
   observer?: PlatformCallObserver;
+  /** Per-account budget (R-OWN-1): a call over it is not sent. */
+  pacer?: CallPacer;
 }
 
 export interface CallSpec<T> {
@@ -60,6 +63,8 @@ export interface CallSpec<T> {
   readsUsage: boolean;
   /** Counts every attempt, retries included. */
   counter?: { calls: number };
+  /** The account whose budget this call spends (paced when the client has a pacer). */
+  accountId?: string;
 }
 
 /** Full jitter: a uniform wait in [0, min(cap, base * 2^attempt)). */
@@ -107,6 +112,7 @@ export class PlatformHttp {
   async call<T>(spec: CallSpec<T>): Promise<T> {
     const { maxRetries, sleep, random, logger } = this.opts;
     for (let attempt = 0; ; attempt++) {
+      await this.pace(spec);
       const outcome = await this.attempt(spec);
       this.report(spec.operation, outcome.ok ? 'ok' : callOutcomeOf(outcome.error));
       if (outcome.ok) return outcome.value;
@@ -123,6 +129,21 @@ export class PlatformHttp {
       logger.info({ operation: spec.operation, error: error.name, status: error.status, attempt: attempt + 1, waitMs: wait }, 'platform call failed, retrying');
       await sleep(wait);
     }
+  }
+
+  /**
+   * R-OWN-1: an account over its own hourly budget does not call; the error says how long until
+   * it may, and the job layer waits that out outside the job. Nothing was sent, nothing is reported.
+   */
+  private async pace(spec: CallSpec<unknown>): Promise<void> {
+    const pacer = this.opts.pacer;
+    if (!pacer || !spec.accountId) return;
+    const waitMs = await pacer.take(spec.accountId);
+    if (waitMs <= 0) return;
+    throw new RateLimitedError(
+      `${spec.operation}: held back: the account's budget of ${pacer.callsPerHour} calls per hour is spent; next call in about ${Math.ceil(waitMs / 1000)} s`,
+      { operation: spec.operation, retryAfterMs: waitMs, paced: true },
+    );
   }
 
   /** Exactly one report per attempt; an observer that throws never fails the call. */

@@ -38,6 +38,8 @@ export interface PlatformUsage {
   businessUseCase?: Record<string, BusinessUseCaseEntry[]>;
   /** The highest percentage among all figures of both headers. */
   maxPercent: number;
+  /** The highest figure of X-App-Usage alone: the whole app's share of its budget (0 when absent). */
+  appPercent: number;
   /** Largest estimated_time_to_regain_access among business-use-case entries, in minutes. */
   regainAccessMinutes?: number;
   at: Date;
@@ -61,13 +63,14 @@ export function parseUsage(headers: Headers, now: Date): PlatformUsage | undefin
   const figures: number[] = [];
   let regain: number | undefined;
   if (app) figures.push(app.call_count ?? 0, app.total_time ?? 0, app.total_cputime ?? 0);
+  const appPercent = Math.max(0, ...figures);
   for (const entries of Object.values(businessUseCase ?? {})) {
     for (const e of entries) {
       figures.push(e.call_count ?? 0, e.total_time ?? 0, e.total_cputime ?? 0);
       if (e.estimated_time_to_regain_access !== undefined) regain = Math.max(regain ?? 0, e.estimated_time_to_regain_access);
     }
   }
-  return { app, businessUseCase, maxPercent: Math.max(0, ...figures), regainAccessMinutes: regain, at: now };
+  return { app, businessUseCase, maxPercent: Math.max(0, ...figures), appPercent, regainAccessMinutes: regain, at: now };
 }
 
 /**

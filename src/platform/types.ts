@@ -48,4 +48,6 @@ export interface ListMediaOptions {
   /** Upper bound on pages, a guard against a platform that never ends its listing. */
   maxPages?: number;
   onPage?: (page: { index: number; items: number }) => void;
+  /** The account whose hourly budget the calls spend (R-OWN-1; paced when the client has a pacer). */
+  accountId?: string;
 }

@@ -26,6 +26,13 @@ const RATE_LIMIT_MESSAGES: Record<number, string> = {
   613: '(#613) Calls to this api have exceeded the rate limit.',
 };
 
+/** The platform's answer to a call over a limit (R-OWN-1): code 4 (the app) or 17 (the user). */
+export function rateLimitReply(code: number, headers: Record<string, string>, status = 400): Reply {
+  const reply = graphError(status, code, RATE_LIMIT_MESSAGES[code] ?? `(#${code}) Rate limit reached`, { transient: true });
+  reply.headers = { ...reply.headers, ...headers };
+  return reply;
+}
+
 export class FaultList {
   private faults: Array<FaultSpec & { left: number }> = [];
 

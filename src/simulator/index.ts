@@ -6,7 +6,7 @@ import { redactText } from '../util/redact.ts';
 import { handleCdn } from './cdn.ts';
 import type { SimContext, SimRequest } from './context.ts';
 import { handleControl } from './control.ts';
-import { faultAction, FaultList } from './faults.ts';
+import { faultAction, FaultList, rateLimitReply } from './faults.ts';
 import { handleGraph } from './graph.ts';
 import { LinkSigner } from './links.ts';
 import { MediaRenderer } from './media.ts';
@@ -79,7 +79,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   const signer = new LinkSigner(randomBytes(32), () => imageBaseUrl);
   const renderer = new MediaRenderer(state, signer);
   const faults = new FaultList();
-  const usage = new UsageMeter(clock);
+  // Rate-limit windows: the simulated clock, or the wall clock when asked (runs against workers
+  // that wait in real time, as BullMQ's delays do).
+  const usage = new UsageMeter(opts.limits?.wallClock ? () => Date.now() : () => clock.now().getTime(), opts.limits);
   const requests: RecordedRequest[] = [];
   /** Sockets held open by 'timeout' faults: destroyed on close(). */
   const held = new Set<Socket>();
@@ -164,7 +166,17 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     const accountForUsage = query.access_token ? state.tokens.get(query.access_token)?.accountId : undefined;
     const usageHeaders = (accountId: string | undefined, regain = 0): Record<string, string> =>
       recordHost === 'graph' ? usage.headers(accountId, regain) : {};
-    if (recordHost === 'graph') usage.count(accountForUsage);
+    if (recordHost === 'graph') {
+      // R-OWN-1: past a limit the platform answers code 4 or 17 and says when to come back.
+      const throttle = usage.check(accountForUsage);
+      if (throttle) {
+        const reply = rateLimitReply(throttle.code, usage.headers(accountForUsage, throttle.regainMinutes));
+        record.status = reply.status;
+        write(req, res, reply);
+        return;
+      }
+      usage.count(accountForUsage);
+    }
 
     const fault = faults.take({ host: recordHost, path: pathname, query });
     let reply: Reply;

@@ -115,6 +115,9 @@ export class SimState {
   readonly slideParent = new Map<string, PostRecord>();
   readonly tokens = new Map<string, TokenRecord>();
   readonly codes = new Map<string, CodeRecord>();
+  /** Posts of each account (deleted ones included): a listing reads its own, not every post (10,000-account runs). */
+  private readonly postsOfAccount = new Map<string, PostRecord[]>();
+  private readonly usernames = new Set<string>();
   private accountSeq = 0;
   private mediaSeq = 0;
   private postSeq = 0;
@@ -132,7 +135,8 @@ export class SimState {
     const id = (17841400000000000n + BigInt(this.accountSeq)).toString();
     const username = opts.username ?? `sim_account_${this.accountSeq}`;
     if (!/^[A-Za-z0-9._]{1,30}$/.test(username)) throw new Error(`simulator: invalid username '${username}'`);
-    for (const a of this.accounts.values()) if (a.username === username) throw new Error(`simulator: username '${username}' is taken`);
+    if (this.usernames.has(username)) throw new Error(`simulator: username '${username}' is taken`);
+    this.usernames.add(username);
     this.accounts.set(id, {
       id,
       username,
@@ -199,6 +203,9 @@ export class SimState {
       deleted: false,
     };
     this.postsById.set(id, record);
+    const own = this.postsOfAccount.get(accountId);
+    if (own) own.push(record);
+    else this.postsOfAccount.set(accountId, [record]);
     for (const s of slides) this.slideParent.set(s.id, record);
     return id;
   }
@@ -252,7 +259,7 @@ export class SimState {
 
   /** Current posts of an account, newest first (timestamp, then insertion order). */
   listPosts(accountId: string): PostRecord[] {
-    return [...this.postsById.values()].filter((p) => p.accountId === accountId && !p.deleted).sort(comparePosts);
+    return (this.postsOfAccount.get(accountId) ?? []).filter((p) => !p.deleted).sort(comparePosts);
   }
 
   permalink(p: PostRecord): string {

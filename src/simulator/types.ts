@@ -116,6 +116,12 @@ export interface SimulatorOptions {
    * there, so test/audit checks none of them leaked into captured output.
    */
   onSecret?: (secret: string) => void;
+  /**
+   * Throttle as the platform does (R-OWN-1): calls per user and per app in a sliding window (an
+   * hour unless windowMs), answered with codes 17 and 4 past them. Unset: usage is reported only.
+   * wallClock: windows follow the real time rather than the simulated clock.
+   */
+  limits?: { callsPerUserHour?: number; appCallsPerHour?: number; windowMs?: number; wallClock?: boolean };
 }
 
 export interface Simulator {

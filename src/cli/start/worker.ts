@@ -38,6 +38,7 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
       sweepCron: ctx.config.EXPIRY_SWEEP_CRON,
       feed: { ...(await ctx.feedDeps()), metrics },
       metrics,
+      platformWaits: { slowdownPercent: ctx.config.PLATFORM_SLOWDOWN_PERCENT, slowdownMaxMs: ctx.config.PLATFORM_SLOWDOWN_MAX_SECONDS * 1000 },
     });
   } catch (err) {
     await metricsServer?.close();

@@ -1,0 +1,77 @@
+import { DelayedError, Worker, type Job } from 'bullmq';
+import { RateLimitedError } from '../src/platform/errors.ts';
+import { slowdownMs } from '../src/platform/pacing.ts';
+import type { PlatformUsage } from '../src/platform/rate-limit.ts';
+import { countRateLimitWait } from '../src/metrics/observe.ts';
+import type { PipelineMetrics } from '../src/metrics/index.ts';
+import { MINUTE } from '../src/util/clock.ts';
+import type { Logger } from '../src/util/logger.ts';
+
+/**
+ * Waits for the platform's budget happen OUTSIDE jobs (R-OWN-1). A job never sleeps while it
+ * holds its lock: a wait longer than the lock (30 s) made BullMQ count the job as stalled, run it
+ * a second time and report "Missing lock" when the first run ended.
+ *  - One account over its limit (codes 17, 32, 613, or feedmirror's own pacing): the job moves to
+ *    the delayed set for the time stated (job.moveToDelayed; not counted as a failed attempt).
+ *  - The whole app over its limit (code 4, a bare 429): the queue stops handing out jobs for the
+ *    time stated (worker.rateLimit), and the job goes back to waiting (RateLimitError), across
+ *    every worker of the queue.
+ *  - The app's usage past 80% (X-App-Usage): after the job, the queue pauses for a moment that
+ *    grows with usage (slowdownMs), so job starts, and with them calls, slow down app-wide.
+ */
+export interface PlatformWaitSettings {
+  /** Pause between job starts at 100% app usage; scaled down linearly to the 80% threshold. */
+  slowdownMaxMs: number;
+  /** Usage share (percent) from which jobs slow down. */
+  slowdownPercent: number;
+}
+
+export const DEFAULT_PLATFORM_WAITS: PlatformWaitSettings = { slowdownMaxMs: 30_000, slowdownPercent: 80 };
+/** When the platform throttles without saying for how long (R-OWN-1's fallback). */
+export const DEFAULT_RATE_LIMIT_WAIT_MS = 5 * MINUTE;
+
+export interface WaitDeps {
+  logger: Logger;
+  metrics?: PipelineMetrics;
+  /** The latest usage the platform reported to this process. */
+  usage: () => PlatformUsage | undefined;
+  settings?: PlatformWaitSettings;
+}
+
+/**
+ * A Worker processor that runs `run` and turns the platform's limits into waits outside the job.
+ * `worker` is the Worker this processor belongs to (known only once it is constructed).
+ */
+export function waitingOutsideJobs(deps: WaitDeps, worker: () => Worker, run: (job: Job) => Promise<unknown>): (job: Job, token?: string) => Promise<unknown> {
+  const settings = deps.settings ?? DEFAULT_PLATFORM_WAITS;
+  const log = deps.logger.child({ component: 'platform-waits' });
+  return async (job: Job, token?: string) => {
+    const usageBefore = deps.usage();
+    let result: unknown;
+    try {
+      result = await run(job);
+    } catch (err) {
+      if (!(err instanceof RateLimitedError)) throw err;
+      const waitMs = err.retryAfterMs ?? DEFAULT_RATE_LIMIT_WAIT_MS;
+      countRateLimitWait(deps.metrics, err.operation);
+      if (err.appWide) {
+        log.warn({ queue: job.queueName, jobId: job.id, waitMs, code: err.code }, 'the app is rate limited by the platform: the queue pauses, the job waits in the queue');
+        await worker().rateLimit(waitMs);
+        throw Worker.RateLimitError();
+      }
+      log.info({ queue: job.queueName, jobId: job.id, accountId: job.data?.accountId, waitMs, code: err.code, paced: err.paced }, 'account over its platform budget: the job is delayed');
+      await job.moveToDelayed(Date.now() + waitMs, token);
+      throw new DelayedError();
+    }
+    const usage = deps.usage();
+    if (usage && usage !== usageBefore) {
+      const pauseMs = slowdownMs(usage.appPercent, settings.slowdownMaxMs, settings.slowdownPercent);
+      if (pauseMs > 0) {
+        log.info({ queue: job.queueName, appUsagePercent: usage.appPercent, pauseMs }, 'app usage is high: slowing down');
+        deps.metrics?.platformSlowdowns?.inc();
+        await worker().rateLimit(pauseMs);
+      }
+    }
+    return result;
+  };
+}

@@ -1,0 +1,82 @@
+import type { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { HOUR } from '../util/clock.ts';
+
+/**
+ * Keeping within the platform's budget (R-OWN-1) before the platform has to say so.
+ *
+ * Per account: at most `callsPerHour` calls in each window of an hour (rate-limiter-flexible's
+ * fixed window, in Redis so every worker counts the same calls; in memory without Redis). The
+ * platform's budget is about 200 calls per user per hour; the default leaves a margin (180), and
+ * the platform's own usage headers and limits stay the last word (see slowdownMs and the job
+ * layer). A call that would go over is not sent: the caller learns how long until the window
+ * resets, and the job layer waits that out OUTSIDE the job (it delays the job), never inside it.
+ *
+ * App-wide: the usage headers (X-App-Usage, X-Business-Use-Case-Usage) report how much of the
+ * app's budget is used. Past USAGE_SLOWDOWN_PERCENT the workers space their jobs out
+ * (slowdownMs), more the closer usage gets to 100%.
+ */
+export interface CallPacer {
+  /**
+   * One call of this account is about to be sent. Resolves to 0 when it may go (the call is
+   * counted), else to the milliseconds until the account's window allows it (nothing counted).
+   */
+  take(accountId: string): Promise<number>;
+  readonly callsPerHour: number;
+}
+
+export interface PacerOptions {
+  /** Calls per account per window (default window: one hour). */
+  callsPerHour: number;
+  /** Redis for a count shared by every worker; a client factory, so nothing connects until a call is paced. */
+  redis?: () => Redis;
+  /** Key prefix in Redis (REDIS_PREFIX). */
+  prefix: string;
+  /** The window; an hour except in tests. */
+  windowMs?: number;
+}
+
+export class AccountCallPacer implements CallPacer {
+  readonly callsPerHour: number;
+  private limiter?: RateLimiterAbstract;
+
+  constructor(private readonly opts: PacerOptions) {
+    if (!(opts.callsPerHour >= 1)) throw new Error('pacer: callsPerHour must be >= 1');
+    this.callsPerHour = opts.callsPerHour;
+  }
+
+  private get rl(): RateLimiterAbstract {
+    if (!this.limiter) {
+      const windowMs = this.opts.windowMs ?? HOUR;
+      const base = { keyPrefix: `${this.opts.prefix}:platform-pace`, points: this.opts.callsPerHour, duration: Math.max(1, Math.ceil(windowMs / 1000)) };
+      this.limiter = this.opts.redis ? new RateLimiterRedis({ ...base, storeClient: this.opts.redis() }) : new RateLimiterMemory(base);
+    }
+    return this.limiter;
+  }
+
+  async take(accountId: string): Promise<number> {
+    try {
+      await this.rl.consume(accountId, 1);
+      return 0;
+    } catch (e) {
+      // A refusal is a RateLimiterRes (a count, not an error): its msBeforeNext is the wait.
+      if (e instanceof RateLimiterRes) return Math.max(1, e.msBeforeNext);
+      throw e;
+    }
+  }
+}
+
+/** Past this share of any usage figure the workers slow down (R-OWN-1). */
+export const USAGE_SLOWDOWN_PERCENT = 80;
+
+/**
+ * The pause between job starts app-wide for a usage figure (percent): none below the threshold,
+ * then growing linearly to `maxPauseMs` at 100%. At the limit itself the platform's stated wait
+ * applies instead (a RateLimitedError carries it).
+ */
+export function slowdownMs(usagePercent: number, maxPauseMs: number, thresholdPercent = USAGE_SLOWDOWN_PERCENT): number {
+  if (!(usagePercent >= thresholdPercent)) return 0;
+  const share = Math.min(1, (usagePercent - thresholdPercent) / Math.max(1, 100 - thresholdPercent));
+  // At the threshold itself a small pause already: the headers say usage is high.
+  return Math.round(Math.max(0.05, share) * maxPauseMs);
+}
