@@ -82,7 +82,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
           'Ask the operator for one: they create it in the dashboard (Accounts, "Invite an owner") or with `feedmirror accounts invite`, and send it to you. The link works once and expires.',
         ]);
       }
-      // Each start writes a login state: bounded per client address (R-OWN-1's spirit, our side).
+      // Each start writes a login state: bounded per client address.
       const verdict = await throttle.take(req.ip ?? 'unknown');
       if (!verdict.allowed) {
         res.set('Retry-After', String(verdict.retryAfterSeconds));
