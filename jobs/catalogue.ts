@@ -5,7 +5,7 @@ import { HOUR, MINUTE, type Clock } from '../src/util/clock.ts';
 import type { AccountSchedules } from '../src/accounts/lifecycle.ts';
 import { runJob, type AnyJobDefinition, type JobDefinition } from './definition.ts';
 import { feedSyncJob } from './feed-sync.ts';
-import { expirySweepJob, mediaSweepJob } from './maintenance.ts';
+import { expirySweepJob, housekeepingJob, mediaSweepJob } from './maintenance.ts';
 import { mirrorMediaJob } from './mirror-media.ts';
 import { publishFeedJob } from './publish-feed.ts';
 import { QUEUE, type QueueKey, type Queues } from './queues.ts';
@@ -24,9 +24,10 @@ import { tokenRefreshJob } from './token-refresh.ts';
  *  3. Add it to JOBS below. A new queue also needs its name in QUEUE (queues.ts) and a Worker
  *     in jobs/worker.ts (runQueue dispatches by job name; the start-up check refuses a queue
  *     whose jobs have no handler, or two definitions of one name).
- *  4. Enqueue with `enqueue(queues, yourJob, payload)`; daily once-per-cluster work with
- *     `enqueueDaily` and a line in dailyJobs (worker.ts); per-account schedules in
- *     scheduleAccount.
+ *  4. Enqueue with `enqueue(queues, yourJob, payload)`. Daily once-per-cluster work: add the
+ *     definition to dailyJobs (worker.ts); the cron tick and the reconciler queue it with
+ *     `enqueueDaily`. Per-account schedules: accountSchedulers below (the reconciler repairs
+ *     them from PostgreSQL when Redis loses them).
  */
 export const JOBS = {
   tokenRefresh: tokenRefreshJob,
@@ -35,6 +36,7 @@ export const JOBS = {
   publishFeed: publishFeedJob,
   expirySweep: expirySweepJob,
   mediaSweep: mediaSweepJob,
+  housekeeping: housekeepingJob,
 } as const satisfies Record<string, AnyJobDefinition>;
 
 /** The definitions of one queue, by job name; throws when two definitions share a name. */
@@ -139,7 +141,7 @@ export async function unscheduleAccount(queues: AccountQueues, accountId: string
 
 // ---- daily, once per cluster ------------------------------------------------------------------
 
-export type DailyJob = typeof expirySweepJob | typeof mediaSweepJob;
+export type DailyJob = typeof expirySweepJob | typeof mediaSweepJob | typeof housekeepingJob;
 
 /** One job id per job and UTC day (from the injectable clock): BullMQ keeps one job per id. */
 export function dailyJobId(def: Pick<AnyJobDefinition, 'name'>, day: Date): string {

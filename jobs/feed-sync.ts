@@ -75,7 +75,9 @@ export const feedSyncJob = defineJob({
   async process(deps: FeedSyncJobDeps, { accountId }, job): Promise<FeedSyncReturn> {
     const result = await syncAccount(deps, accountId, {
       onProgress: (p) => {
-        void job.updateProgress({ ...p });
+        // Progress is for the queue view only: a job whose key vanished (Redis flushed under it)
+        // must not bring the process down with an unhandled rejection.
+        job.updateProgress({ ...p }).catch(() => undefined);
       },
     });
     if (result.outcome !== 'synced' || !needsPublish(result)) return result;

@@ -19,6 +19,8 @@ export interface FeedWorkerDeps extends FeedDeps {
 
 export interface RunningFeedWorkers {
   flows: FlowProducer;
+  /** The BullMQ Workers (the worker's bounded shutdown closes them itself). */
+  workers: readonly Worker[];
   close(): Promise<void>;
 }
 
@@ -66,6 +68,7 @@ export async function startFeedWorkers(deps: FeedWorkerDeps): Promise<RunningFee
   await Promise.all(workers.map((w) => w.waitUntilReady()));
   return {
     flows,
+    workers,
     async close() {
       await Promise.all(workers.map((w) => w.close()));
       await flows.close();

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { runExpirySweep, type SweepDeps, type SweepResult } from '../src/alerts/sweep.ts';
 import { runMediaSweep, type MediaSweepResult } from '../src/feeds/media-sweep.ts';
 import type { ObjectStorage } from '../src/storage/types.ts';
+import { runHousekeeping, type HousekeepingResult } from '../src/store/housekeeping.ts';
 import { defineJob } from './definition.ts';
 import { retryOptions } from './queues.ts';
 
@@ -12,6 +13,8 @@ import { retryOptions } from './queues.ts';
 export interface MaintenanceDeps extends SweepDeps {
   /** The feed pipeline's storage; without it (token-only worker) the media sweep has nothing to do. */
   storage?: ObjectStorage;
+  /** Account events older than this are deleted by the housekeeping job (EVENT_RETENTION_DAYS). */
+  eventRetentionDays: number;
 }
 
 const DAILY_OPTIONS = {
@@ -41,4 +44,13 @@ export const mediaSweepJob = defineJob({
     if (!deps.storage) throw new Error('media-sweep: this worker runs no feed pipeline (no storage)');
     return runMediaSweep({ db: deps.db, storage: deps.storage, clock: deps.clock, logger: deps.logger });
   },
+});
+
+/** Expired login states, old account events and spent invitations deleted. */
+export const housekeepingJob = defineJob({
+  name: 'housekeeping',
+  queue: 'maintenance',
+  payload: z.object({}),
+  options: DAILY_OPTIONS,
+  process: (deps: MaintenanceDeps): Promise<HousekeepingResult> => runHousekeeping(deps),
 });

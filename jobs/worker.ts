@@ -1,4 +1,4 @@
-import { Worker } from 'bullmq';
+import { Worker, type Job } from 'bullmq';
 import cron from 'node-cron';
 import type pg from 'pg';
 import type { Logger } from '../src/util/logger.ts';
@@ -8,7 +8,9 @@ import type { TokenCipher } from '../src/store/crypto.ts';
 import type { Mailer } from '../src/alerts/mailer.ts';
 import { alertReauthRequired } from '../src/alerts/sweep.ts';
 import { listAccounts } from '../src/store/accounts.ts';
-import { QUEUE, bullConnection, type Queues, type RedisSettings } from './queues.ts';
+import { QUEUE, bullConnection, redisClient, type Queues, type RedisSettings } from './queues.ts';
+import { Reconciler } from './reconcile.ts';
+import type { AnyJobDefinition } from './definition.ts';
 import { JOBS, accountSchedules, enqueueDaily, queueProcessor, scheduleAccount, type ScheduleSettings } from './catalogue.ts';
 import { AccountLifecycle } from '../src/accounts/lifecycle.ts';
 import type { TokenRefreshDeps } from '../src/accounts/token-refresh.ts';
@@ -47,10 +49,31 @@ export interface WorkerDeps {
   metrics?: PipelineMetrics;
   /** How the feed queues slow down when the app's platform usage is high (R-OWN-1). */
   platformWaits?: PlatformWaitSettings;
+  /** How often the leader compares the schedules in Redis with PostgreSQL (RECONCILE_INTERVAL_SECONDS). */
+  reconcileIntervalMs?: number;
+  /** How long running jobs may finish after close() is called (SHUTDOWN_TIMEOUT_SECONDS). */
+  shutdownTimeoutMs?: number;
+  /** Account events older than this are deleted by the daily housekeeping (EVENT_RETENTION_DAYS). */
+  eventRetentionDays?: number;
+}
+
+/** A job that was still running when the shutdown timeout ran out. */
+export interface CutOffJob {
+  queue: string;
+  id: string | undefined;
+  name: string;
+  accountId?: string;
 }
 
 export interface RunningWorker {
-  close(): Promise<void>;
+  /**
+   * Stop taking jobs; running ones may finish for up to the shutdown timeout. Then the rest is
+   * cut off (their locks lapse and BullMQ's stalled-job check hands them to another worker) and
+   * listed in the log and in the result. BullMQ's own close() never times out by itself.
+   */
+  close(): Promise<{ cutOff: CutOffJob[] }>;
+  /** The schedule reconciler (tests trigger it; it runs on its own interval). */
+  readonly reconciler: Reconciler;
 }
 
 export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
@@ -85,7 +108,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     concurrency: deps.concurrency,
   });
 
-  const maintenanceDeps: MaintenanceDeps = { ...sweepDeps, ...(deps.feed ? { storage: deps.feed.storage } : {}) };
+  const maintenanceDeps: MaintenanceDeps = { ...sweepDeps, eventRetentionDays: deps.eventRetentionDays ?? 365, ...(deps.feed ? { storage: deps.feed.storage } : {}) };
   const maintenanceWorker = new Worker(QUEUE.maintenance, queueProcessor('maintenance', maintenanceDeps), {
     connection: bullConnection(deps.redis),
     prefix: deps.redis.prefix,
@@ -112,16 +135,35 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     });
     w.on('error', (err) => log.error({ queue: w.name, err }, 'worker error'));
   }
+  const workers: Worker[] = [refreshWorker, maintenanceWorker, ...(feedWorkers?.workers ?? [])];
+  // What runs now, for the shutdown's "cut off" list.
+  const active = new Map<string, CutOffJob>();
+  for (const w of workers) {
+    const key = (job: Job) => `${w.name}:${job.id}`;
+    w.on('active', (job) => active.set(key(job), { queue: w.name, id: job.id, name: job.name, ...(typeof job.data?.accountId === 'string' ? { accountId: job.data.accountId } : {}) }));
+    w.on('completed', (job) => active.delete(key(job)));
+    w.on('failed', (job) => job && active.delete(key(job)));
+  }
 
-  // Catch up: a worker that was down when something was due acts as soon as it starts.
+  // The daily jobs: one each per day across all workers (de-duplicated job ids).
+  const dailyJobs: AnyJobDefinition[] = [JOBS.expirySweep, JOBS.housekeeping, ...(deps.feed ? [JOBS.mediaSweep] : [])];
+  const queueDailyJobs = async () => {
+    for (const def of dailyJobs) await enqueueDaily(deps.queues, def, deps.clock);
+  };
+  // Catch up: a worker that was down when something was due acts as soon as it starts (every
+  // active account's schedulers upserted, today's daily jobs queued).
   const accounts = await listAccounts(deps.db, deps.clock.now(), { status: 'active', withTokenOnly: true });
   for (const a of accounts) await scheduleAccount(deps.queues, a.id, deps.schedules);
-  // The daily jobs: one each per day across all workers (de-duplicated job ids).
-  const queueDailyJobs = async () => {
-    await enqueueDaily(deps.queues, JOBS.expirySweep, deps.clock);
-    if (deps.feed) await enqueueDaily(deps.queues, JOBS.mediaSweep, deps.clock);
-  };
   await queueDailyJobs();
+  // From then on the leader repairs what Redis loses (reconcile.ts).
+  const redisWatch = redisClient(deps.redis);
+  redisWatch.on('error', () => undefined); // reconnects on its own; the workers log Redis errors
+  const reconciler = new Reconciler(
+    { db: deps.db, queues: deps.queues, schedules: deps.schedules, dailyJobs, clock: deps.clock, logger: log, ...(deps.metrics?.scheduleRepairs ? { repairs: deps.metrics.scheduleRepairs } : {}) },
+    { intervalMs: deps.reconcileIntervalMs ?? 300_000, redis: redisWatch },
+  );
+  reconciler.start();
+  void reconciler.trigger(); // takes the lead at once if nobody holds it
   const task = cron.schedule(
     deps.sweepCron,
     () => {
@@ -131,12 +173,33 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   );
   log.info({ accounts: accounts.length, pid: process.pid }, 'worker started');
 
+  const shutdownTimeoutMs = deps.shutdownTimeoutMs ?? 30_000;
   return {
+    reconciler,
     async close() {
       await task.stop();
-      // Running jobs finish; jobs not yet taken stay in Redis for the next worker.
-      await Promise.all([refreshWorker.close(), maintenanceWorker.close(), feedWorkers?.close()]);
-      log.info('worker stopped');
+      await reconciler.stop();
+      redisWatch.disconnect();
+      // Running jobs finish (up to the timeout); jobs not yet taken stay in Redis for the next worker.
+      const closing = Promise.all(workers.map((w) => w.close()));
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = await Promise.race([
+        closing.then(() => false),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(true), shutdownTimeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      const cutOff = timedOut ? [...active.values()] : [];
+      if (timedOut) {
+        log.warn({ cutOff, shutdownTimeoutSeconds: shutdownTimeoutMs / 1000 }, `shutdown timeout: ${cutOff.length} running job(s) cut off; another worker takes them over once their lock lapses`);
+        // Stop waiting: BullMQ keeps its first close() promise (a second close(true) returns the
+        // same one), so the cut-off jobs are abandoned with the process, which exits next.
+        closing.catch(() => undefined);
+      }
+      await feedWorkers?.flows.close();
+      log.info({ cutOff: cutOff.length }, 'worker stopped');
+      return { cutOff };
     },
   };
 }

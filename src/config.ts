@@ -123,6 +123,12 @@ export const configSchema = z.object({
   PLATFORM_SLOWDOWN_PERCENT: z.coerce.number().min(1).max(100).default(80),
   /** Pause between job starts at 100% app usage, in seconds; shorter the lower usage is (0 = no slow-down). */
   PLATFORM_SLOWDOWN_MAX_SECONDS: z.coerce.number().min(0).max(3600).default(30),
+  /** How often one worker per cluster compares the schedules in Redis with PostgreSQL and repairs them. */
+  RECONCILE_INTERVAL_SECONDS: posInt.default(300),
+  /** On SIGTERM, how long running jobs may finish before they are cut off and the worker exits. */
+  SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().int().min(0).default(30),
+  /** Account events (token history) older than this are deleted by the daily housekeeping. */
+  EVENT_RETENTION_DAYS: posInt.default(365),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

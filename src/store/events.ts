@@ -39,3 +39,9 @@ export async function listEvents(db: Db, accountId: string, opts: { limit?: numb
   );
   return rows.map((r) => ({ id: Number(r.id), accountId: r.account_id, kind: r.kind, expiresAt: r.expires_at, detail: r.detail, at: r.at }));
 }
+
+/** Delete events older than `before` (daily housekeeping); returns how many went. */
+export async function pruneEvents(db: Db, before: Date): Promise<number> {
+  const { rowCount } = await db.query('DELETE FROM token_events WHERE at < $1', [before]);
+  return rowCount ?? 0;
+}

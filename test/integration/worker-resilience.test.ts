@@ -1,7 +1,5 @@
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, existsSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -12,6 +10,7 @@ import { freshDatabase, redisForTest } from '../support/services.ts';
 import { registerSecretForAudit } from '../support/capture.ts';
 import { spawnFeedmirror, type Spawned } from '../support/processes.ts';
 import { until } from '../support/wait.ts';
+import { freePort, requireRedisServer, spawnRedis, stopRedis } from '../support/redis-server.ts';
 import { workerEnv } from '../support/worker-env.ts';
 import { createPool } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
@@ -113,9 +112,7 @@ describe('worker resilience', () => {
   }, 60_000);
 
   it('Redis restarted under a running worker: it reconnects, the schedules are still there and jobs run (R-TOK-8)', async () => {
-    if (!existsSync('/usr/bin/redis-server') && !process.env.PATH?.split(':').some((d) => existsSync(join(d, 'redis-server')))) {
-      throw new Error('this test runs its own redis-server to restart it: install it (apt-get install redis-server); infra/ensure.sh does');
-    }
+    requireRedisServer();
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'fm-redis-'));
     const startRedis = () => spawnRedis(port, dir);
@@ -147,36 +144,3 @@ describe('worker resilience', () => {
     }
   }, 60_000);
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function spawnRedis(port: number, dir: string): Promise<ChildProcess> {
-  const p = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir], { stdio: 'ignore' });
-  await until(
-    () =>
-      new Promise<boolean>((resolve) => {
-        const sock = connect(port, '127.0.0.1');
-        sock.once('connect', () => (sock.destroy(), resolve(true)));
-        sock.once('error', () => resolve(false));
-      }),
-    'redis-server to listen',
-  );
-  return p;
-}
-
-async function stopRedis(p: ChildProcess): Promise<void> {
-  if (p.exitCode !== null) return;
-  const exited = new Promise((r) => p.once('exit', r));
-  p.kill('SIGTERM');
-  await exited;
-}
-

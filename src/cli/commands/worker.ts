@@ -21,8 +21,13 @@ export function register(program: Command, cli: Cli): void {
         const { startWorkerFromContext } = await import('../start/worker.ts');
         const worker = await startWorkerFromContext(ctx);
         const signal = await untilStopSignal();
-        ctx.logger.info({ signal }, 'shutting down: running jobs finish, waiting jobs stay queued');
-        await worker.close();
+        ctx.logger.info({ signal, shutdownTimeoutSeconds: ctx.config.SHUTDOWN_TIMEOUT_SECONDS }, 'shutting down: running jobs may finish, waiting jobs stay queued');
+        const { cutOff } = await worker.close();
+        if (cutOff.length > 0) {
+          // The cut-off jobs' promises (a request that never answers, say) would keep the event
+          // loop alive: once everything else is closed, leave anyway. unref: a clean exit wins.
+          setTimeout(() => process.exit(EXIT.ok), 2_000).unref();
+        }
         return EXIT.ok;
       });
       cli.setExit(code);

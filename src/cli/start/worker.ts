@@ -37,8 +37,12 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
       concurrency: ctx.config.WORKER_CONCURRENCY,
       sweepCron: ctx.config.EXPIRY_SWEEP_CRON,
       feed: { ...(await ctx.feedDeps()), metrics },
+      lifecycle: ctx.lifecycle,
       metrics,
       platformWaits: { slowdownPercent: ctx.config.PLATFORM_SLOWDOWN_PERCENT, slowdownMaxMs: ctx.config.PLATFORM_SLOWDOWN_MAX_SECONDS * 1000 },
+      reconcileIntervalMs: ctx.config.RECONCILE_INTERVAL_SECONDS * 1000,
+      shutdownTimeoutMs: ctx.config.SHUTDOWN_TIMEOUT_SECONDS * 1000,
+      eventRetentionDays: ctx.config.EVENT_RETENTION_DAYS,
     });
   } catch (err) {
     await metricsServer?.close();
@@ -46,10 +50,12 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
   }
   return {
     ...(metricsServer ? { metricsUrl: metricsServer.url } : {}),
+    reconciler: worker.reconciler,
     async close() {
-      await worker.close();
+      const result = await worker.close();
       // Last: a final scrape can still see the counts of the jobs that just finished.
       await metricsServer?.close();
+      return result;
     },
   };
 }

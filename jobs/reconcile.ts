@@ -1,0 +1,158 @@
+import type { Counter } from 'prom-client';
+import type pg from 'pg';
+import type { Redis } from 'ioredis';
+import { listAccounts } from '../src/store/accounts.ts';
+import { holdAdvisoryLock, type HeldLock } from '../src/store/locks.ts';
+import type { Clock } from '../src/util/clock.ts';
+import type { Logger } from '../src/util/logger.ts';
+import { redactText } from '../src/util/redact.ts';
+import { accountSchedulers, dailyJobId, enqueueDaily, type ScheduleSettings } from './catalogue.ts';
+import type { AnyJobDefinition } from './definition.ts';
+import type { Queues } from './queues.ts';
+
+/**
+ * Redis is a cache of PostgreSQL: the schedules and the day's jobs are rebuilt from the accounts
+ * table whenever they are lost (a FLUSHDB, a failover or a restart without persistence).
+ *
+ * One worker per cluster reconciles: the one holding the `feedmirror:reconcile` advisory lock on
+ * a connection of its own (it dies with the process, so another worker takes over within one
+ * interval). Every RECONCILE_INTERVAL_SECONDS, and right after Redis comes back, it compares
+ * every active account with its schedulers and today's daily jobs with the queue, repairs what
+ * differs, logs each repair and counts it in feedmirror_schedule_repairs_total{kind}.
+ */
+export type RepairKind = 'scheduler_added' | 'scheduler_updated' | 'scheduler_removed' | 'daily_job_added';
+
+export interface Repair {
+  kind: RepairKind;
+  /** The scheduler id or the daily job id. */
+  id: string;
+}
+
+export interface ReconcileDeps {
+  db: pg.Pool;
+  queues: Pick<Queues, 'tokenRefresh' | 'maintenance'> & Partial<Queues>;
+  schedules: ScheduleSettings;
+  /** The daily once-per-cluster jobs this worker queues (worker.ts dailyJobs). */
+  dailyJobs: readonly AnyJobDefinition[];
+  clock: Clock;
+  logger: Logger;
+  repairs?: Pick<Counter<'kind'>, 'inc'>;
+}
+
+const ACCOUNT_SCHEDULER = /^(token-refresh|feed-sync):(.+)$/;
+
+/** Compare and repair once (whoever calls it; the Reconciler below makes sure only the leader does). */
+export async function reconcileOnce(deps: ReconcileDeps): Promise<Repair[]> {
+  const repairs: Repair[] = [];
+  const active = await listAccounts(deps.db, deps.clock.now(), { status: 'active', withTokenOnly: true });
+  const activeIds = new Set(active.map((a) => a.id));
+
+  // What Redis holds now, per queue: scheduler id -> every.
+  const queues = [deps.queues.tokenRefresh, ...(deps.queues.feedSync ? [deps.queues.feedSync] : [])];
+  const present = new Map<string, number | undefined>();
+  for (const q of queues) {
+    for (const s of await q.getJobSchedulers(0, -1)) {
+      const id = s.key;
+      present.set(id, s.every ?? undefined);
+      // A scheduler of an account that is gone or waits for its owner (R-TOK-10): stop it.
+      const m = ACCOUNT_SCHEDULER.exec(id);
+      if (m && !activeIds.has(m[2]!)) {
+        await q.removeJobScheduler(id);
+        repairs.push({ kind: 'scheduler_removed', id });
+      }
+    }
+  }
+  for (const account of active) {
+    for (const s of accountSchedulers(deps.queues, account.id, deps.schedules)) {
+      const every = present.get(s.id);
+      if (present.has(s.id) && Number(every) === s.everyMs) continue;
+      await s.queue.upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.def.name, data: s.def.payload.parse({ accountId: account.id }), opts: s.def.options });
+      repairs.push({ kind: present.has(s.id) ? 'scheduler_updated' : 'scheduler_added', id: s.id });
+    }
+  }
+  for (const def of deps.dailyJobs) {
+    const jobId = dailyJobId(def, deps.clock.now());
+    if (await deps.queues.maintenance.getJob(jobId)) continue;
+    await enqueueDaily(deps.queues, def, deps.clock);
+    repairs.push({ kind: 'daily_job_added', id: jobId });
+  }
+  for (const r of repairs) deps.repairs?.inc({ kind: r.kind });
+  if (repairs.length > 0) deps.logger.warn({ repairs }, `reconciler repaired ${repairs.length} schedule(s) from PostgreSQL`);
+  else deps.logger.debug({ accounts: active.length }, 'reconciler: schedules match the accounts');
+  return repairs;
+}
+
+export interface ReconcilerOptions {
+  intervalMs: number;
+  /** A client whose 'ready' after a reconnect means "Redis came back": reconcile at once. */
+  redis?: Redis;
+}
+
+export class Reconciler {
+  private lock: HeldLock | null = null;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> = Promise.resolve();
+  private stopped = false;
+  private seenReady = false;
+  private readonly onReady = () => {
+    // The first 'ready' is the connection's start; any later one follows a reconnect.
+    if (!this.seenReady) {
+      this.seenReady = true;
+      return;
+    }
+    this.deps.logger.info('Redis is back: reconciling the schedules now');
+    this.trigger();
+  };
+
+  constructor(
+    private readonly deps: ReconcileDeps,
+    private readonly opts: ReconcilerOptions,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.trigger(), this.opts.intervalMs);
+    this.timer.unref();
+    if (this.opts.redis) {
+      this.seenReady = this.opts.redis.status === 'ready';
+      this.opts.redis.on('ready', this.onReady);
+    }
+  }
+
+  /** Run one reconciliation if this process leads (never two at once in one process). */
+  trigger(): Promise<Repair[] | undefined> {
+    const next = this.running.then(() => this.tick());
+    this.running = next.catch(() => undefined);
+    return next;
+  }
+
+  private async tick(): Promise<Repair[] | undefined> {
+    if (this.stopped) return undefined;
+    try {
+      if (this.lock && !this.lock.held) {
+        await this.lock.release();
+        this.lock = null;
+      }
+      this.lock ??= await holdAdvisoryLock(this.deps.db, 'feedmirror:reconcile');
+      if (!this.lock) return undefined; // another worker leads
+      return await reconcileOnce(this.deps);
+    } catch (err) {
+      // Redis or Postgres down: the next tick (or Redis's return) tries again.
+      this.deps.logger.warn({ err: redactText((err as Error).message) }, 'reconciler could not compare the schedules; retrying at the next interval');
+      return undefined;
+    }
+  }
+
+  get leading(): boolean {
+    return this.lock?.held ?? false;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    this.opts.redis?.off('ready', this.onReady);
+    await this.running;
+    await this.lock?.release();
+    this.lock = null;
+  }
+}
+

@@ -1,0 +1,90 @@
+import { randomBytes } from 'node:crypto';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setAccountStatus, upsertAccount } from '../../src/store/accounts.ts';
+import { TokenCipher } from '../../src/store/crypto.ts';
+import { createPool } from '../../src/store/db.ts';
+import { migrate } from '../../src/store/migrate.ts';
+import { saveToken } from '../../src/store/tokens.ts';
+import { DAY, MINUTE, ManualClock } from '../../src/util/clock.ts';
+import { createLogger } from '../../src/util/logger.ts';
+import { createMetrics } from '../../src/metrics/index.ts';
+import { JOBS, refreshSchedulerId, scheduleAccount, syncSchedulerId, type ScheduleSettings } from '../../jobs/catalogue.ts';
+import { createQueues, type Queues } from '../../jobs/queues.ts';
+import { Reconciler, reconcileOnce, type ReconcileDeps } from '../../jobs/reconcile.ts';
+import { freshDatabase, redisForTest } from '../support/services.ts';
+
+/** The reconciler against real Postgres and Redis: what it repairs, and that one process leads. */
+const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
+const logger = createLogger({ level: 'silent' });
+const clock = new ManualClock(Date.UTC(2026, 7, 3, 9));
+const settings: ScheduleSettings = { refreshCheckEveryMs: 6 * 60 * MINUTE, syncEveryMs: 60 * MINUTE };
+let pool: pg.Pool;
+let drop: () => Promise<void>;
+let queues: Queues;
+const metrics = createMetrics({ processMetrics: false });
+
+const deps = (): ReconcileDeps => ({ db: pool, queues, schedules: settings, dailyJobs: [JOBS.expirySweep, JOBS.housekeeping], clock, logger, repairs: metrics.scheduleRepairs });
+
+async function account(id: string, status: 'active' | 'reauth_required' = 'active'): Promise<void> {
+  await upsertAccount(pool, { id, username: `u${id}` }, clock.now());
+  await saveToken(pool, cipher, { accountId: id, accessToken: `IGAA${randomBytes(16).toString('hex')}`, obtainedAt: clock.now(), expiresAt: new Date(clock.now().getTime() + 50 * DAY) }, 'imported');
+  if (status !== 'active') await setAccountStatus(pool, id, status, 'code 190', { at: clock.now() });
+}
+
+beforeAll(async () => {
+  const d = await freshDatabase('reconcile');
+  drop = d.drop;
+  pool = createPool(d.url);
+  await migrate(pool);
+  queues = createQueues(redisForTest('reconcile'));
+});
+
+afterAll(async () => {
+  for (const q of Object.values(queues ?? {})) {
+    await q.obliterate({ force: true }).catch(() => undefined);
+    await q.close();
+  }
+  await pool?.end();
+  await drop?.();
+});
+
+describe('schedule reconciler', () => {
+  it('adds what is missing, fixes a wrong interval, removes the schedulers of accounts that are not active, queues the day\'s jobs', async () => {
+    await account('2001');
+    await account('2002');
+    await account('2003', 'reauth_required');
+    // 2001 is complete but its sync runs every 5 minutes instead of 60; 2002 has nothing;
+    // 2003 waits for its owner (R-TOK-10) and still has schedulers; 2999 no longer exists.
+    await scheduleAccount(queues, '2001', { ...settings, syncEveryMs: 5 * MINUTE });
+    await scheduleAccount(queues, '2003', settings);
+    await scheduleAccount(queues, '2999', settings);
+
+    const repairs = await reconcileOnce(deps());
+    const by = (kind: string) => repairs.filter((r) => r.kind === kind).map((r) => r.id).sort();
+    expect(by('scheduler_added')).toEqual([syncSchedulerId('2002'), refreshSchedulerId('2002')].sort());
+    expect(by('scheduler_updated')).toEqual([syncSchedulerId('2001')]);
+    expect(by('scheduler_removed')).toEqual([refreshSchedulerId('2003'), syncSchedulerId('2003'), refreshSchedulerId('2999'), syncSchedulerId('2999')].sort());
+    expect(by('daily_job_added')).toEqual(['expiry-sweep-2026-08-03', 'housekeeping-2026-08-03']);
+    expect((await queues.feedSync.getJobScheduler(syncSchedulerId('2001')))?.every).toBe(60 * MINUTE);
+
+    const counted = (await metrics.scheduleRepairs.get()).values.reduce((n, v) => n + v.value, 0);
+    expect(counted).toBe(repairs.length);
+    // Nothing left to do: a second pass repairs nothing.
+    expect(await reconcileOnce(deps())).toEqual([]);
+  });
+
+  it('only one process in the cluster reconciles (the holder of the advisory lock); another takes over when it stops', async () => {
+    const a = new Reconciler(deps(), { intervalMs: 3_600_000 });
+    const b = new Reconciler(deps(), { intervalMs: 3_600_000 });
+    await queues.tokenRefresh.removeJobScheduler(refreshSchedulerId('2001'));
+    expect(await a.trigger()).toEqual([{ kind: 'scheduler_added', id: refreshSchedulerId('2001') }]);
+    expect(a.leading).toBe(true);
+    expect(await b.trigger()).toBeUndefined(); // not the leader: does nothing
+    expect(b.leading).toBe(false);
+    await a.stop();
+    await queues.tokenRefresh.removeJobScheduler(refreshSchedulerId('2001'));
+    expect(await b.trigger()).toEqual([{ kind: 'scheduler_added', id: refreshSchedulerId('2001') }]);
+    await b.stop();
+  });
+});

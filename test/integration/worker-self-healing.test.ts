@@ -1,0 +1,164 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import type pg from 'pg';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { upsertAccount } from '../../src/store/accounts.ts';
+import { TokenCipher } from '../../src/store/crypto.ts';
+import { createPool } from '../../src/store/db.ts';
+import { migrate } from '../../src/store/migrate.ts';
+import { saveToken } from '../../src/store/tokens.ts';
+import { DAY, FileClock } from '../../src/util/clock.ts';
+import { refreshSchedulerId, syncSchedulerId } from '../../jobs/catalogue.ts';
+import { createQueue, QUEUE } from '../../jobs/queues.ts';
+import { registerSecretForAudit } from '../support/capture.ts';
+import { spawnFeedmirror, type Spawned } from '../support/processes.ts';
+import { freePort, requireRedisServer, spawnRedis, stopRedis } from '../support/redis-server.ts';
+import { freshDatabase, redisForTest } from '../support/services.ts';
+import { until } from '../support/wait.ts';
+import { workerEnv } from '../support/worker-env.ts';
+
+/**
+ * A real `feedmirror worker` process: Redis loses everything under it (FLUSHDB) and the schedules
+ * come back from PostgreSQL within RECONCILE_INTERVAL_SECONDS; on SIGTERM a job that never ends
+ * is cut off after SHUTDOWN_TIMEOUT_SECONDS and the worker exits.
+ */
+const T0 = Date.UTC(2026, 6, 1, 10);
+const RECONCILE_SECONDS = 2;
+
+describe('worker self-healing and bounded shutdown', () => {
+  let sim: Simulator;
+  let db: pg.Pool;
+  let databaseUrl: string;
+  let drop: () => Promise<void>;
+  const running: Spawned[] = [];
+  const dirs: string[] = [];
+  const key = randomBytes(32).toString('base64');
+  const clockFile = join(mkdtempSync(join(tmpdir(), 'fm-heal-clock-')), 'now');
+  const accounts: string[] = [];
+  const tokenOf = new Map<string, string>();
+
+  beforeAll(async () => {
+    registerSecretForAudit(key);
+    sim = await startSimulator({ start: T0 });
+    FileClock.write(clockFile, T0);
+    const database = await freshDatabase('selfheal');
+    databaseUrl = database.url;
+    drop = database.drop;
+    db = createPool(database.url, { max: 3 });
+    await migrate(db);
+    const cipher = TokenCipher.fromEnv(key);
+    for (const name of ['heal.one', 'heal.two']) {
+      const acc = sim.createAccount({ username: name, posts: 2 });
+      const token = sim.issueLongLivedToken(acc.id);
+      registerSecretForAudit(token);
+      await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
+      await saveToken(db, cipher, { accountId: acc.id, accessToken: token, obtainedAt: sim.clock.now(), expiresAt: new Date(T0 + 60 * DAY) }, 'imported');
+      accounts.push(acc.id);
+      tokenOf.set(acc.id, token);
+    }
+  }, 60_000);
+
+  afterEach(async () => {
+    for (const w of running.splice(0)) {
+      if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
+      await w.exited;
+    }
+  });
+
+  afterAll(async () => {
+    await db?.end();
+    await drop?.();
+    await sim?.close();
+    for (const d of dirs) await rm(d, { recursive: true, force: true });
+  });
+
+  function startWorker(redis: { url: string; prefix: string }, extra: Record<string, string> = {}): Spawned {
+    const storageDir = mkdtempSync(join(tmpdir(), 'fm-heal-storage-'));
+    dirs.push(storageDir);
+    const w = spawnFeedmirror(['worker'], workerEnv({ sim, databaseUrl, redis, key, clockFile, storageDir, extra: { MEDIA_VARIANT_WIDTHS: '160', ...extra } }));
+    running.push(w);
+    return w;
+  }
+
+  /** Listing calls the platform received for one account (told apart by its token). */
+  const listings = (accountId: string) => sim.requests.filter((r) => r.path.endsWith('/me/media') && r.query.access_token === tokenOf.get(accountId)).length;
+
+  it('Redis flushed under a running worker: within RECONCILE_INTERVAL_SECONDS every active account has its schedulers again and its next sync runs', async () => {
+    requireRedisServer();
+    const port = await freePort();
+    let redisProc: ChildProcess | undefined = await spawnRedis(port);
+    const redis = { url: `redis://127.0.0.1:${port}`, prefix: 'fmtest:heal' };
+    const tokenRefresh = createQueue(QUEUE.tokenRefresh, redis);
+    const feedSync = createQueue(QUEUE.feedSync, redis);
+    const maintenance = createQueue(QUEUE.maintenance, redis);
+    const admin = new Redis(port, '127.0.0.1');
+    try {
+      const worker = startWorker(redis, { RECONCILE_INTERVAL_SECONDS: String(RECONCILE_SECONDS), METRICS_PORT: '0' });
+      await until(() => worker.output().includes('worker started'), 'the worker to start', 30_000);
+      const schedulerIds = async () => [...(await tokenRefresh.getJobSchedulers()), ...(await feedSync.getJobSchedulers())].map((s) => s.key).sort();
+      const expected = accounts.flatMap((id) => [refreshSchedulerId(id), syncSchedulerId(id)]).sort();
+      await until(async () => (await schedulerIds()).length === expected.length, 'the schedulers at start');
+      // Each account's first sync (the scheduler's first run is immediate).
+      await until(() => accounts.every((id) => listings(id) >= 1), 'the first syncs', 30_000);
+
+      await admin.flushdb();
+      expect(await schedulerIds()).toEqual([]);
+      const before = new Map(accounts.map((id) => [id, listings(id)]));
+      const flushedAt = Date.now();
+
+      await until(async () => JSON.stringify(await schedulerIds()) === JSON.stringify(expected), 'the schedulers to come back', (RECONCILE_SECONDS + 8) * 1000);
+      // Within the interval (plus the time a tick takes on a loaded machine).
+      expect(Date.now() - flushedAt).toBeLessThan((RECONCILE_SECONDS + 5) * 1000);
+      // And every account's next sync runs.
+      await until(() => accounts.every((id) => listings(id) > before.get(id)!), 'the next syncs', 30_000);
+      // The day's jobs are back too, and the repairs are logged and counted.
+      expect(await maintenance.getJob(`expiry-sweep-${new Date(T0).toISOString().slice(0, 10)}`)).toBeDefined();
+      await until(() => /reconciler repaired \d+ schedule/.test(worker.output()), 'the repairs in the log');
+      const metricsUrl = /"url":"(http:\/\/127\.0\.0\.1:\d+)"[^\n]*worker metrics listening/.exec(worker.output())?.[1];
+      expect(metricsUrl).toBeDefined();
+      const text = await (await fetch(`${metricsUrl}/metrics`)).text();
+      const added = Number(/feedmirror_schedule_repairs_total\{kind="scheduler_added"\} (\d+)/.exec(text)?.[1]);
+      expect(added).toBe(expected.length);
+      expect(worker.child.exitCode).toBeNull();
+    } finally {
+      admin.disconnect();
+      for (const q of [tokenRefresh, feedSync, maintenance]) await q.close().catch(() => undefined);
+      if (redisProc) await stopRedis(redisProc);
+      redisProc = undefined;
+    }
+  }, 90_000);
+
+  it('SIGTERM with a job that never ends: the worker waits SHUTDOWN_TIMEOUT_SECONDS, logs the job it cut off, and exits', async () => {
+    const redis = redisForTest('shutdown');
+    // The listing of the first account never answers (and the HTTP timeout is far away).
+    const stuck = accounts[0]!;
+    sim.injectFault({ match: (r) => r.path.endsWith('/me/media') && r.query.access_token === tokenOf.get(stuck), kind: 'timeout', times: 1 });
+    const seen = listings(stuck);
+    const worker = startWorker(redis, { SHUTDOWN_TIMEOUT_SECONDS: '2', HTTP_TIMEOUT_MS: '600000' });
+    await until(() => listings(stuck) > seen, 'the stuck listing to start', 30_000);
+    const syncQueue = createQueue(QUEUE.feedSync, redis);
+    try {
+      await until(async () => (await syncQueue.getActiveCount()) >= 1, 'the sync job to be active');
+      const signalledAt = Date.now();
+      worker.child.kill('SIGTERM');
+      const code = await worker.exited;
+      const took = Date.now() - signalledAt;
+      expect(code).toBe(0);
+      expect(took).toBeGreaterThanOrEqual(2_000); // it gave the job its time...
+      expect(took).toBeLessThan(12_000); // ...and no more (2 s, plus closing, plus the exit guard)
+      const out = worker.output();
+      expect(out).toMatch(/shutdown timeout: 1 running job\(s\) cut off/);
+      expect(out).toContain(`"accountId":"${stuck}"`);
+      expect(out).toContain('"name":"feed-sync"');
+    } finally {
+      await syncQueue.obliterate({ force: true }).catch(() => undefined);
+      await syncQueue.close();
+    }
+  }, 60_000);
+});
