@@ -123,6 +123,18 @@ export class AppContext {
   get redisClient(): Redis {
     if (!this._redisClient) {
       const c = redisClient(this.redis);
+      // ioredis retries by itself; without a listener each failed attempt is printed to stderr
+      // as an "Unhandled error event" with a stack. Say it once per outage, in the log.
+      let down = false;
+      c.on('error', (err: Error) => {
+        if (down) return;
+        down = true;
+        this.logger.warn({ err }, 'Redis is unreachable; retrying (sessions, login throttle and readiness depend on it)');
+      });
+      c.on('ready', () => {
+        if (down) this.logger.info('Redis is reachable again');
+        down = false;
+      });
       this._redisClient = c;
       this.closers.push(() => c.quit().catch(() => c.disconnect()));
     }

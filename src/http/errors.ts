@@ -6,7 +6,8 @@ import type { Logger } from '../util/logger.ts';
  * logged at info level (it is not the server's problem and must not page anyone): malformed
  * percent-encoding in a path (Express marks it 400), bodies over their size or parameter limit
  * (413), a charset or encoding we do not read (415), a body that does not parse or was cut short
- * (400). Anything else is a 500 whose details (redacted) go to the log, never to the response.
+ * (400). Redis out of reach is a 503 in words (sessions and the throttle live there). Anything
+ * else is a 500 whose details (redacted) go to the log, never to the response.
  */
 const CLIENT_ERRORS: Record<string, { status: number; text: string }> = {
   'entity.too.large': { status: 413, text: 'The request body is too large.' },
@@ -37,7 +38,19 @@ export function errorHandler(logger: Logger) {
       if (!res.headersSent) res.status(known.status).set('Cache-Control', 'no-store').type('text/plain').send(`${known.text}\n`);
       return;
     }
+    if (isRedisDown(err)) {
+      // Sessions and the login throttle live in Redis: without it nobody can log in. Say so.
+      logger.error({ err, path: req.path }, 'request failed: Redis is unreachable (sessions, login throttle)');
+      if (!res.headersSent) res.status(503).set({ 'Retry-After': '30', 'Cache-Control': 'no-store' }).type('text/plain').send('The dashboard cannot reach its session store (Redis) right now; try again in a minute. The operator can find the details in the server log.\n');
+      return;
+    }
     logger.error({ err, path: req.path }, 'request failed');
     if (!res.headersSent) res.status(500).type('text/plain').send('Something went wrong on the server; the operator can find the details in its log.\n');
   };
+}
+
+/** ioredis gave up on a command (no connection after its retries) or the connection is gone. */
+function isRedisDown(err: unknown): boolean {
+  const e = err as { name?: unknown; message?: unknown } | null;
+  return e?.name === 'MaxRetriesPerRequestError' || (typeof e?.message === 'string' && /^Connection is closed\.?$|Stream isn't writeable/.test(e.message));
 }

@@ -148,3 +148,25 @@ describe('server-side sessions', () => {
     }
   });
 });
+
+describe('Redis out of reach', () => {
+  it('a login answers 503 in words (sessions and the throttle live in Redis), never hangs', async () => {
+    const down = await startServeForTest('sec-redis-down', { REDIS_URL: 'redis://127.0.0.1:1' });
+    try {
+      const form = await fetch(`${down.url}/dashboard/login`);
+      const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+      const cookie = form.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+      const started = Date.now();
+      const res = await fetch(`${down.url}/dashboard/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, origin: down.url }, body: new URLSearchParams({ user: DASHBOARD_USER, password, _csrf: csrf }) });
+      const text = await res.text();
+      recordCaptured('http', text);
+      expect(res.status).toBe(503);
+      expect(text).toContain('cannot reach its session store (Redis)');
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect((await fetch(`${down.url}/dashboard/queues/api/queues`, { headers: { cookie: 'fm_session=' + 'a'.repeat(43), accept: 'application/json' } })).status).toBe(503);
+    } finally {
+      await down.close();
+      await down.drop();
+    }
+  });
+});
