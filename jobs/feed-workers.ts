@@ -2,7 +2,7 @@ import { FlowProducer, Worker } from 'bullmq';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import type { FlowSettings, FeedSyncJobDeps } from './feed-sync.ts';
 import { queueProcessor } from './catalogue.ts';
-import { QUEUE, bullConnection, type RedisSettings } from './queues.ts';
+import { QUEUE, bullConnection, redisOutage, watchRedis, type RedisSettings } from './queues.ts';
 import { waitingOutsideJobs, type PlatformWaitSettings } from './rate-limits.ts';
 
 /**
@@ -29,6 +29,7 @@ export async function startFeedWorkers(deps: FeedWorkerDeps): Promise<RunningFee
   // Options, not clients: each Worker and the FlowProducer own their connection and close it.
   const conn = (forWorker = true) => bullConnection(deps.redis, forWorker);
   const flows = new FlowProducer({ connection: conn(false), prefix: deps.redis.prefix });
+  flows.on('error', (err) => redisOutage(deps.redis, deps.logger).error(err, 'flow producer'));
   const syncDeps: FeedSyncJobDeps = {
     ...deps,
     flows,
@@ -63,7 +64,7 @@ export async function startFeedWorkers(deps: FeedWorkerDeps): Promise<RunningFee
       deps.metrics?.jobFailures.inc({ queue: w.name });
       log.warn({ queue: w.name, jobId: job?.id, err }, 'job failed');
     });
-    w.on('error', (err) => log.error({ queue: w.name, err }, 'worker error'));
+    watchRedis(w, redisOutage(deps.redis, deps.logger), `worker ${w.name}`);
   }
   await Promise.all(workers.map((w) => w.waitUntilReady()));
   return {

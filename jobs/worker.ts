@@ -8,7 +8,7 @@ import type { TokenCipher } from '../src/store/crypto.ts';
 import type { Mailer } from '../src/alerts/mailer.ts';
 import { alertReauthRequired } from '../src/alerts/sweep.ts';
 import { listAccounts } from '../src/store/accounts.ts';
-import { QUEUE, bullConnection, redisClient, type Queues, type RedisSettings } from './queues.ts';
+import { QUEUE, bullConnection, redisClient, redisOutage, watchRedis, type Queues, type RedisSettings } from './queues.ts';
 import { Reconciler } from './reconcile.ts';
 import type { AnyJobDefinition } from './definition.ts';
 import { JOBS, accountSchedules, enqueueDaily, queueProcessor, scheduleAccount, type ScheduleSettings } from './catalogue.ts';
@@ -133,7 +133,8 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
       deps.metrics?.jobFailures.inc({ queue: w.name });
       log.warn({ queue: w.name, jobId: job?.id, err }, 'job failed');
     });
-    w.on('error', (err) => log.error({ queue: w.name, err }, 'worker error'));
+    // Connection errors: one line when Redis goes away, one when it is back (not one per retry).
+    watchRedis(w, redisOutage(deps.redis, deps.logger), `worker ${w.name}`);
   }
   const workers: Worker[] = [refreshWorker, maintenanceWorker, ...(feedWorkers?.workers ?? [])];
   // What runs now, for the shutdown's "cut off" list.

@@ -24,6 +24,11 @@ export interface ConnectDeps {
   logger: Logger;
   /** Makes the account active and schedules it; without it, statusOnlyLifecycle (no schedules). */
   lifecycle?: Pick<AccountLifecycle, 'apply'>;
+  /**
+   * Runs once the account is known and accepted, before anything is stored: `accounts add`
+   * creates the account's schedules here, so a failure leaves nothing stored (all or nothing).
+   */
+  beforeStore?: (account: { id: string; username: string }) => Promise<void>;
 }
 
 export interface ConnectedAccount {
@@ -96,6 +101,7 @@ export async function importLongLivedToken(
 async function storeGrant(deps: ConnectDeps, grant: TokenGrant, event: 'exchanged' | 'imported'): Promise<ConnectedAccount> {
   const profile = await deps.platform.getProfile(grant.accessToken);
   checkProfessional(profile);
+  await deps.beforeStore?.({ id: profile.id, username: profile.username });
   const now = deps.clock.now();
   await upsertAccount(
     deps.db,

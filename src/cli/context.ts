@@ -8,7 +8,7 @@ import { createPool } from '../store/db.ts';
 import { migrate } from '../store/migrate.ts';
 import { TokenCipher } from '../store/crypto.ts';
 import { createMailer, type Mailer } from '../alerts/mailer.ts';
-import { createQueues, type Queues, type RedisSettings } from '../../jobs/queues.ts';
+import { createQueues, pingRedis, redisOutage, type Queues, type RedisOutage, type RedisSettings } from '../../jobs/queues.ts';
 import { accountSchedules, type ScheduleSettings } from '../../jobs/catalogue.ts';
 import { AccountLifecycle } from '../accounts/lifecycle.ts';
 import { alertReauthRequired } from '../alerts/sweep.ts';
@@ -38,6 +38,8 @@ export class AppContext {
   private _redisClient?: Redis;
   private _metrics?: Metrics;
   private _lifecycle?: AccountLifecycle;
+  private _redisChecked?: Promise<void>;
+  private _storageChecked?: Promise<void>;
 
   constructor(env: NodeJS.ProcessEnv = process.env, opts: { logger?: Logger; clock?: Clock } = {}) {
     this.config = loadConfig(env);
@@ -51,7 +53,8 @@ export class AppContext {
 
   get db(): pg.Pool {
     if (!this._db) {
-      const pool = createPool(this.config.DATABASE_URL, { logger: this.logger });
+      // 5 s to connect: a database that does not answer is an error within seconds, not a hang.
+      const pool = createPool(this.config.DATABASE_URL, { logger: this.logger, connectionTimeoutMillis: 5_000 });
       this._db = pool;
       this.closers.push(() => pool.end());
     }
@@ -104,12 +107,41 @@ export class AppContext {
     return this._mailer;
   }
 
+  /** One warning when Redis goes away, one line when it is back, for every queue and client of this context. */
+  get redisOutage(): RedisOutage {
+    return redisOutage(this.redis, this.logger);
+  }
+
+  /**
+   * Fail fast when Redis is not there: one connection attempt (at most 3 s), then a
+   * ServiceUnavailableError naming REDIS_URL's host and port. Commands call it before they queue
+   * anything, because BullMQ would otherwise wait for Redis for ever.
+   */
+  async ensureRedis(): Promise<void> {
+    this._redisChecked ??= pingRedis(this.redis);
+    await this._redisChecked;
+  }
+
+  /** Fail fast when the storage cannot be reached (bucket or folder); StorageUnavailableError names it. */
+  async ensureStorage(): Promise<ObjectStorage> {
+    this._storageChecked ??= this.storage.ping();
+    await this._storageChecked;
+    return this.storage;
+  }
+
+  /** The queues, once Redis answered (see ensureRedis). */
+  async readyQueues(): Promise<Queues> {
+    await this.ensureRedis();
+    return this.queues;
+  }
+
   /** Every queue (the dashboard and the metrics show them all; enqueue needs the right one). */
   get queues(): Queues {
     if (!this._queues) {
-      const q = createQueues(this.redis);
+      const q = createQueues(this.redis, this.redisOutage);
       this._queues = q;
-      this.closers.push(() => Promise.all(Object.values(q).map((x) => x.close())));
+      // Bounded: a queue whose Redis went away would otherwise wait for it for ever on close.
+      this.closers.push(() => Promise.all(Object.values(q).map((x) => bounded(x.close(), 3_000, () => x.disconnect()))));
     }
     return this._queues;
   }
@@ -122,21 +154,9 @@ export class AppContext {
   /** A plain Redis client (readiness checks); BullMQ makes its own. */
   get redisClient(): Redis {
     if (!this._redisClient) {
-      const c = redisClient(this.redis);
-      // ioredis retries by itself; without a listener each failed attempt is printed to stderr
-      // as an "Unhandled error event" with a stack. Say it once per outage, in the log.
-      let down = false;
-      c.on('error', (err: Error) => {
-        if (down) return;
-        down = true;
-        this.logger.warn({ err }, 'Redis is unreachable; retrying (sessions, login throttle and readiness depend on it)');
-      });
-      c.on('ready', () => {
-        if (down) this.logger.info('Redis is reachable again');
-        down = false;
-      });
+      const c = redisClient(this.redis, this.redisOutage);
       this._redisClient = c;
-      this.closers.push(() => c.quit().catch(() => c.disconnect()));
+      this.closers.push(() => bounded(c.quit(), 3_000, () => c.disconnect()).catch(() => c.disconnect()));
     }
     return this._redisClient;
   }
@@ -191,5 +211,28 @@ export class AppContext {
   async close(): Promise<void> {
     for (const c of this.closers.reverse()) await c().catch(() => undefined);
     this.closers = [];
+  }
+}
+
+/** `work`, or after `ms` the `fallback` (a forced disconnect): closing never hangs. */
+export async function bounded(work: Promise<unknown>, ms: number, fallback: () => unknown): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
+  try {
+    const first = await Promise.race([work.then(() => 'done' as const), late]);
+    if (first === 'late') await fallback();
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** `work`, or a rejection naming `what` after `ms`. */
+export async function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: timed out after ${ms / 1000} s`)), ms)));
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }

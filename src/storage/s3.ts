@@ -9,6 +9,7 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
+import { connectionErrorCode } from '../util/unavailable.ts';
 import { redactText } from '../util/redact.ts';
 import { StorageError, StorageUnavailableError } from './errors.ts';
 import { assertStorageKey, assertStoragePrefix } from './keys.ts';
@@ -279,7 +280,12 @@ export class S3Storage implements ObjectStorage {
       await this.client.send(new HeadBucketCommand({ Bucket: this.opts.bucket }));
     } catch (err) {
       const e = err as SdkError;
-      const msg = `S3 bucket ${this.where} is not reachable (${e.name ?? 'Error'}${e.$metadata?.httpStatusCode ? ` HTTP ${e.$metadata.httpStatusCode}` : ''})`;
+      const code = connectionErrorCode(err);
+      const why = `${e.name ?? 'Error'}${code && code !== e.name ? ` ${code}` : ''}${e.$metadata?.httpStatusCode ? ` HTTP ${e.$metadata.httpStatusCode}` : ''}`;
+      const msg =
+        e.name === 'CredentialsProviderError'
+          ? `no S3 credentials found for ${this.where}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or run with an instance role`
+          : `S3 bucket ${this.where} is not reachable (${why}); check S3_ENDPOINT, the bucket and the credentials`;
       // For readiness every failure (down, missing bucket, denied) means "not ready".
       throw new StorageUnavailableError(msg, { cause: err });
     }

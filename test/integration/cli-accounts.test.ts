@@ -10,6 +10,7 @@ import { memoryIO } from '../support/memory-io.ts';
 import { main } from '../../src/cli/main.ts';
 import { createQueue, QUEUE } from '../../jobs/queues.ts';
 import { FileClock } from '../../src/util/clock.ts';
+import { startTcpProxy } from '../support/tcp-proxy.ts';
 
 /**
  * `feedmirror accounts add|list|remove`, `refresh` and the start-up errors an operator meets:
@@ -139,4 +140,39 @@ describe('feedmirror accounts and operator errors (R-TOK-11, R-TOK-13)', () => {
     await q.close();
     expect(await main(['accounts', 'remove', acc.id], memoryIO({ env }))).toBe(1);
   });
+
+  it('accounts add caps standard input at 8 KB with a clear error, touching nothing', async () => {
+    const io = memoryIO({ env: { ...env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }, stdin: 'x'.repeat(9 * 1024) });
+    expect(await main(['accounts', 'add'], io)).toBe(2);
+    expect(io.err()).toMatch(/standard input is larger than 8 KB: give the token alone/);
+    expect(io.out()).toBe('');
+  });
+
+  it('accounts add is all or nothing: when Redis goes away after the check, nothing is stored and it says how to finish; re-running then connects', async () => {
+    const target = new URL(redis.url);
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
+    try {
+      // The check's connection gets through; every later one (the queues') is dropped.
+      proxy.acceptOnly(1);
+      const acc = sim.createAccount({ username: 'half.way', posts: 0 });
+      const proxied = { ...env, REDIS_URL: `redis://127.0.0.1:${proxy.port}` };
+      const io = memoryIO({ env: proxied, stdin: sim.issueShortLivedToken(acc.id) });
+      expect(await main(['accounts', 'add'], io)).toBe(1);
+      expect(io.err()).toMatch(/could not create the jobs of @half\.way \(cannot reach Redis at 127\.0\.0\.1:\d+ \(timed out\).*nothing was stored\. Run `feedmirror accounts add` again/);
+      expect(io.out()).toBe('');
+      const list = memoryIO({ env });
+      await main(['accounts', 'list', '--json'], list);
+      expect((JSON.parse(list.out()) as Array<{ id: string }>).map((a) => a.id)).not.toContain(acc.id);
+      // Redis back: re-running finishes the job.
+      proxy.acceptOnly(Infinity);
+      const again = memoryIO({ env: proxied, stdin: sim.issueShortLivedToken(acc.id) });
+      expect(await main(['accounts', 'add', '--json'], again)).toBe(0);
+      expect(JSON.parse(again.out())).toMatchObject({ id: acc.id, username: 'half.way' });
+      const q = createQueue(QUEUE.tokenRefresh, { url: redis.url, prefix: redis.prefix });
+      expect((await q.getJobSchedulers()).map((s) => s.key)).toContain(`token-refresh:${acc.id}`);
+      await q.close();
+    } finally {
+      await proxy.close();
+    }
+  }, 30_000);
 });

@@ -1,10 +1,12 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DURATION_HINT, parseDuration } from '../../util/duration.ts';
-import { EXIT, readAll, type CliIO } from '../io.ts';
+import { EXIT, InputTooLargeError, readAll, type CliIO } from '../io.ts';
 import { accountIdArgument, printJson, withContext, withExamples, type Cli } from '../command.ts';
 
 /** A token is a few hundred bytes; anything near this is not a token (and is never buffered whole). */
 export const STDIN_MAX_BYTES = 8 * 1024;
+/** Redis answered the check a moment ago; if creating the schedules takes longer, it went away. */
+const SCHEDULE_TIMEOUT_MS = 5_000;
 
 /**
  * `feedmirror accounts add|list|remove`. The token is read from standard input, never from an
@@ -62,7 +64,15 @@ async function addAccount(opts: AddOptions, io: CliIO): Promise<number> {
       return EXIT.usage;
     }
   }
-  const token = (await readAll(io.stdin, { maxBytes: STDIN_MAX_BYTES })).trim();
+  let raw: string;
+  try {
+    raw = await readAll(io.stdin, { maxBytes: STDIN_MAX_BYTES });
+  } catch (err) {
+    if (!(err instanceof InputTooLargeError)) throw err;
+    io.stderr.write(`standard input is larger than ${STDIN_MAX_BYTES / 1024} KB: give the token alone (a few hundred bytes), e.g. \`feedmirror accounts add < token.txt\`\n`);
+    return EXIT.usage;
+  }
+  const token = raw.trim();
   if (!token) {
     io.stderr.write('no token on standard input: pipe it in, e.g. `feedmirror accounts add < token.txt`\n');
     return EXIT.usage;
@@ -73,14 +83,52 @@ async function addAccount(opts: AddOptions, io: CliIO): Promise<number> {
   }
   return withContext(io, async (ctx) => {
     const { connectWithShortLivedToken, importLongLivedToken } = await import('../../accounts/connect.ts');
+    const { scheduleAccount } = await import('../../../jobs/catalogue.ts');
+    const { redisUnavailable } = await import('../../../jobs/queues.ts');
+    // Everything it needs answers before the token is used: a service that is down fails here, with
+    // nothing done (R-TOK-1: the short-lived token is still good for its hour).
     const db = await ctx.migratedDb();
-    // The lifecycle makes the account active and schedules it (R-TOK-8).
-    const deps = { db, cipher: ctx.cipher, platform: ctx.platform, clock: ctx.clock, logger: ctx.logger, lifecycle: ctx.lifecycle };
-    const account = opts.longLived ? await importLongLivedToken(deps, token, { expiresAt }) : await connectWithShortLivedToken(deps, token);
+    const queues = await ctx.readyQueues();
+    let scheduled = false;
+    const deps = {
+      db,
+      cipher: ctx.cipher,
+      platform: ctx.platform,
+      clock: ctx.clock,
+      logger: ctx.logger,
+      // The lifecycle makes the account active and schedules it (R-TOK-8); an upsert, so the
+      // schedules made just before (beforeStore) are the same ones.
+      lifecycle: ctx.lifecycle,
+      // The schedules first, the token after: an account is stored only once its jobs exist, and
+      // schedules of an account that was never stored find nothing to do (upserts: re-running is safe).
+      beforeStore: async (a: { id: string; username: string }) => {
+        try {
+          const { withTimeout } = await import('../context.ts');
+          await withTimeout(scheduleAccount(queues, a.id, ctx.schedules), SCHEDULE_TIMEOUT_MS, 'Redis');
+        } catch (err) {
+          throw new AccountNotAddedError(`could not create the jobs of @${a.username} (${redisUnavailable(ctx.redis, err).message}); nothing was stored. Run \`feedmirror accounts add\` again once Redis answers (with a new short-lived token if the platform refuses this one)`, { cause: err });
+        }
+        scheduled = true;
+      },
+    };
+    let account;
+    try {
+      account = opts.longLived ? await importLongLivedToken(deps, token, { expiresAt }) : await connectWithShortLivedToken(deps, token);
+    } catch (err) {
+      if (scheduled && !(err instanceof AccountNotAddedError)) {
+        throw new AccountNotAddedError(`the account's jobs exist but its token was not stored (${(err as Error).message}); run \`feedmirror accounts add\` again (re-running is safe)`, { cause: err });
+      }
+      throw err;
+    }
     if (opts.json) io.stdout.write(JSON.stringify({ id: account.id, username: account.username, expiresAt: account.expiresAt.toISOString() }) + '\n');
     else io.stdout.write(`connected @${account.username} (id ${account.id}); token valid until ${account.expiresAt.toISOString()}\n`);
     return EXIT.ok;
   });
+}
+
+/** accounts add stopped half-way: nothing usable was left behind, and the message says how to finish. */
+class AccountNotAddedError extends Error {
+  override readonly name = 'AccountNotAddedError';
 }
 
 async function listAccountsCommand(opts: { json?: boolean }, io: CliIO): Promise<number> {
@@ -107,6 +155,7 @@ async function listAccountsCommand(opts: { json?: boolean }, io: CliIO): Promise
 async function removeAccountCommand(id: string, opts: { json?: boolean }, io: CliIO): Promise<number> {
   return withContext(io, async (ctx) => {
     await ctx.migratedDb();
+    await ctx.ensureRedis();
     // The lifecycle stops the schedules first, then deletes the account (its history stays).
     const { changed: removed } = await ctx.lifecycle.apply(id, 'removed');
     if (!removed) {

@@ -36,7 +36,7 @@ async function getFeed(id: string, opts: GetOptions, io: CliIO): Promise<number>
   if (opts.rawLinks) return getWithRawLinks(id, opts, io);
   return withContext(io, async (ctx) => {
     const { readPublishedFeed } = await import('../../feeds/publish.ts');
-    const obj = await readPublishedFeed(ctx.storage, id);
+    const obj = await readPublishedFeed(await ctx.ensureStorage(), id);
     if (!obj) {
       io.stderr.write(`no feed published for account ${id} yet; run \`feedmirror sync ${id} --wait\`\n`);
       return EXIT.failed;

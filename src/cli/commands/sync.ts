@@ -23,12 +23,14 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
   return withContext(io, async (ctx) => {
     if (!opts.wait) {
       const { JOBS, enqueue, manualJobId } = await import('../../../jobs/catalogue.ts');
-      const job = await enqueue(ctx.queues, JOBS.feedSync, { accountId: id }, { jobId: manualJobId('sync', id, ctx.clock) });
+      const job = await enqueue(await ctx.readyQueues(), JOBS.feedSync, { accountId: id }, { jobId: manualJobId('sync', id, ctx.clock) });
       if (opts.json) printJson(io, { accountId: id, queued: true, jobId: job.id ?? null });
       else io.stdout.write(`sync of ${id} queued (job ${job.id}); a running \`feedmirror worker\` picks it up\n`);
       return EXIT.ok;
     }
     const { runSyncNow } = await import('../../feeds/sync.ts');
+    // Storage first: a bucket that cannot be reached fails here, not after every image.
+    await ctx.ensureStorage();
     const deps = await ctx.feedDeps();
     const r = await runSyncNow(deps, id, {
       onProgress: opts.json ? undefined : (p) => io.stdout.write(`pages read ${p.pages}, posts ${p.posts}, images copied ${p.imagesCopied}/${p.imagesToCopy}\n`),

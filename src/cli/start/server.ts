@@ -43,6 +43,7 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
     sessionMaxMs: ctx.config.SESSION_MAX_LIFETIME,
   });
   const db = await ctx.migratedDb();
+  await ctx.ensureRedis();
   const queues = ctx.queues;
   // Token days left change slowly: read them at most once a minute, not on every scrape.
   let expiries: { at: number; rows: Array<{ accountId: string; expiresAt: Date }> } | undefined;
