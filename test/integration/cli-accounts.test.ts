@@ -144,7 +144,7 @@ describe('feedmirror accounts and operator errors (R-TOK-11, R-TOK-13)', () => {
   it('accounts add caps standard input at 8 KB with a clear error, touching nothing', async () => {
     const io = memoryIO({ env: { ...env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }, stdin: 'x'.repeat(9 * 1024) });
     expect(await main(['accounts', 'add'], io)).toBe(2);
-    expect(io.err()).toMatch(/standard input is larger than 8 KB: give the token alone/);
+    expect(io.err()).toMatch(/standard input is larger than 8192 bytes \(8 KB\): give the token alone/);
     expect(io.out()).toBe('');
   });
 

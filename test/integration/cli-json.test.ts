@@ -78,5 +78,5 @@ describe('--json output stays parseable at LOG_LEVEL=debug', () => {
     // The commands did log at debug level, to stderr only.
     expect(logs).toMatch(/"level":20,/);
     expect(logs).toMatch(/"level":30,/);
-  }, 90_000);
+  }, 180_000);
 });

@@ -69,7 +69,7 @@ async function addAccount(opts: AddOptions, io: CliIO): Promise<number> {
     raw = await readAll(io.stdin, { maxBytes: STDIN_MAX_BYTES });
   } catch (err) {
     if (!(err instanceof InputTooLargeError)) throw err;
-    io.stderr.write(`standard input is larger than ${STDIN_MAX_BYTES / 1024} KB: give the token alone (a few hundred bytes), e.g. \`feedmirror accounts add < token.txt\`\n`);
+    io.stderr.write(`standard input is larger than ${STDIN_MAX_BYTES} bytes (${STDIN_MAX_BYTES / 1024} KB): give the token alone, e.g. \`feedmirror accounts add < token.txt\`\n`);
     return EXIT.usage;
   }
   const token = raw.trim();
@@ -87,8 +87,8 @@ async function addAccount(opts: AddOptions, io: CliIO): Promise<number> {
     const { redisUnavailable } = await import('../../../jobs/queues.ts');
     // Everything it needs answers before the token is used: a service that is down fails here, with
     // nothing done (R-TOK-1: the short-lived token is still good for its hour).
-    const db = await ctx.migratedDb();
     const queues = await ctx.readyQueues();
+    const db = await ctx.migratedDb();
     let scheduled = false;
     const deps = {
       db,
@@ -154,8 +154,8 @@ async function listAccountsCommand(opts: { json?: boolean }, io: CliIO): Promise
 
 async function removeAccountCommand(id: string, opts: { json?: boolean }, io: CliIO): Promise<number> {
   return withContext(io, async (ctx) => {
-    await ctx.migratedDb();
     await ctx.ensureRedis();
+    await ctx.migratedDb();
     // The lifecycle stops the schedules first, then deletes the account (its history stays).
     const { changed: removed } = await ctx.lifecycle.apply(id, 'removed');
     if (!removed) {

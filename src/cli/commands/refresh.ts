@@ -17,9 +17,9 @@ export function register(program: Command, cli: Cli): void {
 async function refresh(id: string, opts: { json?: boolean }, io: CliIO): Promise<number> {
   return withContext(io, async (ctx) => {
     const { refreshAccountToken } = await import('../../accounts/token-refresh.ts');
-    const db = await ctx.migratedDb();
     // A refresh that finds the owner must log in again stops the account's jobs: Redis must answer.
     await ctx.ensureRedis();
+    const db = await ctx.migratedDb();
     // `force`: refresh now even before 30 days, but never before 24 hours (R-TOK-5).
     const outcome = await refreshAccountToken(
       {

@@ -42,8 +42,8 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
     sessionIdleMs: ctx.config.SESSION_IDLE_TIMEOUT,
     sessionMaxMs: ctx.config.SESSION_MAX_LIFETIME,
   });
-  const db = await ctx.migratedDb();
   await ctx.ensureRedis();
+  const db = await ctx.migratedDb();
   const queues = ctx.queues;
   // Token days left change slowly: read them at most once a minute, not on every scrape.
   let expiries: { at: number; rows: Array<{ accountId: string; expiresAt: Date }> } | undefined;

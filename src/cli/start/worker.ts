@@ -11,10 +11,10 @@ export interface RunningWorkerProcess extends RunningWorker {
 /** The worker on the context's configuration (also used by the demo). */
 export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWorkerProcess> {
   applyHeapGrowthPercent(ctx.config.HEAP_GROWTH_PERCENT);
-  const db = await ctx.migratedDb();
   // Every service answers before a job is taken: a worker that cannot start exits non-zero.
   await ctx.ensureRedis();
   await ctx.ensureStorage();
+  const db = await ctx.migratedDb();
   // Created before anything calls the platform, so every call is counted.
   const metrics = ctx.metrics;
   let metricsServer: MetricsServer | undefined;
