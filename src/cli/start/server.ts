@@ -42,7 +42,8 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
     sessionIdleMs: ctx.config.SESSION_IDLE_TIMEOUT,
     sessionMaxMs: ctx.config.SESSION_MAX_LIFETIME,
   });
-  await ctx.ensureRedis();
+  // No Redis check here: serve starts without it and says so (/readyz, a 503 in words on the
+  // dashboard), since sessions and queues come back with it.
   const db = await ctx.migratedDb();
   const queues = ctx.queues;
   // Token days left change slowly: read them at most once a minute, not on every scrape.
