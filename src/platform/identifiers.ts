@@ -1,5 +1,5 @@
 /**
- * Every wire identifier of the platform in one place (DESIGN.md). In the spec these carry the
+ * Every wire identifier of the platform in one place. In the spec these carry the
  * word "social"; on the wire they carry the platform's own short brand word. Hosts are defaults
  * only: each is overridable by configuration (GRAPH_URL, AUTHORIZE_URL, OAUTH_TOKEN_URL).
  */

@@ -4,7 +4,7 @@ import { escapeHtml, html, json, loginError, type Reply } from './reply.ts';
 
 /**
  * The login: the authorize page (one Allow form per account, and Deny), the decision that
- * redirects back with a code, and the code-for-short-lived-token exchange (DESIGN.md: the code is
+ * redirects back with a code, and the code-for-short-lived-token exchange (the code is
  * single-use and lives one hour; the answer comes in one of two documented shapes).
  */
 
