@@ -10,6 +10,8 @@ import { mirrorMediaJob } from './mirror-media.ts';
 import { publishFeedJob } from './publish-feed.ts';
 import { QUEUE, type QueueKey, type Queues } from './queues.ts';
 import { tokenRefreshJob } from './token-refresh.ts';
+import { webhookDeliveryJob } from './webhook-delivery.ts';
+import { mediaRebuildJob } from './media-rebuild.ts';
 
 /**
  * The job catalogue: every kind of job feedmirror runs, and the only way to enqueue or schedule
@@ -37,6 +39,8 @@ export const JOBS = {
   expirySweep: expirySweepJob,
   mediaSweep: mediaSweepJob,
   housekeeping: housekeepingJob,
+  webhookDelivery: webhookDeliveryJob,
+  mediaRebuild: mediaRebuildJob,
 } as const satisfies Record<string, AnyJobDefinition>;
 
 /** The definitions of one queue, by job name; throws when two definitions share a name. */

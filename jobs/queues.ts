@@ -13,6 +13,8 @@ export const QUEUE = {
   mirrorMedia: 'mirror-media',
   publishFeed: 'publish-feed',
   maintenance: 'maintenance',
+  /** Outgoing webhooks: their own queue, so a slow receiver never holds the feed pipeline up. */
+  webhooks: 'webhook-delivery',
 } as const;
 export type QueueKey = keyof typeof QUEUE;
 export type QueueName = (typeof QUEUE)[QueueKey];

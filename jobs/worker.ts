@@ -20,6 +20,9 @@ import type { PlatformWaitSettings } from './rate-limits.ts';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import type { PipelineMetrics } from '../src/metrics/index.ts';
 import { publishWidget } from '../src/widget/index.ts';
+import type { DeliverDeps } from '../src/webhooks/deliver.ts';
+import { webhookBackoff, WEBHOOK_RETRY_DELAYS_MS } from './webhook-delivery.ts';
+import { requeuePendingDeliveries, webhookEventSink } from './webhook-events.ts';
 
 /**
  * `feedmirror worker`: the BullMQ workers, the daily sweep's cron, and a start-up catch-up
@@ -55,6 +58,8 @@ export interface WorkerDeps {
   shutdownTimeoutMs?: number;
   /** Account events older than this are deleted by the daily housekeeping (EVENT_RETENTION_DAYS). */
   eventRetentionDays?: number;
+  /** Outgoing webhooks (needs queues.webhooks): delivery settings; the retry delays are for tests. */
+  webhooks?: { allowPrivate: boolean; timeoutMs: number; retryDelaysMs?: readonly number[]; concurrency?: number };
 }
 
 /** A job that was still running when the shutdown timeout ran out. */
@@ -78,7 +83,10 @@ export interface RunningWorker {
 
 export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const log = deps.logger.child({ component: 'worker' });
-  const alertDeps = { db: deps.db, mailer: deps.mailer, clock: deps.clock, logger: deps.logger, publicUrl: deps.publicUrl };
+  // Webhook events from every service this worker runs (feed.updated, token.expiring, account.reauth_required).
+  const webhookQueue = deps.queues.webhooks;
+  const events = webhookQueue ? webhookEventSink({ db: deps.db, queues: { webhooks: webhookQueue }, clock: deps.clock, logger: deps.logger }) : undefined;
+  const alertDeps = { db: deps.db, mailer: deps.mailer, clock: deps.clock, logger: deps.logger, publicUrl: deps.publicUrl, ...(events ? { events } : {}) };
   // Every account state change of this process, with its effects (R-TOK-10: stop the schedules
   // and tell the operator at once).
   const lifecycle =
@@ -88,6 +96,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
       clock: deps.clock,
       logger: deps.logger,
       schedules: accountSchedules(deps.queues, deps.schedules),
+      ...(events ? { events } : {}),
       alertReauth: (accountId) => alertReauthRequired(alertDeps, accountId),
       ...(deps.metrics?.accountTransitions ? { transitions: deps.metrics.accountTransitions } : {}),
     });
@@ -115,9 +124,28 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     concurrency: 1,
   });
 
+  const webhookDeps: DeliverDeps = {
+    db: deps.db,
+    cipher: deps.cipher,
+    clock: deps.clock,
+    logger: deps.logger,
+    allowPrivate: deps.webhooks?.allowPrivate ?? false,
+    timeoutMs: deps.webhooks?.timeoutMs ?? 10_000,
+  };
+  const webhookWorker = webhookQueue
+    ? new Worker(QUEUE.webhooks, queueProcessor('webhooks', webhookDeps), {
+        connection: bullConnection(deps.redis),
+        prefix: deps.redis.prefix,
+        concurrency: deps.webhooks?.concurrency ?? 4,
+        // The retry schedule over 24 hours (webhook-delivery.ts).
+        settings: { backoffStrategy: webhookBackoff(deps.webhooks?.retryDelaysMs ?? WEBHOOK_RETRY_DELAYS_MS) },
+      })
+    : undefined;
+
   const feedWorkers = deps.feed
     ? await startFeedWorkers({
         ...deps.feed,
+        ...(events && !deps.feed.events ? { events } : {}),
         ...(deps.metrics && !deps.feed.metrics ? { metrics: deps.metrics } : {}),
         redis: deps.redis,
         concurrency: { mirror: deps.concurrency },
@@ -128,7 +156,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   // The widget script sits next to the feeds; publishing is idempotent (unchanged: no write).
   if (deps.feed) await publishWidget(deps.feed.storage).catch((err) => log.warn({ err }, 'could not publish the widget script'));
 
-  for (const w of [refreshWorker, maintenanceWorker]) {
+  for (const w of [refreshWorker, maintenanceWorker, ...(webhookWorker ? [webhookWorker] : [])]) {
     w.on('failed', (job, err) => {
       deps.metrics?.jobFailures.inc({ queue: w.name });
       log.warn({ queue: w.name, jobId: job?.id, err }, 'job failed');
@@ -136,7 +164,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     // Connection errors: one line when Redis goes away, one when it is back (not one per retry).
     watchRedis(w, redisOutage(deps.redis, deps.logger), `worker ${w.name}`);
   }
-  const workers: Worker[] = [refreshWorker, maintenanceWorker, ...(feedWorkers?.workers ?? [])];
+  const workers: Worker[] = [refreshWorker, maintenanceWorker, ...(feedWorkers?.workers ?? []), ...(webhookWorker ? [webhookWorker] : [])];
   // What runs now, for the shutdown's "cut off" list.
   const active = new Map<string, CutOffJob>();
   for (const w of workers) {
@@ -165,6 +193,11 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   );
   reconciler.start();
   void reconciler.trigger(); // takes the lead at once if nobody holds it
+  // Deliveries recorded but not queued (Redis lost, a crash between the two) get their jobs back.
+  if (webhookQueue) {
+    const requeued = await requeuePendingDeliveries(deps.db, { webhooks: webhookQueue });
+    if (requeued > 0) log.info({ requeued }, 'pending webhook deliveries queued again');
+  }
   const task = cron.schedule(
     deps.sweepCron,
     () => {

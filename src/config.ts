@@ -129,6 +129,10 @@ export const configSchema = z.object({
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().int().min(0).default(30),
   /** Account events (token history) older than this are deleted by the daily housekeeping. */
   EVENT_RETENTION_DAYS: posInt.default(365),
+  /** Webhook endpoints on private, loopback or link-local addresses are refused unless this is true (SSRF guard). */
+  WEBHOOK_ALLOW_PRIVATE: z.stringbool().default(false),
+  /** One webhook delivery attempt, answer included. */
+  WEBHOOK_TIMEOUT_MS: posInt.max(120_000).default(10_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

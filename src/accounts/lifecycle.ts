@@ -5,6 +5,7 @@ import type { TokenEventKind } from '../store/events.ts';
 import type { Clock } from '../util/clock.ts';
 import type { Logger } from '../util/logger.ts';
 import { redactText } from '../util/redact.ts';
+import type { EventSink } from '../webhooks/events.ts';
 
 /**
  * The account lifecycle: the one owner of every account state change and its side effects.
@@ -75,6 +76,8 @@ export interface LifecycleDeps {
   alertReauth(accountId: string): Promise<ReauthAlert | null>;
   /** feedmirror_account_transitions_total{transition}. */
   transitions?: Pick<Counter<'transition'>, 'inc'>;
+  /** Webhook events (account.removed); the reauth event goes out with its alert (src/alerts/sweep.ts). */
+  events?: EventSink;
 }
 
 export interface Applied {
@@ -121,7 +124,11 @@ export class AccountLifecycle {
       // Schedules before the row (see the table); removeAccount records the 'removed' event.
       const unscheduled = (await this.run('unschedule', accountId)) !== null;
       changed = await removeAccount(db, accountId, at);
-      if (changed) this.count(event, accountId, from, t, detail);
+      if (changed) {
+        this.count(event, accountId, from, t, detail);
+        // Once: only the process whose delete won gets here.
+        await this.deps.events?.emit({ type: 'account.removed', data: { accountId } });
+      }
       return { changed, from, to: changed ? 'removed' : from, effects: unscheduled ? ['unschedule'] : [] };
     }
     if (t.to === from && from === 'active' && event !== 'connected') {

@@ -9,6 +9,7 @@ import { getTokenInfo } from '../store/tokens.ts';
 import type { Mailer } from './mailer.ts';
 import { connectUrlFor, expiryEmail, reauthEmail, type Email } from './messages.ts';
 import { daysLeft, dueThreshold } from './thresholds.ts';
+import type { EventSink } from '../webhooks/events.ts';
 
 export interface SweepDeps {
   db: pg.Pool;
@@ -22,6 +23,8 @@ export interface SweepDeps {
    * lifecycle with no queues: the state changes and the email goes out; schedules are not touched.
    */
   lifecycle?: Pick<AccountLifecycle, 'apply'>;
+  /** Webhook events: token.expiring and account.reauth_required, with the alert emails (once each). */
+  events?: EventSink;
 }
 
 export interface SentAlert {
@@ -110,7 +113,10 @@ async function alertAccount(deps: SweepDeps, lifecycle: Pick<AccountLifecycle, '
     connectUrl: connectUrlFor(deps.publicUrl),
   });
   const sent = await sendOnce(deps, { accountId: account.id, kind: 'expiry', thresholdDays: threshold, tokenExpiresAt: expiresAt }, email, now);
-  if (sent) deps.logger.info({ accountId: account.id, username: account.username, expiresAt: expiresAt.toISOString(), daysLeft: left, thresholdDays: threshold }, 'token expiry alert sent');
+  if (sent) {
+    deps.logger.info({ accountId: account.id, username: account.username, expiresAt: expiresAt.toISOString(), daysLeft: left, thresholdDays: threshold }, 'token expiry alert sent');
+    await deps.events?.emit({ type: 'token.expiring', data: { accountId: account.id, username: account.username, thresholdDays: threshold, expiresAt: expiresAt.toISOString() } });
+  }
   return sent;
 }
 
@@ -127,7 +133,11 @@ async function sendReauth(
     expiresAt,
   });
   const sent = await sendOnce(deps, { accountId: account.id, kind: 'reauth', thresholdDays: 0, tokenExpiresAt: expiresAt }, email, now);
-  if (sent) deps.logger.info({ accountId: account.id, username: account.username, expiresAt: expiresAt.toISOString() }, 'reauth alert sent');
+  if (sent) {
+    deps.logger.info({ accountId: account.id, username: account.username, expiresAt: expiresAt.toISOString() }, 'reauth alert sent');
+    // Once per token life, like the email: whichever path found the token dead (refresh, sync, expiry).
+    await deps.events?.emit({ type: 'account.reauth_required', data: { accountId: account.id, username: account.username, reason: account.statusReason } });
+  }
   return sent;
 }
 

@@ -16,6 +16,8 @@ import { createStorage, type ObjectStorage } from '../storage/index.ts';
 import { mirrorLimitsFromConfig } from '../mirror/copy.ts';
 import type { FeedDeps } from '../feeds/deps.ts';
 import { redisClient } from '../../jobs/queues.ts';
+import { webhookEventSink } from '../../jobs/webhook-events.ts';
+import type { EventSink } from '../webhooks/events.ts';
 import type { Redis } from 'ioredis';
 import { createMetrics, type Metrics } from '../metrics/index.ts';
 import { platformCallObserver } from '../metrics/observe.ts';
@@ -40,6 +42,7 @@ export class AppContext {
   private _lifecycle?: AccountLifecycle;
   private _redisChecked?: Promise<void>;
   private _storageChecked?: Promise<void>;
+  private _events?: EventSink;
 
   constructor(env: NodeJS.ProcessEnv = process.env, opts: { logger?: Logger; clock?: Clock } = {}) {
     this.config = loadConfig(env);
@@ -165,14 +168,21 @@ export class AppContext {
    * Every account state change goes through this (connect, refresh, sync, sweep, remove): the
    * schedules on this context's queues, reauth emails through its mailer. Call after migratedDb().
    */
+  /** Webhook events from this process (recorded in Postgres, delivered by the workers' queue). */
+  get events(): EventSink {
+    this._events ??= webhookEventSink({ db: this.db, queues: this.queues, clock: this.clock, logger: this.logger });
+    return this._events;
+  }
+
   get lifecycle(): AccountLifecycle {
     this._lifecycle ??= new AccountLifecycle({
       db: this.db,
       clock: this.clock,
       logger: this.logger,
       schedules: accountSchedules(this.queues, this.schedules),
+      events: this.events,
       alertReauth: (accountId) =>
-        alertReauthRequired({ db: this.db, mailer: this.mailer, clock: this.clock, logger: this.logger, publicUrl: this.config.PUBLIC_URL }, accountId),
+        alertReauthRequired({ db: this.db, mailer: this.mailer, clock: this.clock, logger: this.logger, publicUrl: this.config.PUBLIC_URL, events: this.events }, accountId),
       ...(this._metrics ? { transitions: this._metrics.accountTransitions } : {}),
     });
     return this._lifecycle;
@@ -190,6 +200,7 @@ export class AppContext {
       logger: this.logger,
       copyrightItems: this.config.COPYRIGHT_ITEMS,
       lifecycle: this.lifecycle,
+      events: this.events,
     };
   }
 

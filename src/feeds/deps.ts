@@ -7,6 +7,7 @@ import type { TokenCipher } from '../store/crypto.ts';
 import type { Clock } from '../util/clock.ts';
 import type { Logger } from '../util/logger.ts';
 import type { AccountLifecycle } from '../accounts/lifecycle.ts';
+import type { EventSink } from '../webhooks/events.ts';
 
 /** Everything the feed pipeline (sync, copy, publish) works with; built once by the caller. */
 export interface FeedDeps {
@@ -30,4 +31,6 @@ export interface FeedDeps {
   lifecycle?: Pick<AccountLifecycle, 'apply'>;
   /** Sync durations, images copied, job failures, rate-limit waits (the worker's /metrics). */
   metrics?: PipelineMetrics;
+  /** Webhook events (feed.updated); none = no webhooks. */
+  events?: EventSink;
 }

@@ -24,7 +24,7 @@ import { contentHash, imageSlots, isImageMime } from './slots.ts';
 export const DEFAULT_FEED_MAX_AGE_SECONDS = 300;
 export const FEED_CONTENT_TYPE = 'application/json; charset=utf-8';
 
-type PublishDeps = Pick<FeedDeps, 'db' | 'storage' | 'clock' | 'logger' | 'feedMaxAgeSeconds' | 'relinkMarginMs'>;
+type PublishDeps = Pick<FeedDeps, 'db' | 'storage' | 'clock' | 'logger' | 'feedMaxAgeSeconds' | 'relinkMarginMs' | 'events'>;
 
 /** The platform's signed-link fields of an item and its slides. */
 const LINK_FIELDS = ['media_url', 'thumbnail_url'] as const;
@@ -173,8 +173,39 @@ export function feedCacheControl(platformLinks: readonly string[], now: Date, ma
 }
 
 export type PublishOutcome =
-  | { outcome: 'written' | 'unchanged'; key: string; postCount: number; waiting: string[]; removedMedia: string[]; cacheControl?: string }
+  | {
+      outcome: 'written' | 'unchanged';
+      key: string;
+      postCount: number;
+      waiting: string[];
+      removedMedia: string[];
+      cacheControl?: string;
+      /** When written: the post ids added, changed and removed since the previous publication. */
+      changes?: FeedChanges;
+    }
   | { outcome: 'kept-demo' | 'skipped'; reason: string };
+
+export interface FeedChanges {
+  added: string[];
+  changed: string[];
+  removed: string[];
+}
+
+/** Each published post's content hash (signatures ignored), by post id. */
+export function postHashes(feed: Feed): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const p of feed.posts) out[p.id] = contentHash(p);
+  return out;
+}
+
+/** What changed between two publications; everything is "added" after a demo feed or none. */
+export function feedChanges(previous: Record<string, string> | null, next: Record<string, string>): FeedChanges {
+  const before = previous ?? {};
+  const added = Object.keys(next).filter((id) => !(id in before));
+  const changed = Object.keys(next).filter((id) => id in before && before[id] !== next[id]);
+  const removed = Object.keys(before).filter((id) => !(id in next));
+  return { added: added.sort(), changed: changed.sort(), removed: removed.sort() };
+}
 
 export interface PublishOptions {
   /** Whether the sync behind this publish read the whole listing (R-MED-5). */
@@ -203,12 +234,26 @@ export async function publishAccountFeed(deps: PublishDeps, accountId: string, o
   const linksDying = previous?.earliestOe != null && now.getTime() >= previous.earliestOe.getTime() - margin;
   let outcome: 'written' | 'unchanged' = 'unchanged';
   let cacheControl: string | undefined;
+  let changes: FeedChanges | undefined;
   if (!previous || previous.demo || previous.feedHash !== built.hash || linksDying) {
     cacheControl = feedCacheControl(built.platformLinks, now, deps.feedMaxAgeSeconds);
+    const hashes = postHashes(built.feed);
+    changes = feedChanges(previous && !previous.demo ? (previous.postHashes ?? null) : null, hashes);
     await deps.storage.put(key, Buffer.from(JSON.stringify(built.feed)), { contentType: FEED_CONTENT_TYPE, cacheControl });
-    await saveFeedPublication(deps.db, { accountId, feedHash: built.hash, publishedAt: now, postCount: built.feed.posts.length, demo: false, earliestOe: built.earliestOe });
+    await saveFeedPublication(deps.db, {
+      accountId,
+      feedHash: built.hash,
+      publishedAt: now,
+      postCount: built.feed.posts.length,
+      demo: false,
+      earliestOe: built.earliestOe,
+      postHashes: hashes,
+    });
     outcome = 'written';
     deps.logger.info({ accountId, posts: built.feed.posts.length, waiting: built.waiting.length }, 'feed published');
+    // Sites that build statically or cache at a CDN revalidate on this (issue 12). Sent whenever
+    // the feed was rewritten, even with empty lists (re-signed video links only).
+    await deps.events?.emit({ type: 'feed.updated', data: { accountId, feedKey: key, feedUrl: deps.storage.publicUrl(key), ...changes } });
   }
   const removedMedia: string[] = [];
   for (const mediaId of await listOrphanedCopyMediaIds(deps.db, accountId)) {
@@ -216,7 +261,7 @@ export async function publishAccountFeed(deps: PublishDeps, accountId: string, o
     await deleteMediaCopies(deps.db, accountId, mediaId);
     removedMedia.push(mediaId);
   }
-  return { outcome, key, postCount: built.feed.posts.length, waiting: built.waiting, removedMedia, ...(cacheControl ? { cacheControl } : {}) };
+  return { outcome, key, postCount: built.feed.posts.length, waiting: built.waiting, removedMedia, ...(cacheControl ? { cacheControl } : {}), ...(changes ? { changes } : {}) };
 }
 
 /**

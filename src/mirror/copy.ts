@@ -202,6 +202,45 @@ export async function mirrorImage(deps: MirrorDeps, job: MirrorJob): Promise<Mir
   return fromManifest(storage, manifest, false);
 }
 
+/**
+ * Re-encode an existing copy with the current ladder and formats (`feedmirror media rebuild`):
+ * the stored original is read back (never downloaded again: its link may be long dead), its
+ * variants and placeholder made anew, uploaded under the same content-addressed names, and the
+ * manifest rewritten last. Variants of widths no longer in the ladder are left for the media
+ * sweep, so a feed still pointing at them keeps working until it is republished. null when the
+ * original is gone from storage.
+ */
+export async function reencodeMirroredImage(deps: Pick<MirrorDeps, 'storage' | 'limits'>, t: { accountId: string; mediaId: string; slot: string; key: string }): Promise<MirroredImage | null> {
+  const { storage, limits } = deps;
+  const slot = checkSlot(t.slot);
+  const obj = await storage.get(t.key);
+  if (!obj) return null;
+  const { original, variants, placeholder } = await processImage(obj.body, {
+    maxPixels: limits.maxPixels,
+    variantWidths: limits.variantWidths,
+    ...(limits.variantFormats ? { formats: limits.variantFormats } : {}),
+  });
+  // The stored original is kept as it is (a re-encoded GIF or TIFF was stored as JPEG/PNG already).
+  const stem = t.key.replace(/\.[a-z0-9]+$/, '');
+  const storedVariants: Manifest['variants'] = variants.map((v) => ({ key: `${stem}-w${v.width}.${v.ext}`, width: v.width, height: v.height, contentType: v.contentType }));
+  const settled = await Promise.allSettled(variants.map((v, i) => storage.put(storedVariants[i]!.key, v.buffer, { contentType: v.contentType, cacheControl: IMMUTABLE_CACHE_CONTROL })));
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  const manifest: Manifest = {
+    version: 1,
+    key: t.key,
+    width: original.width,
+    height: original.height,
+    contentType: obj.contentType ?? original.contentType,
+    bytes: obj.body.length,
+    sha256: original.sha256,
+    variants: storedVariants,
+    placeholder,
+  };
+  await storage.put(manifestKey(t.accountId, t.mediaId, slot), Buffer.from(JSON.stringify(manifest)), { contentType: 'application/json', cacheControl: MANIFEST_CACHE_CONTROL });
+  return fromManifest(storage, manifest, false);
+}
+
 /** Remove every object of one media item (deleted at the source, R-LNK-6). Returns objects removed. */
 export async function removeMirroredMedia(storage: ObjectStorage, accountId: string, mediaId: string): Promise<number> {
   return storage.deletePrefix(mediaPrefix(accountId, mediaId));

@@ -234,23 +234,32 @@ export interface FeedPublication {
   postCount: number;
   demo: boolean;
   earliestOe: Date | null;
+  /** Content hash of each published post by id (issue 12: feed.updated); null before migration 007. */
+  postHashes?: Record<string, string> | null;
 }
 
 export async function getFeedPublication(db: Db, accountId: string): Promise<FeedPublication | null> {
-  const { rows } = await db.query<{ account_id: string; feed_hash: string; published_at: Date; post_count: number; demo: boolean; earliest_oe: Date | null }>(
-    'SELECT * FROM feed_publications WHERE account_id = $1',
-    [accountId],
-  );
+  const { rows } = await db.query<{
+    account_id: string;
+    feed_hash: string;
+    published_at: Date;
+    post_count: number;
+    demo: boolean;
+    earliest_oe: Date | null;
+    post_hashes: Record<string, string> | null;
+  }>('SELECT * FROM feed_publications WHERE account_id = $1', [accountId]);
   const r = rows[0];
-  return r ? { accountId: r.account_id, feedHash: r.feed_hash, publishedAt: r.published_at, postCount: r.post_count, demo: r.demo, earliestOe: r.earliest_oe } : null;
+  return r
+    ? { accountId: r.account_id, feedHash: r.feed_hash, publishedAt: r.published_at, postCount: r.post_count, demo: r.demo, earliestOe: r.earliest_oe, postHashes: r.post_hashes ?? null }
+    : null;
 }
 
 export async function saveFeedPublication(db: Db, p: FeedPublication): Promise<void> {
   await db.query(
-    `INSERT INTO feed_publications (account_id, feed_hash, published_at, post_count, demo, earliest_oe)
-     VALUES ($1, $2, $3, $4, $5, $6)
+    `INSERT INTO feed_publications (account_id, feed_hash, published_at, post_count, demo, earliest_oe, post_hashes)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (account_id) DO UPDATE SET feed_hash = EXCLUDED.feed_hash, published_at = EXCLUDED.published_at,
-       post_count = EXCLUDED.post_count, demo = EXCLUDED.demo, earliest_oe = EXCLUDED.earliest_oe`,
-    [p.accountId, p.feedHash, p.publishedAt, p.postCount, p.demo, p.earliestOe],
+       post_count = EXCLUDED.post_count, demo = EXCLUDED.demo, earliest_oe = EXCLUDED.earliest_oe, post_hashes = EXCLUDED.post_hashes`,
+    [p.accountId, p.feedHash, p.publishedAt, p.postCount, p.demo, p.earliestOe, p.postHashes ? JSON.stringify(p.postHashes) : null],
   );
 }

@@ -79,4 +79,35 @@ describe('--json output stays parseable at LOG_LEVEL=debug', () => {
     expect(logs).toMatch(/"level":20,/);
     expect(logs).toMatch(/"level":30,/);
   }, 180_000);
+  it('issue 12: webhooks add/list/rotate/deliveries/remove and media rebuild, as JSON; bad input exits 2 with one line', async () => {
+    // Private addresses are refused by default (exit 2, one clear line).
+    const refused = await runFeedmirror(['webhooks', 'add', 'http://127.0.0.1:9/hook'], env, { stdin: '' });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trim().split('\n').at(-1)).toMatch(/private or local address; set WEBHOOK_ALLOW_PRIVATE=true/);
+    const allowed = { ...env, WEBHOOK_ALLOW_PRIVATE: 'true' };
+    const addRun = await runFeedmirror(['webhooks', 'add', 'http://127.0.0.1:9/hook', '--events', 'feed.updated,account.removed', '--json'], allowed, { stdin: '' });
+    expect(addRun.code, addRun.stderr).toBe(0);
+    const added = JSON.parse(addRun.stdout) as { id: string; secret: string; events: string[] };
+    expect(added.id).toMatch(/^wh_[a-z0-9]+$/);
+    expect(added.secret).toMatch(/^whsec_/);
+    expect(added.events).toEqual(['feed.updated', 'account.removed']);
+    const list = (await json(['webhooks', 'list', '--json'])) as unknown as Array<{ id: string; url: string }>;
+    expect(list.map((e) => e.id)).toEqual([added.id]);
+    expect(JSON.stringify(list)).not.toContain(added.secret); // never listed
+    const rotated = await json(['webhooks', 'rotate', added.id, '--json']);
+    expect(rotated.secret).not.toBe(added.secret);
+    expect(await json(['webhooks', 'deliveries', added.id, '--json'])).toEqual([]);
+    expect((await runFeedmirror(['webhooks', 'add', 'https://example.com/x', '--events', 'feed.deleted'], env, { stdin: '' })).code).toBe(2);
+    expect((await runFeedmirror(['webhooks', 'remove', 'nope'], env, { stdin: '' })).code).toBe(2);
+    // keys rotate re-seals webhook secrets too (none sealed with an older key here).
+    expect((await json(['keys', 'rotate', '--json'])).webhookSecrets).toBe(0);
+    expect((await json(['webhooks', 'remove', added.id, '--json'])).removed).toBe(true);
+
+    const rebuild = await json(['media', 'rebuild', '--account', accountId, '--json']);
+    expect((rebuild.queued as Array<{ accountId: string }>).map((q) => q.accountId)).toEqual([accountId]);
+    expect((await runFeedmirror(['media', 'rebuild', '--account', '999'], env, { stdin: '' })).code).toBe(1);
+    const raw = await runFeedmirror(['feeds', 'get', accountId, '--raw-links', '--json'], env, { stdin: '' });
+    expect(raw.code, raw.stderr).toBe(0);
+    expect(JSON.stringify(JSON.parse(raw.stdout))).toMatch(/oe=/);
+  }, 180_000);
 });

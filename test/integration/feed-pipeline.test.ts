@@ -32,9 +32,15 @@ import type { FeedSyncReturn } from '../../jobs/feed-sync.ts';
 import { createQueue, QUEUE } from '../../jobs/queues.ts';
 import { S3RVER_CREDENTIALS, startS3, type TestS3 } from '../support/s3.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
+import type { WebhookEvent } from '../../src/webhooks/events.ts';
+import { listMediaCopies } from '../../src/store/posts.ts';
+import { enqueue, JOBS } from '../../jobs/catalogue.ts';
 
 const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
 let db: pg.Pool;
+/** What publish reported to webhooks (issue 12). */
+const events: WebhookEvent[] = [];
+const feedUpdates = () => events.filter((e): e is Extract<WebhookEvent, { type: 'feed.updated' }> => e.type === 'feed.updated');
 let dropDb: () => Promise<void>;
 let sim: Simulator;
 let s3: TestS3;
@@ -95,8 +101,9 @@ async function checkImages(feed: Feed): Promise<number> {
       const res = await fetch(post.thumbnailUrl);
       const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
       expect(post.aspectRatio).toBeCloseTo(meta.width! / meta.height!, 6); // R-CNV-11: measured
-      // Issue 12: the cover lists its sizes (the 320 px variant, then the original) and a placeholder.
-      expect(post.thumbnailSizes?.map((s) => s.mime)).toEqual(['image/webp', 'image/jpeg']);
+      // Issue 12: the cover lists its sizes (the variants, then the original) and a placeholder.
+      expect(post.thumbnailSizes!.slice(0, -1).every((s) => s.mime === 'image/webp' || s.mime === 'image/avif')).toBe(true);
+      expect(post.thumbnailSizes!.length).toBeGreaterThanOrEqual(2);
       expect(post.thumbnailSizes!.at(-1)).toEqual({ url: post.thumbnailUrl, width: meta.width, height: meta.height, mime: 'image/jpeg' });
       expect(post.thumbnailPlaceholder?.color).toMatch(/^#[0-9a-f]{6}$/);
     }
@@ -142,7 +149,7 @@ beforeAll(async () => {
     maxRetries: 1,
     sleep: async () => undefined,
   });
-  deps = { db, cipher, platform, storage, limits: mirrorLimitsFromConfig(config), clock: sim.clock, logger: silentLogger };
+  deps = { db, cipher, platform, storage, limits: mirrorLimitsFromConfig(config), clock: sim.clock, logger: silentLogger, events: { emit: async (e) => void events.push(e) } };
 
   // Connect: a long-lived token from the simulator, stored encrypted.
   const acc = sim.createAccount({ username: 'harbour.shop', posts: 10 });
@@ -203,6 +210,8 @@ describe('feed pipeline, end to end (simulator, Postgres, Redis, S3 API)', () =>
     expect(feed.posts.some((p) => p.type === 'carousel' && p.media.length >= 2)).toBe(true);
     expect(await checkImages(feed)).toBeGreaterThan(9);
     expect((await getAccount(db, accountId))!.lastSyncError).toBeNull();
+    // Issue 12: the first real feed replaces the demo: every post is "added".
+    expect(feedUpdates().at(-1)!.data).toMatchObject({ accountId, feedKey: `feeds/${accountId}.json`, added: feed.posts.map((p) => p.id).sort(), changed: [], removed: [] });
   });
 
   it('an unchanged resync downloads nothing, uploads nothing and does not write the feed', async () => {
@@ -268,6 +277,9 @@ describe('feed pipeline, end to end (simulator, Postgres, Redis, S3 API)', () =>
     const { feed } = await readFeed();
     expect(feed.posts.map((p) => p.id)).not.toContain(victim);
     expect(await keysUnder(mediaPrefix(accountId, victim))).toEqual([]);
+    // Issue 12: feed.updated names the removed post.
+    expect(feedUpdates().at(-1)!.data.removed).toEqual([victim]);
+    expect(feedUpdates().at(-1)!.data.added).toEqual([]);
   });
 
   it('storage down during a publish: the publish fails (the job retries), the previous feed stays intact, then it is written', async () => {
@@ -306,4 +318,44 @@ describe('feed pipeline, end to end (simulator, Postgres, Redis, S3 API)', () =>
       await new Promise((r) => server.close(r));
     }
   });
+
+  it('issue 12: `media rebuild` through the queue re-encodes every copy with a new ladder and formats, adds placeholders, republishes; a second run redoes nothing', async () => {
+    const before = await listMediaCopies(db, accountId);
+    expect(before.length).toBeGreaterThan(5);
+    // Copies made before placeholders existed (or with another ladder) are what a rebuild is for.
+    await db.query('UPDATE media_copies SET placeholder = NULL WHERE account_id = $1', [accountId]);
+    const redis = redisForTest('feedpipe-rebuild');
+    const rebuildDeps = { ...deps, limits: { ...deps.limits, variantWidths: [160, 240], variantFormats: ['webp', 'avif'] as const } };
+    const workers = await startFeedWorkers({ ...rebuildDeps, redis });
+    const mirrorQueue = createQueue(QUEUE.mirrorMedia, redis);
+    const mirrorEvents = new QueueEvents(QUEUE.mirrorMedia, { connection: { url: redis.url }, prefix: redis.prefix });
+    const updatesBefore = feedUpdates().length;
+    try {
+      await mirrorEvents.waitUntilReady();
+      const job = await enqueue({ mirrorMedia: mirrorQueue }, JOBS.mediaRebuild, { accountId }, { jobId: `rebuild-${accountId}-1` });
+      const first = (await job.waitUntilFinished(mirrorEvents, 60_000)) as { rebuilt: number; upToDate: number; missing: number; publish: string };
+      expect(first).toMatchObject({ rebuilt: before.length, upToDate: 0, missing: 0, publish: 'written' });
+      const after = await listMediaCopies(db, accountId);
+      for (const c of after) {
+        expect(c.placeholder?.thumbhash, `${c.mediaId}/${c.slot}`).toBeTruthy();
+        expect(c.variants.map((v) => `${v.width}:${v.contentType}`).sort()).toEqual(['160:image/avif', '160:image/webp', '240:image/avif', '240:image/webp']);
+        expect(c.key).toBe(before.find((b) => b.mediaId === c.mediaId && b.slot === c.slot)!.key); // the original is kept
+      }
+      const { feed } = await readFeed();
+      const cover = feed.posts.find((p) => p.thumbnailSizes)!;
+      expect(cover.thumbnailSizes!.map((x) => `${x.width}:${x.mime}`).slice(0, 4)).toEqual(['160:image/avif', '160:image/webp', '240:image/avif', '240:image/webp']);
+      expect(await checkImages(feed)).toBeGreaterThan(5);
+      // Sites hear about it: every post changed (new sizes), none added or removed.
+      const update = feedUpdates().at(-1)!;
+      expect(feedUpdates().length).toBe(updatesBefore + 1);
+      expect(update.data.changed).toEqual(feed.posts.map((p) => p.id).sort());
+      expect(update.data.added).toEqual([]);
+
+      const again = await enqueue({ mirrorMedia: mirrorQueue }, JOBS.mediaRebuild, { accountId }, { jobId: `rebuild-${accountId}-2` });
+      expect(await again.waitUntilFinished(mirrorEvents, 60_000)).toMatchObject({ rebuilt: 0, upToDate: before.length, publish: 'unchanged' });
+    } finally {
+      await workers.close();
+      await Promise.all([mirrorEvents.close(), mirrorQueue.obliterate({ force: true }).then(() => mirrorQueue.close())]);
+    }
+  }, 90_000);
 });

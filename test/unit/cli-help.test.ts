@@ -36,7 +36,7 @@ describe('feedmirror --help', () => {
 
   it('knows every command (a new command module must be listed in src/cli/commands/index.ts)', () => {
     const names = paths.map((p) => p.join(' '));
-    for (const n of ['validate', 'demo', 'simulator', 'migrate', 'accounts add', 'accounts invite', 'accounts list', 'accounts remove', 'refresh', 'check-expiry', 'keys rotate', 'sync', 'feeds get', 'worker', 'serve', 'demo-run']) {
+    for (const n of ['validate', 'demo', 'simulator', 'migrate', 'accounts add', 'accounts invite', 'accounts list', 'accounts remove', 'refresh', 'check-expiry', 'keys rotate', 'sync', 'feeds get', 'media rebuild', 'webhooks add', 'webhooks list', 'webhooks remove', 'webhooks rotate', 'webhooks deliveries', 'worker', 'serve', 'demo-run']) {
       expect(names).toContain(n);
     }
   });

@@ -13,10 +13,12 @@ import { register as feeds } from './feeds.ts';
 import { register as worker } from './worker.ts';
 import { register as serve } from './serve.ts';
 import { register as demoRun } from './demo-run.ts';
+import { register as webhooks } from './webhooks.ts';
+import { register as media } from './media.ts';
 
 /**
  * Every command of `feedmirror`, in the order `feedmirror --help` lists them. To add one: write
  * ./<name>.ts exporting `register(program, cli)` (see ../command.ts), import heavy modules only
  * inside its action, and add it here. test/unit/cli-help.test.ts then checks its --help.
  */
-export const commandModules: RegisterCommand[] = [init, validate, demo, simulator, migrate, accounts, refresh, checkExpiry, keys, sync, feeds, worker, serve, demoRun];
+export const commandModules: RegisterCommand[] = [init, validate, demo, simulator, migrate, accounts, refresh, checkExpiry, keys, sync, feeds, media, webhooks, worker, serve, demoRun];

@@ -14,10 +14,16 @@ export function register(program: Command, cli: Cli): void {
       const { io } = cli;
       const code = await withContext(io, async (ctx) => {
         const { rotateKeys } = await import('../../store/tokens.ts');
+        const { rotateWebhookKeys } = await import('../../store/webhooks.ts');
         const db = await ctx.migratedDb();
         const { rotated } = await rotateKeys(db, ctx.cipher);
-        if (opts.json) printJson(io, { rotated, keyId: ctx.cipher.currentKeyId });
-        else io.stdout.write(`re-encrypted ${rotated} tokens with key ${ctx.cipher.currentKeyId}; keys no longer listed first can now be removed\n`);
+        // Webhook signing secrets are sealed with the same key.
+        const webhooks = await rotateWebhookKeys(db, ctx.cipher);
+        if (opts.json) printJson(io, { rotated, webhookSecrets: webhooks.rotated, keyId: ctx.cipher.currentKeyId });
+        else
+          io.stdout.write(
+            `re-encrypted ${rotated} tokens and ${webhooks.rotated} webhook secrets with key ${ctx.cipher.currentKeyId}; keys no longer listed first can now be removed\n`,
+          );
         return EXIT.ok;
       });
       cli.setExit(code);

@@ -115,6 +115,7 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
       clock: ctx.clock,
       logger: ctx.logger,
       ...(dashboardConnect ? { connect: dashboardConnect } : {}),
+      webhooks: { cipher: ctx.cipher, allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE },
     },
   });
 }

@@ -46,6 +46,7 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
       reconcileIntervalMs: ctx.config.RECONCILE_INTERVAL_SECONDS * 1000,
       shutdownTimeoutMs: ctx.config.SHUTDOWN_TIMEOUT_SECONDS * 1000,
       eventRetentionDays: ctx.config.EVENT_RETENTION_DAYS,
+      webhooks: { allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE, timeoutMs: ctx.config.WEBHOOK_TIMEOUT_MS },
     });
   } catch (err) {
     await metricsServer?.close();

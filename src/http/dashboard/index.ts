@@ -17,6 +17,11 @@ import { DASHBOARD_PATH, loginRoutes, logoutHandler, parseCookies, requireSessio
 import { csrfTokenFor, requireCsrfToken, requireSameOrigin } from '../csrf.ts';
 import { loadAccountOverviews } from './data.ts';
 import { accountsPage, invitationPage, previewPage, removeConfirmPage, type Flash, type LayoutOptions } from './views.ts';
+import { deliveriesPage, secretPage, webhooksPage } from './webhooks-views.ts';
+import type { TokenCipher } from '../../store/crypto.ts';
+import { getEndpoint, listDeliveries, listEndpoints, removeEndpoint } from '../../store/webhooks.ts';
+import { EndpointInputError, registerEndpoint, rotateSecret } from '../../webhooks/endpoints.ts';
+
 
 /**
  * The operator dashboard under /dashboard: the accounts page and its actions, the feed preview,
@@ -29,6 +34,7 @@ export interface DashboardQueues {
   maintenance: Queue;
   mirrorMedia?: Queue;
   publishFeed?: Queue;
+  webhooks?: Queue;
 }
 
 export interface DashboardDeps {
@@ -43,6 +49,8 @@ export interface DashboardDeps {
   logger: Logger;
   /** Connecting accounts (APP_ID/APP_SECRET set); omitted: the dashboard offers no connect. */
   connect?: DashboardConnect;
+  /** Webhook endpoints (add, rotate, remove, delivery log); omitted: no webhooks page. */
+  webhooks?: { cipher: TokenCipher; allowPrivate: boolean };
 }
 
 export interface DashboardConnect {
@@ -73,7 +81,7 @@ function pageHeaders(res: Response): void {
 /** bull-board with feedmirror's queues; its UI calls its own API under the same base path. */
 export function bullBoardRouter(queues: DashboardQueues): express.Express {
   const serverAdapter = new ExpressAdapter().setBasePath(BULL_BOARD_PATH);
-  const list = [queues.tokenRefresh, queues.feedSync, queues.mirrorMedia, queues.publishFeed, queues.maintenance].filter((q): q is Queue => q !== undefined);
+  const list = [queues.tokenRefresh, queues.feedSync, queues.mirrorMedia, queues.publishFeed, queues.maintenance, queues.webhooks].filter((q): q is Queue => q !== undefined);
   createBullBoard({
     queues: list.map((q) => new BullMQAdapter(q)),
     serverAdapter,
@@ -216,6 +224,87 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     await deps.lifecycle.apply(account.id, 'removed');
     logger.info({ accountId: account.id }, 'dashboard: account removed');
     flashTo(res, { kind: 'ok', text: `@${account.username} was removed. Its published feed and copies stay in storage.` });
+  }));
+
+  // ---- webhooks (issue 12) ----
+  const ENDPOINT_ID_RE = /^wh_[a-z0-9]{8,32}$/;
+  const endpointParam = async (req: Request, res: Response) => {
+    const id = String(req.params.id ?? '');
+    const endpoint = deps.webhooks && ENDPOINT_ID_RE.test(id) ? await getEndpoint(db, id) : null;
+    if (!endpoint) {
+      res.status(404).type('text/plain').send('No such webhook endpoint.\n');
+      return null;
+    }
+    return endpoint;
+  };
+  const WEBHOOKS = `${DASHBOARD_PATH}/webhooks`;
+
+  guarded.get('/webhooks', wrap(async (req, res) => {
+    if (!deps.webhooks) {
+      res.status(404).type('text/plain').send('Webhooks need TOKEN_ENCRYPTION_KEY (their secrets are stored encrypted).\n');
+      return;
+    }
+    const endpoints = await listEndpoints(db);
+    const now = clock.now();
+    const withLast = await Promise.all(
+      endpoints.map(async (e) => ({
+        ...e,
+        // Shown only while the previous secret still signs.
+        previousValidUntil: e.previousValidUntil && e.previousValidUntil > now ? e.previousValidUntil : null,
+        last: (await listDeliveries(db, e.id, 1))[0],
+      })),
+    );
+    pageHeaders(res);
+    res.type('html').send(webhooksPage(withLast, { ...layoutOf(req, res), allowPrivate: deps.webhooks.allowPrivate }));
+  }));
+
+  guarded.post('/webhooks', wrap(async (req, res) => {
+    if (!deps.webhooks) {
+      res.status(404).type('text/plain').send('Webhooks are not available.\n');
+      return;
+    }
+    const body = req.body as Record<string, unknown>;
+    const events = ([] as unknown[]).concat(body.events ?? []).map(String).join(',');
+    try {
+      const { endpoint, secret } = await registerEndpoint(
+        { db, cipher: deps.webhooks.cipher, now: clock.now(), allowPrivate: deps.webhooks.allowPrivate },
+        { url: String(body.url ?? ''), events, description: String(body.description ?? '') },
+      );
+      logger.info({ endpointId: endpoint.id }, 'dashboard: webhook endpoint added');
+      pageHeaders(res);
+      res.type('html').send(secretPage(endpoint, secret, `Endpoint ${endpoint.id} added.`, layoutOf(req, res)));
+    } catch (err) {
+      if (!(err instanceof EndpointInputError)) throw err;
+      flashTo(res, { kind: 'error', text: err.message.slice(0, 400) }, WEBHOOKS);
+    }
+  }));
+
+  guarded.get('/webhooks/:id', wrap(async (req, res) => {
+    const endpoint = await endpointParam(req, res);
+    if (!endpoint) return;
+    pageHeaders(res);
+    res.type('html').send(deliveriesPage(endpoint, await listDeliveries(db, endpoint.id, 100), layoutOf(req, res)));
+  }));
+
+  guarded.post('/webhooks/:id/rotate', wrap(async (req, res) => {
+    const endpoint = await endpointParam(req, res);
+    if (!endpoint || !deps.webhooks) return;
+    const r = await rotateSecret({ db, cipher: deps.webhooks.cipher, now: clock.now() }, endpoint.id);
+    if (!r) {
+      flashTo(res, { kind: 'error', text: `${endpoint.id} no longer exists.` }, WEBHOOKS);
+      return;
+    }
+    logger.info({ endpointId: endpoint.id }, 'dashboard: webhook secret rotated');
+    pageHeaders(res);
+    res.type('html').send(secretPage(endpoint, r.secret, `New secret. The previous one also signs until ${r.previousValidUntil.toISOString().slice(0, 16).replace('T', ' ')} UTC, so the receiver can switch meanwhile.`, layoutOf(req, res)));
+  }));
+
+  guarded.post('/webhooks/:id/remove', wrap(async (req, res) => {
+    const endpoint = await endpointParam(req, res);
+    if (!endpoint) return;
+    await removeEndpoint(db, endpoint.id);
+    logger.info({ endpointId: endpoint.id }, 'dashboard: webhook endpoint removed');
+    flashTo(res, { kind: 'ok', text: `${endpoint.id} and its delivery log were removed.` }, WEBHOOKS);
   }));
 
   // Connecting from the dashboard session works without an invitation (the operator is logged in).

@@ -56,7 +56,7 @@ export function layout(title: string, body: string, o: LayoutOptions): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${h(title)} · feedmirror</title><style>${STYLE}</style></head>
-<body><header><a class="brand" href="/dashboard">feedmirror</a><a href="/dashboard">Accounts</a><a href="/dashboard/queues">Queues</a>${o.connectUrl ? `<a href="${h(o.connectUrl)}">Connect an account</a>` : ''}${logout}</header>
+<body><header><a class="brand" href="/dashboard">feedmirror</a><a href="/dashboard">Accounts</a><a href="/dashboard/queues">Queues</a><a href="/dashboard/webhooks">Webhooks</a>${o.connectUrl ? `<a href="${h(o.connectUrl)}">Connect an account</a>` : ''}${logout}</header>
 <main>${flash}${body}</main></body></html>
 `;
 }

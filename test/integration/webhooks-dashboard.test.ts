@@ -1,0 +1,82 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWorkerFromContext, type RunningWorkerProcess } from '../../src/cli/start/worker.ts';
+import { webhookEventSink } from '../../jobs/webhook-events.ts';
+import { verifySignature, SIGNATURE_HEADER } from '../../src/webhooks/signature.ts';
+import { DASHBOARD_USER, nonLoopbackAddress, postLogin, sessionCookie, startServeForTest, type ServeUnderTest } from '../security/support.ts';
+import { until } from '../support/wait.ts';
+
+/**
+ * Issue 12, item 5 from the operator's side: an endpoint added in the dashboard gets its secret
+ * shown once, `feedmirror worker` (the real worker, in process) delivers a signed event to a real
+ * receiver, and the endpoint's delivery log page shows the delivery. Served as in production: 0.0.0.0, reached through the non-loopback address.
+ */
+let serve: ServeUnderTest & { drop: () => Promise<void> };
+let worker: RunningWorkerProcess;
+let receiver: Server;
+let hookUrl = '';
+const bodies: Array<{ body: string; signature: string }> = [];
+// Retries are shown in webhooks.test.ts (with a shortened schedule); the real worker waits 30 s first.
+let failures = 0;
+
+beforeAll(async () => {
+  receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      bodies.push({ body: Buffer.concat(chunks).toString('utf8'), signature: String(req.headers[SIGNATURE_HEADER.toLowerCase()] ?? '') });
+      if (failures-- > 0) res.writeHead(503).end('busy');
+      else res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '0.0.0.0', r));
+  hookUrl = `http://${nonLoopbackAddress()}:${(receiver.address() as AddressInfo).port}/hooks/feedmirror`;
+  serve = await startServeForTest('webhooks-dash', { WEBHOOK_ALLOW_PRIVATE: 'true', TRUST_PROXY: '1' });
+  worker = await startWorkerFromContext(serve.ctx);
+}, 60_000);
+
+afterAll(async () => {
+  await worker?.close();
+  await serve?.close();
+  await serve?.drop();
+  receiver?.closeAllConnections();
+  await new Promise((r) => (receiver ? receiver.close(r) : r(undefined)));
+});
+
+describe('webhooks in the dashboard', () => {
+  it('add an endpoint (secret shown once); the worker delivers a signed event; the delivery log page shows it', async () => {
+    const login = await postLogin(serve.url, '198.51.100.20', DASHBOARD_USER, serve.env.DASHBOARD_PASSWORD!);
+    const cookie = sessionCookie(login);
+    const get = (path: string) => fetch(`${serve.url}${path}`, { headers: { cookie, 'x-forwarded-for': '198.51.100.20' } });
+    const page = await get('/dashboard/webhooks');
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('Add an endpoint');
+    // No inline script or style attribute in the page (the CSP allows neither).
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)|\sstyle="/);
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
+
+    const added = await fetch(`${serve.url}/dashboard/webhooks`, {
+      method: 'POST',
+      headers: { cookie, origin: serve.url, 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': '198.51.100.20' },
+      body: new URLSearchParams([['_csrf', csrf], ['url', hookUrl], ['events', 'feed.updated'], ['events', 'account.removed'], ['description', 'marketing site']]),
+    });
+    expect(added.status).toBe(200);
+    const secret = /id="secret" readonly size="70" value="(whsec_[A-Za-z0-9_-]+)"/.exec(await added.text())?.[1];
+    expect(secret).toBeTruthy();
+    const list = await (await get('/dashboard/webhooks')).text();
+    const id = /data-endpoint-id="(wh_[a-z0-9]+)"/.exec(list)![1]!;
+    expect(list).toContain(hookUrl);
+    expect(list).not.toContain(secret!); // shown once, never again
+
+    await webhookEventSink({ db: serve.ctx.db, queues: serve.ctx.queues, clock: serve.ctx.clock, logger: serve.ctx.logger }).emit({ type: 'account.removed', data: { accountId: '17841400000000042' } });
+    await until(async () => (await (await get(`/dashboard/webhooks/${id}`)).text()).includes('data-status="delivered"'), 'the delivery to show as delivered', 30_000);
+    expect(bodies).toHaveLength(1);
+    for (const b of bodies) expect(verifySignature(secret!, b.signature, b.body, new Date()).ok).toBe(true);
+    const log = await (await get(`/dashboard/webhooks/${id}`)).text();
+    expect(log).toContain('account.removed');
+    expect(log).toMatch(/data-status="delivered"><td>[^<]+<\/td><td>account\.removed/);
+    expect(log).toMatch(/<td>1<\/td>\s*<td>HTTP 204<\/td>/);
+  }, 60_000);
+});
