@@ -6,6 +6,7 @@ import type { Clock } from '../util/clock.ts';
 import type { Logger } from '../util/logger.ts';
 import { redactText } from '../util/redact.ts';
 import type { EventSink } from '../webhooks/events.ts';
+import type { ErrorKind } from '../util/error-kinds.ts';
 
 /**
  * The account lifecycle: the one owner of every account state change and its side effects.
@@ -110,7 +111,7 @@ export class AccountLifecycle {
    * An effect that fails is logged and does not undo the write: the reconciler (schedules) and
    * the daily sweep (alerts) repair what it left undone.
    */
-  async apply(accountId: string, event: LifecycleEvent, reason: string | null = null): Promise<Applied> {
+  async apply(accountId: string, event: LifecycleEvent, reason: string | null = null, reasonKind: ErrorKind | null = null): Promise<Applied> {
     const { db, clock, logger } = this.deps;
     const account = await getAccount(db, accountId);
     const from: AccountState = account ? account.status : 'none';
@@ -139,6 +140,7 @@ export class AccountLifecycle {
         // Guarded: only an account still in the state we read changes (exactly one winner).
         ...(from !== 'none' ? { from } : {}),
         event: t.event as 'reauth_required' | 'expired' | null,
+        reasonKind,
       });
     }
     if (!changed) return { changed: false, from, to: from, effects: [] };

@@ -6,6 +6,7 @@ import { TokenInvalidError, TokenTooYoungError } from '../platform/errors.ts';
 import type { TokenCipher } from '../store/crypto.ts';
 import { getAccount } from '../store/accounts.ts';
 import type { AccountLifecycle } from './lifecycle.ts';
+import { errorKind } from './error-kind.ts';
 import { getTokenInfo, loadToken, recordRefreshFailure, replaceTokenIfCurrent } from '../store/tokens.ts';
 import { withAdvisoryLock } from '../store/locks.ts';
 
@@ -69,7 +70,7 @@ export async function refreshAccountToken(deps: TokenRefreshDeps, payload: Token
     if (token.expiresAt.getTime() <= now.getTime()) {
       // No call revives an expired token: only the owner logging in again does.
       const reason = `the token expired on ${token.expiresAt.toISOString()} before it could be refreshed`;
-      await deps.lifecycle.apply(accountId, 'token_expired', reason);
+      await deps.lifecycle.apply(accountId, 'token_expired', reason, 'token_expired');
       return { outcome: 'reauth-required', reason } as const;
     }
     const dueAt = new Date(token.obtainedAt.getTime() + (payload.force ? MIN_TOKEN_AGE_MS : refreshAfterMs));
@@ -99,15 +100,15 @@ export async function refreshAccountToken(deps: TokenRefreshDeps, payload: Token
     } catch (err) {
       if (err instanceof TokenInvalidError) {
         const reason = `the platform rejected the token: ${err.reason} (code ${err.code}${err.subcode ? `/${err.subcode}` : ''})`;
-        await deps.lifecycle.apply(accountId, 'owner_must_act', reason);
+        await deps.lifecycle.apply(accountId, 'owner_must_act', reason, errorKind(err));
         return { outcome: 'reauth-required', reason } as const;
       }
       if (err instanceof TokenTooYoungError) return { outcome: 'not-due', dueAt } as const;
       // R-TOK-7: a failed refresh leaves the stored token untouched; only the attempt is recorded.
       const reason = (err as Error).message;
-      await recordRefreshFailure(deps.db, accountId, now, reason);
+      await recordRefreshFailure(deps.db, accountId, now, reason, errorKind(err));
       log.warn({ expiresAt: token.expiresAt.toISOString(), err }, 'token refresh failed; the stored token is kept and retried later');
-      await deps.lifecycle.apply(accountId, 'refresh_failed', reason);
+      await deps.lifecycle.apply(accountId, 'refresh_failed', reason, errorKind(err));
       return { outcome: 'failed', reason, expiresAt: token.expiresAt } as const;
     }
   });

@@ -54,7 +54,7 @@ export async function runExpirySweep(deps: SweepDeps): Promise<SweepResult> {
   const result: SweepResult = { checked: 0, sent: [], failed: [] };
   const lifecycle = deps.lifecycle ?? new AccountLifecycle({ ...deps, schedules: NO_SCHEDULES, alertReauth: (id) => alertReauthRequired(deps, id) });
   for (const account of accounts) {
-    if (account.status === 'disabled' || !account.expiresAt) continue;
+    if (!account.expiresAt) continue;
     result.checked++;
     try {
       const sent = await alertAccount(deps, lifecycle, account, now);
@@ -91,7 +91,7 @@ async function alertAccount(deps: SweepDeps, lifecycle: Pick<AccountLifecycle, '
     // An expired token cannot be revived (R-TOK-5): only the owner's login helps. The lifecycle
     // makes the transition (its 'expired' event, unscheduling, the email) once across sweeps.
     reason = `the token expired on ${expiresAt.toISOString().slice(0, 10)}`;
-    const applied = await lifecycle.apply(account.id, 'token_expired', reason);
+    const applied = await lifecycle.apply(account.id, 'token_expired', reason, 'token_expired');
     if (applied.changed && applied.effects.includes('alert_reauth')) return applied.alert ?? null;
     status = 'reauth_required';
   }

@@ -1,4 +1,6 @@
-import { DAY } from '../util/clock.ts';
+import { daysLeft } from '../util/clock.ts';
+
+export { daysLeft };
 
 /**
  * When expiry alerts go out (R-TOK-9: the first when fewer than 14 days of validity remain,
@@ -6,14 +8,6 @@ import { DAY } from '../util/clock.ts';
  */
 export const ALERT_THRESHOLDS_DAYS = [14, 7, 3, 1] as const;
 
-/**
- * Whole days of validity left: floor((expiresAt - now) / 1 day). Floor, so "13 days" is never
- * more than what remains (13.9 days left reads 13), and for any whole threshold T,
- * `daysLeft < T` holds exactly when less than T days remain. Negative once expired.
- */
-export function daysLeft(expiresAt: Date, now: Date): number {
-  return Math.floor((expiresAt.getTime() - now.getTime()) / DAY);
-}
 
 /**
  * The alert due now: the smallest threshold T with daysLeft < T (fewer than 14 days left => 14,

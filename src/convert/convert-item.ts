@@ -3,6 +3,7 @@ import { SOURCE } from '../platform/identifiers.ts';
 import type { Media, Post, Stats } from '../schema/v1.ts';
 import { validatePost } from '../schema/validate.ts';
 import { normalizeTimestamp } from './timestamp.ts';
+import { ID_PATTERN } from '../util/ids.ts';
 
 export interface ConvertOptions {
   /**
@@ -98,6 +99,8 @@ const drop = (item: MediaItem, reason: string): ConvertResult => ({ dropped: { i
 
 /** Convert one platform media item to a schema v1 post, or say why it was left out. Pure. */
 export function convertItem(item: MediaItem, opts: ConvertOptions = {}): ConvertResult {
+  // The id becomes a database key, an object key and a job payload: nothing else may pass.
+  if (!ID_PATTERN.test(item.id)) return drop(item, `malformed id ${JSON.stringify(item.id.slice(0, 40))} (expected letters, digits, _ and -)`);
   const mediaType = item.media_type;
   if (!isKnownType(mediaType)) {
     return drop(item, mediaType === undefined ? 'no media_type returned' : `unknown media_type ${JSON.stringify(mediaType)}`);

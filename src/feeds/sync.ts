@@ -10,9 +10,11 @@ import {
 import type { MediaItem } from '../platform/media-item.ts';
 import { getAccount, markSynced, setRefusedFields } from '../store/accounts.ts';
 import { statusOnlyLifecycle } from '../accounts/lifecycle.ts';
+import { errorKind } from '../accounts/error-kind.ts';
 import { getMediaCopy, getPost, prunePostsNotIn, upsertPosts, type PostInput } from '../store/posts.ts';
 import { loadToken } from '../store/tokens.ts';
 import { redactText } from '../util/redact.ts';
+import { ID_PATTERN } from '../util/ids.ts';
 import { copySlot, renewPostLinks } from './copy-slot.ts';
 import type { FeedDeps } from './deps.ts';
 import { publishAccountFeed, publishDemoFeedIfNone, sweepAccountMedia, type PublishOutcome } from './publish.ts';
@@ -78,11 +80,14 @@ function ownerMustAct(err: unknown): err is Error {
  */
 export async function syncAccount(deps: FeedDeps, accountId: string, opts: SyncOptions = {}): Promise<SyncResult> {
   const metrics = deps.metrics;
-  if (!metrics) return readAndStore(deps, accountId, opts);
   const started = performance.now();
   let outcome: SyncOutcome | undefined = 'failed';
   try {
-    const result = await readAndStore(deps, accountId, opts);
+    const result = await readAndStore(deps, accountId, opts).catch(async (err: unknown) => {
+      // A sync that failed says so, with its kind: the account never shows "ok" after it.
+      await markSynced(deps.db, accountId, deps.clock.now(), { error: (err as Error).message ?? String(err), errorKind: errorKind(err) }).catch(() => undefined);
+      throw err;
+    });
     // A skipped account did no work: it would only drag the histogram towards zero.
     if (result.outcome === 'synced') outcome = result.complete ? 'ok' : 'incomplete';
     else outcome = result.outcome === 'reauth-required' ? 'reauth_required' : undefined;
@@ -91,7 +96,7 @@ export async function syncAccount(deps: FeedDeps, accountId: string, opts: SyncO
     if (err instanceof RateLimitedError) outcome = 'rate_limited';
     throw err;
   } finally {
-    if (outcome) metrics.syncDuration.observe({ outcome }, secondsSince(started));
+    if (outcome) metrics?.syncDuration.observe({ outcome }, secondsSince(started));
   }
 }
 
@@ -123,8 +128,9 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
     if (ownerMustAct(err)) {
       const reason = redactText(err.message);
       // Stop hammering the API (R-TOK-10): the lifecycle unschedules and alerts, exactly once.
-      await markSynced(deps.db, accountId, deps.clock.now(), reason);
-      await (deps.lifecycle ?? statusOnlyLifecycle(deps)).apply(accountId, 'owner_must_act', reason);
+      const kind = errorKind(err);
+      await markSynced(deps.db, accountId, deps.clock.now(), { error: reason, errorKind: kind });
+      await (deps.lifecycle ?? statusOnlyLifecycle(deps)).apply(accountId, 'owner_must_act', reason, kind);
       log.warn({ reason }, 'account needs its owner to log in again; sync stopped');
       return { outcome: 'reauth-required', accountId, reason };
     }
@@ -136,12 +142,16 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
     await setRefusedFields(deps.db, accountId, [...account.refusedFields, ...listing.refusedFields], now);
   }
   if (listing.error instanceof RateLimitedError) {
-    await markSynced(deps.db, accountId, now, listing.error.message);
-    throw listing.error; // R-OWN-1: the job layer backs off; nothing is pruned
+    throw listing.error; // R-OWN-1: the job layer backs off (syncAccount records it); nothing is pruned
   }
 
   const byId = new Map<string, MediaItem>(listing.items.map((i) => [i.id, i]));
-  const { posts, dropped } = convertItems(listing.items, { copyrightItems: deps.copyrightItems ?? 'drop' });
+  const converted = convertItems(listing.items, { copyrightItems: deps.copyrightItems ?? 'drop' });
+  const posts = converted.posts;
+  // Every item left out, with its reason: malformed in the listing, or not convertible (a
+  // malformed id, no timestamp, an unknown media type, no cover). The rest is published.
+  const dropped = [...listing.skipped, ...converted.dropped];
+  if (dropped.length > 0) log.warn({ skipped: dropped.length, reasons: dropped.slice(0, 5) }, 'items skipped; the rest of the listing is used');
   const inputs: PostInput[] = posts.map((post) => ({
     mediaId: post.id,
     post,
@@ -150,7 +160,10 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   }));
   const changes = await upsertPosts(deps.db, accountId, inputs, now);
   // R-LNK-6: only a listing that reached its end may say a post is gone.
-  const pruned = listing.complete ? await prunePostsNotIn(deps.db, accountId, posts.map((p) => p.id)) : [];
+  // An item skipped as malformed is not "gone": its post (if it had one) stays until it reads well
+  // again or really disappears.
+  const keep = [...posts.map((p) => p.id), ...listing.skipped.map((s) => s.id).filter((id) => ID_PATTERN.test(id))];
+  const pruned = listing.complete ? await prunePostsNotIn(deps.db, accountId, keep) : [];
 
   // Video files stay platform links in the feed (R-LNK-5): when theirs are dead or about to die
   // (the listing may hand out old signatures), renew them through the single-media read (R-MED-8)
@@ -186,7 +199,7 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   report();
 
   const error = listing.complete ? undefined : redactText(listing.error?.message ?? 'the listing did not finish');
-  await markSynced(deps.db, accountId, now, error ?? null);
+  await markSynced(deps.db, accountId, now, { error: error ?? null, errorKind: listing.error ? errorKind(listing.error) : null, skipped: dropped });
   if (error) log.warn({ pages: listing.pages, error }, 'listing incomplete: nothing pruned');
   let newPosts = 0;
   let changedPosts = 0;

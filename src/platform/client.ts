@@ -114,6 +114,14 @@ const pagingSchema = z.looseObject({
   cursors: z.looseObject({ before: z.string().optional(), after: z.string().optional() }).optional(),
 });
 const mediaPageSchema = z.looseObject({ data: z.array(mediaItemSchema), paging: pagingSchema.optional() });
+/** A listing page: items are checked one by one (listMedia), so one bad item never fails the page. */
+const mediaListPageSchema = z.looseObject({ data: z.array(z.unknown()), paging: pagingSchema.optional() });
+
+/** What a malformed item calls its id, for the skip record; never more than an id's length. */
+function claimedId(raw: unknown): string {
+  const id = (raw as { id?: unknown } | null)?.id;
+  return (typeof id === 'string' || typeof id === 'number') && String(id).length > 0 ? String(id).slice(0, 128) : '(no id)';
+}
 
 const MEDIA_ID_RE = /^[A-Za-z0-9_-]+$/;
 const FIELD_NAME_RE: Record<DroppableField, RegExp> = {
@@ -316,14 +324,15 @@ export class PlatformClient {
     const fieldsFor = () => FULL_FEED_FIELDS.filter((f) => !known.has(f as DroppableField) && !refused.includes(f as DroppableField)).join(',');
 
     const items: MediaItem[] = [];
+    const skipped: MediaListing['skipped'] = [];
     const seen = new Set<string>();
     let pages = 0;
-    const result = (complete: boolean, error?: PlatformError): MediaListing => ({ items, complete, pages, refusedFields: refused, error, calls: counter.calls });
+    const result = (complete: boolean, error?: PlatformError): MediaListing => ({ items, complete, pages, refusedFields: refused, error, calls: counter.calls, skipped });
     const fetchPage = (url: URL) =>
-      this.http.call({ operation, url, schema: mediaPageSchema, secrets: [token], idempotent: true, readsUsage: true, counter, ...(opts.accountId ? { accountId: opts.accountId } : {}) });
+      this.http.call({ operation, url, schema: mediaListPageSchema, secrets: [token], idempotent: true, readsUsage: true, counter, ...(opts.accountId ? { accountId: opts.accountId } : {}) });
 
     // First page, with the field fallback (R-MED-4).
-    let page: z.output<typeof mediaPageSchema>;
+    let page: z.output<typeof mediaListPageSchema>;
     for (;;) {
       try {
         page = await fetchPage(this.dataUrl('/me/media', token, { fields: fieldsFor(), limit }));
@@ -345,7 +354,15 @@ export class PlatformClient {
     const visitedNext = new Set<string>();
     for (;;) {
       pages++;
-      for (const item of page.data) {
+      for (const raw of page.data) {
+        const parsed = mediaItemSchema.safeParse(raw);
+        if (!parsed.success) {
+          // One malformed item is left out with its reason; the rest of the page is used.
+          const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'item'}: ${i.message}`).join('; ');
+          skipped.push({ id: claimedId(raw), reason: `malformed item: ${problems}`.slice(0, 300) });
+          continue;
+        }
+        const item = parsed.data;
         if (seen.has(item.id)) continue; // R-MED-7: first occurrence wins
         seen.add(item.id);
         items.push(item);

@@ -39,6 +39,12 @@ export interface MediaListing {
   error?: PlatformError;
   /** Platform calls made, retries included. */
   calls: number;
+  /**
+   * Items that do not have the shape of a media item (a missing id, a field of the wrong type, a
+   * broken child): left out with the reason, so one bad item never fails a page. `id` is what
+   * the item called its id, or "(no id)".
+   */
+  skipped: Array<{ id: string; reason: string }>;
 }
 
 export interface ListMediaOptions {

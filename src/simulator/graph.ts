@@ -167,7 +167,8 @@ function listMedia(ctx: SimContext, accountId: string, version: string, segment:
   let size = limit;
   if (ctx.shortPages && page % 2 === 1 && remaining > limit) size = Math.max(1, Math.ceil(limit / 2));
   const items = all.slice(start, start + size);
-  const data = items.map((p) => ctx.renderer.render(p, fields, p.signedAt.getTime() + ctx.linkLifetimeMs));
+  const data: unknown[] = items.map((p) => ctx.renderer.render(p, fields, p.signedAt.getTime() + ctx.linkLifetimeMs));
+  if (page === 0 && !cursor) data.splice(Math.min(1, data.length), 0, ...ctx.state.listRawItems(accountId)); // a platform glitch, as given
   if (items.length === 0) return json(200, { data }, accountId);
   const first = items[0] as PostRecord;
   const last = items[items.length - 1] as PostRecord;

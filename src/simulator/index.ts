@@ -253,6 +253,8 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     addPost: (accountId, spec) => state.addPost(accountId, spec),
     updatePost: (accountId, mediaId, patch) => state.updatePost(accountId, mediaId, patch),
     deletePost: (accountId, mediaId) => state.deletePost(accountId, mediaId),
+    addRawItem: (accountId, item) => state.addRawItem(accountId, item),
+    clearRawItems: (accountId) => state.clearRawItems(accountId),
     posts: (accountId) => {
       state.account(accountId);
       return state.listPosts(accountId).map((p) => state.publicPost(p));

@@ -253,6 +253,22 @@ export class SimState {
     }
   }
 
+  private readonly rawItems = new Map<string, Array<Record<string, unknown>>>();
+
+  addRawItem(accountId: string, item: Record<string, unknown>): void {
+    this.account(accountId);
+    this.rawItems.set(accountId, [...(this.rawItems.get(accountId) ?? []), structuredClone(item)]);
+  }
+
+  clearRawItems(accountId: string): void {
+    this.rawItems.delete(accountId);
+  }
+
+  /** The raw items of an account (simulator.addRawItem), served on the first listing page. */
+  listRawItems(accountId: string): Array<Record<string, unknown>> {
+    return this.rawItems.get(accountId) ?? [];
+  }
+
   deletePost(accountId: string, mediaId: string): void {
     this.post(accountId, mediaId).deleted = true;
   }

@@ -139,6 +139,13 @@ export interface Simulator {
   addPost(accountId: string, spec: PostSpec): string;
   updatePost(accountId: string, mediaId: string, patch: Partial<PostSpec>): void;
   deletePost(accountId: string, mediaId: string): void;
+  /**
+   * Put an item exactly as given (a malformed id, a missing timestamp, a field of the wrong type)
+   * on the first page of the account's media listing, next to its real posts: what a platform
+   * glitch looks like. clearRawItems takes them away again.
+   */
+  addRawItem(accountId: string, item: Record<string, unknown>): void;
+  clearRawItems(accountId: string): void;
   posts(accountId: string): SimPost[];
   issueShortLivedToken(accountId: string, opts?: { scopes?: string[] }): string;
   issueLongLivedToken(accountId: string, opts?: { issuedAt?: Date; scopes?: string[] }): string;

@@ -1,9 +1,10 @@
-import { daysLeft } from '../alerts/thresholds.ts';
+import { daysLeft } from '../util/clock.ts';
+import type { ErrorKind } from '../util/error-kinds.ts';
 import { redactText } from '../util/redact.ts';
 import { withTransaction, type Db } from './db.ts';
 import { recordEvent } from './events.ts';
 
-export const ACCOUNT_STATUSES = ['active', 'reauth_required', 'disabled'] as const;
+export const ACCOUNT_STATUSES = ['active', 'reauth_required'] as const;
 export type AccountStatus = (typeof ACCOUNT_STATUSES)[number];
 
 export interface Account {
@@ -15,13 +16,27 @@ export interface Account {
   accountType: string | null;
   status: AccountStatus;
   statusReason: string | null;
+  statusReasonKind: ErrorKind | null;
   /** Optional media fields this account refuses (R-MED-4). */
   refusedFields: string[];
   createdAt: Date;
   updatedAt: Date;
   lastSyncAt: Date | null;
+  /** Why the last sync failed or stopped early (redacted); null when it succeeded. */
   lastSyncError: string | null;
+  lastSyncErrorKind: ErrorKind | null;
+  /** Items the last sync could not use and left out (the rest was published). */
+  skippedItems: number;
+  /** The last reasons, at most SKIPPED_REASONS_KEPT. */
+  skippedReasons: SkippedItem[];
 }
+
+/** An item a sync left out, and why (a malformed id, no timestamp, an unknown type...). */
+export interface SkippedItem {
+  id: string;
+  reason: string;
+}
+export const SKIPPED_REASONS_KEPT = 20;
 
 /** An account with its token's expiry (never the token). */
 export interface AccountWithExpiry extends Account {
@@ -32,6 +47,7 @@ export interface AccountWithExpiry extends Account {
   daysLeft: number | null;
   refreshFailures: number;
   lastRefreshError: string | null;
+  lastRefreshErrorKind: ErrorKind | null;
   lastRefreshAttemptAt: Date | null;
 }
 
@@ -51,11 +67,15 @@ interface AccountRow {
   account_type: string | null;
   status: AccountStatus;
   status_reason: string | null;
+  status_reason_kind: ErrorKind | null;
   refused_fields: string[];
   created_at: Date;
   updated_at: Date;
   last_sync_at: Date | null;
   last_sync_error: string | null;
+  last_sync_error_kind: ErrorKind | null;
+  skipped_items: number;
+  skipped_reasons: SkippedItem[];
 }
 
 function toAccount(r: AccountRow): Account {
@@ -67,11 +87,15 @@ function toAccount(r: AccountRow): Account {
     accountType: r.account_type,
     status: r.status,
     statusReason: r.status_reason,
+    statusReasonKind: r.status_reason_kind,
     refusedFields: r.refused_fields,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     lastSyncAt: r.last_sync_at,
     lastSyncError: r.last_sync_error,
+    lastSyncErrorKind: r.last_sync_error_kind,
+    skippedItems: r.skipped_items,
+    skippedReasons: r.skipped_reasons,
   };
 }
 
@@ -105,9 +129,9 @@ export async function getAccount(db: Db, id: string): Promise<Account | null> {
 export async function listAccounts(db: Db, now: Date, opts: { status?: AccountStatus; withTokenOnly?: boolean } = {}): Promise<AccountWithExpiry[]> {
   const { rows } = await db.query<AccountRow & {
     expires_at: Date | null; obtained_at: Date | null; refresh_failures: number | null;
-    last_refresh_error: string | null; last_refresh_attempt_at: Date | null; has_token: boolean;
+    last_refresh_error: string | null; last_refresh_error_kind: ErrorKind | null; last_refresh_attempt_at: Date | null; has_token: boolean;
   }>(
-    `SELECT a.*, t.expires_at, t.obtained_at, t.refresh_failures, t.last_refresh_error,
+    `SELECT a.*, t.expires_at, t.obtained_at, t.refresh_failures, t.last_refresh_error, t.last_refresh_error_kind,
             t.last_refresh_attempt_at, (t.account_id IS NOT NULL) AS has_token
        FROM accounts a ${opts.withTokenOnly ? 'JOIN' : 'LEFT JOIN'} tokens t ON t.account_id = a.id
       WHERE ($1::text IS NULL OR a.status = $1)
@@ -122,6 +146,7 @@ export async function listAccounts(db: Db, now: Date, opts: { status?: AccountSt
     daysLeft: r.expires_at ? daysLeft(r.expires_at, now) : null,
     refreshFailures: r.refresh_failures ?? 0,
     lastRefreshError: r.last_refresh_error,
+    lastRefreshErrorKind: r.last_refresh_error_kind,
     lastRefreshAttemptAt: r.last_refresh_attempt_at,
   }));
 }
@@ -136,18 +161,19 @@ export async function setAccountStatus(
   id: string,
   status: AccountStatus,
   reason: string | null,
-  opts: { at: Date; from?: AccountStatus; event?: 'reauth_required' | 'expired' | null } ,
+  opts: { at: Date; from?: AccountStatus; event?: 'reauth_required' | 'expired' | null; reasonKind?: ErrorKind | null },
 ): Promise<boolean> {
   return withTransaction(db, async (c) => {
+    const kind = reason == null ? null : (opts.reasonKind ?? null);
     const { rows } = await c.query<{ expires_at: Date | null }>(
-      `UPDATE accounts a SET status = $2, status_reason = $3, updated_at = $4
+      `UPDATE accounts a SET status = $2, status_reason = $3, status_reason_kind = $6, updated_at = $4
         WHERE a.id = $1 AND ($5::text IS NULL OR a.status = $5)
         RETURNING (SELECT expires_at FROM tokens WHERE account_id = a.id)`,
-      [id, status, reason == null ? null : redactText(reason), opts.at, opts.from ?? null],
+      [id, status, reason == null ? null : redactText(reason), opts.at, opts.from ?? null, kind],
     );
     if (rows.length === 0) return false;
     const event = opts.event === undefined ? (status === 'reauth_required' ? 'reauth_required' : null) : opts.event;
-    if (event) await recordEvent(c, { accountId: id, kind: event, at: opts.at, expiresAt: rows[0]!.expires_at, detail: reason });
+    if (event) await recordEvent(c, { accountId: id, kind: event, at: opts.at, expiresAt: rows[0]!.expires_at, detail: reason, errorKind: kind });
     return true;
   });
 }
@@ -156,9 +182,25 @@ export async function setRefusedFields(db: Db, id: string, fields: readonly stri
   await db.query('UPDATE accounts SET refused_fields = $2, updated_at = $3 WHERE id = $1', [id, [...new Set(fields)].sort(), at]);
 }
 
-/** Record a sync run: its time, and its error (redacted) or null on success. */
-export async function markSynced(db: Db, id: string, at: Date, error?: string | null): Promise<void> {
-  await db.query('UPDATE accounts SET last_sync_at = $2, last_sync_error = $3 WHERE id = $1', [id, at, error ? redactText(error).slice(0, 2000) : null]);
+/** How a sync run ended, as the account shows it. */
+export interface SyncRecord {
+  /** Why it failed or stopped early (redacted here); absent or null on success. */
+  error?: string | null;
+  errorKind?: ErrorKind | null;
+  /** Items it left out; undefined keeps what the last run recorded (a run that read nothing). */
+  skipped?: readonly SkippedItem[];
+}
+
+/** Record a sync run: its time, its error and kind (or null on success), the items it skipped. */
+export async function markSynced(db: Db, id: string, at: Date, record: SyncRecord = {}): Promise<void> {
+  const error = record.error ? redactText(record.error).slice(0, 2000) : null;
+  const skipped = record.skipped?.slice(-SKIPPED_REASONS_KEPT).map((s) => ({ id: s.id.slice(0, 128), reason: redactText(s.reason).slice(0, 300) }));
+  await db.query(
+    `UPDATE accounts SET last_sync_at = $2, last_sync_error = $3, last_sync_error_kind = $4,
+            skipped_items = COALESCE($5, skipped_items), skipped_reasons = COALESCE($6::jsonb, skipped_reasons)
+      WHERE id = $1`,
+    [id, at, error, error ? (record.errorKind ?? 'internal') : null, record.skipped ? record.skipped.length : null, skipped ? JSON.stringify(skipped) : null],
+  );
 }
 
 /** Delete the account; its token and alert records go with it (cascade), its history stays. */

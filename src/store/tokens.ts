@@ -2,6 +2,7 @@ import { redactText } from '../util/redact.ts';
 import type { TokenCipher } from './crypto.ts';
 import { withTransaction, type Db } from './db.ts';
 import { recordEvent } from './events.ts';
+import type { ErrorKind } from '../util/error-kinds.ts';
 
 /**
  * The tokens table. A token is encrypted before it reaches SQL and decrypted only by loadToken,
@@ -54,7 +55,7 @@ export async function saveToken(
          key_id = EXCLUDED.key_id, ciphertext = EXCLUDED.ciphertext,
          obtained_at = EXCLUDED.obtained_at, expires_at = EXCLUDED.expires_at,
          generation = tokens.generation + 1,
-         last_refresh_error = NULL, refresh_failures = 0, updated_at = EXCLUDED.updated_at
+         last_refresh_error = NULL, last_refresh_error_kind = NULL, refresh_failures = 0, updated_at = EXCLUDED.updated_at
        RETURNING generation`,
       [t.accountId, sealed.keyId, sealed.ciphertext, t.obtainedAt, t.expiresAt],
     );
@@ -121,7 +122,7 @@ export async function replaceTokenIfCurrent(
     const { rowCount } = await c.query(
       `UPDATE tokens SET key_id = $3, ciphertext = $4, obtained_at = $5, expires_at = $6,
               generation = generation + 1, last_refresh_attempt_at = $5,
-              last_refresh_error = NULL, refresh_failures = 0, updated_at = $5
+              last_refresh_error = NULL, last_refresh_error_kind = NULL, refresh_failures = 0, updated_at = $5
         WHERE account_id = $1 AND generation = $2`,
       [accountId, expectedGeneration, sealed.keyId, sealed.ciphertext, grant.obtainedAt, grant.expiresAt],
     );
@@ -141,18 +142,19 @@ export async function recordRefreshFailure(
   accountId: string,
   at: Date,
   message: string,
+  kind: ErrorKind = 'internal',
 ): Promise<{ refreshFailures: number; expiresAt: Date } | null> {
   const detail = redactText(message).slice(0, 2000);
   return withTransaction(db, async (c) => {
     const { rows } = await c.query<{ refresh_failures: number; expires_at: Date }>(
-      `UPDATE tokens SET last_refresh_attempt_at = $2, last_refresh_error = $3, refresh_failures = refresh_failures + 1
+      `UPDATE tokens SET last_refresh_attempt_at = $2, last_refresh_error = $3, last_refresh_error_kind = $4, refresh_failures = refresh_failures + 1
         WHERE account_id = $1
         RETURNING refresh_failures, expires_at`,
-      [accountId, at, detail],
+      [accountId, at, detail, kind],
     );
     const r = rows[0];
     if (!r) return null;
-    await recordEvent(c, { accountId, kind: 'refresh_failed', at, expiresAt: r.expires_at, detail });
+    await recordEvent(c, { accountId, kind: 'refresh_failed', at, expiresAt: r.expires_at, detail, errorKind: kind });
     return { refreshFailures: r.refresh_failures, expiresAt: r.expires_at };
   });
 }

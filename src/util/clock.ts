@@ -33,6 +33,15 @@ export const HOUR = 60 * MINUTE;
 export const DAY = 24 * HOUR;
 
 /**
+ * Whole days of validity left: floor((expiresAt - now) / 1 day). Floor, so "13 days" is never
+ * more than what remains (13.9 days left reads 13), and for any whole threshold T,
+ * `daysLeft < T` holds exactly when less than T days remain. Negative once expired.
+ */
+export function daysLeft(expiresAt: Date, now: Date): number {
+  return Math.floor((expiresAt.getTime() - now.getTime()) / DAY);
+}
+
+/**
  * A clock read from a file that a controller moves (tests with several worker processes, the demo):
  * the file holds epoch milliseconds. Selected with FEEDMIRROR_CLOCK_FILE; never used by default.
  */

@@ -65,7 +65,7 @@ describe('accounts', () => {
   it('refused fields, sync marks (redacted), and removal that cascades but keeps history', async () => {
     const id = await newAccount();
     await setRefusedFields(pool, id, ['media_product_type', 'caption', 'caption'], t0);
-    await markSynced(pool, id, t0, 'GET https://graph.example.com/me/media?access_token=SECRET123 failed');
+    await markSynced(pool, id, t0, { error: 'GET https://graph.example.com/me/media?access_token=SECRET123 failed', errorKind: 'network' });
     const a = (await getAccount(pool, id))!;
     expect(a.refusedFields).toEqual(['caption', 'media_product_type']);
     expect(a.lastSyncError).not.toContain('SECRET123');

@@ -5,6 +5,10 @@ import { MemorySessionStore } from '../../src/http/sessions.ts';
 import { LoginThrottle } from '../../src/http/throttle.ts';
 import { csrfMatches, csrfTokenFor, hasSameOrigin } from '../../src/http/csrf.ts';
 import { explainError, lastProblem } from '../../src/http/dashboard/explain.ts';
+import { syncSummary } from '../../src/accounts/sync-summary.ts';
+import { errorKind } from '../../src/accounts/error-kind.ts';
+import { InsufficientDeveloperRoleError, PersonalAccountError, RateLimitedError, TokenExpiredError, TokenInvalidError, TransientError } from '../../src/platform/errors.ts';
+import { StorageError } from '../../src/storage/errors.ts';
 import { formatBytes } from '../../src/http/dashboard/data.ts';
 import { ManualClock, MINUTE } from '../../src/util/clock.ts';
 
@@ -148,29 +152,43 @@ describe('CSRF', () => {
 });
 
 describe('errors in operator words (R-TOK-10, R-TOK-13, R-TOK-14, R-OWN-1, R-OWN-4)', () => {
-  it('maps platform codes and messages to what to do', () => {
-    expect(explainError('the platform rejected the token: x (code 190/460)')?.summary).toMatch(/changed their password/);
-    expect(explainError('the token expired on 2026-01-01T00:00:00.000Z before it could be refreshed')?.summary).toMatch(/expired/);
-    expect(explainError('Invalid OAuth access token (code 190/467)')?.summary).toMatch(/no longer accepts/);
-    expect(explainError('Insufficient developer role')?.summary).toMatch(/tester role/);
-    expect(explainError('rate limited (code 4)')?.summary).toMatch(/rate limit/);
-    expect(explainError('connect ECONNREFUSED 1.2.3.4:443')?.summary).toMatch(/could not be reached/);
-    expect(explainError('something odd')).toEqual({ summary: 'something odd', detail: 'something odd' });
-    expect(explainError(null)).toBeNull();
+  it('explains an error by the kind its class carries, never by its message', () => {
+    const explain = (err: Error) => explainError(errorKind(err), err.message)?.summary;
+    expect(explain(new TokenInvalidError('rejected', { code: 190, subcode: 460 }))).toMatch(/changed their password/);
+    expect(explain(new TokenExpiredError('whatever the text', { code: 190, subcode: 463 }))).toMatch(/expired/);
+    expect(explain(new TokenInvalidError('Invalid OAuth access token', { code: 190, subcode: 467 }))).toMatch(/no longer accepts/);
+    expect(explain(new TokenInvalidError('no subcode', { code: 190 }))).toMatch(/no longer accepts/); // R-OWN-4
+    expect(explain(new InsufficientDeveloperRoleError('x'))).toMatch(/tester role/);
+    expect(explain(new PersonalAccountError('x'))).toMatch(/personal account/);
+    expect(explain(new RateLimitedError('x', { code: 4 }))).toMatch(/rate limit/);
+    expect(explain(new TransientError('socket hang up'))).toMatch(/could not be reached/);
+    expect(explain(new StorageError('put failed', { retryable: true }))).toMatch(/storage/);
+    // A message that merely mentions a password is not mistaken for one (the old regexes did).
+    expect(explain(new Error('password column missing'))).toMatch(/inside feedmirror/);
+    expect(explainError(null, null)).toBeNull();
   });
 
   it('never shows a token held in a stored error text', () => {
-    const e = explainError('GET https://graph.example/me?access_token=IGQVJabcdefghijklmnop failed');
+    const e = explainError('network', 'GET https://graph.example/me?access_token=IGQVJabcdefghijklmnop failed');
     expect(e?.detail).not.toContain('IGQVJabcdefghijklmnop');
   });
 
   it('the most pressing problem comes first', () => {
-    const base = { status: 'active' as const, statusReason: null, lastSyncError: null, lastRefreshError: null, hasToken: true, daysLeft: 20 };
+    const base = { status: 'active' as const, statusReason: null, statusReasonKind: null, lastSyncError: null, lastSyncErrorKind: null, lastRefreshError: null, lastRefreshErrorKind: null, hasToken: true, daysLeft: 20 };
     expect(lastProblem(base)).toBeNull();
     expect(lastProblem({ ...base, daysLeft: -1 })?.summary).toMatch(/expired/);
     expect(lastProblem({ ...base, hasToken: false })?.summary).toMatch(/No access/);
-    expect(lastProblem({ ...base, lastSyncError: 'rate limited (code 17)' })?.summary).toMatch(/rate limit/);
-    expect(lastProblem({ ...base, status: 'reauth_required', statusReason: 'code 190/460', lastSyncError: 'rate limited' })?.summary).toMatch(/password/);
+    expect(lastProblem({ ...base, lastSyncError: 'user request limit reached', lastSyncErrorKind: 'rate_limit' as const })?.summary).toMatch(/rate limit/);
+    expect(lastProblem({ ...base, status: 'reauth_required', statusReason: 'rejected', statusReasonKind: 'password_changed' as const, lastSyncError: 'rate limited', lastSyncErrorKind: 'rate_limit' as const })?.summary).toMatch(/password/);
+  });
+
+  it('never says ok about a sync that failed or skipped items', () => {
+    const at = new Date('2026-05-01T00:00:00Z');
+    const base = { lastSyncAt: at, lastSyncError: null, lastSyncErrorKind: null, skippedItems: 0, skippedReasons: [] };
+    expect(syncSummary({ ...base, lastSyncAt: null })).toEqual({ state: 'never', text: 'not synced yet' });
+    expect(syncSummary(base)).toEqual({ state: 'ok', text: 'ok' });
+    expect(syncSummary({ ...base, lastSyncError: 'media list: HTTP 500', lastSyncErrorKind: 'platform' as const })).toEqual({ state: 'failed', text: 'sync failed: platform: media list: HTTP 500' });
+    expect(syncSummary({ ...base, skippedItems: 1, skippedReasons: [{ id: '1799.1', reason: 'malformed id' }] })).toEqual({ state: 'skipped', text: '1 item skipped: 1799.1: malformed id' });
   });
 
   it('formats bytes', () => {

@@ -341,14 +341,18 @@ describe('media list', () => {
     expect(listing.calls).toBe(3);
   });
 
-  it('wrong types name the field path and the operation', async () => {
-    handle = (_r, res) => json(res, 200, { data: [item('1'), item('2'), item('3'), item('4', { like_count: 'many' })] });
+  it('an item of the wrong shape is skipped with the field named; the rest of the page is used', async () => {
+    handle = (_r, res) => json(res, 200, { data: [item('1'), item('2'), item('3'), item('4', { like_count: 'many' }), { caption: 'no id at all' }] });
     const listing = await client({ maxRetries: 1 }).listMedia(TOKEN);
-    expect(listing.complete).toBe(false);
-    expect(listing.error).toBeInstanceOf(MalformedResponseError);
-    expect(listing.error!.message).toMatch(/^media list: .*data\[3\]\.like_count: expected number/);
-    expect(listing.error!.message).not.toContain('many');
-    expect(listing.calls).toBe(2); // a malformed GET is retried
+    expect(listing.complete).toBe(true);
+    expect(listing.error).toBeUndefined();
+    expect(listing.items.map((i) => i.id)).toEqual(['1', '2', '3']);
+    expect(listing.skipped).toEqual([
+      { id: '4', reason: expect.stringMatching(/^malformed item: like_count: .*expected number/) },
+      { id: '(no id)', reason: expect.stringMatching(/^malformed item: id: /) },
+    ]);
+    expect(JSON.stringify(listing.skipped)).not.toContain('many'); // the value itself is never echoed
+    expect(listing.calls).toBe(1); // nothing to retry: one bad item is not a bad answer
   });
 
   it('malformed JSON => MalformedResponseError after retries', async () => {

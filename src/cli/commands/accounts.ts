@@ -134,18 +134,34 @@ class AccountNotAddedError extends Error {
 async function listAccountsCommand(opts: { json?: boolean }, io: CliIO): Promise<number> {
   return withContext(io, async (ctx) => {
     const { listAccounts } = await import('../../store/accounts.ts');
+    const { syncSummary } = await import('../../accounts/sync-summary.ts');
     const rows = await listAccounts(await ctx.migratedDb(), ctx.clock.now());
     if (opts.json) {
       printJson(
         io,
-        rows.map((a) => ({ id: a.id, username: a.username, status: a.status, expiresAt: a.expiresAt?.toISOString() ?? null, daysLeft: a.daysLeft, lastSyncAt: a.lastSyncAt?.toISOString() ?? null, statusReason: a.statusReason })),
+        rows.map((a) => ({
+          id: a.id,
+          username: a.username,
+          status: a.status,
+          expiresAt: a.expiresAt?.toISOString() ?? null,
+          daysLeft: a.daysLeft,
+          lastSyncAt: a.lastSyncAt?.toISOString() ?? null,
+          // "ok", "sync failed: …" or "N items skipped: …": never "ok" after a failed sync.
+          lastSync: syncSummary(a).text,
+          lastSyncError: a.lastSyncError,
+          lastSyncErrorKind: a.lastSyncErrorKind,
+          skippedItems: a.skippedItems,
+          skippedReasons: a.skippedReasons,
+          statusReason: a.statusReason,
+          statusReasonKind: a.statusReasonKind,
+        })),
       );
     } else if (rows.length === 0) {
       io.stdout.write('no accounts connected yet: invite an owner (`feedmirror accounts invite`), connect from the dashboard, or use `feedmirror accounts add`\n');
     } else {
       for (const a of rows) {
         const expiry = a.expiresAt ? `expires ${a.expiresAt.toISOString().slice(0, 10)} (${a.daysLeft} days left)` : 'no token';
-        io.stdout.write(`${a.id}\t@${a.username}\t${a.status}\t${expiry}${a.statusReason ? `\t${a.statusReason}` : ''}\n`);
+        io.stdout.write(`${a.id}\t@${a.username}\t${a.status}\t${expiry}\t${syncSummary(a).text}${a.statusReason ? `\t${a.statusReason}` : ''}\n`);
       }
     }
     return EXIT.ok;

@@ -3,6 +3,7 @@ import { CSRF_FIELD } from '../csrf.ts';
 import type { AccountOverview } from './data.ts';
 import { formatBytes } from './data.ts';
 import { lastProblem } from './explain.ts';
+import { syncSummary } from '../../accounts/sync-summary.ts';
 
 /**
  * The dashboard's HTML. Server-rendered, no script of our own (the preview loads the published
@@ -87,7 +88,10 @@ function refreshCell(a: AccountOverview): string {
 
 function syncCell(a: AccountOverview): string {
   if (!a.lastSyncAt) return '<span class="muted">not yet</span>';
-  return `${when(a.lastSyncAt)}<br>${a.lastSyncError ? '<span class="bad">failed</span>' : '<span class="ok">ok</span>'}`;
+  // Never "ok" after a sync that failed or left items out (syncSummary).
+  const s = syncSummary(a);
+  const cls = s.state === 'ok' ? 'ok' : 'bad';
+  return `${when(a.lastSyncAt)}<br><span class="${cls}" data-sync-state="${s.state}">${h(s.text)}</span>`;
 }
 
 function feedCell(a: AccountOverview): string {

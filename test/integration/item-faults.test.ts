@@ -1,0 +1,161 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type pg from 'pg';
+import { Job, QueueEvents } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import type { FeedDeps } from '../../src/feeds/deps.ts';
+import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
+import { PlatformClient } from '../../src/platform/client.ts';
+import { validateFeed } from '../../src/schema/validate.ts';
+import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { createStorage } from '../../src/storage/index.ts';
+import { getAccount, listAccounts, upsertAccount } from '../../src/store/accounts.ts';
+import { TokenCipher } from '../../src/store/crypto.ts';
+import { createPool } from '../../src/store/db.ts';
+import { migrate } from '../../src/store/migrate.ts';
+import { listPosts } from '../../src/store/posts.ts';
+import { saveToken } from '../../src/store/tokens.ts';
+import { syncSummary } from '../../src/accounts/sync-summary.ts';
+import { DAY } from '../../src/util/clock.ts';
+import { createLogger } from '../../src/util/logger.ts';
+import { startFeedWorkers } from '../../jobs/feed-workers.ts';
+import type { FeedSyncReturn } from '../../jobs/feed-sync.ts';
+import { JOBS, enqueue } from '../../jobs/catalogue.ts';
+import { createQueues, QUEUE, type Queues } from '../../jobs/queues.ts';
+import { main } from '../../src/cli/main.ts';
+import { memoryIO } from '../support/memory-io.ts';
+import { freshDatabase, redisForTest } from '../support/services.ts';
+
+/**
+ * One bad item from the platform never stops an account: a page holds one item with a malformed
+ * id (`1799.1`, as seen in the wild) and one with no timestamp; the others are published, the
+ * account shows the skipped items and why, and the next sync is not blocked.
+ */
+const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
+const logger = createLogger({ level: 'silent' });
+let db: pg.Pool;
+let dbUrl: string;
+let drop: () => Promise<void>;
+let sim: Simulator;
+let deps: FeedDeps;
+let storageDir: string;
+let accountId: string;
+let queues: Queues;
+const redis = redisForTest('itemfaults');
+
+beforeAll(async () => {
+  const fresh = await freshDatabase('itemfaults');
+  drop = fresh.drop;
+  dbUrl = fresh.url;
+  db = createPool(fresh.url, { max: 5 });
+  await migrate(db);
+  sim = await startSimulator();
+  storageDir = mkdtempSync(join(tmpdir(), 'fm-itemfaults-'));
+  const config = loadConfig({ STORAGE_URL: storageDir, MEDIA_ALLOWED_HOSTS: sim.imageHost, MEDIA_VARIANT_WIDTHS: '160', MEDIA_PUBLIC_URL: 'http://media.example.test/' });
+  const platform = new PlatformClient({ graphUrl: sim.graphUrl, apiVersion: 'v25.0', oauthTokenUrl: sim.oauthTokenUrl, clock: sim.clock, pageSize: 25, maxRetries: 0, sleep: async () => undefined });
+  deps = { db, cipher, platform, storage: createStorage(config), limits: mirrorLimitsFromConfig(config), clock: sim.clock, logger };
+  const acc = sim.createAccount({ username: 'glitchy.shop', posts: 4 });
+  accountId = acc.id;
+  await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
+  await saveToken(db, cipher, { accountId: acc.id, accessToken: sim.issueLongLivedToken(acc.id), obtainedAt: sim.clock.now(), expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY) }, 'imported');
+  queues = createQueues(redis);
+});
+
+afterAll(async () => {
+  for (const q of Object.values(queues ?? {})) {
+    await q.obliterate({ force: true }).catch(() => undefined);
+    await q.close();
+  }
+  await sim?.close();
+  await db?.end();
+  await drop?.();
+  if (storageDir) await rm(storageDir, { recursive: true, force: true });
+});
+
+async function syncThroughTheWorkers(): Promise<FeedSyncReturn> {
+  const workers = await startFeedWorkers({ ...deps, redis });
+  const syncEvents = new QueueEvents(QUEUE.feedSync, { connection: { url: redis.url }, prefix: redis.prefix });
+  const publishEvents = new QueueEvents(QUEUE.publishFeed, { connection: { url: redis.url }, prefix: redis.prefix });
+  try {
+    await Promise.all([syncEvents.waitUntilReady(), publishEvents.waitUntilReady()]);
+    const job = await enqueue(queues, JOBS.feedSync, { accountId });
+    const result = (await job.waitUntilFinished(syncEvents, 30_000)) as FeedSyncReturn;
+    if (result.publishJobId) await (await Job.fromId(queues.publishFeed, result.publishJobId))!.waitUntilFinished(publishEvents, 30_000);
+    return result;
+  } finally {
+    await workers.close();
+    await Promise.all([syncEvents.close(), publishEvents.close()]);
+  }
+}
+
+async function readFeed() {
+  const v = validateFeed(JSON.parse(await readFile(join(storageDir, 'feeds', `${accountId}.json`), 'utf8')));
+  if (!v.ok) throw new Error(JSON.stringify(v.problems));
+  return v.feed;
+}
+
+describe('one bad item never stops an account', () => {
+  it('a malformed id and an item without timestamp are skipped with their reasons; the other posts are published', async () => {
+    const good = sim.posts(accountId).map((p) => p.id);
+    sim.addRawItem(accountId, { id: '1799.1', media_type: 'IMAGE', media_url: 'https://example.invalid/x.jpg', permalink: 'https://www.instagram.com/p/x/', timestamp: '2026-01-01T00:00:00+0000' });
+    sim.addRawItem(accountId, { id: '17990000000000777', media_type: 'IMAGE', media_url: 'https://example.invalid/y.jpg', permalink: 'https://www.instagram.com/p/y/' });
+    sim.addRawItem(accountId, { id: '17990000000000778', media_type: 'IMAGE', like_count: 'many' }); // wrong type: malformed in the listing
+
+    const result = await syncThroughTheWorkers();
+    expect(result.outcome).toBe('synced');
+    if (result.outcome !== 'synced') return;
+    expect(result.complete).toBe(true);
+    expect(result.dropped.map((d) => d.id).sort()).toEqual(['1799.1', '17990000000000777', '17990000000000778']);
+
+    // The others are published.
+    const feed = await readFeed();
+    expect(feed.demo).toBe(false);
+    expect(feed.posts.map((p) => p.id).sort()).toEqual([...good].sort());
+    expect((await listPosts(db, accountId)).map((p) => p.mediaId).sort()).toEqual([...good].sort());
+
+    // The account shows the skipped items and why, never "ok".
+    const account = (await getAccount(db, accountId))!;
+    expect(account.lastSyncError).toBeNull();
+    expect(account.skippedItems).toBe(3);
+    expect(account.skippedReasons).toEqual(
+      expect.arrayContaining([
+        { id: '1799.1', reason: expect.stringMatching(/malformed id/) },
+        { id: '17990000000000777', reason: 'no timestamp returned' },
+        { id: '17990000000000778', reason: expect.stringMatching(/malformed item: like_count/) },
+      ]),
+    );
+    const summary = syncSummary((await listAccounts(db, sim.clock.now())).find((a) => a.id === accountId)!);
+    expect(summary.state).toBe('skipped');
+    expect(summary.text).toMatch(/^3 items skipped: /);
+
+    // `accounts list --json` says the same.
+    const io = memoryIO({ env: { DATABASE_URL: dbUrl, REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix, LOG_LEVEL: 'silent' } });
+    expect(await main(['accounts', 'list', '--json'], io)).toBe(0);
+    const listed = (JSON.parse(io.out()) as Array<{ id: string; lastSync: string; skippedItems: number }>).find((a) => a.id === accountId)!;
+    expect(listed.skippedItems).toBe(3);
+    expect(listed.lastSync).toMatch(/^3 items skipped: .*1799\.1/);
+  });
+
+  it('the next sync is not blocked: once the platform sends clean items the account is ok again, and a new post arrives', async () => {
+    sim.clearRawItems(accountId);
+    const added = sim.addPost(accountId, { kind: 'image' });
+    const result = await syncThroughTheWorkers();
+    expect(result.outcome).toBe('synced');
+    expect((await readFeed()).posts.map((p) => p.id)).toContain(added);
+    const account = (await getAccount(db, accountId))!;
+    expect(account).toMatchObject({ skippedItems: 0, skippedReasons: [], lastSyncError: null });
+    expect(syncSummary(account)).toEqual({ state: 'ok', text: 'ok' });
+  });
+
+  it('a sync that fails records its error kind, and the account says "sync failed", never "ok"', async () => {
+    sim.injectFault({ path: '/me/media', kind: 'status', status: 500, times: 5 });
+    await syncThroughTheWorkers();
+    const account = (await getAccount(db, accountId))!;
+    expect(account.lastSyncErrorKind).toBe('network');
+    expect(syncSummary(account).text).toMatch(/^sync failed: network: /);
+  });
+});
