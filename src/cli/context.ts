@@ -44,7 +44,11 @@ export class AppContext {
   private _storageChecked?: Promise<void>;
   private _events?: EventSink;
 
-  constructor(env: NodeJS.ProcessEnv = process.env, opts: { logger?: Logger; clock?: Clock } = {}) {
+  constructor(
+    /** The environment the configuration was read from (`feedmirror doctor`'s checks at start read it too). */
+    readonly env: NodeJS.ProcessEnv = process.env,
+    opts: { logger?: Logger; clock?: Clock } = {},
+  ) {
     this.config = loadConfig(env);
     this.logger = opts.logger ?? createLogger({ level: this.config.LOG_LEVEL });
     this.clock = opts.clock ?? clockFromEnv(env);
@@ -246,4 +250,22 @@ export async function withTimeout<T>(work: Promise<T>, ms: number, what: string)
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * What `feedmirror doctor` checks, logged once at the start of worker and serve (ok as info,
+ * warnings as warn, failures as error), without holding the start up: a check that needs a few
+ * seconds (an unreachable public URL) never delays the first job.
+ */
+export function logStartChecks(ctx: AppContext): void {
+  void (async () => {
+    const { runDoctor, formatCheck } = await import('./doctor.ts');
+    for (const r of await runDoctor(ctx.env, { timeoutMs: 3_000 })) {
+      const line = formatCheck(r);
+      const fields = { check: r.name, status: r.status };
+      if (r.status === 'fail') ctx.logger.error(fields, line);
+      else if (r.status === 'warn') ctx.logger.warn(fields, line);
+      else ctx.logger.info(fields, line);
+    }
+  })().catch((err) => ctx.logger.warn({ err }, 'start-up checks could not run'));
 }

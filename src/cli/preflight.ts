@@ -26,7 +26,8 @@ export async function preflight(env: NodeJS.ProcessEnv, role: Role): Promise<Pre
     try {
       TokenCipher.fromEnv(config.TOKEN_ENCRYPTION_KEY);
     } catch (err) {
-      problems.push(`TOKEN_ENCRYPTION_KEY: ${(err as Error).message}`);
+      const m = (err as Error).message;
+      problems.push(m.startsWith('TOKEN_ENCRYPTION_KEY') ? m : `TOKEN_ENCRYPTION_KEY: ${m}`);
     }
   }
   if (role === 'worker' && config.SMTP_URL && !config.ALERT_EMAIL_TO) {

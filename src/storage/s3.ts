@@ -71,7 +71,7 @@ interface SdkError {
 
 /**
  * S3 (or S3-compatible) object storage. Bodies are always Buffers: a streamed body is stored by
- * some S3-compatible servers with its aws-chunked framing (ENVIRONMENT.md). put is one PutObject,
+ * some S3-compatible servers (s3rver among them) with its aws-chunked framing. put is one PutObject,
  * atomic by S3 semantics.
  */
 export class S3Storage implements ObjectStorage {

@@ -4,7 +4,7 @@ import { recordCaptured } from './capture.ts';
 
 /**
  * A real SMTP server in-process that keeps what it receives. STARTTLS is disabled because
- * smtp-server's bundled certificate has expired (ENVIRONMENT.md); clients use ignoreTLS.
+ * smtp-server's bundled certificate has expired; clients use ignoreTLS.
  * mailparser is not installed, so messages are parsed minimally: headers, and the text/plain part
  * (quoted-printable or base64) of a simple or multipart message.
  */

@@ -1,5 +1,6 @@
 import type { RegisterCommand } from '../command.ts';
 import { register as init } from './init.ts';
+import { register as doctor } from './doctor.ts';
 import { register as validate } from './validate.ts';
 import { register as demo } from './demo.ts';
 import { register as simulator } from './simulator.ts';
@@ -21,4 +22,4 @@ import { register as media } from './media.ts';
  * ./<name>.ts exporting `register(program, cli)` (see ../command.ts), import heavy modules only
  * inside its action, and add it here. test/unit/cli-help.test.ts then checks its --help.
  */
-export const commandModules: RegisterCommand[] = [init, validate, demo, simulator, migrate, accounts, refresh, checkExpiry, keys, sync, feeds, media, webhooks, worker, serve, demoRun];
+export const commandModules: RegisterCommand[] = [init, doctor, validate, demo, simulator, migrate, accounts, refresh, checkExpiry, keys, sync, feeds, media, webhooks, worker, serve, demoRun];

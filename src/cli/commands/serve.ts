@@ -23,6 +23,8 @@ export function register(program: Command, cli: Cli): void {
       const code = await withContext(io, async (ctx) => {
         const { startServer } = await import('../start/server.ts');
         const running = await startServer(ctx);
+        const { logStartChecks } = await import('../context.ts');
+        logStartChecks(ctx);
         const login = ctx.config.DASHBOARD_USER ? `log in as ${ctx.config.DASHBOARD_USER}` : 'no login: loopback only';
         io.stdout.write(`feedmirror serving on ${running.url} (dashboard: ${running.dashboardUrl}, ${login})\n`);
         if (ctx.config.APP_ID) io.stdout.write(`connect an account: ${ctx.config.PUBLIC_URL.replace(/\/+$/, '')}/connect\n`);

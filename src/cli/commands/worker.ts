@@ -20,6 +20,8 @@ export function register(program: Command, cli: Cli): void {
       const code = await withContext(cli.io, async (ctx) => {
         const { startWorkerFromContext } = await import('../start/worker.ts');
         const worker = await startWorkerFromContext(ctx);
+        const { logStartChecks } = await import('../context.ts');
+        logStartChecks(ctx);
         const signal = await untilStopSignal();
         ctx.logger.info({ signal, shutdownTimeoutSeconds: ctx.config.SHUTDOWN_TIMEOUT_SECONDS }, 'shutting down: running jobs may finish, waiting jobs stay queued');
         const { cutOff } = await worker.close();

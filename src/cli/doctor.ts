@@ -1,0 +1,273 @@
+import { randomBytes } from 'node:crypto';
+import { connect as tcpConnect } from 'node:net';
+import pg from 'pg';
+import type { Config } from '../config.ts';
+import { preflight } from './preflight.ts';
+import { describeDatabaseUrl } from '../store/db.ts';
+import { readMigrations } from '../store/migrate.ts';
+import { createStorage } from '../storage/index.ts';
+import { pingRedis, describeRedis, redisOptions } from '../../jobs/queues.ts';
+import { redactText } from '../util/redact.ts';
+import { connectionErrorCode } from '../util/unavailable.ts';
+
+/**
+ * `feedmirror doctor`: every check an operator needs before (and while) running feedmirror, one
+ * line each with what to do when it fails. worker and serve log the same lines at start.
+ * Failures make doctor exit 1; warnings (things that work but not as production wants) do not.
+ * No check prints a secret: URLs are shown without their credentials.
+ */
+export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
+
+export interface CheckResult {
+  name: string;
+  status: CheckStatus;
+  /** What was found, one line. */
+  detail: string;
+  /** What to do, when not ok. */
+  fix?: string;
+}
+
+export interface DoctorOptions {
+  /** Create the database when it does not exist. */
+  create?: boolean;
+  /** Per network check. */
+  timeoutMs?: number;
+}
+
+const ok = (name: string, detail: string): CheckResult => ({ name, status: 'ok', detail });
+const warn = (name: string, detail: string, fix: string): CheckResult => ({ name, status: 'warn', detail, fix });
+const fail = (name: string, detail: string, fix: string): CheckResult => ({ name, status: 'fail', detail, fix });
+const skip = (name: string, detail: string): CheckResult => ({ name, status: 'skip', detail });
+
+/** Run every check in order; later checks are skipped when what they need failed. */
+export async function runDoctor(env: NodeJS.ProcessEnv, opts: DoctorOptions = {}): Promise<CheckResult[]> {
+  const timeoutMs = opts.timeoutMs ?? 5_000;
+  const results: CheckResult[] = [];
+  const pre = await preflight(env, 'worker');
+  const preServe = pre.ok ? await preflight(env, 'serve') : pre;
+  if (!pre.ok || !preServe.ok) {
+    const problems = [...(!pre.ok ? pre.problems : []), ...(!preServe.ok ? preServe.problems : [])];
+    results.push(fail('configuration', [...new Set(problems)].join('; '), 'fix these variables in .env (see .env.example; `feedmirror init` writes a complete one)'));
+    if (!pre.ok) return results;
+  } else {
+    results.push(ok('configuration', 'every setting is valid for worker and serve'));
+  }
+  const config = pre.config;
+  results.push(...(await checkPostgres(config, opts.create ?? false, timeoutMs)));
+  results.push(...(await checkRedis(config, timeoutMs)));
+  results.push(...(await checkStorage(config, env, timeoutMs)));
+  results.push(await checkSmtp(config, timeoutMs));
+  results.push(...(await checkPlatform(config, timeoutMs)));
+  return results;
+}
+
+export function doctorFailed(results: CheckResult[]): boolean {
+  return results.some((r) => r.status === 'fail');
+}
+
+/** `ok    PostgreSQL reachable: ...` / `FAIL  ...: ... -> fix` */
+export function formatCheck(r: CheckResult): string {
+  const tag = { ok: 'ok  ', warn: 'warn', fail: 'FAIL', skip: 'skip' }[r.status];
+  return `${tag}  ${r.name}: ${r.detail}${r.fix ? ` -> ${r.fix}` : ''}`;
+}
+
+async function checkPostgres(config: Config, create: boolean, timeoutMs: number): Promise<CheckResult[]> {
+  const where = describeDatabaseUrl(config.DATABASE_URL);
+  const dbName = decodeURIComponent(new URL(config.DATABASE_URL).pathname.slice(1)) || 'postgres';
+  const out: CheckResult[] = [];
+  let client = new pg.Client({ connectionString: config.DATABASE_URL, connectionTimeoutMillis: timeoutMs });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    out.push(ok('PostgreSQL reachable', where));
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    const code = connectionErrorCode(err);
+    if (code !== '3D000') {
+      out.push(fail('PostgreSQL reachable', `${where} (${code ?? redactText((err as Error).message)})`, 'start PostgreSQL or fix DATABASE_URL'));
+      out.push(skip('migrations current', 'PostgreSQL not reachable'));
+      return out;
+    }
+    out.push(ok('PostgreSQL reachable', `${where} (server answers)`));
+    if (!create) {
+      out.push(fail('database exists', `no database "${dbName}"`, `run \`feedmirror doctor --create\`, or \`createdb ${dbName}\``));
+      out.push(skip('migrations current', 'no database'));
+      return out;
+    }
+    // The server's maintenance database, same credentials: CREATE DATABASE cannot run inside the target.
+    const admin = new URL(config.DATABASE_URL);
+    admin.pathname = '/postgres';
+    const c = new pg.Client({ connectionString: admin.toString(), connectionTimeoutMillis: timeoutMs });
+    c.on('error', () => undefined);
+    try {
+      await c.connect();
+      await c.query(`CREATE DATABASE ${pg.escapeIdentifier(dbName)}`);
+      out.push(ok('database exists', `created "${dbName}"`));
+    } catch (e) {
+      out.push(fail('database exists', `could not create "${dbName}" (${redactText((e as Error).message)})`, `create it as a PostgreSQL superuser: createdb ${dbName}`));
+      out.push(skip('migrations current', 'no database'));
+      return out;
+    } finally {
+      await c.end().catch(() => undefined);
+    }
+    client = new pg.Client({ connectionString: config.DATABASE_URL, connectionTimeoutMillis: timeoutMs });
+    client.on('error', () => undefined);
+    await client.connect();
+  }
+  try {
+    if (!out.some((r) => r.name === 'database exists')) out.push(ok('database exists', `"${dbName}"`));
+    const known = (await readMigrations()).map((m) => m.name);
+    const table = await client.query<{ t: string | null }>("SELECT to_regclass('schema_migrations')::text AS t");
+    const applied = table.rows[0]?.t ? (await client.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name')).rows.map((r) => r.name) : [];
+    const unknown = applied.filter((a) => !known.includes(a));
+    const pending = known.filter((k) => !applied.includes(k));
+    if (unknown.length) out.push(fail('migrations current', `the database has migrations this feedmirror does not know: ${unknown.join(', ')}`, 'upgrade feedmirror'));
+    else if (pending.length) out.push(warn('migrations current', `${pending.length} pending (${pending.join(', ')})`, 'run `feedmirror migrate` (worker and serve also apply them when they start)'));
+    else out.push(ok('migrations current', `${applied.length} applied, latest ${applied.at(-1) ?? 'none'}`));
+  } catch (err) {
+    out.push(fail('migrations current', redactText((err as Error).message), 'check the database user\'s rights'));
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+  return out;
+}
+
+async function checkRedis(config: Config, timeoutMs: number): Promise<CheckResult[]> {
+  const settings = { url: config.REDIS_URL, prefix: config.REDIS_PREFIX };
+  const where = describeRedis(settings);
+  try {
+    await pingRedis(settings, timeoutMs);
+  } catch (err) {
+    return [fail('Redis reachable', (err as Error).message, 'start Redis or fix REDIS_URL'), skip('Redis settings', 'Redis not reachable')];
+  }
+  const out: CheckResult[] = [ok('Redis reachable', where)];
+  const { Redis } = await import('ioredis');
+  const client = new Redis({ ...redisOptions(settings, false), lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: timeoutMs });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    // BullMQ's production guide: keys must never be evicted, and the queues should survive a restart.
+    try {
+      const [, policy] = (await client.config('GET', 'maxmemory-policy')) as string[];
+      if (policy === 'noeviction') out.push(ok('Redis maxmemory-policy', 'noeviction'));
+      else out.push(warn('Redis maxmemory-policy', `${policy ?? 'unknown'}: Redis may evict BullMQ's keys (jobs and schedules lost)`, 'set maxmemory-policy noeviction'));
+    } catch {
+      out.push(warn('Redis maxmemory-policy', 'CONFIG GET is not allowed on this Redis', 'make sure maxmemory-policy is noeviction (BullMQ needs it)'));
+    }
+    const info = await client.info('persistence');
+    const aof = /aof_enabled:1/.test(info);
+    let rdb = false;
+    try {
+      const [, save] = (await client.config('GET', 'save')) as string[];
+      rdb = Boolean(save && save.trim());
+    } catch {
+      rdb = /rdb_last_save_time:[1-9]/.test(info);
+    }
+    if (aof || rdb) out.push(ok('Redis persistence', aof ? 'append-only file on' : 'RDB snapshots on'));
+    else out.push(warn('Redis persistence', 'off: a restart loses the queues (PostgreSQL keeps the accounts; schedules are rebuilt)', 'turn on appendonly yes'));
+  } catch (err) {
+    out.push(warn('Redis settings', `could not read them (${redactText((err as Error).message)})`, 'check maxmemory-policy noeviction and persistence by hand'));
+  } finally {
+    client.disconnect();
+  }
+  return out;
+}
+
+async function checkStorage(config: Config, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<CheckResult[]> {
+  const storage = createStorage(config, { maxAttempts: 1, requestTimeoutMs: timeoutMs });
+  const what = storage.kind === 's3' ? `bucket ${config.STORAGE_URL}${config.S3_ENDPOINT ? ` at ${config.S3_ENDPOINT}` : ''}` : `folder ${config.STORAGE_URL}`;
+  const out: CheckResult[] = [];
+  try {
+    await storage.ping();
+    out.push(ok('storage reachable', what));
+  } catch (err) {
+    out.push(fail('storage reachable', (err as Error).message, storage.kind === 's3' ? 'create the bucket and check the credentials (README, Running with S3)' : 'create the folder or fix STORAGE_URL'));
+    out.push(skip('storage write, read, delete', 'storage not reachable'));
+    return out;
+  }
+  // Under feeds/, which is public like the feeds themselves: the public read below checks the real rule.
+  const key = `feeds/doctor-probe-${randomBytes(6).toString('hex')}.json`;
+  const body = Buffer.from(JSON.stringify({ probe: key, at: new Date().toISOString() }));
+  let written = false;
+  try {
+    await storage.put(key, body, { contentType: 'application/json', cacheControl: 'no-store' });
+    written = true;
+    const back = await storage.get(key);
+    if (!back || !back.body.equals(body)) throw new Error('the object read back differs from the one written');
+    out.push(ok('storage write, read, delete', `probe ${key}`));
+    out.push(...(await checkPublicRead(config, storage.publicUrl(key), body, storage.kind, env, timeoutMs)));
+  } catch (err) {
+    out.push(fail('storage write, read, delete', redactText((err as Error).message), 'give the credentials read and write rights on the bucket or folder'));
+  } finally {
+    if (written) await storage.delete(key).catch(() => undefined);
+    (storage as { close?: () => void }).close?.();
+  }
+  return out;
+}
+
+async function checkPublicRead(config: Config, url: string, body: Buffer, kind: string, _env: NodeJS.ProcessEnv, timeoutMs: number): Promise<CheckResult[]> {
+  const shown = redactText(url);
+  if (!/^https?:\/\//.test(url)) {
+    return [warn('MEDIA_PUBLIC_URL serves the copies', `feeds would carry ${shown}, which browsers cannot load`, `set MEDIA_PUBLIC_URL (for a folder: ${config.PUBLIC_URL.replace(/\/+$/, '')}/, served by \`feedmirror serve\`)`)];
+  }
+  let res: Response;
+  try {
+    res = await fetch(url, { headers: { origin: 'https://feedmirror-doctor.example' }, signal: AbortSignal.timeout(timeoutMs) });
+  } catch (err) {
+    const why = connectionErrorCode(err) ?? (err as Error).name;
+    // A folder is served by `feedmirror serve`: not running yet is worth a warning, not a failure.
+    const check = kind === 'local' ? warn : fail;
+    return [check('MEDIA_PUBLIC_URL serves the copies', `${shown} did not answer (${why})`, kind === 'local' ? 'start `feedmirror serve`, or point MEDIA_PUBLIC_URL at what serves the folder' : 'fix MEDIA_PUBLIC_URL (the bucket\'s public address or its CDN)')];
+  }
+  const got = Buffer.from(await res.arrayBuffer());
+  if (res.status !== 200 || !got.equals(body)) {
+    return [fail('MEDIA_PUBLIC_URL serves the copies', `${shown} answered HTTP ${res.status}${res.status === 200 ? ' with other content' : ''}`, res.status === 403 ? 'make feeds/, media/ and widget/ publicly readable (README, Running with S3)' : 'fix MEDIA_PUBLIC_URL so it addresses the storage prefix')];
+  }
+  const out = [ok('MEDIA_PUBLIC_URL serves the copies', shown)];
+  const allow = res.headers.get('access-control-allow-origin');
+  if (allow === '*' || allow === 'https://feedmirror-doctor.example') out.push(ok('feeds readable cross-origin', `Access-Control-Allow-Origin: ${allow}`));
+  else out.push(warn('feeds readable cross-origin', 'no Access-Control-Allow-Origin on a feed: the widget on another site cannot read it', 'add a CORS rule allowing GET from any origin (README, Running with S3)'));
+  return out;
+}
+
+async function checkSmtp(config: Config, timeoutMs: number): Promise<CheckResult> {
+  if (!config.SMTP_URL) return warn('SMTP', `not set: alerts are written as .eml files to ${config.OUTBOX_DIR}`, 'set SMTP_URL and ALERT_EMAIL_TO to receive them by email');
+  const { smtpOptions } = await import('../alerts/mailer.ts');
+  const nodemailer = (await import('nodemailer')).default;
+  const options = { ...smtpOptions(config.SMTP_URL), connectionTimeout: timeoutMs, greetingTimeout: timeoutMs, socketTimeout: timeoutMs };
+  const u = new URL(config.SMTP_URL);
+  const where = `${u.hostname}:${options.port}`;
+  const transport = nodemailer.createTransport(options);
+  try {
+    await transport.verify();
+    const tls = options.secure ? 'TLS' : options.requireTLS ? 'STARTTLS' : 'no TLS (this machine only)';
+    if (u.username && !options.secure && !options.requireTLS) {
+      return warn('SMTP', `${where} connects, ${tls}, and sends credentials in clear text`, 'use a relay on this machine only, or smtps://');
+    }
+    return ok('SMTP', `${where} connects (${tls}${u.username ? ', logs in' : ''}); alerts go to ${config.ALERT_EMAIL_TO}`);
+  } catch (err) {
+    // nodemailer wraps the socket's error (ESOCKET); its message names the real one.
+    const message = redactText((err as Error).message);
+    const code = /\bE[A-Z]{4,}\b/.exec(message)?.[0] ?? connectionErrorCode(err);
+    return fail('SMTP', `${where} (${code ?? message.slice(0, 160)})`, 'check SMTP_URL (host, port, user, password) and that the server offers TLS');
+  } finally {
+    transport.close();
+  }
+}
+
+async function checkPlatform(config: Config, timeoutMs: number): Promise<CheckResult[]> {
+  const u = new URL(config.GRAPH_URL);
+  const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+  const out: CheckResult[] = [];
+  // A TCP connection, not an API call: nothing is spent from the platform's call budget.
+  const reachable = await new Promise<string | null>((resolve) => {
+    const s = tcpConnect({ host: u.hostname, port, timeout: timeoutMs });
+    s.once('connect', () => (s.destroy(), resolve(null)));
+    s.once('timeout', () => (s.destroy(), resolve('timed out')));
+    s.once('error', (e) => resolve(connectionErrorCode(e) ?? e.message));
+  });
+  out.push(reachable === null ? ok('platform host answers', `${u.host}`) : fail('platform host answers', `${u.host} (${reachable})`, 'check the network, a proxy, or GRAPH_URL'));
+  if (config.APP_ID && config.APP_SECRET) out.push(ok('app credentials', `APP_ID ${config.APP_ID} and APP_SECRET set`));
+  else out.push(warn('app credentials', 'APP_ID or APP_SECRET not set: accounts cannot be connected (imported tokens still work)', 'set both from your app (README, Connecting an account)'));
+  return out;
+}

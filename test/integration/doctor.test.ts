@@ -1,0 +1,171 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { mkdtempSync } from 'node:fs';
+import { readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, normalize } from 'node:path';
+import pg from 'pg';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { main } from '../../src/cli/main.ts';
+import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { registerSecretForAudit } from '../support/capture.ts';
+import { closedPort } from '../support/closed-port.ts';
+import { memoryIO } from '../support/memory-io.ts';
+import { redisForTest } from '../support/services.ts';
+import { startSmtpCapture, type SmtpCapture } from '../support/smtp.ts';
+import { spawnFeedmirror } from '../support/processes.ts';
+import { until } from '../support/wait.ts';
+
+/**
+ * `feedmirror doctor`: one line per check with what to do, exit 0 when nothing fails (warnings
+ * allowed), 1 otherwise; --create makes the database; --json for scripts.
+ */
+interface Check {
+  name: string;
+  status: 'ok' | 'warn' | 'fail' | 'skip';
+  detail: string;
+  fix?: string;
+}
+
+describe('feedmirror doctor', () => {
+  let sim: Simulator;
+  let smtp: SmtpCapture;
+  let files: Server;
+  let filesUrl: string;
+  let storageDir: string;
+  let env: NodeJS.ProcessEnv;
+  const dbName = `fm_doctor_${randomBytes(4).toString('hex')}`;
+  const adminUrl = inject('databaseUrl');
+  const redis = redisForTest('doctor');
+
+  beforeAll(async () => {
+    sim = await startSimulator();
+    smtp = await startSmtpCapture();
+    storageDir = mkdtempSync(join(tmpdir(), 'fm-doctor-'));
+    // What serves the folder publicly (as `feedmirror serve` would), with CORS on.
+    files = createServer((req, res) => {
+      const path = normalize(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)).replace(/^\/+/, '');
+      readFile(join(storageDir, path)).then(
+        (b) => res.writeHead(200, { 'access-control-allow-origin': '*', 'content-type': 'application/json' }).end(b),
+        () => res.writeHead(404).end(),
+      );
+    });
+    await new Promise<void>((r) => files.listen(0, '127.0.0.1', r));
+    filesUrl = `http://127.0.0.1:${(files.address() as { port: number }).port}/`;
+    const u = new URL(adminUrl);
+    u.pathname = `/${dbName}`;
+    const key = randomBytes(32).toString('base64');
+    registerSecretForAudit(key);
+    env = {
+      DATABASE_URL: u.toString(),
+      REDIS_URL: redis.url,
+      REDIS_PREFIX: redis.prefix,
+      STORAGE_URL: storageDir,
+      MEDIA_PUBLIC_URL: filesUrl,
+      TOKEN_ENCRYPTION_KEY: key,
+      GRAPH_URL: sim.graphUrl,
+      APP_ID: sim.appId,
+      APP_SECRET: sim.appSecret,
+      SMTP_URL: smtp.url,
+      ALERT_EMAIL_TO: 'ops@example.test',
+      LOG_LEVEL: 'silent',
+    };
+  });
+
+  afterAll(async () => {
+    const c = new pg.Client({ connectionString: adminUrl });
+    await c.connect();
+    await c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await c.end();
+    await new Promise<void>((r) => files.close(() => r()));
+    await smtp.close();
+    await sim.close();
+    await rm(storageDir, { recursive: true, force: true });
+  });
+
+  const doctor = async (argv: string[], e: NodeJS.ProcessEnv = env) => {
+    const io = memoryIO({ env: e });
+    const code = await main(['doctor', '--json', ...argv], io);
+    const out = JSON.parse(io.out()) as { ok: boolean; checks: Check[] };
+    return { code, ...out, by: (name: string) => out.checks.find((c) => c.name === name) };
+  };
+
+  it('a missing database fails with what to do; --create creates it; then pending migrations warn until `migrate`; then every check passes', async () => {
+    const first = await doctor([]);
+    expect(first.code).toBe(1);
+    expect(first.by('database exists')).toMatchObject({ status: 'fail', fix: expect.stringMatching(/feedmirror doctor --create/) });
+
+    const created = await doctor(['--create']);
+    expect(created.by('database exists')).toMatchObject({ status: 'ok', detail: `created "${dbName}"` });
+    expect(created.by('migrations current')).toMatchObject({ status: 'warn', fix: expect.stringMatching(/feedmirror migrate/) });
+    expect(created.code).toBe(0); // warnings only
+
+    expect(await main(['migrate'], memoryIO({ env }))).toBe(0);
+    const r = await doctor([]);
+    expect(r.code).toBe(0);
+    expect(r.ok).toBe(true);
+    for (const name of ['configuration', 'PostgreSQL reachable', 'database exists', 'migrations current', 'Redis reachable', 'storage reachable', 'storage write, read, delete', 'MEDIA_PUBLIC_URL serves the copies', 'feeds readable cross-origin', 'SMTP', 'platform host answers', 'app credentials']) {
+      expect(r.by(name), name).toMatchObject({ status: 'ok' });
+    }
+    // Redis's own settings, as this Redis has them: BullMQ's production guide.
+    const client = new Redis(redis.url);
+    const [, policy] = (await client.config('GET', 'maxmemory-policy')) as string[];
+    const aof = /aof_enabled:1/.test(await client.info('persistence'));
+    const [, save] = (await client.config('GET', 'save')) as string[];
+    client.disconnect();
+    expect(r.by('Redis maxmemory-policy')!.status).toBe(policy === 'noeviction' ? 'ok' : 'warn');
+    expect(r.by('Redis persistence')!.status).toBe(aof || Boolean(save?.trim()) ? 'ok' : 'warn');
+    // The probe object was deleted again.
+    const { readdir } = await import('node:fs/promises');
+    expect((await readdir(join(storageDir, 'feeds')).catch(() => [])).filter((f) => f.startsWith('doctor-probe'))).toEqual([]);
+  }, 60_000);
+
+  it('plain output: one line per check, then a verdict; nothing secret', async () => {
+    const io = memoryIO({ env });
+    expect(await main(['doctor'], io)).toBe(0);
+    const lines = io.out().trimEnd().split('\n');
+    expect(lines.length).toBeGreaterThanOrEqual(14);
+    for (const l of lines.slice(0, -1)) expect(l).toMatch(/^(ok  |warn|FAIL|skip) {2}[^:]+: /);
+    expect(lines.at(-1)).toMatch(/^ready/);
+    expect(io.out()).not.toContain(env.TOKEN_ENCRYPTION_KEY!);
+    expect(io.out()).not.toContain(env.APP_SECRET!);
+  }, 60_000);
+
+  it('what is down or wrong fails with where and what to do: Redis, storage public address, SMTP, platform, configuration', async () => {
+    const port = await closedPort();
+    const r = await doctor([], {
+      ...env,
+      REDIS_URL: `redis://:secret-pw@127.0.0.1:${port}`,
+      MEDIA_PUBLIC_URL: `http://127.0.0.1:${port}/`,
+      SMTP_URL: `smtp://127.0.0.1:${port}`,
+      GRAPH_URL: `http://127.0.0.1:${port}`,
+      APP_SECRET: '',
+    });
+    expect(r.code).toBe(1);
+    expect(r.by('Redis reachable')).toMatchObject({ status: 'fail', detail: expect.stringMatching(new RegExp(`127\\.0\\.0\\.1:${port}`)) });
+    expect(r.by('MEDIA_PUBLIC_URL serves the copies')).toMatchObject({ status: 'warn' }); // a folder: serve may just not run yet
+    expect(r.by('SMTP')).toMatchObject({ status: 'fail', detail: expect.stringMatching(/ECONNREFUSED/) });
+    expect(r.by('platform host answers')).toMatchObject({ status: 'fail' });
+    expect(r.by('app credentials')).toMatchObject({ status: 'warn' });
+    expect(JSON.stringify(r.checks)).not.toContain('secret-pw');
+
+    const bad = await doctor([], { ...env, TOKEN_ENCRYPTION_KEY: 'short', HOST: '0.0.0.0' });
+    expect(bad.code).toBe(1);
+    expect(bad.checks).toHaveLength(1);
+    expect(bad.by('configuration')!.detail).toMatch(/TOKEN_ENCRYPTION_KEY/);
+  }, 60_000);
+
+  it('worker logs the same checks when it starts', async () => {
+    const w = spawnFeedmirror(['worker'], { ...env, LOG_LEVEL: 'info', REDIS_PREFIX: `${redis.prefix}:w` });
+    try {
+      await until(() => /"check":"app credentials"/.test(w.output()), 'the last start-up check in the log', 30_000);
+      const checks = w.output().split('\n').filter((l) => l.includes('"check":')).map((l) => JSON.parse(l) as { check: string; status: string; msg: string });
+      expect(checks.map((c) => c.check)).toEqual(expect.arrayContaining(['configuration', 'PostgreSQL reachable', 'Redis reachable', 'storage write, read, delete', 'SMTP', 'platform host answers']));
+      expect(checks.find((c) => c.check === 'Redis reachable')!.msg).toMatch(/^ok {4}Redis reachable: /);
+    } finally {
+      w.child.kill('SIGTERM');
+      await w.exited;
+    }
+  }, 60_000);
+});
