@@ -8,6 +8,7 @@
  *   parent -> child  { id, type: 'phase' }  answer { id }                      (starts a new RSS high-water mark)
  *                    { id, type: 'stats' }  answer { id, stats: PipelineStats }
  *                    { id, type: 'close' }  answer { id }, then the process exits
+ *                    { id, type: 'concurrency', mirror }  answer { id }      (copies at once, from now on)
  *   child -> parent  first message { type: 'ready', ready: { pid } } once the workers are listening
  * Settings come in environment variables (BENCH_*), validated below; the token cipher key is the
  * bench's own throwaway key for its throwaway database.
@@ -71,6 +72,7 @@ const request = z.discriminatedUnion('type', [
   z.object({ id: z.number(), type: z.literal('phase') }),
   z.object({ id: z.number(), type: z.literal('stats') }),
   z.object({ id: z.number(), type: z.literal('close') }),
+  z.object({ id: z.number(), type: z.literal('concurrency'), mirror: z.number().int().positive() }),
 ]);
 
 async function main(): Promise<void> {
@@ -126,6 +128,9 @@ async function main(): Promise<void> {
           return { stats: { ...memory.stats(), puts: { ...puts } } satisfies PipelineStats };
         case 'close':
           await close();
+          return {};
+        case 'concurrency':
+          workers.setMirrorConcurrency(m.mirror);
           return {};
       }
     },

@@ -10,6 +10,12 @@ export interface ServicesChild {
   warm(urls: string[]): Promise<number>;
   phase(): Promise<void>;
   stats(): Promise<ChildStats>;
+  smallAccounts(count: number, posts: number, usernamePrefix: string, issuedAgoMs?: number): Promise<Array<{ id: string; username: string; token: string }>>;
+  /** A new post on each account, at the given simulated instants (default now). */
+  change(accountIds: string[], atMs?: number[]): Promise<void>;
+  /** The next sync of each account fails (its listing answers 500 to every try). */
+  fail(accountIds: string[]): Promise<void>;
+  setClock(ms: number): Promise<void>;
   /** Request counts of the simulator's record (GET /__sim/request-counts). */
   requestCounts(): Promise<RequestCounts>;
   close(): Promise<void>;
@@ -21,11 +27,13 @@ export interface RequestCounts {
   graphByEdge: Record<string, number>;
 }
 
-export async function startServicesChild(opts: { startMs: number; jpegCacheMb: number; jpegCacheEntries: number }): Promise<ServicesChild> {
+export async function startServicesChild(opts: { startMs: number; jpegCacheMb: number; jpegCacheEntries: number; wallClock?: boolean; linkLifetimeMs?: number }): Promise<ServicesChild> {
   const child = await forkChild<ChildReady>(new URL('./services-process.ts', import.meta.url), 'bench services', {
     BENCH_SIM_START_MS: String(opts.startMs),
     BENCH_JPEG_CACHE_MB: String(opts.jpegCacheMb),
     BENCH_JPEG_CACHE_ENTRIES: String(opts.jpegCacheEntries),
+    BENCH_SIM_WALL_CLOCK: opts.wallClock ? '1' : '0',
+    ...(opts.linkLifetimeMs ? { BENCH_SIM_LINK_LIFETIME_MS: String(opts.linkLifetimeMs) } : {}),
   });
   return {
     ready: child.ready,
@@ -37,6 +45,17 @@ export async function startServicesChild(opts: { startMs: number; jpegCacheMb: n
       await child.ask({ type: 'phase' });
     },
     stats: async () => (await child.ask({ type: 'stats' })).stats as ChildStats,
+    smallAccounts: async (count, posts, usernamePrefix, issuedAgoMs = 0) =>
+      (await child.ask({ type: 'small-accounts', count, posts, usernamePrefix, issuedAgoMs })).accounts as Array<{ id: string; username: string; token: string }>,
+    change: async (accountIds, atMs) => {
+      await child.ask({ type: 'change', accountIds, ...(atMs ? { atMs } : {}) });
+    },
+    fail: async (accountIds) => {
+      await child.ask({ type: 'fail', accountIds });
+    },
+    setClock: async (setMs) => {
+      await child.ask({ type: 'clock', setMs });
+    },
     requestCounts: async () => {
       const res = await fetch(`${child.ready.simUrl}/__sim/request-counts`);
       if (!res.ok) throw new Error(`GET /__sim/request-counts: HTTP ${res.status}`);

@@ -17,6 +17,7 @@
 import { z } from 'zod';
 import { configureJpegCache, jpegCacheStats } from '../src/simulator/images.ts';
 import { startSimulator } from '../src/simulator/index.ts';
+import { followWallClock } from '../src/simulator/wall-clock.ts';
 import { startS3 } from '../test/support/s3.ts';
 import { serveParent } from './ipc.ts';
 import { MemorySampler, type MemoryStats } from './memory.ts';
@@ -41,6 +42,12 @@ const request = z.discriminatedUnion('type', [
   z.object({ id: z.number(), type: z.literal('warm'), urls: z.array(z.string().url()) }),
   z.object({ id: z.number(), type: z.literal('phase') }),
   z.object({ id: z.number(), type: z.literal('stats') }),
+  // The scale benchmarks (bench/scale.ts): many accounts of small feeds with tiny images, created
+  // here in-process (thousands of HTTP round trips would measure the control API, not feedmirror).
+  z.object({ id: z.number(), type: z.literal('small-accounts'), count: z.number().int().positive(), posts: z.number().int().nonnegative(), usernamePrefix: z.string(), issuedAgoMs: z.number().int().nonnegative().default(0) }),
+  z.object({ id: z.number(), type: z.literal('change'), accountIds: z.array(z.string()), atMs: z.array(z.number()).optional() }),
+  z.object({ id: z.number(), type: z.literal('fail'), accountIds: z.array(z.string()) }),
+  z.object({ id: z.number(), type: z.literal('clock'), setMs: z.number() }),
   z.object({ id: z.number(), type: z.literal('close') }),
 ]);
 
@@ -50,14 +57,23 @@ const settings = z.object({
   // big enough for the run, so that cost is paid before the clock starts, not during the passes.
   BENCH_JPEG_CACHE_MB: z.coerce.number().int().nonnegative().default(0),
   BENCH_JPEG_CACHE_ENTRIES: z.coerce.number().int().nonnegative().default(0),
+  /** 1: the simulated clock follows the wall clock (the soak's real-time window). */
+  BENCH_SIM_WALL_CLOCK: z.enum(['0', '1']).default('0'),
+  BENCH_SIM_LINK_LIFETIME_MS: z.coerce.number().int().positive().optional(),
 });
+
+/** A small post: tiny pictures, so a 10,000-account run measures scheduling, not image work. */
+const SMALL_POST = { kind: 'image' as const, width: 120, height: 150 };
 
 async function main(): Promise<void> {
   const env = settings.parse(process.env);
   if (env.BENCH_JPEG_CACHE_MB > 0) configureJpegCache({ maxBytes: env.BENCH_JPEG_CACHE_MB * 1024 * 1024 });
   if (env.BENCH_JPEG_CACHE_ENTRIES > 0) configureJpegCache({ maxEntries: env.BENCH_JPEG_CACHE_ENTRIES });
 
-  const sim = await startSimulator({ start: env.BENCH_SIM_START_MS });
+  const sim = await startSimulator({ start: env.BENCH_SIM_START_MS, ...(env.BENCH_SIM_LINK_LIFETIME_MS ? { linkLifetimeMs: env.BENCH_SIM_LINK_LIFETIME_MS } : {}) });
+  if (env.BENCH_SIM_WALL_CLOCK === '1') followWallClock(sim);
+  /** Tokens of the small accounts, for faults aimed at one account. */
+  const tokens = new Map<string, string>();
   const s3 = await startS3('feedmirror-bench');
   const memory = new MemorySampler();
 
@@ -111,6 +127,38 @@ async function main(): Promise<void> {
           return {};
         case 'stats':
           return { stats: stats() };
+        case 'small-accounts': {
+          const out: Array<{ id: string; username: string; token: string }> = [];
+          for (let i = 0; i < m.count; i++) {
+            const acc = sim.createAccount({ username: `${m.usernamePrefix}${i}`, posts: Array.from({ length: m.posts }, (_, k) => ({ ...SMALL_POST, caption: `Post ${k} of ${i}`, timestamp: new Date(sim.clock.now().getTime() - (k + 1) * 3_600_000) })) });
+            const token = sim.issueLongLivedToken(acc.id, { issuedAt: new Date(sim.clock.now().getTime() - m.issuedAgoMs) });
+            tokens.set(acc.id, token);
+            out.push({ ...acc, token });
+          }
+          return { accounts: out };
+        }
+        case 'change': {
+          // A new post on each account (at the given simulated instants: its links are signed then).
+          const now = sim.clock.now().getTime();
+          m.accountIds.forEach((accountId, i) => {
+            const at = m.atMs?.[i];
+            if (at !== undefined) sim.clock.set(new Date(at));
+            sim.addPost(accountId, { ...SMALL_POST, caption: `New at ${new Date(at ?? now).toISOString()}` });
+          });
+          if (m.atMs) sim.clock.set(new Date(now));
+          return {};
+        }
+        case 'fail': {
+          // The account's listing fails: every try of one sync (1 + the client's 3 retries).
+          for (const accountId of m.accountIds) {
+            const token = tokens.get(accountId);
+            sim.injectFault({ kind: 'status', status: 500, times: 4, match: (r) => r.path.endsWith('/media') && r.query.access_token === token });
+          }
+          return {};
+        }
+        case 'clock':
+          sim.clock.set(new Date(m.setMs));
+          return { now: sim.clock.now().getTime() };
         case 'close':
           await close();
           return {};

@@ -122,10 +122,33 @@ export function accountSchedulers(queues: AccountQueues, accountId: string, sett
   return list;
 }
 
-/** Idempotent: upserting an existing scheduler keeps one scheduler, never two. */
+/**
+ * Where in its interval an account's schedule falls: a stable hash of the account id, so 10,000
+ * accounts spread evenly over the hour (and over the refresh check's hours) instead of falling
+ * due together. BullMQ's own phase is the moment a scheduler is created, so accounts scheduled
+ * together (a worker rebuilding schedules after Redis was lost, an import) would all run at the
+ * same second of every hour. Stable, so every worker and every rebuild agree.
+ */
+export function scheduleOffsetMs(accountId: string, everyMs: number): number {
+  let h = 0x811c9dc5; // FNV-1a, 32 bits
+  for (let i = 0; i < accountId.length; i++) {
+    h ^= accountId.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  // BullMQ treats offset 0 as "no offset": keep it in [1, everyMs - 1].
+  return 1 + (h % Math.max(1, everyMs - 1));
+}
+
+/**
+ * Idempotent: upserting an existing scheduler keeps one scheduler, never two. A new schedule also
+ * runs once now (a connected account is synced at once, as before schedules were spread).
+ */
 export async function scheduleAccount(queues: AccountQueues, accountId: string, settings: ScheduleSettings = DEFAULT_SCHEDULES): Promise<void> {
   for (const s of accountSchedulers(queues, accountId, settings)) {
-    await s.queue.upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.def.name, data: s.def.payload.parse({ accountId }), opts: s.def.options });
+    const data = s.def.payload.parse({ accountId });
+    const isNew = !(await s.queue.getJobScheduler(s.id));
+    await s.queue.upsertJobScheduler(s.id, { every: s.everyMs, offset: scheduleOffsetMs(accountId, s.everyMs) }, { name: s.def.name, data, opts: s.def.options });
+    if (isNew) await s.queue.add(s.def.name, data, { ...s.def.options, jobId: `first-${s.id.replace(/:/g, '-')}-${Date.now()}` });
   }
 }
 

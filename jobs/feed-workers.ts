@@ -21,6 +21,8 @@ export interface RunningFeedWorkers {
   flows: FlowProducer;
   /** The BullMQ Workers (the worker's bounded shutdown closes them itself). */
   workers: readonly Worker[];
+  /** Change how many copies run at once, while running (the benchmark's concurrency curve). */
+  setMirrorConcurrency(n: number): void;
   close(): Promise<void>;
 }
 
@@ -70,6 +72,9 @@ export async function startFeedWorkers(deps: FeedWorkerDeps): Promise<RunningFee
   return {
     flows,
     workers,
+    setMirrorConcurrency(n: number) {
+      mirrorWorker.concurrency = n;
+    },
     async close() {
       await Promise.all(workers.map((w) => w.close()));
       await flows.close();

@@ -41,7 +41,12 @@ export interface WorkerDeps {
   publicUrl: string;
   schedules: ScheduleSettings;
   refreshAfterMs: number;
+  /** Token-refresh jobs at once. */
   concurrency: number;
+  /** Image copies at once (default: concurrency). */
+  mirrorConcurrency?: number;
+  /** Feed syncs and publishes at once (default 8). */
+  syncConcurrency?: number;
   /** node-cron expression for queuing the daily sweep (UTC). */
   sweepCron: string;
   /** The feed pipeline (sync, copy, publish); without it the worker only keeps tokens alive. */
@@ -148,7 +153,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
         ...(events && !deps.feed.events ? { events } : {}),
         ...(deps.metrics && !deps.feed.metrics ? { metrics: deps.metrics } : {}),
         redis: deps.redis,
-        concurrency: { mirror: deps.concurrency },
+        concurrency: { mirror: deps.mirrorConcurrency ?? deps.concurrency, sync: deps.syncConcurrency ?? 8, publish: deps.syncConcurrency ?? 8 },
         lifecycle,
         ...(deps.platformWaits ? { platformWaits: deps.platformWaits } : {}),
       })
@@ -182,7 +187,13 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   // Catch up: a worker that was down when something was due acts as soon as it starts (every
   // active account's schedulers upserted, today's daily jobs queued).
   const accounts = await listAccounts(deps.db, deps.clock.now(), { status: 'active', withTokenOnly: true });
-  for (const a of accounts) await scheduleAccount(deps.queues, a.id, deps.schedules);
+  // Many at a time: each is a few Redis round trips, and 10,000 in a row took minutes at start.
+  let nextAccount = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(16, accounts.length) }, async () => {
+      while (nextAccount < accounts.length) await scheduleAccount(deps.queues, accounts[nextAccount++]!.id, deps.schedules);
+    }),
+  );
   await queueDailyJobs();
   // From then on the leader repairs what Redis loses (reconcile.ts).
   const redisWatch = redisClient(deps.redis);

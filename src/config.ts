@@ -117,6 +117,10 @@ export const configSchema = z.object({
   /** What to do with copyright-flagged items (no media_url): drop them or show a text card (R-CNV-12). */
   COPYRIGHT_ITEMS: z.enum(['drop', 'text-card']).default('drop'),
   WORKER_CONCURRENCY: posInt.default(4),
+  /** Feed syncs (and publishes) a worker runs at once: each mostly waits on the platform and Postgres. */
+  SYNC_CONCURRENCY: posInt.max(256).default(8),
+  /** Image copies a worker runs at once: a number, or `auto` (from the cores and sharp's thread pool, src/mirror/concurrency.ts). */
+  MIRROR_CONCURRENCY: z.union([z.literal('auto'), posInt.max(256)]).default('auto'),
   /** Calls to the platform per account per hour, at most (R-OWN-1): the platform allows about 200; 180 leaves a margin. */
   PLATFORM_CALLS_PER_ACCOUNT_HOUR: posInt.max(10_000).default(180),
   /** App usage (X-App-Usage, percent) from which the queues slow down (R-OWN-1). */

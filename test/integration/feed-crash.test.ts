@@ -78,7 +78,7 @@ describe('a feed worker killed mid-copy (issue 4)', () => {
       storageDir,
       // Two copies at a time: one lane is held, the other keeps copying. The held download must
       // outlive the kill, so its timeout is long.
-      extra: { WORKER_CONCURRENCY: '2', MEDIA_TIMEOUT_MS: '120000', MEDIA_VARIANT_WIDTHS: '160', LOG_LEVEL: 'info' },
+      extra: { WORKER_CONCURRENCY: '2', MIRROR_CONCURRENCY: '2', MEDIA_TIMEOUT_MS: '120000', MEDIA_VARIANT_WIDTHS: '160', LOG_LEVEL: 'info' },
     });
     syncQueue = createQueue(QUEUE.feedSync, redis);
     mirrorQueue = createQueue(QUEUE.mirrorMedia, redis);

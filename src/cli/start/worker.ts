@@ -2,6 +2,7 @@ import type { AppContext } from '../context.ts';
 import { startWorker, type RunningWorker } from '../../../jobs/worker.ts';
 import { startMetricsServer, type MetricsServer } from '../../metrics/server.ts';
 import { applyHeapGrowthPercent } from '../../util/heap.ts';
+import { mirrorConcurrency } from '../../mirror/concurrency.ts';
 
 export interface RunningWorkerProcess extends RunningWorker {
   /** The METRICS_PORT listener's address, when one was asked for. */
@@ -38,6 +39,8 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
       schedules: ctx.schedules,
       refreshAfterMs: ctx.refreshAfterMs,
       concurrency: ctx.config.WORKER_CONCURRENCY,
+      mirrorConcurrency: mirrorConcurrency(ctx.config.MIRROR_CONCURRENCY),
+      syncConcurrency: ctx.config.SYNC_CONCURRENCY,
       sweepCron: ctx.config.EXPIRY_SWEEP_CRON,
       feed: { ...(await ctx.feedDeps()), metrics },
       lifecycle: ctx.lifecycle,

@@ -1,0 +1,410 @@
+/**
+ * The scale benchmarks (issue 13), run by bench/run.ts:
+ *
+ *   --scale N      soak: N accounts of small feeds on one worker process; a catch-up (every
+ *                  account due at once, which is what a worker's start is), then a real-time
+ *                  window (default 10 minutes) with the hourly schedules spread over the hour,
+ *                  1% of accounts changing per hour and 0.5% failing.
+ *   --workers-compare N   the same catch-up with 1, then 2 worker processes on one Redis: the
+ *                  throughput ratio, duplicate copies and duplicate refreshes.
+ *
+ * What is real: the worker (`feedmirror worker`'s startWorker: every queue, the start-up that
+ * schedules every account, the daily jobs), Redis, Postgres, S3 through s3rver, the platform
+ * simulator over HTTP. What is set up directly: the accounts' state before the run (posts, copies
+ * and published feeds as an earlier sync would have left them) is written by this process with
+ * the store's own functions, because copying 20,000 images first would take longer than the
+ * run. Their copies are rows only (no objects): nothing in the run reads them back.
+ */
+import { randomBytes } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Job, QueueEvents, type Queue } from 'bullmq';
+import type pg from 'pg';
+import { loadConfig, type Config } from '../src/config.ts';
+import { convertItems } from '../src/convert/convert-item.ts';
+import { buildAccountFeed } from '../src/feeds/publish.ts';
+import { contentHash, imageSlots } from '../src/feeds/slots.ts';
+import { PlatformClient } from '../src/platform/client.ts';
+import { earliestExpiry } from '../src/platform/links.ts';
+import { createStorage, type ObjectStorage, type S3Storage } from '../src/storage/index.ts';
+import { getAccount, markSynced, upsertAccount } from '../src/store/accounts.ts';
+import { TokenCipher } from '../src/store/crypto.ts';
+import { createPool } from '../src/store/db.ts';
+import { migrate } from '../src/store/migrate.ts';
+import { saveFeedPublication, saveMediaCopy, upsertPosts } from '../src/store/posts.ts';
+import { saveToken } from '../src/store/tokens.ts';
+import { DAY, HOUR, MINUTE } from '../src/util/clock.ts';
+import { bullConnection, createQueue, QUEUE, redisClient } from '../jobs/queues.ts';
+import { S3RVER_CREDENTIALS } from '../test/support/s3.ts';
+import { forkChild, type ChildHandle } from './ipc.ts';
+import { startServicesChild, type ServicesChild } from './services-child.ts';
+import { benchDatabase } from './services.ts';
+import type { WorkerStats } from './worker-process.ts';
+
+export const SCALE_TARGETS = { cpuPercentOfOneCore: 25, p99LatenessSeconds: 60, redisBytesPerAccount: 20 * 1024, workerPeakRssMb: 300 };
+
+export interface ScaleArgs {
+  accounts: number;
+  posts: number;
+  windowMinutes: number;
+  json: boolean;
+}
+
+type Say = (s: string) => void;
+
+/** Run `fn` over `items`, `lanes` at a time. */
+async function pool<T>(items: readonly T[], lanes: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(lanes, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        await fn(items[i]!, i);
+      }
+    }),
+  );
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i]!;
+}
+
+/** Everything one scale run works against: services, database, Redis prefix, config. */
+export interface Stage {
+  services: ServicesChild;
+  db: pg.Pool;
+  databaseUrl: string;
+  redis: { url: string; prefix: string };
+  config: Config;
+  storage: ObjectStorage;
+  platform: PlatformClient;
+  cipherKey: string;
+  cipher: TokenCipher;
+  emptyDbBytes: number;
+  cleanup: () => Promise<void>;
+}
+
+export async function openStage(opts: { wallClock: boolean; startMs?: number; linkLifetimeMs?: number }): Promise<Stage> {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  const cleanup = async () => {
+    for (const c of cleanups.reverse()) await c().catch((err: unknown) => process.stderr.write(`bench cleanup: ${(err as Error).message}\n`));
+  };
+  try {
+    const database = await benchDatabase();
+    cleanups.push(database.drop);
+    const db = createPool(database.url, { max: 20 });
+    cleanups.push(() => db.end());
+    await migrate(db);
+    const emptyDbBytes = Number((await db.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]!.n);
+    const redis = { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix: `fmbench:${randomBytes(4).toString('hex')}` };
+    cleanups.push(async () => {
+      // Everything under the bench's prefix goes (queues, schedulers, pacing counts).
+      const r = redisClient(redis);
+      try {
+        let cursor = '0';
+        do {
+          const [next, keys] = await r.scan(cursor, 'MATCH', `${redis.prefix}:*`, 'COUNT', 1000);
+          cursor = next;
+          if (keys.length) await r.unlink(...keys);
+        } while (cursor !== '0');
+      } finally {
+        r.disconnect();
+      }
+    });
+    const services = await startServicesChild({ startMs: opts.startMs ?? Date.now(), jpegCacheMb: 0, jpegCacheEntries: 0, wallClock: opts.wallClock, ...(opts.linkLifetimeMs ? { linkLifetimeMs: opts.linkLifetimeMs } : {}) });
+    cleanups.push(() => services.close());
+    const sim = services.ready;
+    const config = loadConfig({ ...process.env, STORAGE_URL: `s3://${sim.bucket}`, S3_ENDPOINT: sim.s3Endpoint, S3_FORCE_PATH_STYLE: 'true', MEDIA_ALLOWED_HOSTS: sim.imageHost, SMTP_URL: '' });
+    const storage = createStorage(config, { credentials: S3RVER_CREDENTIALS });
+    cleanups.push(async () => (storage as S3Storage).close());
+    const platform = new PlatformClient({ graphUrl: sim.graphUrl, apiVersion: 'v25.0', oauthTokenUrl: sim.oauthTokenUrl, pageSize: config.PAGE_SIZE });
+    const cipherKey = randomBytes(32).toString('base64');
+    return { services, db, databaseUrl: database.url, redis, config, storage, platform, cipherKey, cipher: TokenCipher.fromEnv(cipherKey), emptyDbBytes, cleanup };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+export interface SeededAccount {
+  id: string;
+  username: string;
+  token: string;
+}
+
+/**
+ * Accounts in the simulator and in Postgres, as an earlier sync left them: posts stored, every
+ * image's copy recorded, the feed's publication recorded. Returns the accounts.
+ */
+export async function seedAccounts(stage: Stage, count: number, posts: number, opts: { prefix: string; now: Date; issuedAgoMs?: number; synced?: boolean }, say: Say): Promise<SeededAccount[]> {
+  const t0 = performance.now();
+  const accounts: SeededAccount[] = [];
+  for (let done = 0; done < count; done += 1000) {
+    accounts.push(...(await stage.services.smallAccounts(Math.min(1000, count - done), posts, `${opts.prefix}${done / 1000}x`, opts.issuedAgoMs ?? 0)));
+  }
+  const obtainedAt = new Date(opts.now.getTime() - (opts.issuedAgoMs ?? 0));
+  await pool(accounts, 16, async (acc) => {
+    await upsertAccount(stage.db, { id: acc.id, username: acc.username }, obtainedAt);
+    await saveToken(stage.db, stage.cipher, { accountId: acc.id, accessToken: acc.token, obtainedAt, expiresAt: new Date(obtainedAt.getTime() + 60 * DAY) }, 'imported');
+  });
+  say(`  ${count} accounts (${posts} posts each) in the simulator and Postgres: ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  if (opts.synced === false) return accounts;
+  const t1 = performance.now();
+  await pool(accounts, 16, async (acc) => {
+    const listing = await stage.platform.listMedia(acc.token, { pageSize: stage.config.PAGE_SIZE });
+    const { posts: converted } = convertItems(listing.items, { copyrightItems: 'drop' });
+    const byId = new Map(listing.items.map((i) => [i.id, i]));
+    await upsertPosts(
+      stage.db,
+      acc.id,
+      converted.map((post) => ({ mediaId: post.id, post, contentHash: contentHash(post), earliestOe: earliestExpiry(byId.get(post.id)!) ?? null })),
+      opts.now,
+    );
+    for (const post of converted) {
+      for (const s of imageSlots(post)) {
+        await saveMediaCopy(stage.db, {
+          accountId: acc.id,
+          mediaId: post.id,
+          slot: s.slot,
+          sourceId: s.sourceId,
+          key: `media/${acc.id}/${post.id}/${s.slot}-seeded.jpg`,
+          width: 120,
+          height: 150,
+          bytes: 4000,
+          contentType: 'image/jpeg',
+          variants: [],
+          placeholder: null,
+          copiedAt: opts.now,
+        });
+      }
+    }
+    const account = (await getAccount(stage.db, acc.id))!;
+    const built = await buildAccountFeed(stage.db, account, (k) => stage.storage.publicUrl(k), opts.now);
+    await saveFeedPublication(stage.db, { accountId: acc.id, feedHash: built.hash, publishedAt: opts.now, postCount: built.feed.posts.length, demo: false, earliestOe: built.earliestOe });
+    await markSynced(stage.db, acc.id, opts.now, {});
+  });
+  say(`  their earlier sync (posts, copies, published feeds) recorded: ${((performance.now() - t1) / 1000).toFixed(0)} s`);
+  return accounts;
+}
+
+export function startWorkerProcess(stage: Stage, label: string, extraEnv: Record<string, string> = {}): Promise<ChildHandle<{ pid: number }>> {
+  const sim = stage.services.ready;
+  return forkChild<{ pid: number }>(new URL('./worker-process.ts', import.meta.url), label, {
+    BENCH_DATABASE_URL: stage.databaseUrl,
+    BENCH_REDIS_URL: stage.redis.url,
+    BENCH_REDIS_PREFIX: stage.redis.prefix,
+    BENCH_S3_ENDPOINT: sim.s3Endpoint,
+    BENCH_BUCKET: sim.bucket,
+    BENCH_GRAPH_URL: sim.graphUrl,
+    BENCH_OAUTH_TOKEN_URL: sim.oauthTokenUrl,
+    BENCH_IMAGE_HOST: sim.imageHost,
+    BENCH_CIPHER_KEY: stage.cipherKey,
+    ...extraEnv,
+  });
+}
+
+export const workerStats = async (w: ChildHandle<unknown>, keys = false) => (await w.ask({ type: 'stats', keys })).stats as WorkerStats;
+
+const FEED_QUEUES = [QUEUE.feedSync, QUEUE.mirrorMedia, QUEUE.publishFeed, QUEUE.tokenRefresh, QUEUE.maintenance] as const;
+
+/** Nothing waiting, running or waiting for children on any queue (delayed jobs are the future). */
+export async function untilQuiet(queues: readonly Queue[], extra: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let quiet = 0;
+  while (quiet < 2) {
+    if (Date.now() > deadline) throw new Error('bench: the queues did not drain in time');
+    await delay(250);
+    let busy = 0;
+    for (const q of queues) {
+      const c = await q.getJobCounts('waiting', 'active', 'prioritized', 'waiting-children');
+      busy += Object.values(c).reduce((a, b) => a + b, 0);
+    }
+    quiet = busy === 0 && (await extra()) ? quiet + 1 : 0;
+  }
+}
+
+/** Bytes our keys take in Redis (MEMORY USAGE of every key under the prefix). */
+export async function redisBytes(redis: { url: string; prefix: string }): Promise<{ bytes: number; keys: number }> {
+  const r = redisClient(redis);
+  try {
+    let cursor = '0';
+    let bytes = 0;
+    let keys = 0;
+    do {
+      const [next, batch] = await r.scan(cursor, 'MATCH', `${redis.prefix}:*`, 'COUNT', 2000);
+      cursor = next;
+      if (batch.length) {
+        const p = r.pipeline();
+        for (const k of batch) p.memory('USAGE', k, 'SAMPLES', '0');
+        for (const [, v] of (await p.exec()) ?? []) bytes += Number(v ?? 0);
+        keys += batch.length;
+      }
+    } while (cursor !== '0');
+    return { bytes, keys };
+  } finally {
+    r.disconnect();
+  }
+}
+
+export interface MemoryPoint {
+  atSeconds: number;
+  rssMb: number;
+  phase: string;
+}
+
+/** The soak: `npm run bench -- --scale 10000 [--window-minutes 10] [--json]`. */
+export async function runScale(args: ScaleArgs, say: Say): Promise<Record<string, unknown>> {
+  const started = performance.now();
+  say(`feedmirror bench --scale ${args.accounts}: ${args.posts} posts per account, one worker process, a ${args.windowMinutes}-minute real-time window`);
+  const stage = await openStage({ wallClock: true });
+  const memory: MemoryPoint[] = [];
+  let worker: ChildHandle<{ pid: number }> | undefined;
+  const queues = FEED_QUEUES.map((name) => createQueue(name, stage.redis));
+  const events: QueueEvents[] = [];
+  try {
+    say('set-up:');
+    const accounts = await seedAccounts(stage, args.accounts, args.posts, { prefix: 'scale', now: new Date() }, say);
+    const ids = accounts.map((a) => a.id);
+    const setupSeconds = (performance.now() - started) / 1000;
+
+    // ---- catch-up: the worker starts; every account's schedules are new, so each is due now ----
+    const catchUpStart = new Date();
+    const t0 = performance.now();
+    worker = await startWorkerProcess(stage, 'bench worker');
+    const w = worker;
+    let phaseNow = 'catch-up';
+    const sampler = setInterval(() => {
+      void workerStats(w)
+        .then((s) => memory.push({ atSeconds: (performance.now() - started) / 1000, rssMb: s.rssMb, phase: phaseNow }))
+        .catch(() => undefined);
+    }, 5_000);
+    const syncedSince = async (since: Date) =>
+      Number((await stage.db.query<{ n: string }>('SELECT count(*) AS n FROM accounts WHERE last_sync_at >= $1', [since])).rows[0]!.n);
+    const startedSeconds = (performance.now() - t0) / 1000;
+    await untilQuiet(queues, async () => (await syncedSince(catchUpStart)) >= args.accounts, 60 * MINUTE);
+    const catchUpSeconds = (performance.now() - t0) / 1000;
+    const catchUpSyncs = await syncedSince(catchUpStart);
+    const atCatchUp = await workerStats(w);
+    const catchUpCpu = atCatchUp.cpuUserS + atCatchUp.cpuSystemS;
+    const catchUp = { syncs: catchUpSyncs, seconds: catchUpSeconds, syncsPerSecond: catchUpSyncs / catchUpSeconds, workerStartSeconds: startedSeconds, workerCpuSeconds: catchUpCpu, workerCpuMsPerSync: (1000 * catchUpCpu) / Math.max(1, catchUpSyncs), peakRssMb: atCatchUp.phasePeakRssMb };
+    say(
+      `catch-up (every account due at once, as at a worker's start): ${catchUpSyncs} syncs in ${catchUpSeconds.toFixed(0)} s = ${catchUp.syncsPerSecond.toFixed(1)} syncs/s ` +
+        `(the worker's start, which schedules every account, took ${startedSeconds.toFixed(0)} s of it); worker CPU ${catchUpCpu.toFixed(1)} s = ${catchUp.workerCpuMsPerSync.toFixed(1)} ms per sync, start included`,
+    );
+
+    // ---- the window: schedules spread over the hour; 1%/h of accounts change, 0.5%/h fail ----
+    phaseNow = 'window';
+    const lateness: number[] = [];
+    const seen = new Set<string>();
+    let windowSyncs = 0;
+    let windowRefreshChecks = 0;
+    const windowStart = Date.now();
+    for (const name of [QUEUE.feedSync, QUEUE.tokenRefresh]) {
+      const qe = new QueueEvents(name, { connection: bullConnection(stage.redis), prefix: stage.redis.prefix });
+      events.push(qe);
+      const queue = queues[FEED_QUEUES.indexOf(name)]!;
+      qe.on('active', ({ jobId }) => {
+        if (seen.has(`${name}:${jobId}`)) return;
+        seen.add(`${name}:${jobId}`);
+        void Job.fromId(queue, jobId).then((job) => {
+          if (!job?.processedOn) return;
+          // A scheduler's job id ends with the instant it was due (repeat:<scheduler>:<millis>); the
+          // job's own delay is reset once it is promoted, so it cannot tell.
+          const m = /^repeat:.*:(\d+)$/.exec(job.id ?? '');
+          const due = m ? Number(m[1]) : job.timestamp + (job.opts.delay ?? 0);
+          if (due < windowStart) return; // a catch-up straggler, not a job of the window
+          lateness.push(Math.max(0, job.processedOn - due) / 1000);
+          if (name === QUEUE.feedSync) windowSyncs++;
+          else windowRefreshChecks++;
+        });
+      });
+      await qe.waitUntilReady();
+    }
+    const before = await workerStats(w);
+    const changed: string[] = [];
+    const failed: string[] = [];
+    const windowMs = args.windowMinutes * MINUTE;
+    const tickMs = 10_000;
+    const perTick = (ratePerHour: number) => (args.accounts * ratePerHour * tickMs) / HOUR;
+    let changeDebt = 0;
+    let failDebt = 0;
+    const pick = () => ids[Math.floor(Math.random() * ids.length)]!;
+    while (Date.now() - windowStart < windowMs) {
+      await delay(Math.min(tickMs, windowMs - (Date.now() - windowStart)));
+      changeDebt += perTick(0.01);
+      failDebt += perTick(0.005);
+      const c: string[] = [];
+      const f: string[] = [];
+      for (; changeDebt >= 1; changeDebt--) c.push(pick());
+      for (; failDebt >= 1; failDebt--) f.push(pick());
+      if (c.length) await stage.services.change(c);
+      if (f.length) await stage.services.fail(f);
+      changed.push(...c);
+      failed.push(...f);
+      if (!args.json) process.stderr.write(`\r  window: ${((Date.now() - windowStart) / 1000).toFixed(0)} s of ${windowMs / 1000}, ${windowSyncs} syncs started`);
+    }
+    if (!args.json) process.stderr.write('\n');
+    const after = await workerStats(w);
+    const windowSeconds = (Date.now() - windowStart) / 1000;
+    const cpuSeconds = after.cpuUserS + after.cpuSystemS - (before.cpuUserS + before.cpuSystemS);
+    const cpuPercentOfOneCore = (100 * cpuSeconds) / windowSeconds;
+    const sorted = [...lateness].sort((a, b) => a - b);
+    const copiesInWindow = after.mediaPuts - before.mediaPuts;
+    clearInterval(sampler);
+
+    // ---- the whole run's footprint ----
+    const redisUse = await redisBytes(stage.redis);
+    const dbBytes = Number((await stage.db.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]!.n);
+    const failedJobs = Number((await queues[0]!.getJobCounts('failed')).failed ?? 0);
+    const result = {
+      accounts: args.accounts,
+      postsPerAccount: args.posts,
+      windowMinutes: args.windowMinutes,
+      cpuPercentOfOneCore,
+      p50LatenessSeconds: percentile(sorted, 50),
+      p99LatenessSeconds: percentile(sorted, 99),
+      maxLatenessSeconds: sorted.at(-1) ?? 0,
+      redisBytesPerAccount: redisUse.bytes / args.accounts,
+      redisKeys: redisUse.keys,
+      postgresBytesPerAccount: (dbBytes - stage.emptyDbBytes) / args.accounts,
+      postgresBytes: dbBytes,
+      workerPeakRssMb: after.maxRssMb,
+      catchUpSyncsPerSecond: catchUp.syncsPerSecond,
+      catchUp,
+      window: {
+        seconds: windowSeconds,
+        syncsStarted: windowSyncs,
+        refreshChecksStarted: windowRefreshChecks,
+        accountsChanged: changed.length,
+        accountsFailing: failed.length,
+        imagesCopied: copiesInWindow,
+        workerCpuSeconds: cpuSeconds,
+        failedSyncJobs: failedJobs,
+      },
+      setupSeconds,
+      totalSeconds: (performance.now() - started) / 1000,
+      memory,
+      node: process.version,
+    };
+    const t = SCALE_TARGETS;
+    say(
+      `window (${windowSeconds.toFixed(0)} s): ${windowSyncs} syncs and ${windowRefreshChecks} refresh checks started; ${changed.length} accounts changed (${copiesInWindow} images copied), ` +
+        `${failed.length} failing; worker CPU ${cpuSeconds.toFixed(1)} s`,
+    );
+    say(`footprint: Redis ${(redisUse.bytes / 1e6).toFixed(1)} MB in ${redisUse.keys} keys; PostgreSQL ${(dbBytes / 1e6).toFixed(1)} MB (empty schema ${(stage.emptyDbBytes / 1e6).toFixed(1)} MB)`);
+    say('targets:');
+    say(`  ${cpuPercentOfOneCore < t.cpuPercentOfOneCore ? 'PASS' : 'MISS'} worker CPU ${cpuPercentOfOneCore.toFixed(1)}% of one core (target < ${t.cpuPercentOfOneCore}%)`);
+    say(`  ${result.p99LatenessSeconds < t.p99LatenessSeconds ? 'PASS' : 'MISS'} start lateness p50 ${result.p50LatenessSeconds.toFixed(2)} s, p99 ${result.p99LatenessSeconds.toFixed(2)} s (target p99 < ${t.p99LatenessSeconds} s; ${sorted.length} jobs)`);
+    say(`  ${result.redisBytesPerAccount < t.redisBytesPerAccount ? 'PASS' : 'MISS'} Redis ${(result.redisBytesPerAccount / 1024).toFixed(1)} KB per account (target < 20 KB)`);
+    say(`  ${result.workerPeakRssMb < t.workerPeakRssMb ? 'PASS' : 'MISS'} worker peak RSS ${result.workerPeakRssMb.toFixed(0)} MB (target < ${t.workerPeakRssMb} MB)`);
+    say(`  ---- PostgreSQL ${(result.postgresBytesPerAccount / 1024).toFixed(1)} KB per account; catch-up ${result.catchUpSyncsPerSecond.toFixed(1)} syncs/s (no target)`);
+    say(`run took ${(result.totalSeconds / 60).toFixed(1)} minutes`);
+    return result;
+  } finally {
+    for (const e of events) await e.close().catch(() => undefined);
+    await worker?.close().catch(() => undefined);
+    for (const q of queues) await q.close().catch(() => undefined);
+    await stage.cleanup();
+  }
+}
