@@ -6,7 +6,7 @@ import { holdAdvisoryLock, type HeldLock } from '../src/store/locks.ts';
 import type { Clock } from '../src/util/clock.ts';
 import type { Logger } from '../src/util/logger.ts';
 import { redactText } from '../src/util/redact.ts';
-import { accountSchedulers, dailyJobId, enqueueDaily, type ScheduleSettings } from './catalogue.ts';
+import { accountSchedulers, dailyJobId, enqueueDaily, scheduleOffsetMs, type ScheduleSettings } from './catalogue.ts';
 import type { AnyJobDefinition } from './definition.ts';
 import type { Queues } from './queues.ts';
 
@@ -66,7 +66,9 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<Repair[]> {
     for (const s of accountSchedulers(deps.queues, account.id, deps.schedules)) {
       const every = present.get(s.id);
       if (present.has(s.id) && Number(every) === s.everyMs) continue;
-      await s.queue.upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.def.name, data: s.def.payload.parse({ accountId: account.id }), opts: s.def.options });
+      // Spread as scheduleAccount spreads them: a rebuild of 10,000 lost schedules must not make
+      // them all fall due at the same second.
+      await s.queue.upsertJobScheduler(s.id, { every: s.everyMs, offset: scheduleOffsetMs(account.id, s.everyMs) }, { name: s.def.name, data: s.def.payload.parse({ accountId: account.id }), opts: s.def.options });
       repairs.push({ kind: present.has(s.id) ? 'scheduler_updated' : 'scheduler_added', id: s.id });
     }
   }
