@@ -18,6 +18,19 @@ describe('feedmirror validate', () => {
     expect(io.err()).toBe('');
   });
 
+  it('issue 12: a feed with the sizes and placeholder extension fields is valid; malformed ones are refused with their paths', async () => {
+    const ok = mio();
+    expect(await main(['validate', 'feed-v1-extended.json'], ok)).toBe(0);
+    expect(ok.out()).toBe('valid: feed-v1-extended.json (7 posts)\n');
+    const bad = mio();
+    expect(await main(['validate', 'feed-v1-extended-broken.json'], bad)).toBe(1);
+    const lines = bad.out().trimEnd().split('\n');
+    expect(lines).toContain('$.posts[0].thumbnailSizes[1].url: must be an http:// or https:// URL');
+    expect(lines).toContain('$.posts[0].thumbnailPlaceholder.color: must be a #rrggbb colour');
+    expect(lines).toContain('$.posts[1].thumbnailSizes: must list at least one size when present');
+    expect(lines.at(-1)).toBe('invalid: feed-v1-extended-broken.json (13 problems)');
+  });
+
   it('a hand-broken copy: exit 1, each problem on its own line with its JSON path, then a summary', async () => {
     const io = mio();
     expect(await main(['validate', 'feed-v1-broken.json'], io)).toBe(1);
