@@ -91,8 +91,11 @@ describe('feedmirror sync --wait / feeds get', () => {
     expect(last[1]).toBe((await listPosts(db, accountId)).length); // every post read and stored (dropped ones aside)
     expect(Math.max(...parsed.map((m) => m![1]!))).toBe(30); // while reading: every listed item counted
     const summary = lines.find((l) => l.startsWith('summary: '));
-    expect(summary).toMatch(new RegExp(`^summary: complete listing, ${Math.max(...pages)} pages, \\d+ API calls; \\d+ posts .*images copied ${copies.length}, reused 0, .*failed 0; feed written$`));
+    expect(summary).toMatch(new RegExp(`^summary: complete listing, ${Math.max(...pages)} pages, \\d+ API calls; \\d+ posts .*images copied ${copies.length}, reused 0, .*failed 0; feed written; widget script published$`));
     expect(io.err()).toBe('');
+    // The widget script is published with the first feed, without any worker.
+    const { existsSync } = await import('node:fs');
+    expect(existsSync(join(storageDir, 'widget', 'feedmirror-widget.js'))).toBe(true);
 
     const get = memoryIO(env);
     expect(await main(['feeds', 'get', accountId], get)).toBe(0);
@@ -134,7 +137,7 @@ describe('feedmirror sync --wait / feeds get', () => {
   it('a second sync --wait of an unchanged account copies nothing and leaves the feed unchanged', async () => {
     const io = memoryIO(env);
     expect(await main(['sync', accountId, '--wait'], io)).toBe(0);
-    expect(io.out()).toMatch(/images copied 0, reused 0, .*feed unchanged\n$/);
+    expect(io.out()).toMatch(/images copied 0, reused 0, .*feed unchanged; widget script unchanged\n$/);
   }, 60_000);
 
   it('bad input: an id with ../ is a usage error; feeds get of an unknown account fails clearly', async () => {

@@ -33,14 +33,14 @@ export interface TestS3 {
   start(): Promise<void>;
 }
 
-export async function startS3(bucket = 'feedmirror-test'): Promise<TestS3> {
+export async function startS3(bucket = 'feedmirror-test', opts: { createBucket?: boolean } = {}): Promise<TestS3> {
   const directory = await mkdtemp(path.join(os.tmpdir(), 'feedmirror-s3rver-'));
   let port = 0;
   let running: S3rverInstance | undefined;
 
   const start = async () => {
     if (running) return;
-    const server = new S3rver({ address: '127.0.0.1', port, silent: true, directory, configureBuckets: [{ name: bucket, configs: [] }] });
+    const server = new S3rver({ address: '127.0.0.1', port, silent: true, directory, configureBuckets: opts.createBucket === false ? [] : [{ name: bucket, configs: [] }] });
     const addr = await server.run();
     port = addr.port;
     running = server;

@@ -40,6 +40,10 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
       io.stderr.write(`sync of ${id} ${r.sync.outcome}: ${r.sync.reason}\n`);
       return EXIT.failed;
     }
+    // The widget script beside the feeds, as a worker publishes it when it starts: a site can embed
+    // the feed right after this command, with no worker ever run (idempotent: unchanged, no write).
+    const { publishWidget } = await import('../../widget/index.ts');
+    const widget = await publishWidget(deps.storage);
     const s = r.sync;
     const ok = s.complete && r.failedCopies.length === 0;
     if (opts.json) {
@@ -59,6 +63,7 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
         linksRenewed: r.renewed + s.renewedVideos,
         failedCopies: r.failedCopies,
         feed: r.publish?.outcome ?? 'not published',
+        widget: { url: widget.url, written: widget.written },
         ...(s.error ? { error: s.error } : {}),
       });
       return ok ? EXIT.ok : EXIT.failed;
@@ -67,7 +72,7 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
       `summary: ${s.complete ? 'complete' : 'INCOMPLETE (nothing pruned)'} listing, ${s.pages} pages, ${s.calls} API calls; ` +
         `${s.posts} posts (${s.newPosts} new, ${s.changedPosts} changed, ${s.pruned.length} pruned, ${s.dropped.length} left out); ` +
         `images copied ${r.copied}, reused ${r.reused}, links renewed ${r.renewed + s.renewedVideos}, failed ${r.failedCopies.length}; ` +
-        `feed ${r.publish?.outcome ?? 'not published'}\n`,
+        `feed ${r.publish?.outcome ?? 'not published'}; widget script ${widget.written ? 'published' : 'unchanged'}\n`,
     );
     for (const f of r.failedCopies) io.stdout.write(`  could not copy ${f.mediaId}/${f.slot}: ${f.error}\n`);
     if (s.error) io.stdout.write(`  listing stopped early: ${s.error}\n`);
