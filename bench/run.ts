@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the feed pipeline's throughput, cost and memory (issue 4, item 6). Not a test:
+ * `npm run bench`: the feed pipeline's throughput, cost and memory. Not a test:
  * it prints measurements and PASS/MISS per target, and never fails on a miss.
  *
  *   node --import tsx bench/run.ts [--accounts 20] [--posts 50] [--concurrency 4] [--no-limit] [--json]

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { loadConfig, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../util/logger.ts';
 import { clockFromEnv, type Clock, HOUR, MINUTE, DAY } from '../util/clock.ts';
-import { PlatformClient, type PlatformCallObserver } from '../platform/client.ts';
+import { PlatformClient, type PlatformCallObserver, type PlatformClientOptions } from '../platform/client.ts';
 import { AccountCallPacer } from '../platform/pacing.ts';
 import { createPool } from '../store/db.ts';
 import { migrate } from '../store/migrate.ts';
@@ -90,7 +90,7 @@ export class AppContext {
     };
     // R-OWN-1: every process counts each account's calls in Redis (one count for all workers);
     // the client connects only when a call is paced, so commands that never list pay nothing.
-    this._platform ??= PlatformClient.fromConfig(this.config, {
+    this._platform ??= platformFromConfig(this.config, {
       clock: this.clock,
       logger: this.logger,
       observer,
@@ -268,4 +268,19 @@ export function logStartChecks(ctx: AppContext): void {
       else ctx.logger.info(fields, line);
     }
   })().catch((err) => ctx.logger.warn({ err }, 'start-up checks could not run'));
+}
+
+/** The platform client on the configuration (the composition root's; src/platform knows no config). */
+export function platformFromConfig(config: Config, deps: Pick<PlatformClientOptions, 'clock' | 'logger' | 'observer' | 'pacer'> = {}): PlatformClient {
+  return new PlatformClient({
+    graphUrl: config.GRAPH_URL,
+    apiVersion: config.GRAPH_API_VERSION,
+    oauthTokenUrl: config.OAUTH_TOKEN_URL,
+    appId: config.APP_ID,
+    appSecret: config.APP_SECRET,
+    timeoutMs: config.HTTP_TIMEOUT_MS,
+    maxRetries: config.HTTP_MAX_RETRIES,
+    pageSize: config.PAGE_SIZE,
+    ...deps,
+  });
 }

@@ -307,7 +307,7 @@ export async function sweepAccountMedia(deps: Pick<FeedDeps, 'db' | 'storage'>, 
 }
 
 /**
- * Every object of one media item, deleted one by one. Not removeMirroredMedia (deletePrefix): its
+ * Every object of one media item, deleted one by one. Not storage.deletePrefix: its
  * DeleteObjects batch is refused (HTTP 500) by s3rver with S3_CHECKSUMS=when_required; one DELETE
  * per object works on every S3-compatible server, and a post has only a handful of objects.
  */

@@ -3,6 +3,7 @@ import { Router, type Request, type Response } from 'express';
 import type { Logger } from '../util/logger.ts';
 import { systemClock, type Clock } from '../util/clock.ts';
 import type { Metrics } from '../metrics/index.ts';
+import { pingDatabase } from '../store/db.ts';
 
 /**
  * Health and metrics endpoints for `feedmirror serve`:
@@ -97,7 +98,7 @@ export async function readiness(deps: HealthDeps): Promise<Readiness> {
   const { redis, db, storage } = deps;
   const probes: Array<[DependencyName, () => Promise<unknown>]> = [];
   if (redis) probes.push(['redis', () => redis.ping()]);
-  if (db) probes.push(['postgres', () => db.query('SELECT 1')]);
+  if (db) probes.push(['postgres', () => pingDatabase(db)]);
   if (storage) probes.push(['storage', () => storage.ping()]);
   const results = await Promise.all(probes.map(async ([name, run]) => [name, await check(run, timeoutMs)] as const));
   const checks: Readiness['checks'] = {};

@@ -241,11 +241,6 @@ export async function reencodeMirroredImage(deps: Pick<MirrorDeps, 'storage' | '
   return fromManifest(storage, manifest, false);
 }
 
-/** Remove every object of one media item (deleted at the source, R-LNK-6). Returns objects removed. */
-export async function removeMirroredMedia(storage: ObjectStorage, accountId: string, mediaId: string): Promise<number> {
-  return storage.deletePrefix(mediaPrefix(accountId, mediaId));
-}
-
 /**
  * Remove the copies of every media item of an account that is not in `keepMediaIds` (R-LNK-6).
  * Call it only after a COMPLETE listing of the account's media: an empty or partial set deletes

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { Config } from '../config.ts';
 import { systemClock, type Clock } from '../util/clock.ts';
 import { silentLogger, type Logger } from '../util/logger.ts';
 import { registerSecret } from '../util/redact.ts';
@@ -169,23 +168,6 @@ export class PlatformClient {
       },
       ...(opts.observer ? { observer: opts.observer } : {}),
       ...(opts.pacer ? { pacer: opts.pacer } : {}),
-    });
-  }
-
-  static fromConfig(config: Config, deps: { clock?: Clock; logger?: Logger; observer?: PlatformCallObserver; pacer?: CallPacer } = {}): PlatformClient {
-    return new PlatformClient({
-      graphUrl: config.GRAPH_URL,
-      apiVersion: config.GRAPH_API_VERSION,
-      oauthTokenUrl: config.OAUTH_TOKEN_URL,
-      appId: config.APP_ID,
-      appSecret: config.APP_SECRET,
-      timeoutMs: config.HTTP_TIMEOUT_MS,
-      maxRetries: config.HTTP_MAX_RETRIES,
-      pageSize: config.PAGE_SIZE,
-      clock: deps.clock,
-      logger: deps.logger,
-      observer: deps.observer,
-      pacer: deps.pacer,
     });
   }
 

@@ -35,11 +35,3 @@ export async function forgetAlert(db: Db, a: AlertKey): Promise<void> {
     [a.accountId, a.kind, a.thresholdDays, a.tokenExpiresAt],
   );
 }
-
-export async function listAlertsSent(db: Db, accountId: string): Promise<Array<AlertKey & { sentAt: Date }>> {
-  const { rows } = await db.query<{ account_id: string; kind: AlertKind; threshold_days: number; token_expires_at: Date; sent_at: Date }>(
-    'SELECT * FROM alerts_sent WHERE account_id = $1 ORDER BY sent_at, threshold_days DESC',
-    [accountId],
-  );
-  return rows.map((r) => ({ accountId: r.account_id, kind: r.kind, thresholdDays: r.threshold_days, tokenExpiresAt: r.token_expires_at, sentAt: r.sent_at }));
-}

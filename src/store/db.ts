@@ -166,3 +166,27 @@ async function runTransaction<T>(client: pg.PoolClient, fn: (client: pg.PoolClie
     inTransaction.delete(client);
   }
 }
+
+/** One round trip: what /readyz asks of PostgreSQL. */
+export async function pingDatabase(db: { query(sql: string): Promise<unknown> }): Promise<void> {
+  await db.query('SELECT 1');
+}
+
+/**
+ * Drop and create a database by name, through the server's admin URL (the demo's throwaway
+ * database). The name is ours, never user input: it is checked before it reaches SQL.
+ */
+export async function recreateDatabase(adminUrl: string, name: string): Promise<string> {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`not a database name we create: ${name}`);
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const u = new URL(adminUrl);
+  u.pathname = `/${name}`;
+  return u.toString();
+}

@@ -31,17 +31,6 @@ export async function recordEvent(
   ]);
 }
 
-/** Oldest first. */
-export async function listEvents(db: Db, accountId: string, opts: { limit?: number } = {}): Promise<TokenEvent[]> {
-  const { rows } = await db.query<{ id: string; account_id: string; kind: TokenEventKind; expires_at: Date | null; detail: string | null; at: Date }>(
-    `SELECT id, account_id, kind, expires_at, detail, at FROM (
-       SELECT * FROM token_events WHERE account_id = $1 ORDER BY id DESC LIMIT $2
-     ) last ORDER BY id`,
-    [accountId, opts.limit ?? 1000],
-  );
-  return rows.map((r) => ({ id: Number(r.id), accountId: r.account_id, kind: r.kind, expiresAt: r.expires_at, detail: r.detail, at: r.at }));
-}
-
 /** Delete events older than `before` (daily housekeeping); returns how many went. */
 export async function pruneEvents(db: Db, before: Date): Promise<number> {
   const { rowCount } = await db.query('DELETE FROM token_events WHERE at < $1', [before]);

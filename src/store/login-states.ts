@@ -13,13 +13,12 @@ function hashState(state: string): string {
 }
 
 /** A new state (32 random bytes, base64url) valid for ttlMs from now. */
-export async function createLoginState(db: Db, now: Date, ttlMs: number, opts: { redirectAfter?: string | null; invitationHash?: string | null } = {}): Promise<string> {
+export async function createLoginState(db: Db, now: Date, ttlMs: number, opts: { invitationHash?: string | null } = {}): Promise<string> {
   const state = randomBytes(32).toString('base64url');
-  await db.query('INSERT INTO login_states (state_hash, created_at, expires_at, redirect_after, invitation_hash) VALUES ($1, $2, $3, $4, $5)', [
+  await db.query('INSERT INTO login_states (state_hash, created_at, expires_at, invitation_hash) VALUES ($1, $2, $3, $4)', [
     hashState(state),
     now,
     new Date(now.getTime() + ttlMs),
-    opts.redirectAfter ?? null,
     opts.invitationHash ?? null,
   ]);
   return state;
@@ -27,20 +26,20 @@ export async function createLoginState(db: Db, now: Date, ttlMs: number, opts: {
 
 /**
  * Use a state once. The UPDATE ... WHERE used_at IS NULL is atomic, so of two callbacks carrying
- * the same state exactly one gets 'ok'. Also returns where to send the user afterwards.
+ * the same state exactly one gets 'ok'. Also returns the invitation the login started from.
  */
-export async function takeLoginState(db: Db, state: string, now: Date): Promise<{ result: LoginStateResult; redirectAfter: string | null; invitationHash: string | null }> {
+export async function takeLoginState(db: Db, state: string, now: Date): Promise<{ result: LoginStateResult; invitationHash: string | null }> {
   const hash = hashState(state);
-  const { rows } = await db.query<{ redirect_after: string | null; invitation_hash: string | null }>(
+  const { rows } = await db.query<{ invitation_hash: string | null }>(
     `UPDATE login_states SET used_at = $2
       WHERE state_hash = $1 AND used_at IS NULL AND expires_at > $2
-      RETURNING redirect_after, invitation_hash`,
+      RETURNING invitation_hash`,
     [hash, now],
   );
-  if (rows[0]) return { result: 'ok', redirectAfter: rows[0].redirect_after, invitationHash: rows[0].invitation_hash };
+  if (rows[0]) return { result: 'ok', invitationHash: rows[0].invitation_hash };
   const seen = await db.query<{ used_at: Date | null }>('SELECT used_at FROM login_states WHERE state_hash = $1', [hash]);
   const row = seen.rows[0];
-  return { result: !row ? 'unknown' : row.used_at ? 'used' : 'expired', redirectAfter: null, invitationHash: null };
+  return { result: !row ? 'unknown' : row.used_at ? 'used' : 'expired', invitationHash: null };
 }
 
 export async function consumeLoginState(db: Db, state: string, now: Date): Promise<LoginStateResult> {

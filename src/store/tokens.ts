@@ -179,3 +179,9 @@ export async function rotateKeys(db: Db, cipher: TokenCipher): Promise<{ rotated
     return { rotated: rows.length };
   });
 }
+
+/** Every stored token's expiry (never the token): the server's feedmirror_token_days_left. */
+export async function listTokenExpiries(db: Db): Promise<Array<{ accountId: string; expiresAt: Date }>> {
+  const { rows } = await db.query<{ account_id: string; expires_at: Date }>('SELECT account_id, expires_at FROM tokens');
+  return rows.map((r) => ({ accountId: r.account_id, expiresAt: r.expires_at }));
+}

@@ -21,7 +21,7 @@ import { registerSecretForAudit } from '../support/capture.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { workerEnv } from '../support/worker-env.ts';
 
-/** `feedmirror sync <id> --wait` and `feedmirror feeds get <id>` against real services (issue 4). */
+/** `feedmirror sync <id> --wait` and `feedmirror feeds get <id>` against real services. */
 const T0 = Date.UTC(2026, 3, 1, 10);
 
 function memoryIO(env: Record<string, string>): CliIO & { out: () => string; err: () => string } {

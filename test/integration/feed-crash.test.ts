@@ -26,7 +26,7 @@ import { until } from '../support/wait.ts';
 import { workerEnv } from '../support/worker-env.ts';
 
 /**
- * Issue 4: "a worker killed mid-copy: the next run completes without duplicates". A real
+ * A worker killed mid-copy: the next run completes without duplicates. A real
  * `feedmirror worker` process runs the sync flow; one image download is held open by the
  * simulator (fault 'timeout') so its mirror-media job is in flight, and the process is SIGKILLed.
  * A second worker process then runs the next sync. BullMQ's stalled-job recovery would also
@@ -39,7 +39,7 @@ import { workerEnv } from '../support/worker-env.ts';
 const T0 = Date.UTC(2026, 3, 1, 10);
 const POSTS = 8;
 
-describe('a feed worker killed mid-copy (issue 4)', () => {
+describe('a feed worker killed mid-copy', () => {
   let sim: Simulator;
   let db: pg.Pool;
   let drop: () => Promise<void>;

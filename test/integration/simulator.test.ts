@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PassThrough } from 'node:stream';
 import sharp from 'sharp';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
-import { runSimulator } from '../../src/simulator/cli.ts';
+import { runSimulator } from '../../src/cli/start/simulator.ts';
 import { DAY, HOUR, MINUTE } from '../../src/util/clock.ts';
 import type { CliIO } from '../../src/cli/io.ts';
 

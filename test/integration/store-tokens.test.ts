@@ -6,7 +6,7 @@ import { forgetAlert, recordAlertOnce } from '../../src/store/alerts-sent.ts';
 import { TokenCipher } from '../../src/store/crypto.ts';
 import { createPool, withTransaction } from '../../src/store/db.ts';
 import { TokenDecryptError } from '../../src/store/errors.ts';
-import { listEvents } from '../../src/store/events.ts';
+import { listEvents } from '../support/events.ts';
 import { consumeLoginState, createLoginState, takeLoginState } from '../../src/store/login-states.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { getTokenInfo, loadToken, recordRefreshFailure, replaceTokenIfCurrent, rotateKeys, saveToken } from '../../src/store/tokens.ts';
@@ -222,21 +222,21 @@ describe('tokens', () => {
 
 describe('login states', () => {
   it('single use: ok once, then used; only a hash is stored', async () => {
-    const state = await createLoginState(pool, t0, 10 * MINUTE, { redirectAfter: '/accounts' });
+    const state = await createLoginState(pool, t0, 10 * MINUTE);
     expect(state).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const stored = await pool.query('SELECT 1 FROM login_states WHERE state_hash = $1', [state]);
     expect(stored.rowCount).toBe(0);
     const results = await Promise.all([1, 2, 3].map(() => consumeLoginState(pool, state, later(MINUTE))));
     expect(results.sort()).toEqual(['ok', 'used', 'used']);
-    expect(await takeLoginState(pool, state, later(MINUTE))).toEqual({ result: 'used', redirectAfter: null, invitationHash: null });
+    expect(await takeLoginState(pool, state, later(MINUTE))).toEqual({ result: 'used', invitationHash: null });
   });
 
   it('expired and unknown', async () => {
     const state = await createLoginState(pool, t0, 10 * MINUTE);
     expect(await consumeLoginState(pool, state, later(10 * MINUTE))).toBe('expired');
     expect(await consumeLoginState(pool, 'never-issued', t0)).toBe('unknown');
-    const fresh = await createLoginState(pool, t0, 10 * MINUTE, { redirectAfter: '/done' });
-    expect(await takeLoginState(pool, fresh, later(9 * MINUTE))).toEqual({ result: 'ok', redirectAfter: '/done', invitationHash: null });
+    const fresh = await createLoginState(pool, t0, 10 * MINUTE);
+    expect(await takeLoginState(pool, fresh, later(9 * MINUTE))).toEqual({ result: 'ok', invitationHash: null });
   });
 });
 

@@ -16,7 +16,7 @@ import { createPool } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { TokenCipher } from '../../src/store/crypto.ts';
 import { getTokenInfo, loadToken } from '../../src/store/tokens.ts';
-import { listEvents } from '../../src/store/events.ts';
+import { listEvents } from '../support/events.ts';
 import { PlatformClient } from '../../src/platform/client.ts';
 import { connectWithShortLivedToken } from '../../src/accounts/connect.ts';
 import { createLogger } from '../../src/util/logger.ts';

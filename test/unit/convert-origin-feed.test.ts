@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { buildFeed, convertItems, originFromProfile } from '../../src/convert/index.ts';
+import { convertItems } from '../../src/convert/convert-item.ts';
+import { buildFeed } from '../../src/convert/feed.ts';
+import { originFromProfile } from '../../src/convert/origin.ts';
 import { SchemaViolationError, validateFeed } from '../../src/schema/validate.ts';
 import type { Post } from '../../src/schema/v1.ts';
 

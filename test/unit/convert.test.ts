@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { convertItem, convertItems, normalizeTimestamp } from '../../src/convert/index.ts';
+import { convertItem, convertItems } from '../../src/convert/convert-item.ts';
+import { normalizeTimestamp } from '../../src/convert/timestamp.ts';
 import type { MediaItem } from '../../src/platform/media-item.ts';
 import { mediaItemSchema } from '../../src/platform/media-item.ts';
 import { SOURCE } from '../../src/platform/identifiers.ts';

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { withExamples, type Cli } from '../command.ts';
-import type { SimulatorOptions } from '../../simulator/cli.ts';
+import type { SimulatorOptions } from '../start/simulator.ts';
 
 /** `feedmirror simulator`: the platform simulator by hand, with a ready short-lived token. */
 export function register(program: Command, cli: Cli): void {
@@ -13,7 +13,7 @@ export function register(program: Command, cli: Cli): void {
     .option('--posts <n>', 'posts per account')
     .option('--clock <real|manual>', 'real: simulated time follows the wall clock; manual: only through POST /__sim/clock', 'real')
     .action(async (opts: SimulatorOptions) => {
-      const { simulatorCommand } = await import('../../simulator/cli.ts');
+      const { simulatorCommand } = await import('../start/simulator.ts');
       cli.setExit(await simulatorCommand(opts, cli.io));
     });
   withExamples(cmd, 'APP_SECRET=dev-secret feedmirror simulator --port 4000 --accounts 2 --posts 30');

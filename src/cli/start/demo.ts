@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import { resolve, join } from 'node:path';
 import { createServer } from 'node:net';
-import pg from 'pg';
 import { EXIT, type CliIO } from '../io.ts';
 import { AppContext } from '../context.ts';
 import { createLogger } from '../../util/logger.ts';
@@ -12,6 +11,7 @@ import { feedKey } from '../../storage/keys.ts';
 import { createQueue, QUEUE } from '../../../jobs/queues.ts';
 import { startServer } from './server.ts';
 import { createInvitation } from '../../store/invitations.ts';
+import { recreateDatabase } from '../../store/db.ts';
 import { invitationUrl } from '../../http/connect.ts';
 import { DAY } from '../../util/clock.ts';
 import { startWorkerFromContext } from './worker.ts';
@@ -134,18 +134,8 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
 }
 
 /** The demo database, dropped and created afresh (it holds nothing but demo data). */
-async function resetDemoDatabase(adminUrl: string): Promise<string> {
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  try {
-    await admin.query('DROP DATABASE IF EXISTS feedmirror_demo WITH (FORCE)');
-    await admin.query('CREATE DATABASE feedmirror_demo');
-  } finally {
-    await admin.end();
-  }
-  const u = new URL(adminUrl);
-  u.pathname = '/feedmirror_demo';
-  return u.toString();
+function resetDemoDatabase(adminUrl: string): Promise<string> {
+  return recreateDatabase(adminUrl, 'feedmirror_demo');
 }
 
 /** `preferred` when free, else any free port. */

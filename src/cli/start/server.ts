@@ -8,6 +8,7 @@ import type { DashboardConnect } from '../../http/dashboard/index.ts';
 import { RedisSessionStore } from '../../http/sessions.ts';
 import { ConnectThrottle, LoginThrottle } from '../../http/throttle.ts';
 import { createInvitation } from '../../store/invitations.ts';
+import { listTokenExpiries } from '../../store/tokens.ts';
 import { createMetrics } from '../../metrics/index.ts';
 import { applyHeapGrowthPercent } from '../../util/heap.ts';
 
@@ -54,8 +55,7 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
     tokenExpiries: async () => {
       const now = ctx.clock.now().getTime();
       if (!expiries || now - expiries.at >= 60_000) {
-        const { rows } = await db.query<{ account_id: string; expires_at: Date }>('SELECT account_id, expires_at FROM tokens');
-        expiries = { at: now, rows: rows.map((r) => ({ accountId: r.account_id, expiresAt: r.expires_at })) };
+        expiries = { at: now, rows: await listTokenExpiries(db) };
       }
       return expiries.rows;
     },

@@ -1,6 +1,6 @@
 import type { AppContext } from '../context.ts';
 import { startWorker, type RunningWorker } from '../../../jobs/worker.ts';
-import { startMetricsServer, type MetricsServer } from '../../metrics/server.ts';
+import { startMetricsServer, type MetricsServer } from '../../http/metrics-server.ts';
 import { applyHeapGrowthPercent } from '../../util/heap.ts';
 import { mirrorConcurrency } from '../../mirror/concurrency.ts';
 

@@ -1,5 +1,6 @@
 import { listAccounts, type AccountWithExpiry } from '../../store/accounts.ts';
 import type { Db } from '../../store/db.ts';
+import { accountCounts } from '../../store/overview.ts';
 
 /**
  * What the accounts page shows per account: the account with its token's expiry (listAccounts,
@@ -14,15 +15,8 @@ export interface AccountOverview extends AccountWithExpiry {
 }
 
 export async function loadAccountOverviews(db: Db, now: Date): Promise<AccountOverview[]> {
-  const [accounts, posts, copies, feeds] = await Promise.all([
-    listAccounts(db, now),
-    db.query<{ account_id: string; n: string }>('SELECT account_id, count(*) AS n FROM posts GROUP BY account_id'),
-    db.query<{ account_id: string; n: string; bytes: string }>('SELECT account_id, count(*) AS n, coalesce(sum(bytes), 0) AS bytes FROM media_copies GROUP BY account_id'),
-    db.query<{ account_id: string; published_at: Date; post_count: number; demo: boolean }>('SELECT account_id, published_at, post_count, demo FROM feed_publications'),
-  ]);
-  const postsBy = new Map(posts.rows.map((r) => [r.account_id, Number(r.n)]));
-  const copiesBy = new Map(copies.rows.map((r) => [r.account_id, { n: Number(r.n), bytes: Number(r.bytes) }]));
-  const feedsBy = new Map(feeds.rows.map((r) => [r.account_id, { publishedAt: r.published_at, postCount: r.post_count, demo: r.demo }]));
+  const [accounts, counts] = await Promise.all([listAccounts(db, now), accountCounts(db)]);
+  const { posts: postsBy, copies: copiesBy, feeds: feedsBy } = counts;
   return accounts.map((a) => ({
     ...a,
     posts: postsBy.get(a.id) ?? 0,

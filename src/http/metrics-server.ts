@@ -1,8 +1,8 @@
 import type { Server } from 'node:http';
 import express from 'express';
-import { healthRoutes } from '../http/health.ts';
+import { healthRoutes } from './health.ts';
 import type { Logger } from '../util/logger.ts';
-import type { Metrics } from './index.ts';
+import type { Metrics } from '../metrics/index.ts';
 
 /**
  * The worker's own metrics listener (METRICS_PORT): /metrics and /healthz only. A worker serves

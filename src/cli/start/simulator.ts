@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { EXIT, type CliIO } from '../cli/io.ts';
-import { untilStopSignal } from '../cli/signals.ts';
-import { followWallClock } from './wall-clock.ts';
-import { startSimulator } from './index.ts';
-import { MIX_SIZE } from './state.ts';
-import type { Simulator } from './types.ts';
+import { EXIT, type CliIO } from '../io.ts';
+import { untilStopSignal } from '../signals.ts';
+import { followWallClock } from '../../simulator/wall-clock.ts';
+import { startSimulator } from '../../simulator/index.ts';
+import { MIX_SIZE } from '../../simulator/state.ts';
+import type { Simulator } from '../../simulator/types.ts';
 
 /**
  * `feedmirror simulator`: run the platform simulator by hand, print the settings that point

@@ -1,0 +1,102 @@
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { cruise, type ICruiseResult, type IForbiddenRuleType } from 'dependency-cruiser';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The README's layer table, enforced: dependency-cruiser reads every import of src/ and jobs/
+ * and fails on one that points the wrong way, or on an import cycle. Each row says what a
+ * folder may import of ours; anything else is a violation. Keep this table and the README's in
+ * step (README: "Layers").
+ */
+const LAYERS: Array<{ from: string; mayImport: string[] }> = [
+  { from: 'src/schema/', mayImport: [] },
+  { from: 'src/util/', mayImport: [] },
+  { from: 'src/platform/', mayImport: ['src/util/'] },
+  { from: 'src/config.ts', mayImport: ['src/util/', 'src/platform/identifiers.ts'] },
+  { from: 'src/convert/', mayImport: ['src/schema/', 'src/platform/', 'src/util/'] },
+  { from: 'src/store/', mayImport: ['src/schema/', 'src/util/'] },
+  { from: 'src/storage/', mayImport: ['src/config.ts', 'src/util/'] },
+  { from: 'src/mirror/', mayImport: ['src/config.ts', 'src/platform/', 'src/storage/', 'src/util/'] },
+  { from: 'src/webhooks/', mayImport: ['src/store/', 'src/util/'] },
+  { from: 'src/metrics/', mayImport: ['src/platform/', 'src/util/'] },
+  { from: 'src/demo/', mayImport: ['src/platform/', 'src/schema/', 'src/util/'] },
+  { from: 'src/widget/', mayImport: ['src/storage/', 'src/util/'] },
+  { from: 'src/simulator/', mayImport: ['src/platform/', 'src/util/'] },
+  { from: 'src/accounts/', mayImport: ['src/platform/', 'src/store/', 'src/storage/', 'src/mirror/', 'src/webhooks/', 'src/util/'] },
+  {
+    from: 'src/feeds/',
+    mayImport: ['src/accounts/', 'src/convert/', 'src/demo/', 'src/metrics/', 'src/mirror/', 'src/platform/', 'src/schema/', 'src/storage/', 'src/store/', 'src/webhooks/', 'src/util/'],
+  },
+  { from: 'src/alerts/', mayImport: ['src/accounts/', 'src/config.ts', 'src/store/', 'src/webhooks/', 'src/util/'] },
+  // The top: jobs/ and src/http/ use the rest; src/cli/ (the composition root) uses everything.
+  { from: 'jobs/', mayImport: ['jobs/', 'src/'], },
+  { from: 'src/http/', mayImport: ['src/', 'jobs/'] },
+];
+// What the top layers must still never import.
+const NEVER: Array<{ from: string; to: string; why: string }> = [
+  { from: '^jobs/', to: '^src/(http|cli)/', why: 'jobs never import the HTTP server or the CLI' },
+  { from: '^src/http/', to: '^src/cli/', why: 'the HTTP server never imports the CLI' },
+];
+
+const esc = (p: string) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+export function layerRules(): IForbiddenRuleType[] {
+  const rules: IForbiddenRuleType[] = [
+    { name: 'no-circular', severity: 'error', comment: 'import cycles', from: {}, to: { circular: true } },
+  ];
+  for (const layer of LAYERS) {
+    const own = layer.from.endsWith('/') ? layer.from : null;
+    const allowed = [...layer.mayImport, ...(own ? [own] : [])];
+    rules.push({
+      name: `layer:${layer.from}`,
+      severity: 'error',
+      comment: `${layer.from} may import only ${allowed.join(', ') || 'nothing of ours'}`,
+      from: { path: `^${esc(layer.from)}` },
+      to: { path: '^(src|jobs)/', ...(allowed.length ? { pathNot: `^(${allowed.map(esc).join('|')})` } : {}) },
+    });
+  }
+  for (const n of NEVER) rules.push({ name: `never:${n.from}->${n.to}`, severity: 'error', comment: n.why, from: { path: n.from }, to: { path: n.to } });
+  return rules;
+}
+
+async function violations(files: string[], baseDir?: string): Promise<string[]> {
+  const result = await cruise(
+    files,
+    {
+      validate: true,
+      ruleSet: { forbidden: layerRules() },
+      doNotFollow: { path: 'node_modules' },
+      exclude: { path: 'node_modules' },
+      tsPreCompilationDeps: true,
+      ...(baseDir ? { baseDir } : {}),
+    },
+  );
+  const out = result.output as ICruiseResult;
+  return out.summary.violations.map((v) => `${v.from} -> ${v.to} (${v.rule.name})`);
+}
+
+describe('architecture: the layer table of the README', () => {
+  it('every import of src/ and jobs/ points the way the table allows, and nothing imports in a circle', async () => {
+    expect(await violations(['src', 'jobs'])).toEqual([]);
+  }, 60_000);
+
+  it('the rules catch an import that breaks the table (store -> http) and a cycle', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'fm-layers-'));
+    try {
+      await mkdir(join(dir, 'src', 'store'), { recursive: true });
+      await mkdir(join(dir, 'src', 'http'), { recursive: true });
+      await mkdir(join(dir, 'src', 'util'), { recursive: true });
+      await writeFile(join(dir, 'src', 'store', 'bad.ts'), "import { page } from '../http/page.ts';\nexport const x = page;\n");
+      await writeFile(join(dir, 'src', 'http', 'page.ts'), "export const page = 1;\n");
+      await writeFile(join(dir, 'src', 'util', 'a.ts'), "import { b } from './b.ts';\nexport const a = b;\n");
+      await writeFile(join(dir, 'src', 'util', 'b.ts'), "import { a } from './a.ts';\nexport const b = () => a;\n");
+      const found = await violations(['src'], dir);
+      expect(found).toContain('src/store/bad.ts -> src/http/page.ts (layer:src/store/)');
+      expect(found.some((v) => v.includes('(no-circular)'))).toBe(true);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
