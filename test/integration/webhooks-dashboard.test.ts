@@ -45,7 +45,7 @@ afterAll(async () => {
 });
 
 describe('webhooks in the dashboard', () => {
-  it('add an endpoint (secret shown once); the worker delivers a signed event; the delivery log page shows it', async () => {
+  it('add an endpoint (secret shown once); the worker delivers a signed event; the delivery log page shows it; rotate signs with both; remove; CSRF required', async () => {
     const login = await postLogin(serve.url, '198.51.100.20', DASHBOARD_USER, serve.env.DASHBOARD_PASSWORD!);
     const cookie = sessionCookie(login);
     const get = (path: string) => fetch(`${serve.url}${path}`, { headers: { cookie, 'x-forwarded-for': '198.51.100.20' } });
@@ -78,5 +78,38 @@ describe('webhooks in the dashboard', () => {
     expect(log).toContain('account.removed');
     expect(log).toMatch(/data-status="delivered"><td>[^<]+<\/td><td>account\.removed/);
     expect(log).toMatch(/<td>1<\/td>\s*<td>HTTP 204<\/td>/);
+
+    // Rotate from the dashboard: a new secret shown once; the next delivery is signed by both.
+    const post = (path: string) =>
+      fetch(`${serve.url}${path}`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie, origin: serve.url, 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': '198.51.100.20' },
+        body: new URLSearchParams({ _csrf: csrf }),
+      });
+    const rotated = await post(`/dashboard/webhooks/${id}/rotate`);
+    expect(rotated.status).toBe(200);
+    const newSecret = /id="secret" readonly size="70" value="(whsec_[A-Za-z0-9_-]+)"/.exec(await rotated.text())?.[1];
+    expect(newSecret).toBeTruthy();
+    expect(newSecret).not.toBe(secret);
+    await webhookEventSink({ db: serve.ctx.db, queues: serve.ctx.queues, clock: serve.ctx.clock, logger: serve.ctx.logger }).emit({ type: 'account.removed', data: { accountId: '17841400000000043' } });
+    await until(() => bodies.length === 2, 'the second delivery', 30_000);
+    expect(verifySignature(secret!, bodies[1]!.signature, bodies[1]!.body, new Date()).ok).toBe(true);
+    expect(verifySignature(newSecret!, bodies[1]!.signature, bodies[1]!.body, new Date()).ok).toBe(true);
+    expect(await (await get('/dashboard/webhooks')).text()).toMatch(/previous secret signs until/);
+
+    // Remove: gone from the list, its log page 404s.
+    const removed = await post(`/dashboard/webhooks/${id}/remove`);
+    expect(removed.status).toBe(303);
+    expect(await (await get('/dashboard/webhooks')).text()).not.toContain(id);
+    expect((await get(`/dashboard/webhooks/${id}`)).status).toBe(404);
+    // Without the CSRF token, nothing happens.
+    const forged = await fetch(`${serve.url}/dashboard/webhooks`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie, origin: serve.url, 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': '198.51.100.20' },
+      body: new URLSearchParams({ url: hookUrl }),
+    });
+    expect(forged.status).toBe(403);
   }, 60_000);
 });
