@@ -71,6 +71,14 @@ const argsSchema = z.object({
   scale: positive('scale').optional(),
   /** The soak's real-time window; 10 minutes as the issue says, shorter for development. */
   'window-minutes': z.coerce.number({ error: '--window-minutes must be a number' }).positive('--window-minutes must be > 0').default(10),
+  /** --workers-compare N: N accounts' first sync by 1, then 2 worker processes on one Redis. */
+  'workers-compare': positive('workers-compare').optional(),
+  /** --downtime N: catch-up of N accounts after the worker was down (--down-days, --link-days, --time-scale). */
+  downtime: positive('downtime').optional(),
+  'down-days': z.coerce.number().positive('--down-days must be > 0').default(3),
+  'link-days': z.coerce.number().positive('--link-days must be > 0').default(2),
+  'time-scale': z.coerce.number().positive('--time-scale must be > 0').default(60),
+  'new-posts': positive('new-posts').default(2),
 });
 
 const TARGETS = { fractionOfLimit: 0.9, peakRssMb: 300, peakRssAt: { accounts: 500, posts: 50 } };
@@ -91,6 +99,12 @@ function parse() {
       'window-minutes': { type: 'string' },
       rounds: { type: 'string' },
       curve: { type: 'string' },
+      'workers-compare': { type: 'string' },
+      downtime: { type: 'string' },
+      'down-days': { type: 'string' },
+      'link-days': { type: 'string' },
+      'time-scale': { type: 'string' },
+      'new-posts': { type: 'string' },
       'curve-accounts': { type: 'string' },
     },
     strict: true,
@@ -98,7 +112,7 @@ function parse() {
   const { 'no-warm-cdn': noWarm, 'no-limit': noLimit, ...rest } = values;
   const r = argsSchema.safeParse({ ...rest, ...(noWarm ? { 'warm-cdn': false } : {}), ...(noLimit ? { limit: false } : {}) });
   if (!r.success) {
-    process.stderr.write(`bench: ${r.error.issues.map((i) => i.message).join('; ')}\nusage: bench/run.ts [--accounts N] [--posts M] [--concurrency C] [--format-samples K] [--no-warm-cdn] [--no-limit] [--json]\n       bench/run.ts --scale N [--posts M] [--window-minutes W] [--json]\n`);
+    process.stderr.write(`bench: ${r.error.issues.map((i) => i.message).join('; ')}\nusage: bench/run.ts [--accounts N] [--posts M] [--concurrency C] [--format-samples K] [--no-warm-cdn] [--no-limit] [--json]\n       bench/run.ts --scale N [--posts M] [--window-minutes W] [--json]\n       bench/run.ts --workers-compare N [--posts M] [--json]\n       bench/run.ts --downtime N [--down-days 3] [--link-days 2] [--time-scale 60] [--new-posts 2] [--json]\n`);
     process.exit(2);
   }
   return r.data;
@@ -109,11 +123,26 @@ async function main() {
   const say = (s: string) => {
     if (!args.json) process.stdout.write(s + '\n');
   };
+  const smallPosts = process.argv.includes('--posts') ? args.posts : 2;
+  if (args['workers-compare'] !== undefined) {
+    const { runWorkersCompare } = await import('./scale.ts');
+    const result = await runWorkersCompare({ accounts: args['workers-compare'], posts: smallPosts, counts: [1, 2] }, say);
+    if (args.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+    return;
+  }
+  if (args.downtime !== undefined) {
+    const { runDowntime } = await import('./scale.ts');
+    const result = await runDowntime(
+      { accounts: args.downtime, posts: smallPosts, newPosts: args['new-posts'], downDays: args['down-days'], linkDays: args['link-days'], timeScale: args['time-scale'] },
+      say,
+    );
+    if (args.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+    return;
+  }
   if (args.scale !== undefined) {
     const { runScale } = await import('./scale.ts');
     const { writeMemoryChart } = await import('./chart.ts');
-    const posts = process.argv.includes('--posts') ? args.posts : 2;
-    const result = await runScale({ accounts: args.scale, posts, windowMinutes: args['window-minutes'], json: args.json }, say);
+    const result = await runScale({ accounts: args.scale, posts: smallPosts, windowMinutes: args['window-minutes'], json: args.json }, say);
     const chart = await writeMemoryChart(result.memory as never, `bench/results/scale-${args.scale}-memory.svg`, `Worker RSS over the ${args.scale}-account run`);
     say(`memory chart: ${chart}`);
     if (args.json) process.stdout.write(JSON.stringify({ ...result, memoryChart: chart }, null, 2) + '\n');

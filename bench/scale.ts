@@ -408,3 +408,177 @@ export async function runScale(args: ScaleArgs, say: Say): Promise<Record<string
     await stage.cleanup();
   }
 }
+
+/**
+ * Many workers: `npm run bench -- --workers-compare N`. The same work, N accounts' first sync
+ * (tiny images) and a due token refresh each, done by 1 and then by 2 worker processes on one
+ * Redis, each run on a fresh database, Redis prefix and simulator. Counts duplicate copies (a
+ * media object uploaded twice, by one process or by two) and duplicate refreshes (refresh calls
+ * beyond one per account).
+ */
+export async function runWorkersCompare(args: { accounts: number; posts: number; counts: number[] }, say: Say): Promise<Record<string, unknown>> {
+  say(`feedmirror bench --workers-compare ${args.accounts}: first sync (${args.posts} small posts each) and a due token refresh per account, by ${args.counts.join(', then ')} worker process(es) on one Redis`);
+  const runs: Array<Record<string, number>> = [];
+  for (const n of args.counts) {
+    const stage = await openStage({ wallClock: true });
+    const queues = FEED_QUEUES.map((name) => createQueue(name, stage.redis));
+    const workers: Array<ChildHandle<{ pid: number }>> = [];
+    try {
+      // Tokens 31 days old: every account's refresh check refreshes (R-TOK-8), once.
+      await seedAccounts(stage, args.accounts, args.posts, { prefix: `w${n}`, now: new Date(), issuedAgoMs: 31 * DAY, synced: false }, say);
+      const before = await stage.services.requestCounts();
+      const since = new Date();
+      const t0 = performance.now();
+      for (let i = 0; i < n; i++) workers.push(await startWorkerProcess(stage, `bench worker ${i + 1}`));
+      const published = async () => Number((await stage.db.query<{ n: string }>('SELECT count(*) AS n FROM feed_publications WHERE NOT demo AND published_at >= $1', [since])).rows[0]!.n);
+      await untilQuiet(queues, async () => (await published()) >= args.accounts, 60 * MINUTE);
+      const seconds = (performance.now() - t0) / 1000;
+      const after = await stage.services.requestCounts();
+      const refreshCalls = (after.graphByEdge['refresh_access_token'] ?? 0) - (before.graphByEdge['refresh_access_token'] ?? 0);
+      const stats = await Promise.all(workers.map((w) => workerStats(w, true)));
+      const seen = new Map<string, number>();
+      for (const st of stats) for (const k of st.mediaKeys ?? []) seen.set(k, (seen.get(k) ?? 0) + 1);
+      const duplicateCopies = stats.reduce((a, st) => a + st.repeatedMediaKeys, 0) + [...seen.values()].filter((c) => c > 1).length;
+      const copies = Number((await stage.db.query<{ n: string }>('SELECT count(*) AS n FROM media_copies')).rows[0]!.n);
+      const failed = (await Promise.all(queues.map((q) => q.getJobCounts('failed')))).reduce((a, c) => a + (c.failed ?? 0), 0);
+      const run = {
+        workers: n,
+        accounts: args.accounts,
+        seconds,
+        syncsPerSecond: args.accounts / seconds,
+        imagesCopied: copies,
+        mediaUploads: stats.reduce((a, st) => a + st.mediaPuts, 0),
+        duplicateCopies,
+        refreshCalls,
+        duplicateRefreshes: Math.max(0, refreshCalls - args.accounts),
+        failedJobs: failed,
+        peakRssMbPerWorker: Math.max(...stats.map((st) => st.maxRssMb)),
+        workerCpuSeconds: stats.reduce((a, st) => a + st.cpuUserS + st.cpuSystemS, 0),
+      };
+      runs.push(run);
+      say(
+        `  ${n} worker(s): ${args.accounts} first syncs in ${seconds.toFixed(0)} s = ${run.syncsPerSecond.toFixed(1)} syncs/s; ${copies} images copied (${run.mediaUploads} uploads), ` +
+          `${duplicateCopies} duplicate copies; ${refreshCalls} refresh calls for ${args.accounts} due tokens (${run.duplicateRefreshes} duplicates); ${failed} failed jobs; worker CPU ${run.workerCpuSeconds.toFixed(0)} s`,
+      );
+    } finally {
+      for (const w of workers) await w.close().catch(() => undefined);
+      for (const q of queues) await q.close().catch(() => undefined);
+      await stage.cleanup();
+    }
+  }
+  const ratio = runs.length >= 2 ? runs[1]!.syncsPerSecond! / runs[0]!.syncsPerSecond! : undefined;
+  if (ratio !== undefined) say(`throughput ratio ${runs[1]!.workers} : ${runs[0]!.workers} workers = ${ratio.toFixed(2)}`);
+  return { accounts: args.accounts, runs, throughputRatio: ratio, node: process.version };
+}
+
+/**
+ * Catch-up after downtime: `npm run bench -- --downtime N`. N accounts synced when the worker went
+ * down; for `downDays` it stays down while each account gets new posts (their links signed when
+ * posted, dying `linkDays` later). Then the worker starts. Time runs `timeScale` times faster than
+ * the wall clock for the worker (a file clock) and the simulator alike, so links die during the
+ * catch-up as they would. Reports copies made after their link's deadline: those whose deadline
+ * had passed before the restart can only be renewed first (R-LNK-3, R-MED-8); of the others, the
+ * target is none late (R-LNK-5: soonest deadline first).
+ */
+export async function runDowntime(args: { accounts: number; posts: number; newPosts: number; downDays: number; linkDays: number; timeScale: number }, say: Say): Promise<Record<string, unknown>> {
+  const linkMs = args.linkDays * DAY;
+  const tDown = Date.UTC(2026, 5, 1, 12);
+  const t0 = tDown + args.downDays * DAY;
+  say(
+    `feedmirror bench --downtime ${args.accounts}: worker down ${args.downDays} days; ${args.newPosts} new posts per account meanwhile; links live ${args.linkDays} days; ` +
+      `time runs ${args.timeScale}x the wall clock after the restart`,
+  );
+  const stage = await openStage({ wallClock: false, startMs: tDown, linkLifetimeMs: linkMs });
+  const { mkdtempSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { FileClock } = await import('../src/util/clock.ts');
+  const clockFile = join(mkdtempSync(join(tmpdir(), 'fm-bench-clock-')), 'now');
+  FileClock.write(clockFile, tDown);
+  const queues = FEED_QUEUES.map((name) => createQueue(name, stage.redis));
+  let worker: ChildHandle<{ pid: number }> | undefined;
+  let ticker: NodeJS.Timeout | undefined;
+  try {
+    const accounts = await seedAccounts(stage, args.accounts, args.posts, { prefix: 'down', now: new Date(tDown) }, say);
+    // The downtime: new posts at random moments (their links are signed then).
+    const changes: string[] = [];
+    const at: number[] = [];
+    for (const a of accounts) {
+      for (let k = 0; k < args.newPosts; k++) {
+        changes.push(a.id);
+        at.push(tDown + Math.floor(Math.random() * (t0 - tDown)));
+      }
+    }
+    for (let i = 0; i < changes.length; i += 2000) await stage.services.change(changes.slice(i, i + 2000), at.slice(i, i + 2000));
+    const before = await stage.services.requestCounts();
+    // The restart: both clocks at t0, then running timeScale times faster than the wall clock.
+    await stage.services.setClock(t0);
+    FileClock.write(clockFile, t0);
+    const wall0 = Date.now();
+    const simNow = () => t0 + (Date.now() - wall0) * args.timeScale;
+    ticker = setInterval(() => {
+      const now = simNow();
+      FileClock.write(clockFile, now);
+      void stage.services.setClock(now).catch(() => undefined);
+    }, 100);
+    const tStart = performance.now();
+    worker = await startWorkerProcess(stage, 'bench worker', { BENCH_CLOCK_FILE: clockFile });
+    const newCopies = async () => Number((await stage.db.query<{ n: string }>('SELECT count(*) AS n FROM media_copies WHERE copied_at >= $1', [new Date(t0)])).rows[0]!.n);
+    await untilQuiet(queues, async () => (await newCopies()) >= changes.length, 60 * MINUTE);
+    const seconds = (performance.now() - tStart) / 1000;
+    clearInterval(ticker);
+    ticker = undefined;
+    const after = await stage.services.requestCounts();
+    // Each copy against its link's original deadline: posted at post.timestamp, dead linkDays later.
+    const { rows } = await stage.db.query<{ copied_at: Date; posted: string }>(
+      `SELECT c.copied_at, p.post->>'publishedAt' AS posted FROM media_copies c JOIN posts p USING (account_id, media_id) WHERE c.copied_at >= $1`,
+      [new Date(t0)],
+    );
+    let deadBeforeRestart = 0;
+    let late = 0;
+    let inTime = 0;
+    const slack: number[] = [];
+    for (const r of rows) {
+      const deadline = Date.parse(r.posted) + linkMs;
+      if (deadline <= t0) {
+        deadBeforeRestart++;
+        continue;
+      }
+      if (r.copied_at.getTime() > deadline) late++;
+      else inTime++;
+      slack.push((deadline - r.copied_at.getTime()) / HOUR);
+    }
+    const renewals = (after.graphByEdge['{id}'] ?? 0) - (before.graphByEdge['{id}'] ?? 0);
+    const failed = (await Promise.all(queues.map((q) => q.getJobCounts('failed')))).reduce((a, c) => a + (c.failed ?? 0), 0);
+    slack.sort((a, b) => a - b);
+    const result = {
+      accounts: args.accounts,
+      downDays: args.downDays,
+      linkDays: args.linkDays,
+      timeScale: args.timeScale,
+      newPosts: changes.length,
+      copies: rows.length,
+      deadBeforeRestart,
+      renewals,
+      couldBeInTime: inTime + late,
+      copiedAfterDeadline: late,
+      copiedInTime: inTime,
+      minSlackHours: slack[0] ?? null,
+      catchUpSeconds: seconds,
+      catchUpSimulatedHours: (seconds * args.timeScale) / 3600,
+      failedJobs: failed,
+      node: process.version,
+    };
+    say(
+      `catch-up: ${rows.length} images copied in ${seconds.toFixed(0)} s (${result.catchUpSimulatedHours.toFixed(1)} simulated hours); ${deadBeforeRestart} had links already dead at the restart ` +
+        `(${renewals} single-media renewals); of the ${inTime + late} that could be copied in time, ${late} were copied after their deadline (target 0); ` +
+        `tightest margin ${(result.minSlackHours ?? 0).toFixed(2)} h; ${failed} failed jobs`,
+    );
+    return result;
+  } finally {
+    if (ticker) clearInterval(ticker);
+    await worker?.close().catch(() => undefined);
+    for (const q of queues) await q.close().catch(() => undefined);
+    await stage.cleanup();
+  }
+}

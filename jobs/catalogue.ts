@@ -144,12 +144,15 @@ export function scheduleOffsetMs(accountId: string, everyMs: number): number {
  * runs once now (a connected account is synced at once, as before schedules were spread).
  */
 export async function scheduleAccount(queues: AccountQueues, accountId: string, settings: ScheduleSettings = DEFAULT_SCHEDULES): Promise<void> {
-  for (const s of accountSchedulers(queues, accountId, settings)) {
-    const data = s.def.payload.parse({ accountId });
-    const isNew = !(await s.queue.getJobScheduler(s.id));
-    await s.queue.upsertJobScheduler(s.id, { every: s.everyMs, offset: scheduleOffsetMs(accountId, s.everyMs) }, { name: s.def.name, data, opts: s.def.options });
-    if (isNew) await s.queue.add(s.def.name, data, { ...s.def.options, jobId: `first-${s.id.replace(/:/g, '-')}-${Date.now()}` });
-  }
+  // Both schedulers at once: a worker's start schedules every account, and round trips add up.
+  await Promise.all(
+    accountSchedulers(queues, accountId, settings).map(async (s) => {
+      const data = s.def.payload.parse({ accountId });
+      const isNew = !(await s.queue.getJobScheduler(s.id));
+      await s.queue.upsertJobScheduler(s.id, { every: s.everyMs, offset: scheduleOffsetMs(accountId, s.everyMs) }, { name: s.def.name, data, opts: s.def.options });
+      if (isNew) await s.queue.add(s.def.name, data, { ...s.def.options, jobId: `first-${s.id.replace(/:/g, '-')}-${Date.now()}` });
+    }),
+  );
 }
 
 /** The lifecycle's view of the schedules (src/accounts/lifecycle.ts AccountSchedules). */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { FlowJob, FlowProducer } from 'bullmq';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import { needsPublish, syncAccount, type CopyTask, type SyncResult } from '../src/feeds/sync.ts';
-import { HOUR } from '../src/util/clock.ts';
+import { MINUTE } from '../src/util/clock.ts';
 import { idSchema } from '../src/util/ids.ts';
 import { defineJob } from './definition.ts';
 import { QUEUE, retryOptions, type RedisSettings } from './queues.ts';
@@ -22,13 +22,17 @@ export type FeedSyncPayload = z.infer<typeof feedSyncPayload>;
 export type FeedSyncReturn = SyncResult & { publishJobId?: string; copyJobs?: number };
 
 /**
- * BullMQ priority (1 = first) from a copy's deadline: hours left until its link's oe, so across
- * all accounts the links that die first are copied first (R-LNK-5). Unknown expiry comes last.
+ * BullMQ priority (1 = first) from a copy's deadline: minutes left until its link's oe, so across
+ * all accounts the links that die first are copied first (R-LNK-5). Minutes, not hours: after
+ * downtime, hundreds of links die within the same hour, and within an hour BullMQ would take
+ * them in no particular order. A link already dead (renewed first, R-LNK-3) comes first of all.
+ * Unknown expiry comes last. BullMQ priorities go up to 2^21.
  */
+export const LAST_PRIORITY = 2_097_152;
 export function copyPriority(deadline: Date | null, now: Date): number {
-  if (!deadline) return 10_000;
-  const hours = Math.ceil((deadline.getTime() - now.getTime()) / HOUR);
-  return Math.min(Math.max(hours, 1), 9_999);
+  if (!deadline) return LAST_PRIORITY;
+  const minutes = Math.ceil((deadline.getTime() - now.getTime()) / MINUTE);
+  return Math.min(Math.max(minutes + 1, 1), LAST_PRIORITY - 1);
 }
 
 /** The flow of one sync: publish-feed parent, mirror-media children. */

@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { needsPublish, type SyncResult } from '../../src/feeds/sync.ts';
+
+type Synced = Extract<SyncResult, { outcome: 'synced' }>;
+const unchanged: Synced = {
+  outcome: 'synced',
+  accountId: '17841400000000001',
+  complete: true,
+  pages: 1,
+  calls: 1,
+  posts: 3,
+  newPosts: 0,
+  changedPosts: 0,
+  renewedVideos: 0,
+  dropped: [],
+  pruned: [],
+  copies: [],
+  feedDue: false,
+};
+
+describe('which syncs queue a publish job', () => {
+  it('an unchanged complete sync publishes nothing (no publish job: the feed would come out the same)', () => {
+    expect(needsPublish(unchanged)).toBe(false);
+  });
+  it('anything the feed lacks, a prune, or a feed that is due publishes', () => {
+    expect(needsPublish({ ...unchanged, newPosts: 1 })).toBe(true);
+    expect(needsPublish({ ...unchanged, changedPosts: 1 })).toBe(true);
+    expect(needsPublish({ ...unchanged, pruned: ['1790'] })).toBe(true);
+    expect(needsPublish({ ...unchanged, renewedVideos: 1 })).toBe(true);
+    expect(needsPublish({ ...unchanged, copies: [{ accountId: '1', mediaId: '2', slot: 'cover', deadline: null }] })).toBe(true);
+    // R-SCH-11: the demo feed is replaced by the first complete sync, even of an empty account.
+    expect(needsPublish({ ...unchanged, posts: 0, feedDue: true })).toBe(true);
+    // An incomplete listing never replaces the demo feed on its own.
+    expect(needsPublish({ ...unchanged, complete: false, feedDue: true })).toBe(false);
+  });
+});
