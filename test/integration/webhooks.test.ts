@@ -194,4 +194,34 @@ describe('outgoing webhooks', () => {
     expect((await listDeliveries(db, endpoint.id))[0]).toMatchObject({ status: 'failed', attempts: 1 });
     expect(await removeEndpoint(db, endpoint.id)).toBe(true);
   });
+
+  it('the services emit the account events: token.expiring at a threshold and account.reauth_required once each (expiry sweep), account.removed (lifecycle)', async () => {
+    const { runExpirySweep } = await import('../../src/alerts/sweep.ts');
+    const { AccountLifecycle, NO_SCHEDULES } = await import('../../src/accounts/lifecycle.ts');
+    const { upsertAccount } = await import('../../src/store/accounts.ts');
+    const { saveToken } = await import('../../src/store/tokens.ts');
+    const { ManualClock, DAY } = await import('../../src/util/clock.ts');
+    const clock = new ManualClock(Date.UTC(2026, 2, 1, 8));
+    const seen: Array<{ type: string; data: Record<string, unknown> }> = [];
+    const events = { emit: async (e: { type: string; data: unknown }) => void seen.push(e as never) };
+    const mailer = { send: async () => ({ delivered: 'outbox' }), close: () => undefined } as unknown as Mailer;
+    const add = async (id: string, username: string, expiresInMs: number) => {
+      await upsertAccount(db, { id, username }, clock.now());
+      await saveToken(db, cipher, { accountId: id, accessToken: `tok-${randomBytes(8).toString('hex')}`, obtainedAt: clock.now(), expiresAt: new Date(clock.now().getTime() + expiresInMs) }, 'exchanged');
+    };
+    await add('17841400000000101', 'soon.shop', 6 * DAY + 3_600_000); // 7-day threshold due
+    await add('17841400000000102', 'gone.shop', -3_600_000); // expired an hour ago
+    const deps = { db, mailer, clock, logger: silentLogger, publicUrl: 'http://127.0.0.1:8080', events };
+    await runExpirySweep(deps);
+    await runExpirySweep(deps); // once per threshold and token life: nothing new
+    // The sweep visits accounts in its own order: compare as a set.
+    expect(seen.map((e) => `${e.type} ${String(e.data.accountId)}`).sort()).toEqual(['account.reauth_required 17841400000000102', 'token.expiring 17841400000000101']);
+    expect(seen.find((e) => e.type === 'token.expiring')!.data).toMatchObject({ username: 'soon.shop', thresholdDays: 7 });
+    expect(seen.find((e) => e.type === 'account.reauth_required')!.data).toMatchObject({ username: 'gone.shop' });
+
+    const lifecycle = new AccountLifecycle({ db, clock, logger: silentLogger, schedules: NO_SCHEDULES, alertReauth: async () => null, events });
+    expect((await lifecycle.apply('17841400000000101', 'removed')).changed).toBe(true);
+    expect((await lifecycle.apply('17841400000000101', 'removed')).changed).toBe(false); // already gone: no second event
+    expect(seen.slice(2)).toEqual([{ type: 'account.removed', data: { accountId: '17841400000000101' } }]);
+  });
 });
