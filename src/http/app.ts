@@ -45,7 +45,11 @@ export function createApp(deps: AppDeps): Express {
   if (deps.connect) app.use(connectRoutes(deps.connect));
   if (deps.storage && deps.serveLocalFiles !== false && deps.storage.kind === 'local') app.use(localFilesRouter(deps.storage));
   // Everything under /dashboard (bull-board included) is behind the login: see dashboard/index.ts.
-  if (deps.dashboard) app.use(dashboardRouter(deps.dashboard));
+  if (deps.dashboard) {
+    app.use(dashboardRouter(deps.dashboard));
+    // The server's front door is the dashboard (its login when there is no session).
+    app.get('/', (_req: Request, res: Response) => res.redirect(302, '/dashboard'));
+  }
   // Our own 404 (Express's default one replaces the CSP with its own).
   app.use((_req: Request, res: Response) => {
     res.status(404).type('text/plain').send('Not found.\n');

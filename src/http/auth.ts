@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
@@ -243,22 +244,24 @@ export function safeNext(value: unknown): string {
 
 function loginPage(opts: { csrf: string; next: string; message?: string }): string {
   const msg = opts.message ? `<p class="error" role="alert">${escapeHtml(opts.message)}</p>` : '';
+  // The dashboard's look from its stylesheet file: no inline script or style under the CSP.
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Log in · feedmirror dashboard</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:24rem;margin:4rem auto;padding:0 1rem;color:#222}
-label{display:block;margin:.8rem 0 .2rem}input{width:100%;padding:.4rem;font:inherit;box-sizing:border-box}
-button{margin-top:1rem;padding:.5rem 1.2rem;font:inherit}.error{color:#a40000;background:#fde8e8;padding:.5rem .8rem;border-radius:4px}</style></head>
-<body><h1>feedmirror dashboard</h1>${msg}
+<title>Log in · feedmirror dashboard</title><link rel="stylesheet" href="${DASHBOARD_PATH}/assets/dashboard.css"></head>
+<body class="login"><header><span class="brand">feedmirror</span><span class="muted">dashboard</span></header>
+<main><h1>Log in</h1>${msg}
 <form method="post" action="${DASHBOARD_PATH}/login">
 <input type="hidden" name="${CSRF_FIELD}" value="${escapeHtml(opts.csrf)}">
 <input type="hidden" name="next" value="${escapeHtml(opts.next)}">
 <label for="user">User</label><input id="user" name="user" autocomplete="username" required>
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
 <button type="submit">Log in</button>
-</form></body></html>
+</form></main></body></html>
 `;
 }
+
+/** The stylesheet of the dashboard and its login page, read once. */
+const DASHBOARD_CSS = readFileSync(new URL('./dashboard/dashboard.css', import.meta.url));
 
 const loginForm = z.object({
   user: z.string().max(256),
@@ -271,6 +274,11 @@ const loginForm = z.object({
 export function loginRoutes(auth: DashboardAuth): Router {
   const router = Router();
   const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 20 });
+
+  // Public like the login page that uses it; it holds nothing but looks.
+  router.get(`${DASHBOARD_PATH}/assets/dashboard.css`, (_req: Request, res: Response) => {
+    res.set('Cache-Control', 'public, max-age=300').type('text/css').send(DASHBOARD_CSS);
+  });
 
   // Login CSRF: a random nonce in a cookie, its MAC in the form (nobody else can make the pair).
   const showLogin = (req: Request, res: Response, status: number, message?: string) => {

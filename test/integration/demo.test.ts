@@ -2,7 +2,9 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnFeedmirror, type Spawned } from '../support/processes.ts';
+import { spawnSync } from 'node:child_process';
+import { runFeedmirror, spawnFeedmirror, type Spawned } from '../support/processes.ts';
+import { registerSecretForAudit } from '../support/capture.ts';
 import { until } from '../support/wait.ts';
 import { validateFeed } from '../../src/schema/validate.ts';
 import { chromium } from 'playwright-core';
@@ -78,7 +80,70 @@ describe('the demo (npm run demo)', () => {
       await browser.close();
     }
 
+    // GET / leads to the dashboard; the login page is styled by the dashboard's stylesheet file.
+    const root = await fetch(dashboard!.replace(/\/dashboard$/, '/'), { redirect: 'manual' });
+    expect(root.status).toBe(302);
+    expect(root.headers.get('location')).toBe('/dashboard');
+    const loginHtml = await (await fetch(dashboard!)).text();
+    expect(loginHtml).toContain('<link rel="stylesheet" href="/dashboard/assets/dashboard.css">');
+    expect(loginHtml).not.toMatch(/<style|<script|style="/);
+    const css = await fetch(dashboard!.replace(/\/dashboard$/, '/dashboard/assets/dashboard.css'));
+    expect(css.status).toBe(200);
+    expect(css.headers.get('content-type')).toMatch(/^text\/css/);
+    expect(await css.text()).toMatch(/body\.login main\{/);
+
+    // data/demo/demo.env holds every setting, loads in bash, and points the CLI at the running demo.
+    const envFile = field('demo settings')!;
+    expect(envFile).toBe(join(cwd, 'data', 'demo', 'demo.env'));
+    expect(out).toMatch(/^try the CLI: +set -a; \. data\/demo\/demo\.env; set \+a; npx feedmirror accounts list$/m);
+    const sh = spawnSync('bash', ['--norc', '--noprofile', '-c', 'set -a; . data/demo/demo.env; set +a; env -0'], { cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    expect(sh.stderr).toBe('');
+    const demoEnv = Object.fromEntries(sh.stdout.split('\0').filter((e) => e.includes('=')).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+    registerSecretForAudit(demoEnv.TOKEN_ENCRYPTION_KEY!);
+    registerSecretForAudit(demoEnv.DASHBOARD_PASSWORD!);
+    // Its own database and key prefix: never the tests' nor another checkout's.
+    expect(new URL(demoEnv.DATABASE_URL!).pathname).toMatch(/^\/feedmirror_demo_[0-9a-f]{8}$/);
+    expect(demoEnv.REDIS_PREFIX).toMatch(/^feedmirror-demo-[0-9a-f]{8}$/);
+    const list = await runFeedmirror(['accounts', 'list', '--json'], demoEnv, { cwd });
+    expect(list.code, list.stderr).toBe(0);
+    const accounts = JSON.parse(list.stdout) as Array<{ id: string; username: string }>;
+    expect(accounts.map((a) => a.username)).toEqual(['demo.bakery']);
+    // The key in demo.env reads the stored token: a refresh is attempted (not due yet: exit 1, said so).
+    const refresh = await runFeedmirror(['refresh', accounts[0]!.id, '--json'], demoEnv, { cwd });
+    expect(JSON.parse(refresh.stdout).outcome).toBe('not-due');
+    const sync = await runFeedmirror(['sync', accounts[0]!.id, '--wait'], demoEnv, { cwd });
+    expect(sync.code, sync.stderr).toBe(0);
+
+    // The dashboard says what "Refresh now" did: here, not due yet (and until when).
+    {
+      const base = dashboard!.replace(/\/dashboard$/, '');
+      const jar = new Map<string, string>();
+      const keep = (r: Response) => r.headers.getSetCookie().forEach((c) => { const [kv] = c.split(';'); const i = kv!.indexOf('='); jar.set(kv!.slice(0, i), kv!.slice(i + 1)); });
+      const cookie = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
+      const form = await fetch(`${base}/dashboard/login`);
+      keep(form);
+      const loginCsrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+      const logged = await fetch(`${base}/dashboard/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookie(), origin: base }, body: new URLSearchParams({ user: 'demo', password: password!, _csrf: loginCsrf, next: '/dashboard' }) });
+      keep(logged);
+      const page = await fetch(`${base}/dashboard`, { headers: { cookie: cookie() } });
+      keep(page);
+      const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1]!;
+      const action = await fetch(`${base}/dashboard/accounts/${accounts[0]!.id}/refresh`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookie(), origin: base }, body: new URLSearchParams({ _csrf: csrf }) });
+      expect(action.status).toBe(303);
+      keep(action);
+      const after = await (await fetch(`${base}/dashboard`, { headers: { cookie: cookie() } })).text();
+      expect(after).toMatch(/class="flash error" role="status">@demo\.bakery: not refreshed: the platform refreshes tokens only once they are 24 hours old; possible from \d{4}-/);
+    }
+
+    // A second connect goes through the platform's consent page (only the demo's own was automatic).
+    const invite = await runFeedmirror(['accounts', 'invite', '--json'], demoEnv, { cwd });
+    expect(invite.code, invite.stderr).toBe(0);
+    const toLogin = await fetch(JSON.parse(invite.stdout).url, { redirect: 'manual' });
+    const consent = await fetch(toLogin.headers.get('location')!, { redirect: 'manual' });
+    expect(consent.status).toBe(200);
+    expect(await consent.text()).toMatch(/Allow access to your account/);
+
     demo.child.kill('SIGTERM');
     expect(await demo.exited).toBe(0);
-  }, 150_000);
+  }, 240_000);
 });

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { EXIT, type CliIO } from '../io.ts';
 import { accountIdArgument, withContext, withExamples, type Cli } from '../command.ts';
-import type { RefreshOutcome } from '../../accounts/token-refresh.ts';
 
 /** `feedmirror refresh <id>`: refresh one account's token now (never before it is 24 hours old). */
 export function register(program: Command, cli: Cli): void {
@@ -35,25 +34,10 @@ async function refresh(id: string, opts: { json?: boolean }, io: CliIO): Promise
       { accountId: id, force: true },
     );
     if (opts.json) io.stdout.write(JSON.stringify(outcome) + '\n');
-    else io.stdout.write(describeOutcome(outcome) + '\n');
+    else {
+      const { describeRefreshOutcome } = await import('../../accounts/refresh-words.ts');
+      io.stdout.write(describeRefreshOutcome(outcome) + '\n');
+    }
     return outcome.outcome === 'refreshed' ? EXIT.ok : EXIT.failed;
   });
-}
-
-/** What an operator reads about a refresh outcome (also the dashboard's wording). */
-export function describeOutcome(o: RefreshOutcome): string {
-  switch (o.outcome) {
-    case 'refreshed':
-      return `refreshed; the token is now valid until ${o.expiresAt.toISOString()}`;
-    case 'not-due':
-      return `not refreshed: the platform refreshes tokens only once they are 24 hours old; possible from ${o.dueAt.toISOString()}`;
-    case 'backoff':
-      return `not refreshed: the last attempt failed; next attempt after ${o.nextAttemptAt.toISOString()}`;
-    case 'reauth-required':
-      return `the account needs its owner to log in again: ${o.reason}`;
-    case 'failed':
-      return `refresh failed; the stored token is kept (valid until ${o.expiresAt.toISOString()}): ${o.reason}`;
-    case 'skipped':
-      return `not refreshed: ${o.reason}`;
-  }
 }

@@ -1,9 +1,10 @@
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, rmSync } from 'node:fs';
-import { resolve, join } from 'node:path';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { resolve, join, relative } from 'node:path';
 import { createServer } from 'node:net';
 import { EXIT, type CliIO } from '../io.ts';
 import { AppContext } from '../context.ts';
+import { configSchema } from '../../config.ts';
 import { createLogger } from '../../util/logger.ts';
 import { startSimulator } from '../../simulator/index.ts';
 import { followWallClock } from '../../simulator/wall-clock.ts';
@@ -36,17 +37,24 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
   rmSync(root, { recursive: true, force: true });
   mkdirSync(root, { recursive: true });
 
+  // The demo's own database and key prefix, named after this checkout: they never collide with
+  // the tests' (fm_*, fmtest:*) nor with a demo run from another checkout.
+  const demoId = createHash('sha256').update(realpathSync(io.cwd)).digest('hex').slice(0, 8);
   const sim = await startSimulator({ start: Date.now() });
   const stopClock = followWallClock(sim);
   const port = await freePort(values.port ?? 8080);
   const publicUrl = `http://127.0.0.1:${port}`;
-  const adminUrl = io.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const databaseUrl = await resetDemoDatabase(adminUrl);
+  // The server's maintenance database on the same server (DATABASE_URL may name the demo's own
+  // database when demo.env is loaded in this shell: it cannot drop the database it is connected to).
+  const admin = new URL(io.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+  admin.pathname = '/postgres';
+  const databaseUrl = await resetDemoDatabase(admin.toString(), `feedmirror_demo_${demoId}`);
   const password = randomBytes(9).toString('base64url');
   const env: NodeJS.ProcessEnv = {
     ...io.env,
     DATABASE_URL: databaseUrl,
-    REDIS_PREFIX: 'feedmirror-demo',
+    REDIS_URL: io.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    REDIS_PREFIX: `feedmirror-demo-${demoId}`,
     GRAPH_URL: sim.graphUrl,
     AUTHORIZE_URL: sim.authorizeUrl,
     OAUTH_TOKEN_URL: sim.oauthTokenUrl,
@@ -86,6 +94,9 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
     const toCallback = await fetch(toLogin.headers.get('location') ?? '', { redirect: 'manual' });
     const done = await fetch(toCallback.headers.get('location') ?? '');
     if (done.status !== 200) throw new Error(`connecting the demo account failed: HTTP ${done.status}`);
+    // Only this first connect is approved automatically: "Connect an account" in the dashboard then
+    // goes through the platform's consent page, as it would for a real owner.
+    sim.autoApprove = null;
     say(`connected @${account.username} through an invitation (${publicUrl}/connect?invite=…)`);
 
     const key = feedKey(account.id);
@@ -117,6 +128,9 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
     say(`widget preview:  ${publicUrl}/widget/demo.html   (a plain page embedding the widget, as a site would)`);
     say(`alert emails:    ${env.OUTBOX_DIR}`);
     say(`validate it:     npx feedmirror validate ${feedPath}`);
+    const envFile = writeDemoEnv(join(root, 'demo.env'), env);
+    say(`demo settings:   ${envFile}   (every setting of this demo, its encryption key included)`);
+    say(`try the CLI:     set -a; . ${relative(io.cwd, envFile) || envFile}; set +a; npx feedmirror accounts list`);
     if (values.exit) return EXIT.ok;
     say('\nrunning; press Ctrl-C to stop');
     await new Promise<void>((r) => {
@@ -134,8 +148,26 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
 }
 
 /** The demo database, dropped and created afresh (it holds nothing but demo data). */
-function resetDemoDatabase(adminUrl: string): Promise<string> {
-  return recreateDatabase(adminUrl, 'feedmirror_demo');
+function resetDemoDatabase(adminUrl: string, name: string): Promise<string> {
+  return recreateDatabase(adminUrl, name);
+}
+
+/**
+ * data/demo/demo.env: every feedmirror setting this demo runs with, its encryption key and
+ * dashboard password included (demo data only, mode 600), in the format of .env.example, so
+ * `set -a; . data/demo/demo.env; set +a` points every CLI command at the running demo.
+ */
+function writeDemoEnv(file: string, env: NodeJS.ProcessEnv): string {
+  const keys = Object.keys(configSchema.shape).filter((k) => env[k] !== undefined && env[k] !== '');
+  const quote = (v: string) => (/^[A-Za-z0-9_@%+=:,./-]*$/.test(v) ? v : `"${v.replace(/(["\\$`])/g, '\\$1')}"`);
+  const lines = [
+    '# Written by `npm run demo` for this run of the demo (its database and keys are reset on the next run).',
+    '# Load it to point the CLI at the running demo: set -a; . data/demo/demo.env; set +a',
+    ...keys.map((k) => `${k}=${quote(String(env[k]))}`),
+    '',
+  ];
+  writeFileSync(file, lines.join('\n'), { mode: 0o600 });
+  return file;
 }
 
 /** `preferred` when free, else any free port. */

@@ -16,6 +16,7 @@ import { widgetSource, WIDGET_CONTENT_TYPE } from '../../widget/index.ts';
 import { DASHBOARD_PATH, loginRoutes, logoutHandler, parseCookies, requireSession, sessionOf, setCookie, signValue, verifyValue, type DashboardAuth } from '../auth.ts';
 import { csrfTokenFor, requireCsrfToken, requireSameOrigin } from '../csrf.ts';
 import { loadAccountOverviews } from './data.ts';
+import { describeRefreshOutcome } from '../../accounts/refresh-words.ts';
 import { accountsPage, invitationPage, previewPage, removeConfirmPage, type Flash, type LayoutOptions } from './views.ts';
 import { deliveriesPage, secretPage, webhooksPage } from './webhooks-views.ts';
 import type { TokenCipher } from '../../store/crypto.ts';
@@ -203,7 +204,17 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     // force: renew now rather than waiting for the 30-day cadence; R-TOK-5 (24 h, unexpired) still applies in the job.
     const job = await enqueue(queues, JOBS.tokenRefresh, { accountId: account.id, force: true }, { jobId: manualJobId('refresh', account.id, clock) });
     logger.info({ accountId: account.id, jobId: job.id }, 'dashboard: token refresh queued');
-    flashTo(res, { kind: 'ok', text: `Token refresh of @${account.username} queued (job ${job.id}).` });
+    // The outcome, not just "queued": a refresh takes a second or two when a worker is free, and
+    // "not due until …" or an error is what the operator needs to see.
+    const done = await waitForJob(queues.tokenRefresh, String(job.id), 8_000);
+    if (done.state === 'completed') {
+      const outcome = done.returnvalue as Parameters<typeof describeRefreshOutcome>[0];
+      flashTo(res, { kind: outcome.outcome === 'refreshed' ? 'ok' : 'error', text: `@${account.username}: ${describeRefreshOutcome(outcome)}.` });
+    } else if (done.state === 'failed') {
+      flashTo(res, { kind: 'error', text: `Token refresh of @${account.username} failed: ${done.failedReason ?? 'unknown error'}` });
+    } else {
+      flashTo(res, { kind: 'ok', text: `Token refresh of @${account.username} queued (job ${job.id}); no worker has finished it yet (is \`feedmirror worker\` running?). Its outcome will show in Queues.` });
+    }
   }));
 
   guarded.get('/accounts/:id/remove', wrap(async (req, res) => {
@@ -343,4 +354,17 @@ export function dashboardRouter(deps: DashboardDeps): Router {
   });
 
   return router;
+}
+
+/** Wait (polling, at most `ms`) for a job to finish; its state, and its return value or failure. */
+async function waitForJob(queue: Queue, id: string, ms: number): Promise<{ state: string; returnvalue?: unknown; failedReason?: string }> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const job = await queue.getJob(id);
+    const state = job ? await job.getState() : 'unknown';
+    if (state === 'completed') return { state, returnvalue: job!.returnvalue };
+    if (state === 'failed') return { state, failedReason: redactText(job!.failedReason ?? '') };
+    if (Date.now() >= deadline) return { state };
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }

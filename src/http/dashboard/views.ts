@@ -10,6 +10,9 @@ import { syncSummary } from '../../accounts/sync-summary.ts';
  * widget); every interpolated value goes through escapeHtml. Actions are POST forms carrying the
  * session's CSRF token.
  */
+/** The dashboard's one stylesheet (a file: the CSP allows no inline script, and the login page shares it). */
+export const DASHBOARD_STYLESHEET = '/dashboard/assets/dashboard.css';
+
 export const DAYS_LEFT_WARNING = 14; // R-TOK-9: the same threshold as the first alert email
 
 export interface Flash {
@@ -25,29 +28,6 @@ export interface LayoutOptions {
   connectUrl?: string | undefined;
 }
 
-const STYLE = `
-body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1f2328;background:#f6f8fa}
-header{display:flex;gap:1.2rem;align-items:center;padding:.7rem 1.4rem;background:#24292f;color:#fff}
-header a,header button{color:#fff;text-decoration:none;background:none;border:0;font:inherit;cursor:pointer;padding:0}
-header .brand{font-weight:700;margin-right:auto}
-main{padding:1.2rem 1.4rem;max-width:110rem}
-h1{font-size:1.35rem;margin:.2rem 0 1rem}
-table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #d0d7de}
-th,td{padding:.5rem .6rem;border-bottom:1px solid #d0d7de;text-align:left;vertical-align:top}
-th{background:#f6f8fa;font-size:.85rem}
-small,.muted{color:#57606a}
-.days{font-weight:600}.days.warn{color:#9a6700;background:#fff8c5;padding:0 .3rem;border-radius:3px}
-.days.expired{color:#fff;background:#cf222e;padding:0 .3rem;border-radius:3px}
-.status-active{color:#1a7f37}.status-reauth_required,.status-disabled{color:#cf222e;font-weight:600}
-.ok{color:#1a7f37}.bad{color:#cf222e}
-.badge{display:inline-block;font-size:.75rem;padding:0 .35rem;border-radius:3px;background:#ddf4ff;color:#0969da}
-.badge.demo{background:#fff8c5;color:#9a6700}
-.actions form{display:inline}.actions button,.actions a.button{font:inherit;font-size:.85rem;margin:0 .2rem .3rem 0;padding:.2rem .6rem;border:1px solid #d0d7de;border-radius:4px;background:#f6f8fa;color:#24292f;cursor:pointer;text-decoration:none;display:inline-block}
-.actions a.danger,button.danger{color:#cf222e}
-.flash{padding:.6rem .9rem;border-radius:4px;margin-bottom:1rem}.flash.ok{background:#dafbe1;color:#116329}.flash.error{background:#ffebe9;color:#a40e26}
-.notice{padding:.6rem .9rem;border-radius:4px;background:#fff8c5;margin-bottom:1rem}
-details summary{cursor:pointer}
-`;
 
 export function layout(title: string, body: string, o: LayoutOptions): string {
   const flash = o.flash ? `<p class="flash ${o.flash.kind}" role="status">${h(o.flash.text)}</p>` : '';
@@ -56,7 +36,7 @@ export function layout(title: string, body: string, o: LayoutOptions): string {
     : '<span class="muted">no login: loopback only</span>';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${h(title)} · feedmirror</title><style>${STYLE}</style></head>
+<title>${h(title)} · feedmirror</title><link rel="stylesheet" href="${DASHBOARD_STYLESHEET}"></head>
 <body><header><a class="brand" href="/dashboard">feedmirror</a><a href="/dashboard">Accounts</a><a href="/dashboard/queues">Queues</a><a href="/dashboard/webhooks">Webhooks</a>${o.connectUrl ? `<a href="${h(o.connectUrl)}">Connect an account</a>` : ''}${logout}</header>
 <main>${flash}${body}</main></body></html>
 `;
