@@ -1,7 +1,8 @@
 import { LinkExpiredError } from '../mirror/errors.ts';
 import { mirrorImage, type MirroredImage } from '../mirror/copy.ts';
 import { mediaItemSchema } from '../platform/media-item.ts';
-import { earliestExpiry, isLinkExpired } from '../platform/links.ts';
+import { earliestExpiry } from '../platform/links.ts';
+import { linkExpiry } from './expiry.ts';
 import { convertItem } from '../convert/convert-item.ts';
 import type { Post } from '../schema/v1.ts';
 import { getMediaCopy, getPost, saveMediaCopy, updatePostLinks } from '../store/posts.ts';
@@ -28,7 +29,7 @@ export type CopyOutcome =
  * R-MED-8: ask the platform for newly signed links of one media item and store them in the post
  * (its other fields are kept: the single-media read returns only the link fields).
  */
-export async function renewPostLinks(deps: FeedDeps, accountId: string, mediaId: string, post: Post): Promise<Post> {
+export async function renewPostLinks(deps: FeedDeps, accountId: string, mediaId: string, post: Post): Promise<{ post: Post; earliestOe: Date | null }> {
   const stored = await loadToken(deps.db, deps.cipher, accountId);
   if (!stored) throw new Error(`account ${accountId} has no token: cannot renew the links of media ${mediaId}`);
   const fresh = await deps.platform.getMedia(stored.accessToken, mediaId, undefined, { accountId });
@@ -41,9 +42,11 @@ export async function renewPostLinks(deps: FeedDeps, accountId: string, mediaId:
   });
   const converted = convertItem(merged, { copyrightItems: deps.copyrightItems ?? 'drop' });
   if (!('post' in converted)) throw new Error(`media ${mediaId}: renewed item no longer converts: ${converted.dropped.reason}`);
-  await updatePostLinks(deps.db, accountId, mediaId, converted.post, earliestExpiry(merged) ?? null);
+  // The renewed links' oe, parsed once as they are read (R-LNK-1), stored with them.
+  const earliestOe = earliestExpiry(merged) ?? null;
+  await updatePostLinks(deps.db, accountId, mediaId, converted.post, earliestOe);
   deps.logger.info({ accountId, mediaId }, 'media links renewed through the single-media read (R-MED-8)');
-  return converted.post;
+  return { post: converted.post, earliestOe };
 }
 
 /**
@@ -64,24 +67,25 @@ export async function copySlot(deps: FeedDeps, t: CopyTarget): Promise<CopyOutco
   if (existing?.sourceId === slot.sourceId) return { outcome: 'up-to-date' };
 
   let renewed = false;
+  let earliestOe = stored.earliestOe;
   const renew = async () => {
-    post = await renewPostLinks(deps, t.accountId, t.mediaId, post);
+    ({ post, earliestOe } = await renewPostLinks(deps, t.accountId, t.mediaId, post));
     renewed = true;
     slot = find(post);
     if (!slot) throw new Error(`media ${t.mediaId}: slot ${t.slot} disappeared when its links were renewed`);
   };
-  if (isLinkExpired(slot.url, deps.clock.now(), EXPIRY_MARGIN_MS)) await renew();
+  if (linkExpiry(earliestOe, deps.clock.now(), { renewMarginMs: EXPIRY_MARGIN_MS }).renew) await renew();
 
   const mirrorDeps = { storage: deps.storage, limits: deps.limits, clock: deps.clock };
   // A different file was copied before under this slot: its manifest must not be reused.
   const job = { accountId: t.accountId, mediaId: t.mediaId, slot: t.slot, force: existing !== null };
   let image: MirroredImage;
   try {
-    image = await mirrorImage(mirrorDeps, { ...job, url: slot!.url });
+    image = await mirrorImage(mirrorDeps, { ...job, url: slot!.url, expiresAt: earliestOe });
   } catch (err) {
     if (!(err instanceof LinkExpiredError) || renewed) throw err;
     await renew(); // R-LNK-3: 403 "URL signature expired" => renew, then copy
-    image = await mirrorImage(mirrorDeps, { ...job, url: slot!.url });
+    image = await mirrorImage(mirrorDeps, { ...job, url: slot!.url, expiresAt: earliestOe });
   }
   // Counted once the upload is done (not after the bookkeeping): a retry after a failed save
   // reuses the manifest and uploads nothing, so it is not counted again.

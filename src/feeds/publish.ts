@@ -1,7 +1,7 @@
 import { buildFeed } from '../convert/feed.ts';
 import { originFromProfile } from '../convert/origin.ts';
 import { demoFeed } from '../demo/demo-feed.ts';
-import { cacheLifetimeSeconds, parseOe } from '../platform/links.ts';
+import { linkExpiry } from './expiry.ts';
 import type { Feed, ImageSize, Media, Placeholder, Post } from '../schema/v1.ts';
 import { feedKey, mediaPrefix } from '../storage/keys.ts';
 import type { ObjectStorage } from '../storage/types.ts';
@@ -140,6 +140,8 @@ export async function buildAccountFeed(db: Db, account: Account, publicUrl: (key
   const platformLinks: string[] = [];
   const waiting: string[] = [];
   let fetchedAt: Date | undefined;
+  // R-LNK-4: the earliest stored oe of the posts whose platform links (video files) stay in the feed.
+  let earliest: number | undefined;
   for (const s of stored) {
     const r = rewritePost(s, copies.get(s.mediaId) ?? new Map(), publicUrl);
     if (!r) {
@@ -148,15 +150,12 @@ export async function buildAccountFeed(db: Db, account: Account, publicUrl: (key
     }
     posts.push(r.post);
     platformLinks.push(...r.platformLinks);
+    const oe = s.earliestOe?.getTime();
+    if (r.platformLinks.length > 0 && oe !== undefined && (earliest === undefined || oe < earliest)) earliest = oe;
     if (!fetchedAt || s.lastSeenAt > fetchedAt) fetchedAt = s.lastSeenAt;
   }
   // fetchedAt: when these posts were last read from the platform.
   const feed = buildFeed({ origin: originOf(account), posts, fetchedAt: fetchedAt ?? account.lastSyncAt ?? now, demo: false });
-  let earliest: number | undefined;
-  for (const l of platformLinks) {
-    const at = parseOe(l)?.getTime();
-    if (at !== undefined && (earliest === undefined || at < earliest)) earliest = at;
-  }
   // fetchedAt is left out of the hash: re-reading unchanged posts must not rewrite the feed.
   const { fetchedAt: _f, ...content } = feed;
   return { feed, hash: contentHash(content), earliestOe: earliest === undefined ? null : new Date(earliest), platformLinks, waiting };
@@ -167,8 +166,8 @@ export async function buildAccountFeed(db: Db, account: Account, publicUrl: (key
  * it still holds (video files), minus 600 s; capped by a short default, since the feed itself
  * changes with every sync.
  */
-export function feedCacheControl(platformLinks: readonly string[], now: Date, maxAgeSeconds = DEFAULT_FEED_MAX_AGE_SECONDS): string {
-  const lifetime = platformLinks.length === 0 ? maxAgeSeconds : cacheLifetimeSeconds(platformLinks.map((media_url) => ({ media_url })), now, { unknownSeconds: maxAgeSeconds });
+export function feedCacheControl(built: Pick<BuiltFeed, 'platformLinks' | 'earliestOe'>, now: Date, maxAgeSeconds = DEFAULT_FEED_MAX_AGE_SECONDS): string {
+  const lifetime = built.platformLinks.length === 0 ? maxAgeSeconds : linkExpiry(built.earliestOe, now, { unknownCacheSeconds: maxAgeSeconds }).cacheSeconds;
   return `public, max-age=${Math.min(lifetime, maxAgeSeconds)}`;
 }
 
@@ -236,7 +235,7 @@ export async function publishAccountFeed(deps: PublishDeps, accountId: string, o
   let cacheControl: string | undefined;
   let changes: FeedChanges | undefined;
   if (!previous || previous.demo || previous.feedHash !== built.hash || linksDying) {
-    cacheControl = feedCacheControl(built.platformLinks, now, deps.feedMaxAgeSeconds);
+    cacheControl = feedCacheControl(built, now, deps.feedMaxAgeSeconds);
     const hashes = postHashes(built.feed);
     changes = feedChanges(previous && !previous.demo ? (previous.postHashes ?? null) : null, hashes);
     await deps.storage.put(key, Buffer.from(JSON.stringify(built.feed)), { contentType: FEED_CONTENT_TYPE, cacheControl });

@@ -1,5 +1,4 @@
 import { convertItems } from '../convert/convert-item.ts';
-import { earliestExpiry } from '../platform/links.ts';
 import {
   InsufficientDeveloperRoleError,
   MissingScopeError,
@@ -15,6 +14,7 @@ import { getFeedPublication, getMediaCopy, getPost, prunePostsNotIn, upsertPosts
 import { loadToken } from '../store/tokens.ts';
 import { redactText } from '../util/redact.ts';
 import { ID_PATTERN } from '../util/ids.ts';
+import { linkExpiry } from './expiry.ts';
 import { copySlot, renewPostLinks } from './copy-slot.ts';
 import type { FeedDeps } from './deps.ts';
 import { publishAccountFeed, publishDemoFeedIfNone, sweepAccountMedia, type PublishOutcome } from './publish.ts';
@@ -163,7 +163,7 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
     mediaId: post.id,
     post,
     contentHash: contentHash(post),
-    earliestOe: earliestExpiry(byId.get(post.id)!) ?? null,
+    earliestOe: listing.expiries.get(post.id) ?? null, // parsed once, when the listing was read
   }));
   const changes = await upsertPosts(deps.db, accountId, inputs, now);
   // R-LNK-6: only a listing that reached its end may say a post is gone.
@@ -181,9 +181,11 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   for (const input of inputs) {
     const stored = await getPost(deps.db, accountId, input.mediaId);
     if (!stored || !stored.post.media.some((m) => !isImageMime(m.mime))) continue;
-    if (stored.earliestOe && stored.earliestOe.getTime() <= relinkBefore) {
+    if (linkExpiry(stored.earliestOe, now, { renewMarginMs: relinkBefore - now.getTime() }).renew) {
       try {
-        input.post = await renewPostLinks(deps, accountId, input.mediaId, stored.post);
+        const renewed = await renewPostLinks(deps, accountId, input.mediaId, stored.post);
+        input.post = renewed.post;
+        input.earliestOe = renewed.earliestOe;
         renewedVideos++;
       } catch (err) {
         if (ownerMustAct(err) || err instanceof RateLimitedError) throw err;
@@ -197,7 +199,7 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
     for (const s of imageSlots(input.post)) {
       const copy = await getMediaCopy(deps.db, accountId, input.mediaId, s.slot);
       if (copy?.sourceId === s.sourceId) continue; // this file is already copied
-      copies.push({ accountId, mediaId: input.mediaId, slot: s.slot, deadline: input.earliestOe });
+      copies.push({ accountId, mediaId: input.mediaId, slot: s.slot, deadline: linkExpiry(input.earliestOe, now).copyDeadline });
     }
   }
   // R-LNK-1/R-LNK-2: the link that dies first is copied first; unknown expiry last.

@@ -53,6 +53,8 @@ export interface MirrorJob {
   url: string;
   /** Ignore an existing manifest and copy again (a changed image). */
   force?: boolean;
+  /** The link's expiry as stored with the post (R-LNK-1): a dead link is not even requested. */
+  expiresAt?: Date | null;
 }
 
 export interface MirroredVariant {
@@ -161,6 +163,7 @@ export async function mirrorImage(deps: MirrorDeps, job: MirrorJob): Promise<Mir
     maxBytes: limits.maxBytes,
     timeoutMs: limits.timeoutMs,
     ...(deps.clock ? { clock: deps.clock } : {}),
+    ...(job.expiresAt !== undefined ? { expiresAt: job.expiresAt } : {}),
   });
   const { original, variants, placeholder } = await processImage(downloaded.body, {
     maxPixels: limits.maxPixels,

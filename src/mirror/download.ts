@@ -1,4 +1,3 @@
-import { parseOe } from '../platform/links.ts';
 import { systemClock, type Clock } from '../util/clock.ts';
 import { redactUrl } from '../util/redact.ts';
 import { DisallowedHostError, DownloadError, LinkExpiredError, TooLargeError } from './errors.ts';
@@ -12,6 +11,11 @@ export interface DownloadOptions {
   maxRedirects?: number;
   /** "now" for the oe check; the system clock unless a test moves time. */
   clock?: Clock;
+  /**
+   * When the link dies (its oe, R-LNK-1), as stored when the listing was read: this module never
+   * parses a URL for it. Unknown (absent or null): only the host's answer tells (R-LNK-3).
+   */
+  expiresAt?: Date | null;
 }
 
 export interface DownloadedImage {
@@ -48,8 +52,7 @@ function checkUrl(url: URL, allowedHosts: readonly string[]): void {
 }
 
 /** R-LNK-1/R-LNK-3: a link past its oe is dead; asking the host would only earn a 403. */
-function checkOe(url: URL, clock: Clock): void {
-  const oe = parseOe(url.href);
+function checkOe(url: URL, clock: Clock, oe: Date | null | undefined): void {
   if (oe && oe.getTime() <= clock.now().getTime()) {
     throw new LinkExpiredError(`media link expired at ${oe.toISOString()} (oe); renew it through the platform (${redactUrl(url.href)})`, oe);
   }
@@ -101,7 +104,7 @@ export async function downloadImage(url: string, opts: DownloadOptions): Promise
   try {
     for (let hop = 0; ; hop++) {
       checkUrl(current, opts.allowedHosts);
-      checkOe(current, clock);
+      checkOe(current, clock, opts.expiresAt);
       let res: Response;
       try {
         res = await fetch(current, { redirect: 'manual', signal, headers: { accept: 'image/*', 'user-agent': 'feedmirror' } });
@@ -122,7 +125,7 @@ export async function downloadImage(url: string, opts: DownloadOptions): Promise
         const text = await readSmallText(res);
         // R-LNK-3: the image host's answer to a past-oe link.
         if (res.status === 403 && SIGNATURE_EXPIRED_RE.test(text)) {
-          throw new LinkExpiredError(`image host says "URL signature expired" for ${redactUrl(current.href)}; renew the link through the platform`, parseOe(current.href));
+          throw new LinkExpiredError(`image host says "URL signature expired" for ${redactUrl(current.href)}; renew the link through the platform`, opts.expiresAt ?? undefined);
         }
         const retryable = res.status >= 500 || res.status === 429 || res.status === 408;
         throw new DownloadError(`image host answered HTTP ${res.status} for ${redactUrl(current.href)}`, res.status, { retryable });

@@ -19,6 +19,7 @@ import { EXCHANGE_PATH, GRANT_AUTHORIZATION_CODE, GRANT_EXCHANGE, GRANT_REFRESH,
 import { DROPPABLE_FIELDS, FULL_FEED_FIELDS, mediaItemSchema, type DroppableField, type MediaItem } from './media-item.ts';
 import type { PlatformUsage } from './rate-limit.ts';
 import type { CallPacer } from './pacing.ts';
+import { earliestExpiry } from './links.ts';
 import type { ListMediaOptions, MediaListing, Profile, ShortLivedGrant, TokenGrant } from './types.ts';
 
 /**
@@ -309,7 +310,8 @@ export class PlatformClient {
     const skipped: MediaListing['skipped'] = [];
     const seen = new Set<string>();
     let pages = 0;
-    const result = (complete: boolean, error?: PlatformError): MediaListing => ({ items, complete, pages, refusedFields: refused, error, calls: counter.calls, skipped });
+    const expiries = new Map<string, Date | null>();
+    const result = (complete: boolean, error?: PlatformError): MediaListing => ({ items, complete, pages, refusedFields: refused, error, calls: counter.calls, skipped, expiries });
     const fetchPage = (url: URL) =>
       this.http.call({ operation, url, schema: mediaListPageSchema, secrets: [token], idempotent: true, readsUsage: true, counter, ...(opts.accountId ? { accountId: opts.accountId } : {}) });
 
@@ -348,6 +350,7 @@ export class PlatformClient {
         if (seen.has(item.id)) continue; // R-MED-7: first occurrence wins
         seen.add(item.id);
         items.push(item);
+        expiries.set(item.id, earliestExpiry(item) ?? null); // oe parsed once, here (R-LNK-1)
       }
       opts.onPage?.({ index: pages - 1, items: page.data.length });
       const next = page.paging?.next;

@@ -56,35 +56,3 @@ export function earliestExpiry(items: LinkBearing | readonly LinkBearing[]): Dat
   }
   return earliest === undefined ? undefined : new Date(earliest);
 }
-
-/**
- * Whether a link is dead (or will be within `marginMs`) at `now`. An unknown expiry is not
- * treated as expired: the download itself tells (HTTP 403, R-LNK-3).
- */
-export function isLinkExpired(url: string, now: Date, marginMs = 0): boolean {
-  const oe = parseOe(url);
-  if (!oe) return false;
-  return now.getTime() + marginMs >= oe.getTime();
-}
-
-export interface CacheLifetimeOptions {
-  /** Safety margin before the earliest oe (R-LNK-4: 600 s). */
-  marginSeconds?: number;
-  /** Lifetime when no link carries oe (R-LNK-4: "a short lifetime"). */
-  unknownSeconds?: number;
-}
-
-/**
- * How long a page of posts may be cached (R-LNK-4): time to the earliest oe among media_url,
- * thumbnail_url and children links, minus the margin, never below 0. No oe anywhere => the short
- * lifetime. Links without oe next to links with one do not shorten it (the spec's rule reads the
- * earliest oe only).
- */
-export function cacheLifetimeSeconds(items: readonly LinkBearing[], now: Date, opts: CacheLifetimeOptions = {}): number {
-  const marginSeconds = opts.marginSeconds ?? 600;
-  const unknownSeconds = opts.unknownSeconds ?? 300;
-  const earliest = earliestExpiry(items);
-  if (!earliest) return unknownSeconds;
-  const remaining = Math.floor((earliest.getTime() - now.getTime()) / 1000) - marginSeconds;
-  return Math.max(0, remaining);
-}

@@ -45,6 +45,8 @@ export interface MediaListing {
    * the item called its id, or "(no id)".
    */
   skipped: Array<{ id: string; reason: string }>;
+  /** Each item's earliest link expiry (R-LNK-1, R-LNK-4), parsed once here: id -> oe (null: none). */
+  expiries: Map<string, Date | null>;
 }
 
 export interface ListMediaOptions {

@@ -150,9 +150,9 @@ describe('mirrorImage', () => {
     const storage = counting.wrap();
     const job = { accountId: 'acc1', mediaId: '1790004', slot: 'cover', url: `${base}/expired.jpg?oe=${oe}` };
     await expect(mirrorImage({ storage, limits, clock }, job)).rejects.toBeInstanceOf(LinkExpiredError);
-    // Past-oe link: refused before any request.
-    const pastOe = (Math.floor(clock.now().getTime() / 1000) - 60).toString(16);
-    await expect(mirrorImage({ storage, limits, clock }, { ...job, url: `${base}/photo.jpg?oe=${pastOe}` })).rejects.toBeInstanceOf(LinkExpiredError);
+    // Past-oe link (its expiry as stored with the post, R-LNK-1): refused before any request.
+    const past = Math.floor(clock.now().getTime() / 1000) - 60;
+    await expect(mirrorImage({ storage, limits, clock }, { ...job, url: `${base}/photo.jpg?oe=${past.toString(16)}`, expiresAt: new Date(past * 1000) })).rejects.toBeInstanceOf(LinkExpiredError);
     expect(counting.puts).toEqual([]);
     // The caller renews through the platform (R-MED-8) and retries with the new link.
     const out = await mirrorImage({ storage, limits, clock }, { ...job, url: `${base}/photo.jpg?oe=${oe}` });

@@ -177,13 +177,15 @@ describe('downloadImage', () => {
   it('R-LNK-1/R-LNK-3: a link past its oe is refused without asking the host', async () => {
     const before = hits['/ok.jpg'] ?? 0;
     const oe = clock.now().getTime() - 1000;
-    const err = await downloadImage(`${base}/ok.jpg?oe=${oeHex(oe)}`, opts()).catch((e: unknown) => e);
+    // The expiry comes stored with the post (parsed once when the listing was read), not from the URL.
+    const expiresAt = new Date(Math.floor(oe / 1000) * 1000);
+    const err = await downloadImage(`${base}/ok.jpg?oe=${oeHex(oe)}`, { ...opts(), expiresAt }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LinkExpiredError);
     expect((err as LinkExpiredError).expiredAt?.getTime()).toBe(Math.floor(oe / 1000) * 1000);
     expect(hits['/ok.jpg'] ?? 0).toBe(before);
     // Move time back before oe (a fresh clock): the same link works.
     const fresh = new ManualClock(oe - HOUR);
-    await expect(downloadImage(`${base}/ok.jpg?oe=${oeHex(oe)}`, { ...opts(), clock: fresh })).resolves.toMatchObject({ contentType: 'image/jpeg' });
+    await expect(downloadImage(`${base}/ok.jpg?oe=${oeHex(oe)}`, { ...opts(), expiresAt, clock: fresh })).resolves.toMatchObject({ contentType: 'image/jpeg' });
   });
 
   it('other non-2xx => DownloadError with status; 5xx retryable, 403 not', async () => {

@@ -35,7 +35,10 @@ describe('feedCacheControl (R-LNK-4)', () => {
   const now = new Date(Date.UTC(2026, 0, 1));
   it('shorter than the earliest oe of platform links minus 600 s, capped by the default', () => {
     const oe = (Math.floor(now.getTime() / 1000) + 700).toString(16);
-    expect(feedCacheControl([link('v.mp4', oe)], now)).toBe('public, max-age=100');
-    expect(feedCacheControl([], now)).toBe('public, max-age=300');
+    // The stored earliest oe decides (parsed once when the listing was read), not the URL.
+    const earliestOe = new Date(now.getTime() + 700_000);
+    expect(feedCacheControl({ platformLinks: [link('v.mp4', oe)], earliestOe }, now)).toBe('public, max-age=100');
+    expect(feedCacheControl({ platformLinks: [link('v.mp4')], earliestOe: null }, now)).toBe('public, max-age=300');
+    expect(feedCacheControl({ platformLinks: [], earliestOe }, now)).toBe('public, max-age=300');
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { cacheLifetimeSeconds, earliestExpiry, isLinkExpired, itemLinks, parseOe } from '../../src/platform/links.ts';
+import { earliestExpiry, itemLinks, parseOe } from '../../src/platform/links.ts';
+import { linkExpiry } from '../../src/feeds/expiry.ts';
 
 const at = (iso: string) => new Date(iso);
 const hex = (d: Date) => Math.floor(d.getTime() / 1000).toString(16).toUpperCase();
@@ -50,35 +51,22 @@ describe('itemLinks / earliestExpiry (R-LNK-4, R-MED-9)', () => {
   });
 });
 
-describe('isLinkExpired (R-LNK-3)', () => {
-  const oe = at('2026-01-02T00:00:00Z');
-  it('is expired at and after oe, with an optional margin', () => {
-    expect(isLinkExpired(link(oe), at('2026-01-01T23:59:59Z'))).toBe(false);
-    expect(isLinkExpired(link(oe), oe)).toBe(true);
-    expect(isLinkExpired(link(oe), at('2026-01-01T23:50:00Z'), 15 * 60_000)).toBe(true);
-  });
-  it('an unknown expiry is not expired', () => {
-    expect(isLinkExpired(link(undefined), at('2030-01-01T00:00:00Z'))).toBe(false);
-  });
-});
-
-describe('cacheLifetimeSeconds (R-LNK-4)', () => {
+describe('linkExpiry: copy deadline, renewal and cache lifetime from the stored oe (R-LNK-1, R-LNK-3, R-LNK-4, R-LNK-5)', () => {
   const now = at('2026-01-01T00:00:00Z');
-  it('R-LNK-4 earliest oe minus 600 s', () => {
-    const items = [{ media_url: link(at('2026-01-01T02:00:00Z')) }, { media_url: link(at('2026-01-01T01:00:00Z')) }];
-    expect(cacheLifetimeSeconds(items, now)).toBe(3600 - 600);
-    expect(cacheLifetimeSeconds(items, now, { marginSeconds: 60 })).toBe(3540);
+  it('an oe an hour away: copy before it, no renewal yet, cacheable for an hour minus 600 s', () => {
+    const oe = at('2026-01-01T01:00:00Z');
+    expect(linkExpiry(oe, now)).toEqual({ copyDeadline: oe, renew: false, cacheSeconds: 3600 - 600 });
+    expect(linkExpiry(oe, now, { cacheMarginSeconds: 60 }).cacheSeconds).toBe(3540);
   });
-  it('R-LNK-4 children links count', () => {
-    const items = [{ media_url: link(at('2026-01-02T00:00:00Z')), children: { data: [{ id: 'c', media_url: link(at('2026-01-01T00:30:00Z')) }] } }];
-    expect(cacheLifetimeSeconds(items, now)).toBe(1800 - 600);
+  it('renews a link that is dead or dies within the margin (R-LNK-3)', () => {
+    const oe = at('2026-01-01T00:10:00Z');
+    expect(linkExpiry(oe, now).renew).toBe(false);
+    expect(linkExpiry(oe, now, { renewMarginMs: 15 * 60_000 }).renew).toBe(true);
+    expect(linkExpiry(at('2025-12-31T23:59:59Z'), now).renew).toBe(true);
+    expect(linkExpiry(oe, now).cacheSeconds).toBe(0); // inside the 600 s margin: not cacheable
   });
-  it('R-LNK-4 never below 0 when the earliest link is about to die or dead', () => {
-    expect(cacheLifetimeSeconds([{ media_url: link(at('2026-01-01T00:05:00Z')) }], now)).toBe(0);
-    expect(cacheLifetimeSeconds([{ media_url: link(at('2025-12-31T00:00:00Z')) }], now)).toBe(0);
-  });
-  it('R-LNK-4 no oe anywhere => the short lifetime', () => {
-    expect(cacheLifetimeSeconds([{ media_url: link(undefined) }], now)).toBe(300);
-    expect(cacheLifetimeSeconds([], now, { unknownSeconds: 120 })).toBe(120);
+  it('no oe anywhere: unknown deadline, never "expired", a short cache lifetime (R-LNK-4)', () => {
+    expect(linkExpiry(null, now)).toEqual({ copyDeadline: null, renew: false, cacheSeconds: 300 });
+    expect(linkExpiry(null, now, { unknownCacheSeconds: 120 }).cacheSeconds).toBe(120);
   });
 });
