@@ -132,6 +132,12 @@ describe('the demo (npm run demo)', () => {
       expect(action.status).toBe(303);
       keep(action);
       const after = await (await fetch(`${base}/dashboard`, { headers: { cookie: cookie() } })).text();
+      // bull-board's page needs nothing from the internet (its web-font link is dropped).
+      const board = await fetch(`${base}/dashboard/queues`, { headers: { cookie: cookie() } });
+      expect(board.status).toBe(200);
+      const boardHtml = await board.text();
+      expect(boardHtml).toMatch(/<div id="root">|static\//);
+      expect(boardHtml).not.toMatch(/https?:\/\/(?!127\.0\.0\.1)[a-z]/i);
       expect(after).toMatch(/class="flash error" role="status">@demo\.bakery: not refreshed: the platform refreshes tokens only once they are 24 hours old; possible from \d{4}-/);
     }
 

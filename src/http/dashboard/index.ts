@@ -114,6 +114,12 @@ export function dashboardRouter(deps: DashboardDeps): Router {
       // Security headers (CSP without inline script, frame-ancestors 'none', nosniff) come from
       // the app-wide helmet (security-headers.ts); bull-board's UI is script files only.
       res.set('Cache-Control', 'no-store');
+      // bull-board's page links web fonts on a public CDN: without internet (and under our CSP)
+      // that is a failed request in every console. Its page is rendered without the link; the
+      // UI falls back to the system fonts.
+      const render = res.render.bind(res) as (view: string, options: object, cb: (err: Error | null, html?: string) => void) => void;
+      (res as { render: unknown }).render = (view: string, options: object = {}) =>
+        render(view, options, (err, html) => (err ? next(err) : res.type('html').send(stripWebFonts(html ?? ''))));
       next();
     },
     requireSameOrigin(auth.allowedOrigins),
@@ -367,4 +373,9 @@ async function waitForJob(queue: Queue, id: string, ms: number): Promise<{ state
     if (Date.now() >= deadline) return { state };
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/** bull-board's HTML without its links to a web-font CDN (nothing of the page may need the internet). */
+export function stripWebFonts(html: string): string {
+  return html.replace(/<link[^>]+href="https:\/\/fonts\.(?:googleapis|gstatic)\.com[^"]*"[^>]*>\s*/g, '').replace(/<link[^>]+rel="preconnect"[^>]+fonts\.(?:googleapis|gstatic)\.com[^>]*>\s*/g, '');
 }
