@@ -4,6 +4,7 @@ import type { FlowSettings, FeedSyncJobDeps } from './feed-sync.ts';
 import { queueProcessor } from './catalogue.ts';
 import { QUEUE, bullConnection, redisOutage, watchRedis, type RedisSettings } from './queues.ts';
 import { waitingOutsideJobs, type PlatformWaitSettings } from './rate-limits.ts';
+import { telemetryOptions } from './telemetry.ts';
 
 /**
  * The feed pipeline's BullMQ workers: feed-sync, mirror-media and publish-feed, and the
@@ -30,7 +31,7 @@ export async function startFeedWorkers(deps: FeedWorkerDeps): Promise<RunningFee
   const log = deps.logger.child({ component: 'feed-workers' });
   // Options, not clients: each Worker and the FlowProducer own their connection and close it.
   const conn = (forWorker = true) => bullConnection(deps.redis, forWorker);
-  const flows = new FlowProducer({ connection: conn(false), prefix: deps.redis.prefix });
+  const flows = new FlowProducer({ ...telemetryOptions(), connection: conn(false), prefix: deps.redis.prefix });
   flows.on('error', (err) => redisOutage(deps.redis, deps.logger).error(err, 'flow producer'));
   const syncDeps: FeedSyncJobDeps = {
     ...deps,
@@ -38,7 +39,7 @@ export async function startFeedWorkers(deps: FeedWorkerDeps): Promise<RunningFee
     redis: deps.redis,
     ...(deps.flowSettings ? { flowSettings: deps.flowSettings } : {}),
   };
-  const common = { prefix: deps.redis.prefix };
+  const common = { ...telemetryOptions(), prefix: deps.redis.prefix };
   const runSync = queueProcessor('feedSync', syncDeps);
 
   // Platform limits become waits outside the job (jobs/rate-limits.ts, R-OWN-1): the sync and the

@@ -1,4 +1,5 @@
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
+import { telemetryOptions } from './telemetry.ts';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../src/util/logger.ts';
 import { ServiceUnavailableError, connectionErrorCode, UNREACHABLE_CODES } from '../src/util/unavailable.ts';
@@ -182,6 +183,7 @@ export function createQueues(settings: RedisSettings, outage?: RedisOutage): Que
 
 export function createQueue(name: QueueName, settings: RedisSettings, connection?: ConnectionOptions, outage?: RedisOutage): Queue {
   const queue = new Queue(name, {
+    ...telemetryOptions(),
     connection: connection ?? bullConnection(settings, false),
     prefix: settings.prefix,
     defaultJobOptions: DEFAULT_JOB_OPTIONS,

@@ -17,6 +17,7 @@ import type { TokenRefreshDeps } from '../src/accounts/token-refresh.ts';
 import type { MaintenanceDeps } from './maintenance.ts';
 import { startFeedWorkers } from './feed-workers.ts';
 import type { PlatformWaitSettings } from './rate-limits.ts';
+import { telemetryOptions } from './telemetry.ts';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import type { PipelineMetrics } from '../src/metrics/index.ts';
 import { publishWidget } from '../src/widget/index.ts';
@@ -117,6 +118,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     lifecycle,
   };
   const refreshWorker = new Worker(QUEUE.tokenRefresh, queueProcessor('tokenRefresh', refreshDeps), {
+    ...telemetryOptions(),
     connection: bullConnection(deps.redis),
     prefix: deps.redis.prefix,
     concurrency: deps.concurrency,
@@ -124,6 +126,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
 
   const maintenanceDeps: MaintenanceDeps = { ...sweepDeps, eventRetentionDays: deps.eventRetentionDays ?? 365, ...(deps.feed ? { storage: deps.feed.storage } : {}) };
   const maintenanceWorker = new Worker(QUEUE.maintenance, queueProcessor('maintenance', maintenanceDeps), {
+    ...telemetryOptions(),
     connection: bullConnection(deps.redis),
     prefix: deps.redis.prefix,
     concurrency: 1,
@@ -139,6 +142,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   };
   const webhookWorker = webhookQueue
     ? new Worker(QUEUE.webhooks, queueProcessor('webhooks', webhookDeps), {
+        ...telemetryOptions(),
         connection: bullConnection(deps.redis),
         prefix: deps.redis.prefix,
         concurrency: deps.webhooks?.concurrency ?? 4,

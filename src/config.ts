@@ -137,6 +137,10 @@ export const configSchema = z.object({
   WEBHOOK_ALLOW_PRIVATE: z.stringbool().default(false),
   /** One webhook delivery attempt, answer included. */
   WEBHOOK_TIMEOUT_MS: posInt.max(120_000).default(10_000),
+  /** OpenTelemetry collector (OTLP over HTTP); traces are sent to <it>/v1/traces. Unset: no tracing, nothing loaded. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: url('OTLP/HTTP collector').optional(),
+  /** The service name traces carry. */
+  OTEL_SERVICE_NAME: z.string().min(1).default('feedmirror'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -6,6 +6,7 @@ import { MalformedResponseError, PlatformError, RateLimitedError, TransientError
 import { describeZodError, extractErrorInfo, failedBeforeSending, mapPlatformError, type Failure, type Operation } from './error-mapping.ts';
 import { parseUsage, USAGE_WARN_PERCENT, type PlatformUsage } from './rate-limit.ts';
 import type { CallPacer } from './pacing.ts';
+import { inSpan } from '../util/tracing.ts';
 
 /**
  * One platform HTTP call over global fetch: timeout, bounded body, JSON, zod, typed errors,
@@ -113,7 +114,8 @@ export class PlatformHttp {
     const { maxRetries, sleep, random, logger } = this.opts;
     for (let attempt = 0; ; attempt++) {
       await this.pace(spec);
-      const outcome = await this.attempt(spec);
+      // One span per request sent (OTEL_EXPORTER_OTLP_ENDPOINT; nothing when tracing is off).
+      const outcome = await inSpan(`platform ${spec.operation}`, { 'feedmirror.platform.operation': spec.operation, 'feedmirror.platform.attempt': attempt + 1 }, () => this.attempt(spec));
       this.report(spec.operation, outcome.ok ? 'ok' : callOutcomeOf(outcome.error));
       if (outcome.ok) return outcome.value;
       const error = outcome.error;

@@ -2,6 +2,7 @@ import { pino, type Logger, type DestinationStream } from 'pino';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { redactText, redactValue } from './redact.ts';
+import { activeTraceIds } from './tracing.ts';
 
 export type { Logger };
 
@@ -19,6 +20,8 @@ export function createLogger(opts: { level?: string; name?: string; destination?
         return redactValue(object) as Record<string, unknown>;
       },
     },
+    // The trace and span a line was written in, when tracing is on (src/util/tracing.ts).
+    mixin: activeTraceIds,
     hooks: {
       logMethod(this: Logger, args: unknown[], method: (...a: unknown[]) => void) {
         method.apply(this, args.map((a) => (typeof a === 'string' ? redactText(a) : a)));

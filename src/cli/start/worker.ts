@@ -3,6 +3,8 @@ import { startWorker, type RunningWorker } from '../../../jobs/worker.ts';
 import { startMetricsServer, type MetricsServer } from '../../http/metrics-server.ts';
 import { applyHeapGrowthPercent } from '../../util/heap.ts';
 import { mirrorConcurrency } from '../../mirror/concurrency.ts';
+import { addSpans, startTracing } from '../../util/tracing.ts';
+import { enableJobTelemetry } from '../../../jobs/telemetry.ts';
 
 export interface RunningWorkerProcess extends RunningWorker {
   /** The METRICS_PORT listener's address, when one was asked for. */
@@ -12,10 +14,20 @@ export interface RunningWorkerProcess extends RunningWorker {
 /** The worker on the context's configuration (also used by the demo). */
 export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWorkerProcess> {
   applyHeapGrowthPercent(ctx.config.HEAP_GROWTH_PERCENT);
+  // Tracing first: every queue and worker built from here on carries BullMQ's telemetry.
+  const tracing = ctx.config.OTEL_EXPORTER_OTLP_ENDPOINT
+    ? await startTracing({ endpoint: ctx.config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: ctx.config.OTEL_SERVICE_NAME })
+    : undefined;
+  if (tracing) {
+    await enableJobTelemetry();
+    ctx.logger.info({ endpoint: ctx.config.OTEL_EXPORTER_OTLP_ENDPOINT }, 'tracing on: spans go to the OTLP collector');
+  }
   // Every service answers before a job is taken: a worker that cannot start exits non-zero.
   await ctx.ensureRedis();
   await ctx.ensureStorage();
-  const db = await ctx.migratedDb();
+  // With tracing on, every query and storage call is a span (patched in place; nothing when off).
+  const db = addSpans(await ctx.migratedDb(), 'db', ['query']);
+  addSpans(ctx.storage, 'storage', ['put', 'get', 'head', 'delete', 'deletePrefix']);
   // Created before anything calls the platform, so every call is counted.
   const metrics = ctx.metrics;
   let metricsServer: MetricsServer | undefined;
@@ -53,6 +65,7 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
     });
   } catch (err) {
     await metricsServer?.close();
+    await tracing?.shutdown();
     throw err;
   }
   return {
@@ -62,6 +75,7 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
       const result = await worker.close();
       // Last: a final scrape can still see the counts of the jobs that just finished.
       await metricsServer?.close();
+      await tracing?.shutdown(); // sends the spans still buffered
       return result;
     },
   };
