@@ -3,7 +3,7 @@ import { withTransaction, type Db } from './db.ts';
 
 /**
  * The posts, media_copies and feed_publications tables (migrations/002_posts.sql). Stored JSON is
- * validated again when read (DESIGN: every byte that enters, stored JSON included).
+ * validated again when read (every byte that enters is validated, stored JSON included).
  */
 
 export interface StoredPost {

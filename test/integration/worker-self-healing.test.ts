@@ -99,7 +99,9 @@ describe('worker self-healing and bounded shutdown', () => {
     const maintenance = createQueue(QUEUE.maintenance, redis);
     const admin = new Redis(port, '127.0.0.1');
     try {
-      const worker = startWorker(redis, { RECONCILE_INTERVAL_SECONDS: String(RECONCILE_SECONDS), METRICS_PORT: '0' });
+      // Syncs every minute: a repaired scheduler keeps its account's place in the interval (spread by
+      // a hash of the id, as scheduleAccount does), so the next sync comes within a minute.
+      const worker = startWorker(redis, { RECONCILE_INTERVAL_SECONDS: String(RECONCILE_SECONDS), SYNC_INTERVAL_MINUTES: '1', METRICS_PORT: '0' });
       await until(() => worker.output().includes('worker started'), 'the worker to start', 30_000);
       const schedulerIds = async () => [...(await tokenRefresh.getJobSchedulers()), ...(await feedSync.getJobSchedulers())].map((s) => s.key).sort();
       const expected = accounts.flatMap((id) => [refreshSchedulerId(id), syncSchedulerId(id)]).sort();
@@ -116,7 +118,9 @@ describe('worker self-healing and bounded shutdown', () => {
       // Within the interval (plus the time a tick takes on a loaded machine).
       expect(Date.now() - flushedAt).toBeLessThan((RECONCILE_SECONDS + 5) * 1000);
       // And every account's next sync runs.
-      await until(() => accounts.every((id) => listings(id) > before.get(id)!), 'the next syncs', 30_000);
+      await until(() => accounts.every((id) => listings(id) > before.get(id)!), 'the next syncs', 80_000).catch((err: Error) => {
+        throw new Error(`${err.message}; the worker said:\n${worker.output().split('\n').slice(-25).join('\n')}`);
+      });
       // The day's jobs are back too, and the repairs are logged and counted.
       expect(await maintenance.getJob(`expiry-sweep-${new Date(T0).toISOString().slice(0, 10)}`)).toBeDefined();
       await until(() => /reconciler repaired \d+ schedule/.test(worker.output()), 'the repairs in the log');
@@ -132,7 +136,7 @@ describe('worker self-healing and bounded shutdown', () => {
       if (redisProc) await stopRedis(redisProc);
       redisProc = undefined;
     }
-  }, 90_000);
+  }, 150_000);
 
   it('SIGTERM with a job that never ends: the worker waits SHUTDOWN_TIMEOUT_SECONDS, logs the job it cut off, and exits', async () => {
     const redis = redisForTest('shutdown');
