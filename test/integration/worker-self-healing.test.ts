@@ -138,6 +138,37 @@ describe('worker self-healing and bounded shutdown', () => {
     }
   }, 150_000);
 
+  it('Redis restarted without its data: the schedules come back right after it returns, long before the interval', async () => {
+    requireRedisServer();
+    const port = await freePort();
+    let redisProc: ChildProcess | undefined = await spawnRedis(port);
+    const redis = { url: `redis://127.0.0.1:${port}`, prefix: 'fmtest:back' };
+    const tokenRefresh = createQueue(QUEUE.tokenRefresh, redis);
+    const feedSync = createQueue(QUEUE.feedSync, redis);
+    try {
+      // An interval far beyond the test: only Redis's return can explain a repair.
+      const worker = startWorker(redis, { RECONCILE_INTERVAL_SECONDS: '3600' });
+      await until(() => worker.output().includes('worker started'), 'the worker to start', 30_000);
+      const schedulerIds = async () => [...(await tokenRefresh.getJobSchedulers()), ...(await feedSync.getJobSchedulers())].map((s) => s.key).sort();
+      const expected = accounts.flatMap((id) => [refreshSchedulerId(id), syncSchedulerId(id)]).sort();
+      await until(async () => (await schedulerIds()).length === expected.length, 'the schedulers at start');
+
+      // Stopped, and started again from an empty folder: everything Redis held is gone.
+      await stopRedis(redisProc);
+      redisProc = await spawnRedis(port);
+      const backAt = Date.now();
+      await until(async () => JSON.stringify(await schedulerIds().catch(() => [])) === JSON.stringify(expected), 'the schedulers after Redis came back', 30_000).catch((err: Error) => {
+        throw new Error(`${err.message}; the worker said:\n${worker.output().split('\n').slice(-15).join('\n')}`);
+      });
+      expect(Date.now() - backAt).toBeLessThan(30_000); // not the hour-long interval
+      await until(() => worker.output().includes('Redis is back: reconciling the schedules now'), 'the reason in the log');
+      expect(worker.child.exitCode).toBeNull();
+    } finally {
+      for (const q of [tokenRefresh, feedSync]) await q.close().catch(() => undefined);
+      if (redisProc) await stopRedis(redisProc);
+    }
+  }, 90_000);
+
   it('SIGTERM with a job that never ends: the worker waits SHUTDOWN_TIMEOUT_SECONDS, logs the job it cut off, and exits', async () => {
     const redis = redisForTest('shutdown');
     // The listing of the first account never answers (and the HTTP timeout is far away).
