@@ -530,24 +530,36 @@ export async function runDowntime(args: { accounts: number; posts: number; newPo
     ticker = undefined;
     const after = await stage.services.requestCounts();
     // Each copy against its link's original deadline: posted at post.timestamp, dead linkDays later.
-    const { rows } = await stage.db.query<{ copied_at: Date; posted: string }>(
-      `SELECT c.copied_at, p.post->>'publishedAt' AS posted FROM media_copies c JOIN posts p USING (account_id, media_id) WHERE c.copied_at >= $1`,
+    // first_seen_at: when the worker first listed the post (its account's catch-up sync), on
+    // the same clock. A post found after its link died could not have been copied in time by any
+    // order of copies; one found before could.
+    const { rows } = await stage.db.query<{ copied_at: Date; posted: string; first_seen_at: Date }>(
+      `SELECT c.copied_at, p.post->>'publishedAt' AS posted, p.first_seen_at FROM media_copies c JOIN posts p USING (account_id, media_id) WHERE c.copied_at >= $1`,
       [new Date(t0)],
     );
     let deadBeforeRestart = 0;
     let late = 0;
     let inTime = 0;
+    let lateFoundInTime = 0;
+    let foundAfterDeadline = 0;
     const slack: number[] = [];
+    const lateDeadlineMinutesAfterRestart: number[] = [];
     for (const r of rows) {
       const deadline = Date.parse(r.posted) + linkMs;
       if (deadline <= t0) {
         deadBeforeRestart++;
         continue;
       }
-      if (r.copied_at.getTime() > deadline) late++;
-      else inTime++;
+      const foundInTime = r.first_seen_at.getTime() < deadline;
+      if (!foundInTime) foundAfterDeadline++;
+      if (r.copied_at.getTime() > deadline) {
+        late++;
+        if (foundInTime) lateFoundInTime++;
+        lateDeadlineMinutesAfterRestart.push(Math.round((deadline - t0) / MINUTE));
+      } else inTime++;
       slack.push((deadline - r.copied_at.getTime()) / HOUR);
     }
+    const lastSync = Number((await stage.db.query<{ n: string }>('SELECT extract(epoch FROM max(last_sync_at)) * 1000 AS n FROM accounts')).rows[0]!.n);
     const renewals = (after.graphByEdge['{id}'] ?? 0) - (before.graphByEdge['{id}'] ?? 0);
     const failed = (await Promise.all(queues.map((q) => q.getJobCounts('failed')))).reduce((a, c) => a + (c.failed ?? 0), 0);
     slack.sort((a, b) => a - b);
@@ -560,9 +572,16 @@ export async function runDowntime(args: { accounts: number; posts: number; newPo
       copies: rows.length,
       deadBeforeRestart,
       renewals,
-      couldBeInTime: inTime + late,
-      copiedAfterDeadline: late,
+      aliveAtRestart: inTime + late,
       copiedInTime: inTime,
+      copiedAfterDeadline: late,
+      /** Late copies of posts the worker had found before their deadline: the order's fault (target 0). */
+      copiedAfterDeadlineFoundInTime: lateFoundInTime,
+      /** Posts whose link died before their account's catch-up sync found them. */
+      foundAfterDeadline,
+      lateDeadlineMinutesAfterRestart: lateDeadlineMinutesAfterRestart.sort((a, b) => a - b),
+      /** Simulated minutes from the restart until every account had been listed once. */
+      allListedAfterMinutes: (lastSync - t0) / MINUTE,
       minSlackHours: slack[0] ?? null,
       catchUpSeconds: seconds,
       catchUpSimulatedHours: (seconds * args.timeScale) / 3600,
@@ -571,8 +590,8 @@ export async function runDowntime(args: { accounts: number; posts: number; newPo
     };
     say(
       `catch-up: ${rows.length} images copied in ${seconds.toFixed(0)} s (${result.catchUpSimulatedHours.toFixed(1)} simulated hours); ${deadBeforeRestart} had links already dead at the restart ` +
-        `(${renewals} single-media renewals); of the ${inTime + late} that could be copied in time, ${late} were copied after their deadline (target 0); ` +
-        `tightest margin ${(result.minSlackHours ?? 0).toFixed(2)} h; ${failed} failed jobs`,
+        `(${renewals} single-media renewals); of the ${inTime + late} alive at the restart, ${late} were copied after their deadline: ${foundAfterDeadline} were found (listed) only after it, ` +
+        `${lateFoundInTime} found in time yet copied late (target 0); every account listed ${result.allListedAfterMinutes.toFixed(0)} simulated minutes after the restart; ${failed} failed jobs`,
     );
     return result;
   } finally {

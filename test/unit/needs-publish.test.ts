@@ -34,3 +34,19 @@ describe('which syncs queue a publish job', () => {
     expect(needsPublish({ ...unchanged, complete: false, feedDue: true })).toBe(false);
   });
 });
+
+describe('copy order after downtime (R-LNK-5)', () => {
+  it('live links by minutes left, a dead link behind those dying within 6 hours, unknown expiry last', async () => {
+    const { copyPriority, LAST_PRIORITY } = await import('../../jobs/feed-sync.ts');
+    const now = new Date('2026-06-01T12:00:00Z');
+    const inMin = (m: number) => new Date(now.getTime() + m * 60_000);
+    expect(copyPriority(inMin(1), now)).toBe(1);
+    expect(copyPriority(inMin(2), now)).toBeLessThan(copyPriority(inMin(3), now));
+    expect(copyPriority(inMin(59), now)).toBeLessThan(copyPriority(inMin(61), now)); // not one bucket per hour
+    const dead = copyPriority(inMin(-30), now);
+    expect(dead).toBeGreaterThan(copyPriority(inMin(5 * 60), now));
+    expect(dead).toBeLessThan(copyPriority(inMin(7 * 60), now));
+    expect(copyPriority(null, now)).toBe(LAST_PRIORITY);
+    expect(copyPriority(inMin(10 * 365 * 24 * 60), now)).toBeLessThan(LAST_PRIORITY);
+  });
+});
