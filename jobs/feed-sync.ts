@@ -27,9 +27,8 @@ export type FeedSyncReturn = SyncResult & { publishJobId?: string; copyJobs?: nu
  * downtime, hundreds of links die within the same hour, and within an hour BullMQ would take
  * them in no particular order. A link already dead can no longer be saved: it is renewed when its
  * copy runs (R-LNK-3, R-MED-8) and then lives for days, so it waits behind the live links that
- * die within DEAD_LINK_AFTER_MS (catching up after 3 days down, dead links first made 14 of
- * 1,349 savable copies late; see README Benchmarks). Unknown expiry comes last. BullMQ
- * priorities go up to 2^21.
+ * die within DEAD_LINK_AFTER_MS, which can still be saved (`npm run bench -- --downtime 1000`,
+ * README Benchmarks). Unknown expiry comes last. BullMQ priorities go up to 2^21.
  */
 export const LAST_PRIORITY = 2_097_152;
 export const DEAD_LINK_AFTER_MS = 6 * 60 * MINUTE;
