@@ -78,6 +78,7 @@ async function init(opts: InitOptions, io: CliIO): Promise<number> {
         ]
       : []),
     ...(opts.publicUrl ? [] : ['PUBLIC_URL: the public https address of `feedmirror serve` (for the OAuth redirect)']),
+    ...(opts.databaseUrl && opts.redisUrl ? [] : ['DATABASE_URL and REDIS_URL, unless PostgreSQL and Redis run on this machine with the defaults']),
     'SMTP_URL and ALERT_EMAIL_TO: where expiry alerts go (until then they are written to OUTBOX_DIR)',
   ];
   const header = [

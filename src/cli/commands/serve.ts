@@ -27,7 +27,7 @@ export function register(program: Command, cli: Cli): void {
         logStartChecks(ctx);
         const login = ctx.config.DASHBOARD_USER ? `log in as ${ctx.config.DASHBOARD_USER}` : 'no login: loopback only';
         io.stdout.write(`feedmirror serving on ${running.url} (dashboard: ${running.dashboardUrl}, ${login})\n`);
-        if (ctx.config.APP_ID) io.stdout.write(`connect an account: ${ctx.config.PUBLIC_URL.replace(/\/+$/, '')}/connect\n`);
+        if (ctx.config.APP_ID) io.stdout.write('connect an account: invite its owner from the dashboard, or `feedmirror accounts invite`\n');
         await untilStopSignal();
         await running.close();
         return EXIT.ok;
