@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { redactText } from '../util/redact.ts';
 import { loadConfig, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../util/logger.ts';
 import { clockFromEnv, type Clock, HOUR, MINUTE, DAY } from '../util/clock.ts';
@@ -134,6 +135,28 @@ export class AppContext {
     this._storageChecked ??= this.storage.ping();
     await this._storageChecked;
     return this.storage;
+  }
+
+  /**
+   * Fail fast when SMTP_URL is set and its server does not answer (5 s): one line naming it, never
+   * its password. Without SMTP_URL mail goes to OUTBOX_DIR and there is nothing to check.
+   */
+  async ensureSmtp(): Promise<void> {
+    if (!this.config.SMTP_URL) return;
+    const { smtpOptions } = await import('../alerts/mailer.ts');
+    const nodemailer = (await import('nodemailer')).default;
+    const { ServiceUnavailableError } = await import('../util/unavailable.ts');
+    const options = { ...smtpOptions(this.config.SMTP_URL), connectionTimeout: 5_000, greetingTimeout: 5_000, socketTimeout: 5_000 };
+    const transport = nodemailer.createTransport(options);
+    try {
+      await transport.verify();
+    } catch (err) {
+      const message = redactText((err as Error).message);
+      const code = /\bE[A-Z]{4,}\b/.exec(message)?.[0] ?? 'no answer';
+      throw new ServiceUnavailableError('SMTP', `cannot reach SMTP at ${options.host}:${options.port} (${code}); check SMTP_URL`, { cause: err });
+    } finally {
+      transport.close();
+    }
   }
 
   /** The queues, once Redis answered (see ensureRedis). */

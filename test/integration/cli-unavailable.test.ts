@@ -134,6 +134,13 @@ describe('a service unreachable: one clear line, exit non-zero within 10 s', () 
     });
   }, 120_000);
 
+  it('SMTP down: check-expiry names the mail server and its address, never the password', async () => {
+    const down = { ...env, SMTP_URL: `smtp://ops:${PASSWORD}@127.0.0.1:${port}`, ALERT_EMAIL_TO: 'ops@example.test' };
+    const [r] = await oneByOne([() => runFeedmirror(['check-expiry'], down)]);
+    expectFailFast(r!, new RegExp(`cannot reach SMTP at 127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\)`), 'check-expiry');
+    expect(r!.code).toBe(3);
+  }, 60_000);
+
   it('a worker whose configuration is incomplete says so in one line and exits 1, touching nothing', async () => {
     const r = await runFeedmirror(['worker'], { ...env, SMTP_URL: `smtp://ops:${PASSWORD}@127.0.0.1:${port}`, ALERT_EMAIL_TO: '', REDIS_URL: `redis://127.0.0.1:${port}` });
     expectFailFast(r, /feedmirror worker: cannot start: ALERT_EMAIL_TO: required when SMTP_URL is set/, 'worker');

@@ -12,6 +12,10 @@ export function register(program: Command, cli: Cli): void {
       const { io } = cli;
       const code = await withContext(io, async (ctx) => {
         const { runExpirySweep } = await import('../../alerts/sweep.ts');
+        // What it needs answers first: Redis (an expired token stops the account's jobs), the
+        // mail server; then the database.
+        await ctx.ensureRedis();
+        await ctx.ensureSmtp();
         const db = await ctx.migratedDb();
         const result = await runExpirySweep({ db, mailer: ctx.mailer, clock: ctx.clock, logger: ctx.logger, publicUrl: ctx.config.PUBLIC_URL, lifecycle: ctx.lifecycle });
         if (opts.json) io.stdout.write(JSON.stringify(result) + '\n');
