@@ -40,6 +40,7 @@ export interface ReconcileDeps {
 }
 
 const ACCOUNT_SCHEDULER = /^(token-refresh|feed-sync):(.+)$/;
+const SCHEDULER_PAGE = 1000;
 
 /** Compare and repair once (whoever calls it; the Reconciler below makes sure only the leader does). */
 export async function reconcileOnce(deps: ReconcileDeps): Promise<Repair[]> {
@@ -51,7 +52,15 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<Repair[]> {
   const queues = [deps.queues.tokenRefresh, ...(deps.queues.feedSync ? [deps.queues.feedSync] : [])];
   const present = new Map<string, number | undefined>();
   for (const q of queues) {
-    for (const s of await q.getJobSchedulers(0, -1)) {
+    // A page at a time: 10,000 accounts have 20,000 schedulers, and reading them all in one call
+    // held every one of them in memory (and Redis busy) at once.
+    const schedulers = [];
+    for (let start = 0; ; start += SCHEDULER_PAGE) {
+      const page = await q.getJobSchedulers(start, start + SCHEDULER_PAGE - 1);
+      for (const s of page) schedulers.push({ key: s.key, every: s.every });
+      if (page.length < SCHEDULER_PAGE) break;
+    }
+    for (const s of schedulers) {
       const id = s.key;
       present.set(id, s.every ?? undefined);
       // A scheduler of an account that is gone or waits for its owner (R-TOK-10): stop it.
