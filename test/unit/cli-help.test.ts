@@ -75,6 +75,17 @@ describe('feedmirror --help', () => {
     expect(unknown.err()).toMatch(/unknown command 'frobnicate'/);
   });
 
+  it('every read command has --json', () => {
+    const program = buildProgram({ io: memoryIO(), setExit: () => undefined });
+    const find = (path: string) => path.split(' ').reduce<Command | undefined>((c, name) => c?.commands.find((x) => x.name() === name), program);
+    const reads = ['validate', 'doctor', 'migrate', 'accounts list', 'accounts add', 'accounts remove', 'accounts invite', 'refresh', 'check-expiry', 'keys rotate', 'sync', 'feeds get', 'webhooks list', 'webhooks deliveries'];
+    for (const path of reads) {
+      const cmd = find(path);
+      expect(cmd, path).toBeDefined();
+      expect(cmd!.options.map((o) => o.long), path).toContain('--json');
+    }
+  });
+
   it('a group without its subcommand shows its usage, exit 2', async () => {
     const io = memoryIO({ env });
     expect(await main(['accounts'], io)).toBe(2);
