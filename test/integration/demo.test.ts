@@ -1,5 +1,7 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import pg from 'pg';
+import { Redis } from 'ioredis';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -23,6 +25,20 @@ describe('the demo (npm run demo)', () => {
       demo.child.kill('SIGKILL');
       await demo.exited;
     }
+    // The demo's database and keys are named after its folder (a fresh one per run here): drop them.
+    const envFile = join(cwd, 'data', 'demo', 'demo.env');
+    if (!existsSync(envFile)) return;
+    const vars = Object.fromEntries(readFileSync(envFile, 'utf8').split('\n').filter((l) => /^[A-Z_]+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    const admin = new URL(vars.DATABASE_URL!);
+    const name = admin.pathname.slice(1);
+    admin.pathname = '/postgres';
+    const c = new pg.Client({ connectionString: admin.toString() });
+    await c.connect();
+    await c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+    await c.end();
+    const redis = new Redis(inject('redisUrl'));
+    for await (const keys of redis.scanStream({ match: `${vars.REDIS_PREFIX}:*`, count: 500 })) if ((keys as string[]).length) await redis.del(...(keys as string[]));
+    redis.disconnect();
   });
 
   it('prints a dashboard, its login, the feed path and the widget preview, and each of them opens', async () => {

@@ -71,7 +71,8 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
     PORT: String(port),
     DASHBOARD_USER: 'demo',
     DASHBOARD_PASSWORD: password,
-    LOG_LEVEL: io.env.LOG_LEVEL ?? 'warn',
+    // The terminal is for the addresses below; what a sync skipped is on the dashboard (LOG_LEVEL=info for details).
+    LOG_LEVEL: io.env.LOG_LEVEL ?? 'error',
   };
   delete env.SMTP_URL;
   const ctx = new AppContext(env, { logger: createLogger({ level: env.LOG_LEVEL }) });
@@ -128,7 +129,8 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
     say(`widget preview:  ${publicUrl}/widget/demo.html   (a plain page embedding the widget, as a site would)`);
     say(`alert emails:    ${env.OUTBOX_DIR}`);
     say(`validate it:     npx feedmirror validate ${feedPath}`);
-    const envFile = writeDemoEnv(join(root, 'demo.env'), env);
+    // Commands run by hand show warnings (the demo's own terminal shows errors only).
+    const envFile = writeDemoEnv(join(root, 'demo.env'), { ...env, LOG_LEVEL: io.env.LOG_LEVEL ?? 'warn' });
     say(`demo settings:   ${envFile}   (every setting of this demo, its encryption key included)`);
     say(`try the CLI:     set -a; . ${relative(io.cwd, envFile) || envFile}; set +a; npx feedmirror accounts list`);
     if (values.exit) return EXIT.ok;
