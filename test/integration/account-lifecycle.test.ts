@@ -19,6 +19,7 @@ import { createLogger } from '../../src/util/logger.ts';
 import { DEFAULT_SCHEDULES, accountSchedules, refreshSchedulerId, syncSchedulerId } from '../../jobs/catalogue.ts';
 import { createQueue, QUEUE } from '../../jobs/queues.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
+import { dropQueues } from '../support/queues.ts';
 
 /** AccountLifecycle.apply against real Postgres, real BullMQ schedulers and a real (outbox) mailer. */
 const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
@@ -70,10 +71,7 @@ beforeEach(async () => {
 });
 
 afterAll(async () => {
-  for (const q of Object.values(queues ?? {})) {
-    await q.obliterate({ force: true }).catch(() => undefined);
-    await q.close();
-  }
+  await dropQueues(queues);
   await pool?.end();
   await drop?.();
   if (outbox) await rm(outbox, { recursive: true, force: true });

@@ -11,6 +11,7 @@ import { main } from '../../src/cli/main.ts';
 import { createQueue, QUEUE } from '../../jobs/queues.ts';
 import { FileClock } from '../../src/util/clock.ts';
 import { startTcpProxy } from '../support/tcp-proxy.ts';
+import { dropQueues } from '../support/queues.ts';
 
 /**
  * `feedmirror accounts add|list|remove`, `refresh` and the start-up errors an operator meets:
@@ -49,11 +50,7 @@ describe('feedmirror accounts and operator errors (R-TOK-11, R-TOK-13)', () => {
   });
 
   afterAll(async () => {
-    for (const name of [QUEUE.tokenRefresh, QUEUE.feedSync, QUEUE.maintenance]) {
-      const q = createQueue(name, { url: redis.url, prefix: redis.prefix });
-      await q.obliterate({ force: true }).catch(() => undefined);
-      await q.close();
-    }
+    await dropQueues({ url: redis.url, prefix: redis.prefix });
     await drop();
     await sim.close();
   });

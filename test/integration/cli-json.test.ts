@@ -7,11 +7,11 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { FileClock } from '../../src/util/clock.ts';
-import { createQueue, QUEUE } from '../../jobs/queues.ts';
 import { registerSecretForAudit } from '../support/capture.ts';
 import { runFeedmirror } from '../support/processes.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { workerEnv } from '../support/worker-env.ts';
+import { dropQueues } from '../support/queues.ts';
 
 /**
  * Real `feedmirror` processes at LOG_LEVEL=debug: with --json, standard output is exactly one JSON
@@ -39,11 +39,7 @@ describe('--json output stays parseable at LOG_LEVEL=debug', () => {
   });
 
   afterAll(async () => {
-    for (const name of Object.values(QUEUE)) {
-      const q = createQueue(name, { url: redis.url, prefix: redis.prefix });
-      await q.obliterate({ force: true }).catch(() => undefined);
-      await q.close();
-    }
+    await dropQueues({ url: redis.url, prefix: redis.prefix });
     await drop?.();
     await sim?.close();
     if (storageDir) await rm(storageDir, { recursive: true, force: true });

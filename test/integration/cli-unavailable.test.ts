@@ -7,12 +7,12 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { FileClock } from '../../src/util/clock.ts';
-import { createQueue, QUEUE } from '../../jobs/queues.ts';
 import { registerSecretForAudit } from '../support/capture.ts';
 import { closedPort } from '../support/closed-port.ts';
 import { runFeedmirror, type Finished } from '../support/processes.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { workerEnv } from '../support/worker-env.ts';
+import { dropQueues } from '../support/queues.ts';
 
 /**
  * Fail fast, clearly (real processes): with Redis, PostgreSQL or the storage unreachable, a
@@ -73,11 +73,7 @@ describe('a service unreachable: one clear line, exit non-zero within 10 s', () 
   });
 
   afterAll(async () => {
-    for (const name of Object.values(QUEUE)) {
-      const q = createQueue(name, { url: redis.url, prefix: redis.prefix });
-      await q.obliterate({ force: true }).catch(() => undefined);
-      await q.close();
-    }
+    await dropQueues({ url: redis.url, prefix: redis.prefix });
     await drop?.();
     await sim?.close();
     if (storageDir) await rm(storageDir, { recursive: true, force: true });

@@ -29,6 +29,7 @@ import { createQueues, QUEUE, type Queues } from '../../jobs/queues.ts';
 import { main } from '../../src/cli/main.ts';
 import { memoryIO } from '../support/memory-io.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
+import { dropQueues } from '../support/queues.ts';
 
 /**
  * One bad item from the platform never stops an account: a page holds one item with a malformed
@@ -66,10 +67,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const q of Object.values(queues ?? {})) {
-    await q.obliterate({ force: true }).catch(() => undefined);
-    await q.close();
-  }
+  await dropQueues(queues);
   await sim?.close();
   await db?.end();
   await drop?.();

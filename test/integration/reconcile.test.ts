@@ -13,6 +13,7 @@ import { JOBS, refreshSchedulerId, scheduleAccount, syncSchedulerId, type Schedu
 import { createQueues, type Queues } from '../../jobs/queues.ts';
 import { Reconciler, reconcileOnce, type ReconcileDeps } from '../../jobs/reconcile.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
+import { dropQueues } from '../support/queues.ts';
 
 /** The reconciler against real Postgres and Redis: what it repairs, and that one process leads. */
 const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
@@ -41,10 +42,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const q of Object.values(queues ?? {})) {
-    await q.obliterate({ force: true }).catch(() => undefined);
-    await q.close();
-  }
+  await dropQueues(queues);
   await pool?.end();
   await drop?.();
 });

@@ -8,13 +8,13 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { validateFeed } from '../../src/schema/validate.ts';
-import { createQueue, QUEUE } from '../../jobs/queues.ts';
 import { registerSecretForAudit } from '../support/capture.ts';
 import { closedPort } from '../support/closed-port.ts';
 import { runFeedmirror, spawnFeedmirror, type Spawned } from '../support/processes.ts';
 import { startS3, S3RVER_CREDENTIALS, type TestS3 } from '../support/s3.ts';
 import { redisForTest } from '../support/services.ts';
 import { until } from '../support/wait.ts';
+import { dropQueues } from '../support/queues.ts';
 
 /**
  * README "Running with S3", followed step by step in its order, with s3rver standing in for S3
@@ -44,11 +44,7 @@ describe('README: Running with S3, as followed', () => {
       p.child.kill('SIGTERM');
       await p.exited;
     }
-    for (const name of Object.values(QUEUE)) {
-      const q = createQueue(name, { url: redis.url, prefix: redis.prefix });
-      await q.obliterate({ force: true }).catch(() => undefined);
-      await q.close();
-    }
+    await dropQueues({ url: redis.url, prefix: redis.prefix });
     const c = new pg.Client({ connectionString: adminUrl });
     await c.connect();
     await c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);

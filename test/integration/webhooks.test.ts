@@ -18,6 +18,7 @@ import { EndpointInputError, registerEndpoint, rotateSecret } from '../../src/we
 import { DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, verifySignature } from '../../src/webhooks/signature.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { until } from '../support/wait.ts';
+import { dropQueues } from '../support/queues.ts';
 
 /**
  * Issue 12, item 5: outgoing webhooks end to end. A real HTTP receiver checks each request's
@@ -95,10 +96,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await worker?.close();
-  for (const q of Object.values(queues ?? {})) {
-    await q.obliterate({ force: true }).catch(() => undefined);
-    await q.close();
-  }
+  await dropQueues(queues);
   receiver?.closeAllConnections();
   await new Promise((r) => (receiver ? receiver.close(r) : r(undefined)));
   await db?.end();
