@@ -20,7 +20,7 @@ import type { FeedDeps } from '../src/feeds/deps.ts';
 import { mirrorLimitsFromConfig } from '../src/mirror/copy.ts';
 import { mirrorConcurrency } from '../src/mirror/concurrency.ts';
 import { PlatformClient } from '../src/platform/client.ts';
-import { AccountCallPacer } from '../src/platform/pacing.ts';
+import { AccountCallPacer } from '../jobs/call-pacer.ts';
 import { createStorage, type S3Storage } from '../src/storage/index.ts';
 import type { ObjectStorage, PutOptions } from '../src/storage/types.ts';
 import { TokenCipher } from '../src/store/crypto.ts';

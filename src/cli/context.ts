@@ -4,7 +4,7 @@ import { loadConfig, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../util/logger.ts';
 import { clockFromEnv, type Clock, HOUR, MINUTE, DAY } from '../util/clock.ts';
 import { PlatformClient, type PlatformCallObserver, type PlatformClientOptions } from '../platform/client.ts';
-import { AccountCallPacer } from '../platform/pacing.ts';
+import { AccountCallPacer } from '../../jobs/call-pacer.ts';
 import { createPool } from '../store/db.ts';
 import { migrate } from '../store/migrate.ts';
 import { TokenCipher } from '../store/crypto.ts';

@@ -1,12 +1,9 @@
-import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { HOUR } from '../util/clock.ts';
-
 /**
  * Keeping within the platform's budget (R-OWN-1) before the platform has to say so.
  *
- * Per account: at most `callsPerHour` calls in each window of an hour (rate-limiter-flexible's
- * fixed window, in Redis so every worker counts the same calls; in memory without Redis). The
+ * Per account: at most `callsPerHour` calls in each window of an hour. This layer only states the
+ * contract (CallPacer); the count shared by every worker lives in Redis, which the platform layer
+ * knows nothing of, so the implementation is jobs/call-pacer.ts. The
  * platform's budget is about 200 calls per user per hour; the default leaves a margin (180), and
  * the platform's own usage headers and limits stay the last word (see slowdownMs and the job
  * layer). A call that would go over is not sent: the caller learns how long until the window
@@ -23,47 +20,6 @@ export interface CallPacer {
    */
   take(accountId: string): Promise<number>;
   readonly callsPerHour: number;
-}
-
-export interface PacerOptions {
-  /** Calls per account per window (default window: one hour). */
-  callsPerHour: number;
-  /** Redis for a count shared by every worker; a client factory, so nothing connects until a call is paced. */
-  redis?: () => Redis;
-  /** Key prefix in Redis (REDIS_PREFIX). */
-  prefix: string;
-  /** The window; an hour except in tests. */
-  windowMs?: number;
-}
-
-export class AccountCallPacer implements CallPacer {
-  readonly callsPerHour: number;
-  private limiter?: RateLimiterAbstract;
-
-  constructor(private readonly opts: PacerOptions) {
-    if (!(opts.callsPerHour >= 1)) throw new Error('pacer: callsPerHour must be >= 1');
-    this.callsPerHour = opts.callsPerHour;
-  }
-
-  private get rl(): RateLimiterAbstract {
-    if (!this.limiter) {
-      const windowMs = this.opts.windowMs ?? HOUR;
-      const base = { keyPrefix: `${this.opts.prefix}:platform-pace`, points: this.opts.callsPerHour, duration: Math.max(1, Math.ceil(windowMs / 1000)) };
-      this.limiter = this.opts.redis ? new RateLimiterRedis({ ...base, storeClient: this.opts.redis() }) : new RateLimiterMemory(base);
-    }
-    return this.limiter;
-  }
-
-  async take(accountId: string): Promise<number> {
-    try {
-      await this.rl.consume(accountId, 1);
-      return 0;
-    } catch (e) {
-      // A refusal is a RateLimiterRes (a count, not an error): its msBeforeNext is the wait.
-      if (e instanceof RateLimiterRes) return Math.max(1, e.msBeforeNext);
-      throw e;
-    }
-  }
 }
 
 /** Past this share of any usage figure the workers slow down (R-OWN-1). */

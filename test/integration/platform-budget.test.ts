@@ -12,7 +12,7 @@ import type { FeedDeps } from '../../src/feeds/deps.ts';
 import { createMetrics } from '../../src/metrics/index.ts';
 import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
 import { PlatformClient } from '../../src/platform/client.ts';
-import { AccountCallPacer } from '../../src/platform/pacing.ts';
+import { AccountCallPacer } from '../../jobs/call-pacer.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { createStorage } from '../../src/storage/index.ts';
 import { upsertAccount } from '../../src/store/accounts.ts';

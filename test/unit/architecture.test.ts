@@ -40,6 +40,12 @@ const NEVER: Array<{ from: string; to: string; why: string }> = [
   { from: '^src/http/', to: '^src/cli/', why: 'the HTTP server never imports the CLI' },
 ];
 
+// What the lower layers must not know of the outside world (README: "Layers"): the platform
+// client talks HTTP to the platform and nothing else, so Redis, Postgres, queues, object storage
+// and image code stay out of it (shared state such as the call pacer's count lives in jobs/).
+const OUTSIDE_SYSTEMS = '(^|node_modules/)(ioredis|pg|bullmq|@aws-sdk/[^/]+|sharp|rate-limiter-flexible)(/|$)';
+const NO_OUTSIDE_SYSTEMS = ['src/platform/', 'src/schema/', 'src/convert/'];
+
 const esc = (p: string) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 export function layerRules(): IForbiddenRuleType[] {
@@ -57,6 +63,9 @@ export function layerRules(): IForbiddenRuleType[] {
       to: { path: '^(src|jobs)/', ...(allowed.length ? { pathNot: `^(${allowed.map(esc).join('|')})` } : {}) },
     });
   }
+  for (const from of NO_OUTSIDE_SYSTEMS) {
+    rules.push({ name: `no-outside-systems:${from}`, severity: 'error', comment: `${from} knows nothing of Redis, Postgres, queues, storage or images`, from: { path: `^${esc(from)}` }, to: { path: OUTSIDE_SYSTEMS } });
+  }
   for (const n of NEVER) rules.push({ name: `never:${n.from}->${n.to}`, severity: 'error', comment: n.why, from: { path: n.from }, to: { path: n.to } });
   return rules;
 }
@@ -67,8 +76,8 @@ async function violations(files: string[], baseDir?: string): Promise<string[]> 
     {
       validate: true,
       ruleSet: { forbidden: layerRules() },
+      // node_modules stay in the graph as leaves (not followed), so imports of packages can be judged.
       doNotFollow: { path: 'node_modules' },
-      exclude: { path: 'node_modules' },
       tsPreCompilationDeps: true,
       ...(baseDir ? { baseDir } : {}),
     },
@@ -82,7 +91,7 @@ describe('architecture: the layer table of the README', () => {
     expect(await violations(['src', 'jobs'])).toEqual([]);
   }, 60_000);
 
-  it('the rules catch an import that breaks the table (store -> http) and a cycle', async () => {
+  it('the rules catch an import that breaks the table (store -> http), a cycle, and Redis in the platform layer', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'fm-layers-'));
     try {
       await mkdir(join(dir, 'src', 'store'), { recursive: true });
@@ -92,9 +101,12 @@ describe('architecture: the layer table of the README', () => {
       await writeFile(join(dir, 'src', 'http', 'page.ts'), "export const page = 1;\n");
       await writeFile(join(dir, 'src', 'util', 'a.ts'), "import { b } from './b.ts';\nexport const a = b;\n");
       await writeFile(join(dir, 'src', 'util', 'b.ts'), "import { a } from './a.ts';\nexport const b = () => a;\n");
+      await mkdir(join(dir, 'src', 'platform'), { recursive: true });
+      await writeFile(join(dir, 'src', 'platform', 'pace.ts'), "import type { Redis } from 'ioredis';\nexport type R = Redis;\n");
       const found = await violations(['src'], dir);
       expect(found).toContain('src/store/bad.ts -> src/http/page.ts (layer:src/store/)');
       expect(found.some((v) => v.includes('(no-circular)'))).toBe(true);
+      expect(found).toContain('src/platform/pace.ts -> ioredis (no-outside-systems:src/platform/)');
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

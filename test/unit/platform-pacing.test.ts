@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { AccountCallPacer, slowdownMs } from '../../src/platform/pacing.ts';
+import { slowdownMs } from '../../src/platform/pacing.ts';
+import { AccountCallPacer } from '../../jobs/call-pacer.ts';
 import { parseUsage } from '../../src/platform/rate-limit.ts';
 import { UsageMeter } from '../../src/simulator/usage.ts';
 
