@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 
 /**
  * The repository stands on its own: every rule id cited in src/, jobs/ and test/ resolves in
- * docs/RULES.md, and nothing points outside the repository (a clone has no ../shared and no
- * design document beside it).
+ * docs/RULES.md, and nothing points outside the repository (a clone has neither the shared folder
+ * nor the design document that sit beside the working copy here).
  */
 const ROOT = path.resolve('.');
 const SKIP = new Set(['node_modules', '.git', 'data', 'test-artifacts']);
@@ -49,7 +49,7 @@ describe('a self-contained repository', () => {
     expect(missing).toEqual([]);
   });
 
-  it('nothing points outside the repository: no ../shared, DESIGN.md, ENVIRONMENT.md or the spec file', async () => {
+  it('nothing points outside the repository: no shared folder beside the repository, DESIGN.md, ENVIRONMENT.md or the spec file', async () => {
     const offenders: string[] = [];
     for (const f of await files(ROOT)) {
       if (f === __filename || f.endsWith('rules-self-contained.test.ts')) continue;
