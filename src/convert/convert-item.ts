@@ -17,6 +17,11 @@ export interface ConvertOptions {
 export interface DroppedItem {
   id: string;
   reason: string;
+  /**
+   * Left out because the operator's policy says so (COPYRIGHT_ITEMS=drop, R-CNV-12), not because
+   * the item is faulty: the account is healthy, so it is not reported as a skipped item.
+   */
+  byPolicy?: true;
 }
 
 export type ConvertResult = { post: Post } | { dropped: DroppedItem };
@@ -95,7 +100,7 @@ function formatOf(item: MediaItem): 'reel' | 'post' {
   return item.media_product_type === 'REELS' ? 'reel' : 'post';
 }
 
-const drop = (item: MediaItem, reason: string): ConvertResult => ({ dropped: { id: item.id, reason } });
+const drop = (item: MediaItem, reason: string, byPolicy = false): ConvertResult => ({ dropped: { id: item.id, reason, ...(byPolicy ? { byPolicy: true as const } : {}) } });
 
 /** Convert one platform media item to a schema v1 post, or say why it was left out. Pure. */
 export function convertItem(item: MediaItem, opts: ConvertOptions = {}): ConvertResult {
@@ -138,7 +143,7 @@ export function convertItem(item: MediaItem, opts: ConvertOptions = {}): Convert
     post = { ...common, type: 'text', media: [] };
   } else {
     // R-CNV-12: schema v1 rejects image/video/carousel posts without thumbnailUrl (R-SCH-7).
-    return drop(item, 'no cover image determinable (media_url or thumbnail_url absent, e.g. copyright-flagged)');
+    return drop(item, 'no cover image determinable (media_url or thumbnail_url absent, e.g. copyright-flagged)', true);
   }
 
   // Every post we emit satisfies schema v1; anything else is left out with the problems named.

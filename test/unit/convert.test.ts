@@ -322,6 +322,9 @@ describe('convertItems', () => {
     expect(r.posts.map((p) => p.id)).toEqual([IMAGE.id, VIDEO.id, CAROUSEL.id]);
     expect(r.dropped.map((d) => d.id)).toEqual(['f1', 'u1']);
     expect(r.dropped.every((d) => d.reason.length > 0)).toBe(true);
+    // R-CNV-12: the copyright-flagged item is left out by policy, the unknown type is a fault.
+    expect(r.dropped.find((d) => d.id === 'f1')?.byPolicy).toBe(true);
+    expect(r.dropped.find((d) => d.id === 'u1')?.byPolicy).toBeUndefined();
   });
 
   it('a post the schema would refuse is dropped with the problem named, never emitted', () => {
