@@ -44,7 +44,7 @@ import { S3RVER_CREDENTIALS } from '../test/support/s3.ts';
 import { forkChild } from './ipc.ts';
 import type { PipelineStats } from './pipeline-process.ts';
 import { startServicesChild, type RequestCounts } from './services-child.ts';
-import { benchDatabase } from './services.ts';
+import { benchDatabase, benchRedis, cleanupStack } from './services.ts';
 import { MemorySampler } from './memory.ts';
 import { autoMirrorConcurrency } from '../src/mirror/concurrency.ts';
 import { writeChart, writeMemoryChart } from './chart.ts';
@@ -149,17 +149,15 @@ async function main() {
     return;
   }
   const memory = new MemorySampler();
-  const cleanups: Array<() => Promise<unknown>> = [];
-  const cleanup = async () => {
-    for (const c of cleanups.reverse()) await c().catch((err: unknown) => process.stderr.write(`bench cleanup: ${(err as Error).message}\n`));
-  };
+  const cleanups = cleanupStack();
+  const cleanup = cleanups.run;
   try {
     const database = await benchDatabase();
     cleanups.push(database.drop);
     const db = createPool(database.url, { max: 10 });
     cleanups.push(() => db.end());
     await migrate(db);
-    const redis = { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix: `fmbench:${randomBytes(4).toString('hex')}` };
+    const redis = benchRedis();
 
     // Room for every rendered JPEG of the run (~18 KB each at 1080 px) when warming the fake CDN.
     const images = args.accounts * args.posts * 1.5;

@@ -37,7 +37,7 @@ import { bullConnection, createQueue, QUEUE, redisClient } from '../jobs/queues.
 import { S3RVER_CREDENTIALS } from '../test/support/s3.ts';
 import { forkChild, type ChildHandle } from './ipc.ts';
 import { startServicesChild, type ServicesChild } from './services-child.ts';
-import { benchDatabase } from './services.ts';
+import { benchDatabase, benchRedis, cleanupStack, clearBenchRedis } from './services.ts';
 import type { WorkerStats } from './worker-process.ts';
 
 export const SCALE_TARGETS = { cpuPercentOfOneCore: 25, p99LatenessSeconds: 60, redisBytesPerAccount: 20 * 1024, workerPeakRssMb: 300 };
@@ -86,10 +86,8 @@ export interface Stage {
 }
 
 export async function openStage(opts: { wallClock: boolean; startMs?: number; linkLifetimeMs?: number }): Promise<Stage> {
-  const cleanups: Array<() => Promise<unknown>> = [];
-  const cleanup = async () => {
-    for (const c of cleanups.reverse()) await c().catch((err: unknown) => process.stderr.write(`bench cleanup: ${(err as Error).message}\n`));
-  };
+  const cleanups = cleanupStack();
+  const cleanup = cleanups.run;
   try {
     const database = await benchDatabase();
     cleanups.push(database.drop);
@@ -97,21 +95,8 @@ export async function openStage(opts: { wallClock: boolean; startMs?: number; li
     cleanups.push(() => db.end());
     await migrate(db);
     const emptyDbBytes = Number((await db.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]!.n);
-    const redis = { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix: `fmbench:${randomBytes(4).toString('hex')}` };
-    cleanups.push(async () => {
-      // Everything under the bench's prefix goes (queues, schedulers, pacing counts).
-      const r = redisClient(redis);
-      try {
-        let cursor = '0';
-        do {
-          const [next, keys] = await r.scan(cursor, 'MATCH', `${redis.prefix}:*`, 'COUNT', 1000);
-          cursor = next;
-          if (keys.length) await r.unlink(...keys);
-        } while (cursor !== '0');
-      } finally {
-        r.disconnect();
-      }
-    });
+    const redis = benchRedis();
+    cleanups.push(() => clearBenchRedis(redis));
     const services = await startServicesChild({ startMs: opts.startMs ?? Date.now(), jpegCacheMb: 0, jpegCacheEntries: 0, wallClock: opts.wallClock, ...(opts.linkLifetimeMs ? { linkLifetimeMs: opts.linkLifetimeMs } : {}) });
     cleanups.push(() => services.close());
     const sim = services.ready;

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { redisClient, type RedisSettings } from '../jobs/queues.ts';
 
 /**
  * A database of the benchmark's own on the Postgres named by DATABASE_URL (default the local
@@ -21,4 +22,38 @@ export async function benchDatabase(): Promise<{ url: string; drop: () => Promis
   const u = new URL(adminUrl);
   u.pathname = `/${name}`;
   return { url: u.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+/** Redis settings with a key prefix of this run's own, so a bench never touches real queues. */
+export function benchRedis(): RedisSettings {
+  return { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix: `fmbench:${randomBytes(4).toString('hex')}` };
+}
+
+/** Deletes every key under the bench's prefix (queues, schedulers, pacing counts). */
+export async function clearBenchRedis(redis: RedisSettings): Promise<void> {
+  const r = redisClient(redis);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await r.scan(cursor, 'MATCH', `${redis.prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await r.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    r.disconnect();
+  }
+}
+
+/**
+ * Teardown steps, run last in first out by `run`; a step that fails is reported on stderr and the
+ * others still run, so a half-started bench leaves no database, prefix or child process behind.
+ */
+export function cleanupStack(): { push: (step: () => Promise<unknown>) => void; run: () => Promise<void> } {
+  const steps: Array<() => Promise<unknown>> = [];
+  return {
+    push: (step) => void steps.push(step),
+    run: async () => {
+      for (const step of steps.splice(0).reverse()) await step().catch((err: unknown) => process.stderr.write(`bench cleanup: ${(err as Error).message}\n`));
+    },
+  };
 }
