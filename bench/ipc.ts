@@ -15,7 +15,11 @@ export interface ChildHandle<Ready> {
 }
 
 export async function forkChild<Ready>(script: URL, name: string, env: Record<string, string>): Promise<ChildHandle<Ready>> {
-  const child: ChildProcess = fork(script, [], { execArgv: ['--import', 'tsx'], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // BENCH_PROFILE_DIR: every child writes a V8 CPU profile there (open it in Chrome DevTools);
+  // BENCH_PROFILE=heap: a sampled allocation profile instead (what makes the garbage).
+  const dir = process.env.BENCH_PROFILE_DIR;
+  const profile = !dir ? [] : process.env.BENCH_PROFILE === 'heap' ? ['--heap-prof', `--heap-prof-dir=${dir}`] : ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+  const child: ChildProcess = fork(script, [], { execArgv: ['--import', 'tsx', ...profile], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   let nextId = 1;
   const pending = new Map<number, { resolve: (m: Record<string, unknown>) => void; reject: (e: Error) => void }>();
   let exited = false;

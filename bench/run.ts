@@ -194,7 +194,9 @@ async function main() {
         `in ${(limits.variantFormats ?? ['webp']).join('+')}, S3 (s3rver) at ${s3.endpoint}`,
     );
     const curveLevels = args.limit && args.curve ? args.curve.split(',').map(Number) : [];
-    const totalAccounts = args.accounts + curveLevels.length * args['curve-accounts'];
+    // One more account for the untimed warm-up round (JIT, lazy codecs, connection pools).
+    const warmUpAccounts = args.limit ? 1 : 0;
+    const totalAccounts = args.accounts + curveLevels.length * args['curve-accounts'] + warmUpAccounts;
     const accountIds: string[] = [];
     const created = await services.createAccounts(totalAccounts, args.posts, 'bench.shop');
     for (const acc of created) {
@@ -331,7 +333,8 @@ async function main() {
     const rssBeforeMb = (await pipelineStats()).rssMb;
     say(`RSS of the pipeline process (pid ${pipeline.ready.pid}) before the first sync (runtime, SDKs, sharp, workers): ${rssBeforeMb.toFixed(0)} MB; simulator + s3rver in process ${services.pid}`);
     const mainIds = accountIds.slice(0, args.accounts);
-    const curveIds = accountIds.slice(args.accounts);
+    const curveIds = accountIds.slice(args.accounts, accountIds.length - warmUpAccounts);
+    const warmUpIds = accountIds.slice(accountIds.length - warmUpAccounts);
     const groups = (ids: readonly string[], n: number) => Array.from({ length: n }, (_, i) => ids.filter((_, k) => k % n === i)).filter((g) => g.length > 0);
 
     // Memory of the pipeline process over the run, for the chart.
@@ -363,6 +366,7 @@ async function main() {
     const limitRound = async (total: number, lanes: number) => {
       await loadSamples();
       memory.phase();
+      const childBefore = await services.stats();
       const cpuBefore = cpuSeconds();
       const t0 = performance.now();
       let next = 0;
@@ -385,7 +389,9 @@ async function main() {
       };
       await Promise.all(Array.from({ length: lanes }, lane));
       const seconds = (performance.now() - t0) / 1000;
-      return { images: total, seconds, imagesPerSecond: total / seconds, cpuSeconds: cpuSeconds() - cpuBefore, peakRssMb: memory.end().peakRssMb };
+      const cpu = cpuSeconds() - cpuBefore;
+      const childCpu = cpuOf(await services.stats()) - cpuOf(childBefore);
+      return { images: total, seconds, imagesPerSecond: total / seconds, cpuSeconds: cpu, childCpuSeconds: childCpu, peakRssMb: memory.end().peakRssMb };
     };
     const setMirrorConcurrency = async (n: number) => {
       await pipeline.ask({ type: 'concurrency', mirror: n });
@@ -426,6 +432,14 @@ async function main() {
       const m = Math.floor(v.length / 2);
       return v.length % 2 ? v[m]! : (v[m - 1]! + v[m]!) / 2;
     };
+
+    // ---- an untimed warm-up of both sides: the first images of a process pay for JIT compiling,
+    // sharp's codecs loading and connection pools opening; a worker in service has paid already ----
+    if (warmUpIds.length) {
+      const w = await pass('warm-up', warmUpIds);
+      await limitRound(w.imagesCopied, args.concurrency);
+      say(`  warm-up (not counted): ${w.imagesCopied} images through the pipeline and the limit`);
+    }
 
     // ---- first sync: pipeline and limit rounds, alternating, at the chosen concurrency ----
     const roundGroups = groups(mainIds, args.limit ? args.rounds : 1);
@@ -521,11 +535,19 @@ async function main() {
         seconds,
         imagesPerSecond: images / seconds,
         cpuSeconds: limitRounds.reduce((a, l) => a + l.cpuSeconds, 0),
+        childCpuSeconds: limitRounds.reduce((a, l) => a + l.childCpuSeconds, 0),
         peakRssMb: Math.max(...limitRounds.map((l) => l.peakRssMb)),
         rounds: limitRounds.map((l) => l.imagesPerSecond),
         formats: await runFormats(samples),
       };
       say(`limit (sharp + storage alone, the same images as each round, concurrency ${args.concurrency}): ${limit.imagesPerSecond.toFixed(1)} images/s over ${limitRounds.length} rounds`);
+      // Where the difference goes: CPU per image on each side, the fake outside world included
+      // (it shares the cores: the fake CDN and s3rver answer the pipeline, s3rver the limit).
+      const perImage = (s: number, n: number) => ((s * 1000) / Math.max(1, n)).toFixed(0);
+      say(
+        `  CPU per image: pipeline ${perImage(first.cpuSeconds, first.imagesCopied)} ms + ${perImage(first.childCpuSeconds, first.imagesCopied)} ms in the fake CDN/s3rver; ` +
+          `limit ${perImage(limit.cpuSeconds, images)} ms + ${perImage(limit.childCpuSeconds, images)} ms in s3rver`,
+      );
     } else say('limit phase skipped (--no-limit): no fraction of the limit in this run');
     // The share of the limit: the median of the rounds' ratios (each round's pipeline against the
     // limit measured right after it on the same images), with their spread.

@@ -14,6 +14,7 @@
  * Accounts are created through the simulator's control API (POST /__sim/accounts), requests are
  * counted through GET /__sim/request-counts, like any other process would.
  */
+import { access, constants } from 'node:fs/promises';
 import { z } from 'zod';
 import { configureJpegCache, jpegCacheStats } from '../src/simulator/images.ts';
 import { startSimulator } from '../src/simulator/index.ts';
@@ -65,6 +66,16 @@ const settings = z.object({
 /** A small post: tiny pictures, so a 10,000-account run measures scheduling, not image work. */
 const SMALL_POST = { kind: 'image' as const, width: 120, height: 150 };
 
+/** /dev/shm when it exists and can be written to, else the OS temp folder. */
+async function memoryFolder(): Promise<string | undefined> {
+  try {
+    await access('/dev/shm', constants.W_OK);
+    return '/dev/shm';
+  } catch {
+    return undefined;
+  }
+}
+
 async function main(): Promise<void> {
   const env = settings.parse(process.env);
   if (env.BENCH_JPEG_CACHE_MB > 0) configureJpegCache({ maxBytes: env.BENCH_JPEG_CACHE_MB * 1024 * 1024 });
@@ -74,7 +85,9 @@ async function main(): Promise<void> {
   if (env.BENCH_SIM_WALL_CLOCK === '1') followWallClock(sim);
   /** Tokens of the small accounts, for faults aimed at one account. */
   const tokens = new Map<string, string>();
-  const s3 = await startS3('feedmirror-bench');
+  // s3rver keeps each object as files. On a disk, page writeback stalls some rounds and not others
+  // (the fake's disk, not feedmirror); in memory (/dev/shm, where there is one) the rounds compare.
+  const s3 = await startS3('feedmirror-bench', { parentDir: await memoryFolder() });
   const memory = new MemorySampler();
 
   const createAccounts = async (count: number, posts: number, prefix: string) => {

@@ -33,8 +33,12 @@ export interface TestS3 {
   start(): Promise<void>;
 }
 
-export async function startS3(bucket = 'feedmirror-test', opts: { createBucket?: boolean } = {}): Promise<TestS3> {
-  const directory = await mkdtemp(path.join(os.tmpdir(), 'feedmirror-s3rver-'));
+/**
+ * s3rver on a free port with a data folder of its own (removed by close). `parentDir`: where that
+ * folder goes (the OS temp folder by default; the benchmark puts it in memory, /dev/shm).
+ */
+export async function startS3(bucket = 'feedmirror-test', opts: { createBucket?: boolean; parentDir?: string } = {}): Promise<TestS3> {
+  const directory = await mkdtemp(path.join(opts.parentDir ?? os.tmpdir(), 'feedmirror-s3rver-'));
   let port = 0;
   let running: S3rverInstance | undefined;
 
