@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { UnrecoverableError, type JobsOptions } from 'bullmq';
+import { UnrecoverableError, type Job, type JobsOptions } from 'bullmq';
 import { copySlot, type CopyOutcome } from '../src/feeds/copy-slot.ts';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import { MirrorError } from '../src/mirror/errors.ts';
@@ -41,6 +41,15 @@ function retryable(err: unknown): boolean {
   return true; // database hiccups and the unexpected: retry with backoff
 }
 
+/**
+ * The job's very first start: no earlier attempt can have uploaded anything. attemptsStarted
+ * counts every start (a stalled job's re-delivery and a rate-limit delay included), attemptsMade
+ * every failure; either above its first value means an earlier run may have left a copy behind.
+ */
+export function isFirstAttempt(job: Pick<Job, 'attemptsMade' | 'attemptsStarted'>): boolean {
+  return job.attemptsMade === 0 && job.attemptsStarted <= 1;
+}
+
 /** The job's return value: small; the image details are in storage and Postgres. */
 export type MirrorMediaReturn = { outcome: CopyOutcome['outcome']; renewed?: boolean; key?: string; reason?: string };
 
@@ -49,9 +58,9 @@ export const mirrorMediaJob = defineJob({
   queue: 'mirrorMedia',
   payload: mirrorMediaPayload,
   options: mirrorJobOptions(),
-  async process(deps: FeedDeps, payload): Promise<MirrorMediaReturn> {
+  async process(deps: FeedDeps, payload, job): Promise<MirrorMediaReturn> {
     try {
-      const r = await copySlot(deps, payload);
+      const r = await copySlot(deps, payload, { firstAttempt: isFirstAttempt(job) });
       if (r.outcome === 'copied' || r.outcome === 'reused') return { outcome: r.outcome, renewed: r.renewed, key: r.image.key };
       return r;
     } catch (err) {

@@ -56,7 +56,7 @@ export async function renewPostLinks(deps: FeedDeps, accountId: string, mediaId:
  * file is already copied costs one query; mirrorImage's manifest covers a crash between upload and
  * bookkeeping.
  */
-export async function copySlot(deps: FeedDeps, t: CopyTarget): Promise<CopyOutcome> {
+export async function copySlot(deps: FeedDeps, t: CopyTarget, opts: { firstAttempt?: boolean } = {}): Promise<CopyOutcome> {
   const stored = await getPost(deps.db, t.accountId, t.mediaId);
   if (!stored) return { outcome: 'gone', reason: 'post no longer stored (pruned)' };
   let post = stored.post;
@@ -78,7 +78,7 @@ export async function copySlot(deps: FeedDeps, t: CopyTarget): Promise<CopyOutco
 
   const mirrorDeps = { storage: deps.storage, limits: deps.limits, clock: deps.clock };
   // A different file was copied before under this slot: its manifest must not be reused.
-  const job = { accountId: t.accountId, mediaId: t.mediaId, slot: t.slot, force: existing !== null };
+  const job = { accountId: t.accountId, mediaId: t.mediaId, slot: t.slot, force: existing !== null, ...(opts.firstAttempt ? { firstAttempt: true } : {}) };
   let image: MirroredImage;
   try {
     image = await mirrorImage(mirrorDeps, { ...job, url: slot!.url, expiresAt: earliestOe });

@@ -55,6 +55,13 @@ export interface MirrorJob {
   force?: boolean;
   /** The link's expiry as stored with the post (R-LNK-1): a dead link is not even requested. */
   expiresAt?: Date | null;
+  /**
+   * No earlier attempt of this copy has run (the job's first start): nothing of it can be in
+   * storage yet, so the manifest is not read. On a first copy that read only ever answers 404,
+   * and it was one storage request in eight per image. A retried or re-delivered job leaves
+   * this unset and finds what a crashed attempt finished.
+   */
+  firstAttempt?: boolean;
 }
 
 export interface MirroredVariant {
@@ -141,7 +148,8 @@ async function readManifest(storage: ObjectStorage, key: string): Promise<Manife
  * Copy one image of a media item into storage before its link expires (R-LNK-5): download, check,
  * measure (R-CNV-11), resize, upload the original and its variants, then write the manifest LAST.
  * The manifest is the commit point: when it exists the copy is complete and this returns it
- * without downloading or uploading anything, so a job delivered twice costs one GET of storage.
+ * without downloading or uploading anything, so a job delivered twice costs one GET of storage
+ * (a job's first attempt skips that GET: see MirrorJob.firstAttempt).
  * Object names carry the first 16 hex digits of the original's sha256: a run that crashed midway
  * re-uploads under the same names, leaving no duplicates.
  * Errors: LinkExpiredError (renew the link, R-LNK-3), DownloadError, TooLargeError,
@@ -152,7 +160,7 @@ export async function mirrorImage(deps: MirrorDeps, job: MirrorJob): Promise<Mir
   const slot = checkSlot(job.slot);
   const mKey = manifestKey(job.accountId, job.mediaId, slot);
 
-  if (!job.force) {
+  if (!job.force && !job.firstAttempt) {
     const existing = await readManifest(storage, mKey);
     if (existing) return fromManifest(storage, existing, true);
   }

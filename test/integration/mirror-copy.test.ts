@@ -31,6 +31,7 @@ let limits: MirrorLimits;
 /** Real storage that counts puts and can be told to fail on a key (a crash mid-copy). */
 class CountingStorage {
   puts: string[] = [];
+  gets: string[] = [];
   failOn?: RegExp;
   constructor(readonly inner: ObjectStorage) {}
   wrap(): ObjectStorage {
@@ -40,6 +41,10 @@ class CountingStorage {
       if (self.failOn?.test(key)) throw new StorageUnavailableError(`simulated crash before writing ${key}`);
       self.puts.push(key);
       return self.inner.put(key, body, opts);
+    };
+    s.get = async (key: string) => {
+      self.gets.push(key);
+      return self.inner.get(key);
     };
     return s;
   }
@@ -125,6 +130,24 @@ describe('mirrorImage', () => {
     expect(counting.puts).toEqual([]);
     expect(second.reused).toBe(true);
     expect({ ...second, reused: false }).toEqual(first);
+  });
+
+  it("a job's first attempt does not look for a manifest; a retry after a crash past the upload finds it", async () => {
+    const counting = new CountingStorage(new LocalStorage(path.join(tmp, 'first')));
+    const storage = counting.wrap();
+    const dl = countingDownload();
+    const job = { accountId: 'acc1', mediaId: '1790009', slot: 'cover', url: `${base}/photo.jpg?oe=${oe}` };
+    const first = await mirrorImage({ storage, limits, clock, download: dl.fn }, { ...job, firstAttempt: true });
+    expect(counting.gets).toEqual([]); // no storage read: nothing of a first attempt can be there
+    expect(first.reused).toBe(false);
+    expect(counting.puts.at(-1)).toBe('media/acc1/1790009/cover.json');
+    // The bookkeeping after the upload failed; the retry (not a first attempt) reuses the copy.
+    counting.puts = [];
+    const retry = await mirrorImage({ storage, limits, clock, download: dl.fn }, job);
+    expect(counting.gets).toEqual(['media/acc1/1790009/cover.json']);
+    expect(retry.reused).toBe(true);
+    expect(counting.puts).toEqual([]);
+    expect(dl.calls).toHaveLength(1);
   });
 
   it('a crash mid-copy leaves no manifest; the re-run writes the same names, no duplicates', async () => {
