@@ -1,51 +1,100 @@
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { CallPacer } from '../src/platform/pacing.ts';
-import { HOUR } from '../src/util/clock.ts';
+import { HOUR, systemClock, type Clock } from '../src/util/clock.ts';
 
 /**
- * The per-account call pacer (R-OWN-1) behind src/platform/pacing.ts's CallPacer:
- * rate-limiter-flexible's fixed window, in Redis so every worker counts the same calls (in memory
- * without Redis, for a single process and the unit tests). It lives with the jobs because it
- * shares state through Redis; the platform client only sees the interface.
+ * The per-account call pacer (R-OWN-1) behind src/platform/pacing.ts's CallPacer: at most
+ * `callsPerHour` calls of an account in ANY hour, not per clock hour.
+ *
+ * Why not rate-limiter-flexible (which the HTTP throttles use): its windows are fixed, and the
+ * platform counts over a rolling hour. A fixed window lets 180 calls go at 10:59 and 180 more at
+ * 11:00, 360 in two minutes against a budget of about 200 per hour; the simulator, which counts
+ * as the platform does, refuses the second half. The library has no rolling window (its
+ * maintainer: "there is no easy way to do that", node-rate-limiter-flexible discussion #126), so
+ * this keeps a log of each account's call times in a Redis sorted set, trimmed to the window by
+ * one atomic script: every worker sees the same log, and the wait it returns is exact (until the
+ * oldest call in the window leaves it). Memory: one entry per call in the last hour, a few per
+ * account in steady state (README Benchmarks: Redis bytes per account).
+ *
+ * Without Redis (a single process, the unit tests) the log is kept in memory. Time comes from the
+ * injectable clock, so tests move it instead of sleeping; workers' clocks only need to agree to
+ * within seconds for an hour's window.
  */
 export interface PacerOptions {
-  /** Calls per account per window (default window: one hour). */
+  /** Calls per account in any window (default window: one hour). */
   callsPerHour: number;
-  /** Redis for a count shared by every worker; a client factory, so nothing connects until a call is paced. */
+  /** Redis for a log shared by every worker; a client factory, so nothing connects until a call is paced. */
   redis?: () => Redis;
   /** Key prefix in Redis (REDIS_PREFIX). */
   prefix: string;
   /** The window; an hour except in tests. */
   windowMs?: number;
+  clock?: Clock;
 }
+
+/**
+ * KEYS[1]: the account's log. ARGV: now (ms), window (ms), limit, a unique member.
+ * Returns 0 when the call is logged, else the ms until the oldest call in the window leaves it.
+ */
+const TAKE_SCRIPT = `
+local now = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('ZADD', KEYS[1], now, ARGV[4])
+  redis.call('PEXPIRE', KEYS[1], window)
+  return 0
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return math.max(1, tonumber(oldest[2]) + window - now)
+`;
+
+type PacingRedis = Redis & { feedmirrorPaceTake(key: string, now: number, windowMs: number, limit: number, member: string): Promise<number> };
 
 export class AccountCallPacer implements CallPacer {
   readonly callsPerHour: number;
-  private limiter?: RateLimiterAbstract;
+  private readonly windowMs: number;
+  private readonly clock: Clock;
+  private client?: PacingRedis;
+  /** The in-memory log (no Redis): call times per account, oldest first. */
+  private readonly local = new Map<string, number[]>();
+  private seq = 0;
+  private readonly instance = randomBytes(4).toString('hex');
 
   constructor(private readonly opts: PacerOptions) {
     if (!(opts.callsPerHour >= 1)) throw new Error('pacer: callsPerHour must be >= 1');
     this.callsPerHour = opts.callsPerHour;
+    this.windowMs = opts.windowMs ?? HOUR;
+    this.clock = opts.clock ?? systemClock;
   }
 
-  private get rl(): RateLimiterAbstract {
-    if (!this.limiter) {
-      const windowMs = this.opts.windowMs ?? HOUR;
-      const base = { keyPrefix: `${this.opts.prefix}:platform-pace`, points: this.opts.callsPerHour, duration: Math.max(1, Math.ceil(windowMs / 1000)) };
-      this.limiter = this.opts.redis ? new RateLimiterRedis({ ...base, storeClient: this.opts.redis() }) : new RateLimiterMemory(base);
+  private redis(): PacingRedis | undefined {
+    if (!this.opts.redis) return undefined;
+    if (!this.client) {
+      const client = this.opts.redis() as PacingRedis;
+      // defineCommand sends EVALSHA and falls back to EVAL once after a SCRIPT FLUSH or a new server.
+      if (typeof client.feedmirrorPaceTake !== 'function') client.defineCommand('feedmirrorPaceTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
+      this.client = client;
     }
-    return this.limiter;
+    return this.client;
   }
 
   async take(accountId: string): Promise<number> {
-    try {
-      await this.rl.consume(accountId, 1);
-      return 0;
-    } catch (e) {
-      // A refusal is a RateLimiterRes (a count, not an error): its msBeforeNext is the wait.
-      if (e instanceof RateLimiterRes) return Math.max(1, e.msBeforeNext);
-      throw e;
+    const now = this.clock.now().getTime();
+    const redis = this.redis();
+    if (redis) {
+      // The member only has to be unique: two calls in the same millisecond are two entries.
+      const member = `${now}:${this.instance}:${this.seq++}`;
+      return Number(await redis.feedmirrorPaceTake(`${this.opts.prefix}:platform-pace:${accountId}`, now, this.windowMs, this.callsPerHour, member));
     }
+    const log = (this.local.get(accountId) ?? []).filter((t) => t > now - this.windowMs);
+    if (log.length < this.callsPerHour) {
+      log.push(now);
+      this.local.set(accountId, log);
+      return 0;
+    }
+    this.local.set(accountId, log);
+    return Math.max(1, log[0]! + this.windowMs - now);
   }
 }

@@ -1,12 +1,12 @@
 /**
  * Keeping within the platform's budget (R-OWN-1) before the platform has to say so.
  *
- * Per account: at most `callsPerHour` calls in each window of an hour. This layer only states the
+ * Per account: at most `callsPerHour` calls in any (rolling) hour. This layer only states the
  * contract (CallPacer); the count shared by every worker lives in Redis, which the platform layer
  * knows nothing of, so the implementation is jobs/call-pacer.ts. The
  * platform's budget is about 200 calls per user per hour; the default leaves a margin (180), and
  * the platform's own usage headers and limits stay the last word (see slowdownMs and the job
- * layer). A call that would go over is not sent: the caller learns how long until the window
+ * layer). A call that would go over is not sent: the caller learns how long until its hour
  * resets, and the job layer waits that out OUTSIDE the job (it delays the job), never inside it.
  *
  * App-wide: the usage headers (X-App-Usage, X-Business-Use-Case-Usage) report how much of the
@@ -16,7 +16,7 @@
 export interface CallPacer {
   /**
    * One call of this account is about to be sent. Resolves to 0 when it may go (the call is
-   * counted), else to the milliseconds until the account's window allows it (nothing counted).
+   * counted), else to the milliseconds until the account's hour allows it (nothing counted).
    */
   take(accountId: string): Promise<number>;
   readonly callsPerHour: number;

@@ -1,17 +1,27 @@
 import { describe, expect, it } from 'vitest';
+import { ManualClock, MINUTE } from '../../src/util/clock.ts';
 import { slowdownMs } from '../../src/platform/pacing.ts';
 import { AccountCallPacer } from '../../jobs/call-pacer.ts';
 import { parseUsage } from '../../src/platform/rate-limit.ts';
 import { UsageMeter } from '../../src/simulator/usage.ts';
 
 describe('R-OWN-1: pacing and slow-down', () => {
-  it('an account gets its calls per hour, then a wait until its window resets; another account is unaffected', async () => {
-    const pacer = new AccountCallPacer({ callsPerHour: 3, prefix: 'unit' });
+  it('an account gets its calls per hour, then a wait until the oldest leaves the hour; another account is unaffected', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 0, 1, 10));
+    const pacer = new AccountCallPacer({ callsPerHour: 3, prefix: 'unit', clock });
     expect([await pacer.take('a'), await pacer.take('a'), await pacer.take('a')]).toEqual([0, 0, 0]);
-    const wait = await pacer.take('a');
-    expect(wait).toBeGreaterThan(3_500_000);
-    expect(wait).toBeLessThanOrEqual(3_600_000);
+    expect(await pacer.take('a')).toBe(3_600_000);
     expect(await pacer.take('b')).toBe(0);
+  });
+
+  it('the hour rolls: calls at the end of one clock hour still count at the start of the next', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 0, 1, 10, 59));
+    const pacer = new AccountCallPacer({ callsPerHour: 3, prefix: 'unit', clock });
+    for (let i = 0; i < 3; i++) expect(await pacer.take('a')).toBe(0);
+    clock.advance(2 * MINUTE); // 11:01: a fixed window would have reset at 11:00
+    expect(await pacer.take('a')).toBe(58 * MINUTE);
+    clock.advance(58 * MINUTE); // 11:59: the 10:59 calls have left the hour
+    expect([await pacer.take('a'), await pacer.take('a'), await pacer.take('a'), await pacer.take('a')]).toEqual([0, 0, 0, 60 * MINUTE]);
   });
 
   it('slows down only past the threshold, more the closer usage is to 100%', () => {
