@@ -6,8 +6,8 @@
  * knows nothing of, so the implementation is jobs/call-pacer.ts. The
  * platform's budget is about 200 calls per user per hour; the default leaves a margin (180), and
  * the platform's own usage headers and limits stay the last word (see slowdownMs and the job
- * layer). A call that would go over is not sent: the caller learns how long until its hour
- * resets, and the job layer waits that out OUTSIDE the job (it delays the job), never inside it.
+ * layer). A call that would go over is not sent: the caller learns how long until the
+ * oldest call leaves the hour, and the job layer waits that out OUTSIDE the job (it delays the job), never inside it.
  *
  * App-wide: the usage headers (X-App-Usage, X-Business-Use-Case-Usage) report how much of the
  * app's budget is used. Past USAGE_SLOWDOWN_PERCENT the workers space their jobs out
