@@ -175,7 +175,7 @@ function sha256(buf: Buffer): string {
  * colour of 10,000 pixels is the colour of the image).
  */
 async function placeholderOf(open: () => Sharp, output: (p: Sharp) => Promise<{ data: Buffer; info: OutputInfo }>): Promise<Placeholder> {
-  const small = await output(open().resize({ width: THUMBHASH_MAX, height: THUMBHASH_MAX, fit: 'inside' }).toColourspace('srgb').ensureAlpha().raw());
+  const small = await output(open().resize({ width: THUMBHASH_MAX, height: THUMBHASH_MAX, fit: 'inside' }).toColourspace('srgb').ensureAlpha().raw({ depth: 'uchar' }));
   const hash = rgbaToThumbHash(small.info.width, small.info.height, small.data);
   const { dominant } = await sharp(small.data, { raw: { width: small.info.width, height: small.info.height, channels: 4 } }).stats();
   const hex = (n: number) => Math.max(0, Math.min(255, Math.round(n))).toString(16).padStart(2, '0');

@@ -132,6 +132,15 @@ describe('processImage', () => {
     expect((await processImage(clear, { ...opts, variantWidths: [160] })).placeholder.thumbhash.length).toBeGreaterThan(10);
   });
 
+  it('a 16-bit PNG gets 8-bit variants and a placeholder of its colour', async () => {
+    const deep = await sharp({ create: { width: 400, height: 300, channels: 3, background: { r: 20, g: 120, b: 220 } } }).png().toColourspace('rgb16').toBuffer();
+    expect((await sharp(deep).metadata()).depth).toBe('ushort');
+    const out = await processImage(deep, { ...opts, variantWidths: [160] });
+    expect(out.variants.map((v) => v.width)).toEqual([160]);
+    const [r, g, b] = [1, 3, 5].map((i) => parseInt(out.placeholder.color.slice(i, i + 2), 16));
+    expect(Math.abs(r! - 20) + Math.abs(g! - 120) + Math.abs(b! - 220)).toBeLessThan(30);
+  });
+
   it('issue 12: MEDIA_VARIANT_FORMATS webp,avif encodes every width in both', async () => {
     const jpeg = await solid(600, 600).jpeg().toBuffer();
     const out = await processImage(jpeg, { maxPixels: 1e7, variantWidths: [160, 240], formats: ['webp', 'avif'] });
