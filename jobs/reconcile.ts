@@ -1,7 +1,7 @@
 import type { Counter } from 'prom-client';
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
-import { listAccounts } from '../src/store/accounts.ts';
+import { listScheduledAccountIds } from '../src/store/accounts.ts';
 import { holdAdvisoryLock, type HeldLock } from '../src/store/locks.ts';
 import type { Clock } from '../src/util/clock.ts';
 import type { Logger } from '../src/util/logger.ts';
@@ -45,8 +45,8 @@ const SCHEDULER_PAGE = 1000;
 /** Compare and repair once (whoever calls it; the Reconciler below makes sure only the leader does). */
 export async function reconcileOnce(deps: ReconcileDeps): Promise<Repair[]> {
   const repairs: Repair[] = [];
-  const active = await listAccounts(deps.db, deps.clock.now(), { status: 'active', withTokenOnly: true });
-  const activeIds = new Set(active.map((a) => a.id));
+  const active = await listScheduledAccountIds(deps.db);
+  const activeIds = new Set(active);
 
   // What Redis holds now, per queue: scheduler id -> every.
   const queues = [deps.queues.tokenRefresh, ...(deps.queues.feedSync ? [deps.queues.feedSync] : [])];
@@ -71,13 +71,13 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<Repair[]> {
       }
     }
   }
-  for (const account of active) {
-    for (const s of accountSchedulers(deps.queues, account.id, deps.schedules)) {
+  for (const accountId of active) {
+    for (const s of accountSchedulers(deps.queues, accountId, deps.schedules)) {
       const every = present.get(s.id);
       if (present.has(s.id) && Number(every) === s.everyMs) continue;
       // Spread as scheduleAccount spreads them: a rebuild of 10,000 lost schedules must not make
       // them all fall due at the same second.
-      await s.queue.upsertJobScheduler(s.id, { every: s.everyMs, offset: scheduleOffsetMs(account.id, s.everyMs) }, { name: s.def.name, data: s.def.payload.parse({ accountId: account.id }), opts: s.def.options });
+      await s.queue.upsertJobScheduler(s.id, { every: s.everyMs, offset: scheduleOffsetMs(accountId, s.everyMs) }, { name: s.def.name, data: s.def.payload.parse({ accountId }), opts: s.def.options });
       repairs.push({ kind: present.has(s.id) ? 'scheduler_updated' : 'scheduler_added', id: s.id });
     }
   }

@@ -7,7 +7,7 @@ import type { PlatformClient } from '../src/platform/client.ts';
 import type { TokenCipher } from '../src/store/crypto.ts';
 import type { Mailer } from '../src/alerts/mailer.ts';
 import { alertReauthRequired } from '../src/alerts/sweep.ts';
-import { listAccounts } from '../src/store/accounts.ts';
+import { listScheduledAccountIds } from '../src/store/accounts.ts';
 import { QUEUE, bullConnection, redisClient, redisOutage, watchRedis, type Queues, type RedisSettings } from './queues.ts';
 import { Reconciler } from './reconcile.ts';
 import type { AnyJobDefinition } from './definition.ts';
@@ -190,12 +190,12 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   };
   // Catch up: a worker that was down when something was due acts as soon as it starts (every
   // active account's schedulers upserted, today's daily jobs queued).
-  const accounts = await listAccounts(deps.db, deps.clock.now(), { status: 'active', withTokenOnly: true });
+  const accountIds = await listScheduledAccountIds(deps.db);
   // Many at a time: each is a few Redis round trips, and 10,000 in a row took minutes at start.
   let nextAccount = 0;
   await Promise.all(
-    Array.from({ length: Math.min(16, accounts.length) }, async () => {
-      while (nextAccount < accounts.length) await scheduleAccount(deps.queues, accounts[nextAccount++]!.id, deps.schedules);
+    Array.from({ length: Math.min(16, accountIds.length) }, async () => {
+      while (nextAccount < accountIds.length) await scheduleAccount(deps.queues, accountIds[nextAccount++]!, deps.schedules);
     }),
   );
   await queueDailyJobs();
@@ -220,7 +220,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     },
     { timezone: 'UTC' },
   );
-  log.info({ accounts: accounts.length, pid: process.pid }, 'worker started');
+  log.info({ accounts: accountIds.length, pid: process.pid }, 'worker started');
 
   const shutdownTimeoutMs = deps.shutdownTimeoutMs ?? 30_000;
   return {
