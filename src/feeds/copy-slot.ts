@@ -5,7 +5,7 @@ import { earliestExpiry } from '../platform/links.ts';
 import { linkExpiry } from './expiry.ts';
 import { convertItem } from '../convert/convert-item.ts';
 import type { Post } from '../schema/v1.ts';
-import { getMediaCopy, getPost, saveMediaCopy, updatePostLinks } from '../store/posts.ts';
+import { getPostForCopy, saveMediaCopy, updatePostLinks } from '../store/posts.ts';
 import { loadToken } from '../store/tokens.ts';
 import { MINUTE } from '../util/clock.ts';
 import type { FeedDeps } from './deps.ts';
@@ -57,14 +57,15 @@ export async function renewPostLinks(deps: FeedDeps, accountId: string, mediaId:
  * bookkeeping.
  */
 export async function copySlot(deps: FeedDeps, t: CopyTarget, opts: { firstAttempt?: boolean } = {}): Promise<CopyOutcome> {
-  const stored = await getPost(deps.db, t.accountId, t.mediaId);
-  if (!stored) return { outcome: 'gone', reason: 'post no longer stored (pruned)' };
+  // The post and its slot's recorded copy in one round trip: this runs once per image.
+  const found = await getPostForCopy(deps.db, t.accountId, t.mediaId, t.slot);
+  if (!found) return { outcome: 'gone', reason: 'post no longer stored (pruned)' };
+  const { stored, copiedSourceId } = found;
   let post = stored.post;
   const find = (p: Post) => imageSlots(p).find((s) => s.slot === t.slot);
   let slot = find(post);
   if (!slot) return { outcome: 'gone', reason: `post has no image slot ${t.slot}` };
-  const existing = await getMediaCopy(deps.db, t.accountId, t.mediaId, t.slot);
-  if (existing?.sourceId === slot.sourceId) return { outcome: 'up-to-date' };
+  if (copiedSourceId === slot.sourceId) return { outcome: 'up-to-date' };
 
   let renewed = false;
   let earliestOe = stored.earliestOe;
@@ -78,7 +79,7 @@ export async function copySlot(deps: FeedDeps, t: CopyTarget, opts: { firstAttem
 
   const mirrorDeps = { storage: deps.storage, limits: deps.limits, clock: deps.clock };
   // A different file was copied before under this slot: its manifest must not be reused.
-  const job = { accountId: t.accountId, mediaId: t.mediaId, slot: t.slot, force: existing !== null, ...(opts.firstAttempt ? { firstAttempt: true } : {}) };
+  const job = { accountId: t.accountId, mediaId: t.mediaId, slot: t.slot, force: copiedSourceId !== null, ...(opts.firstAttempt ? { firstAttempt: true } : {}) };
   let image: MirroredImage;
   try {
     image = await mirrorImage(mirrorDeps, { ...job, url: slot!.url, expiresAt: earliestOe });

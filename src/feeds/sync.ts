@@ -10,7 +10,7 @@ import type { MediaItem } from '../platform/media-item.ts';
 import { getAccount, markSynced, setRefusedFields } from '../store/accounts.ts';
 import { statusOnlyLifecycle } from '../accounts/lifecycle.ts';
 import { errorKind } from '../accounts/error-kind.ts';
-import { getFeedPublication, getMediaCopy, getPost, prunePostsNotIn, upsertPosts, type PostInput } from '../store/posts.ts';
+import { copySourceKey, getFeedPublication, getPosts, listCopySources, prunePostsNotIn, upsertPosts, type PostInput } from '../store/posts.ts';
 import { loadToken } from '../store/tokens.ts';
 import { redactText } from '../util/redact.ts';
 import { ID_PATTERN } from '../util/ids.ts';
@@ -183,9 +183,14 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   // next renewal window: an unchanged account costs no call here most of the time.
   const relinkBefore = now.getTime() + (deps.relinkMarginMs ?? DAY);
   let renewedVideos = 0;
+  // The stored rows, not the listing's: for the same content the upsert keeps links a renewal
+  // made, which live longer. Only posts with a video are read (a post's kinds of media are the
+  // same in both), all in one query: a round trip per post cost more than the sync's own work.
+  const hasVideo = (post: PostInput['post']) => post.media.some((m) => !isImageMime(m.mime));
+  const storedVideos = new Map((await getPosts(deps.db, accountId, inputs.filter((i) => hasVideo(i.post)).map((i) => i.mediaId))).map((p) => [p.mediaId, p]));
   for (const input of inputs) {
-    const stored = await getPost(deps.db, accountId, input.mediaId);
-    if (!stored || !stored.post.media.some((m) => !isImageMime(m.mime))) continue;
+    const stored = storedVideos.get(input.mediaId);
+    if (!stored || !hasVideo(stored.post)) continue;
     if (linkExpiry(stored.earliestOe, now, { renewMarginMs: relinkBefore - now.getTime() }).renew) {
       try {
         const renewed = await renewPostLinks(deps, accountId, input.mediaId, stored.post);
@@ -200,10 +205,10 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   }
 
   const copies: CopyTask[] = [];
+  const copied = await listCopySources(deps.db, accountId);
   for (const input of inputs) {
     for (const s of imageSlots(input.post)) {
-      const copy = await getMediaCopy(deps.db, accountId, input.mediaId, s.slot);
-      if (copy?.sourceId === s.sourceId) continue; // this file is already copied
+      if (copied.get(copySourceKey(input.mediaId, s.slot)) === s.sourceId) continue; // this file is already copied
       copies.push({ accountId, mediaId: input.mediaId, slot: s.slot, deadline: linkExpiry(input.earliestOe, now).copyDeadline });
     }
   }

@@ -116,6 +116,28 @@ export async function getPost(db: Db, accountId: string, mediaId: string): Promi
   return rows[0] ? toStoredPost(rows[0]) : null;
 }
 
+/** Some of an account's posts, by media id, in one round trip (absent ids are left out). */
+export async function getPosts(db: Db, accountId: string, mediaIds: readonly string[]): Promise<StoredPost[]> {
+  if (mediaIds.length === 0) return [];
+  const { rows } = await db.query<PostRow>('SELECT * FROM posts WHERE account_id = $1 AND media_id = ANY($2::text[])', [accountId, [...mediaIds]]);
+  return rows.map(toStoredPost);
+}
+
+/**
+ * What one copy job needs to start, in one round trip: the stored post and which source file
+ * (if any) its slot was copied from. null when the post is no longer stored.
+ */
+export async function getPostForCopy(db: Db, accountId: string, mediaId: string, slot: string): Promise<{ stored: StoredPost; copiedSourceId: string | null } | null> {
+  const { rows } = await db.query<PostRow & { copied_source_id: string | null }>(
+    `SELECT p.*, c.source_id AS copied_source_id FROM posts p
+       LEFT JOIN media_copies c ON c.account_id = p.account_id AND c.media_id = p.media_id AND c.slot = $3
+      WHERE p.account_id = $1 AND p.media_id = $2`,
+    [accountId, mediaId, slot],
+  );
+  const row = rows[0];
+  return row ? { stored: toStoredPost(row), copiedSourceId: row.copied_source_id } : null;
+}
+
 /** Replace a post's links with renewed ones (R-MED-8), keeping everything else. */
 export async function updatePostLinks(db: Db, accountId: string, mediaId: string, post: Post, earliestOe: Date | null): Promise<void> {
   await db.query('UPDATE posts SET post = $3, earliest_oe = $4 WHERE account_id = $1 AND media_id = $2', [accountId, mediaId, JSON.stringify(post), earliestOe]);
@@ -202,10 +224,16 @@ export async function listMediaCopies(db: Db, accountId: string): Promise<MediaC
   return rows.map(toCopy);
 }
 
-export async function getMediaCopy(db: Db, accountId: string, mediaId: string, slot: string): Promise<MediaCopy | null> {
-  const { rows } = await db.query<CopyRow>('SELECT * FROM media_copies WHERE account_id = $1 AND media_id = $2 AND slot = $3', [accountId, mediaId, slot]);
-  return rows[0] ? toCopy(rows[0]) : null;
+/**
+ * The source file each recorded copy of an account was made from, keyed by copySourceKey: a
+ * sync compares its whole listing against it in one query instead of one query per image.
+ */
+export async function listCopySources(db: Db, accountId: string): Promise<Map<string, string>> {
+  const { rows } = await db.query<{ media_id: string; slot: string; source_id: string }>('SELECT media_id, slot, source_id FROM media_copies WHERE account_id = $1', [accountId]);
+  return new Map(rows.map((r) => [copySourceKey(r.media_id, r.slot), r.source_id]));
 }
+
+export const copySourceKey = (mediaId: string, slot: string) => `${mediaId}/${slot}`;
 
 /** Media ids whose copies are still recorded but whose post was pruned (R-LNK-6). */
 export async function listOrphanedCopyMediaIds(db: Db, accountId: string): Promise<string[]> {
