@@ -48,6 +48,8 @@ import { benchDatabase, benchRedis, cleanupStack } from './services.ts';
 import { MemorySampler } from './memory.ts';
 import { autoMirrorConcurrency } from '../src/mirror/concurrency.ts';
 import { writeChart, writeMemoryChart } from './chart.ts';
+import { cpuSince, cpuSnapshot } from './machine-cpu.ts';
+import { redisClient } from '../jobs/queues.ts';
 
 const positive = (name: string) => z.coerce.number({ error: `--${name} must be a number` }).int(`--${name} must be a whole number`).positive(`--${name} must be > 0`);
 const argsSchema = z.object({
@@ -158,6 +160,8 @@ async function main() {
     cleanups.push(() => db.end());
     await migrate(db);
     const redis = benchRedis();
+    const redisForCpu = redisClient(redis);
+    cleanups.push(async () => redisForCpu.disconnect());
 
     // Room for every rendered JPEG of the run (~18 KB each at 1080 px) when warming the fake CDN.
     const images = args.accounts * args.posts * 1.5;
@@ -283,14 +287,20 @@ async function main() {
       const pipeBefore = await pipelineStats();
       const copiesBefore = await copiesInDb();
       const failedBefore = await failedJobs();
+      const cpuBefore = await cpuSnapshot(redisForCpu);
+      const benchCpuBefore = cpuSeconds();
       const t0 = performance.now();
       const t0Wall = Date.now();
       await syncQueue.addBulk(ids.map((accountId) => ({ name: QUEUE.feedSync, data: { accountId } })));
       await drain();
       const seconds = (performance.now() - t0) / 1000;
+      const around = cpuSince(cpuBefore, await cpuSnapshot(redisForCpu));
+      const benchCpu = cpuSeconds() - benchCpuBefore;
       // When the last image of the pass was copied (the publishes that follow are not image work).
       const copyJobs = await queues[1]!.getJobs(['completed'], 0, -1);
-      const lastCopy = Math.max(t0Wall, ...copyJobs.map((j) => j.finishedOn ?? 0).filter((f) => f >= t0Wall));
+      const passCopies = copyJobs.filter((j) => (j.finishedOn ?? 0) >= t0Wall);
+      const lastCopy = Math.max(t0Wall, ...passCopies.map((j) => j.finishedOn ?? 0));
+      const firstCopyStart = Math.min(lastCopy, ...passCopies.map((j) => j.processedOn ?? lastCopy));
       const copySeconds = Math.max(0.001, (lastCopy - t0Wall) / 1000);
       const pipeAfter = await pipelineStats();
       const cpu = cpuOf(pipeAfter) - cpuOf(pipeBefore);
@@ -309,6 +319,8 @@ async function main() {
         imagesPerSecond: copies / seconds,
         /** From queueing the syncs to the last image copied. */
         copySeconds,
+        /** From queueing the syncs to the first copy starting: the listings and flows before any image work. */
+        firstCopySeconds: (firstCopyStart - t0Wall) / 1000,
         imagesPerSecondCopying: copies / copySeconds,
         apiCalls: graph,
         listingCalls: listing,
@@ -326,6 +338,10 @@ async function main() {
         cpuSeconds: cpu,
         childCpuSeconds: cpuOf(childAfter) - cpuOf(childBefore),
         childPeakRssMb: childAfter.phasePeakRssMb,
+        /** Every process on the machine (Redis, PostgreSQL, this bench's polling included); Linux only. */
+        machineCpuSeconds: around.machineS,
+        redisCpuSeconds: around.redisS,
+        benchCpuSeconds: benchCpu,
       };
     };
 
@@ -367,6 +383,7 @@ async function main() {
       await loadSamples();
       memory.phase();
       const childBefore = await services.stats();
+      const machineBefore = await cpuSnapshot(redisForCpu);
       const cpuBefore = cpuSeconds();
       const t0 = performance.now();
       let next = 0;
@@ -391,7 +408,8 @@ async function main() {
       const seconds = (performance.now() - t0) / 1000;
       const cpu = cpuSeconds() - cpuBefore;
       const childCpu = cpuOf(await services.stats()) - cpuOf(childBefore);
-      return { images: total, seconds, imagesPerSecond: total / seconds, cpuSeconds: cpu, childCpuSeconds: childCpu, peakRssMb: memory.end().peakRssMb };
+      const around = cpuSince(machineBefore, await cpuSnapshot(redisForCpu));
+      return { images: total, seconds, imagesPerSecond: total / seconds, cpuSeconds: cpu, childCpuSeconds: childCpu, machineCpuSeconds: around.machineS, redisCpuSeconds: around.redisS, peakRssMb: memory.end().peakRssMb };
     };
     const setMirrorConcurrency = async (n: number) => {
       await pipeline.ask({ type: 'concurrency', mirror: n });
@@ -423,10 +441,15 @@ async function main() {
         failedJobs: sum('failedJobs'),
         cpuSeconds: sum('cpuSeconds'),
         childCpuSeconds: sum('childCpuSeconds'),
+        machineCpuSeconds: sumKnown(parts.map((p) => p.machineCpuSeconds)),
+        redisCpuSeconds: sumKnown(parts.map((p) => p.redisCpuSeconds)),
+        benchCpuSeconds: sum('benchCpuSeconds'),
         peakRssMb: Math.max(...parts.map((p) => p.peakRssMb)),
         childPeakRssMb: Math.max(...parts.map((p) => p.childPeakRssMb)),
       };
     };
+    /** The sum, or undefined when any part could not be measured (no /proc/stat, say). */
+    const sumKnown = (xs: Array<number | undefined>) => (xs.every((x) => x !== undefined) ? (xs as number[]).reduce((a, b) => a + b, 0) : undefined);
     const median = (xs: number[]) => {
       const v = [...xs].sort((a, b) => a - b);
       const m = Math.floor(v.length / 2);
@@ -450,7 +473,7 @@ async function main() {
       phaseNow = 'pipeline';
       const p = await pass(`first sync, round ${i + 1}`, ids);
       pipelineRounds.push(p);
-      let line = `  round ${i + 1}: pipeline ${p.imagesCopied} images in ${p.seconds.toFixed(1)} s = ${p.imagesPerSecond.toFixed(1)} images/s`;
+      let line = `  round ${i + 1}: pipeline ${p.imagesCopied} images in ${p.seconds.toFixed(1)} s = ${p.imagesPerSecond.toFixed(1)} images/s, first copy at ${p.firstCopySeconds.toFixed(2)} s`;
       if (args.limit) {
         phaseNow = 'limit (bench process)';
         const l = await limitRound(p.imagesCopied, args.concurrency);
@@ -481,7 +504,7 @@ async function main() {
       phaseNow = 'limit (bench process)';
       const l = await limitRound(p.imagesCopied, c);
       curve.push({ concurrency: c, pipelineImagesPerSecond: p.imagesPerSecondCopying, limitImagesPerSecond: l.imagesPerSecond, fractionOfLimit: p.imagesPerSecondCopying / l.imagesPerSecond, images: p.imagesCopied });
-      say(`  curve: concurrency ${String(c).padStart(2)}: pipeline ${p.imagesPerSecondCopying.toFixed(1)} images/s, limit ${l.imagesPerSecond.toFixed(1)} images/s (${p.imagesCopied} images)`);
+      say(`  curve: concurrency ${String(c).padStart(2)}: pipeline ${p.imagesPerSecondCopying.toFixed(1)} images/s, limit ${l.imagesPerSecond.toFixed(1)} images/s (${p.imagesCopied} images, first copy at ${p.firstCopySeconds.toFixed(2)} s)`);
     }
     if (curveLevels.length) await setMirrorConcurrency(args.concurrency);
 
@@ -536,6 +559,8 @@ async function main() {
         imagesPerSecond: images / seconds,
         cpuSeconds: limitRounds.reduce((a, l) => a + l.cpuSeconds, 0),
         childCpuSeconds: limitRounds.reduce((a, l) => a + l.childCpuSeconds, 0),
+        machineCpuSeconds: sumKnown(limitRounds.map((l) => l.machineCpuSeconds)),
+        redisCpuSeconds: sumKnown(limitRounds.map((l) => l.redisCpuSeconds)),
         peakRssMb: Math.max(...limitRounds.map((l) => l.peakRssMb)),
         rounds: limitRounds.map((l) => l.imagesPerSecond),
         formats: await runFormats(samples),
@@ -548,6 +573,16 @@ async function main() {
         `  CPU per image: pipeline ${perImage(first.cpuSeconds, first.imagesCopied)} ms + ${perImage(first.childCpuSeconds, first.imagesCopied)} ms in the fake CDN/s3rver; ` +
           `limit ${perImage(limit.cpuSeconds, images)} ms + ${perImage(limit.childCpuSeconds, images)} ms in s3rver`,
       );
+      if (first.machineCpuSeconds !== undefined && limit.machineCpuSeconds !== undefined) {
+        // Everything that ran on the cores meanwhile: Redis and PostgreSQL work for the pipeline only.
+        const rest = (m: number, ...known: number[]) => m - known.reduce((a, b) => a + b, 0);
+        say(
+          `  machine CPU per image (every process): pipeline ${perImage(first.machineCpuSeconds, first.imagesCopied)} ms ` +
+            `(Redis ${perImage(first.redisCpuSeconds ?? 0, first.imagesCopied)} ms, this bench's polling ${perImage(first.benchCpuSeconds, first.imagesCopied)} ms, ` +
+            `PostgreSQL and the rest ${perImage(rest(first.machineCpuSeconds, first.cpuSeconds, first.childCpuSeconds, first.redisCpuSeconds ?? 0, first.benchCpuSeconds), first.imagesCopied)} ms); ` +
+            `limit ${perImage(limit.machineCpuSeconds, images)} ms (Redis ${perImage(limit.redisCpuSeconds ?? 0, images)} ms)`,
+        );
+      }
     } else say('limit phase skipped (--no-limit): no fraction of the limit in this run');
     // The share of the limit: the median of the rounds' ratios (each round's pipeline against the
     // limit measured right after it on the same images), with their spread.
@@ -573,6 +608,17 @@ async function main() {
     say(`charts: ${charts.join(', ')}`);
 
     const pipe = await pipelineStats();
+    // For sizing: what a synced account of this size costs in PostgreSQL and in the bucket.
+    const dbBytes = Number((await db.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]!.n);
+    const sizing = {
+      postgresBytesPerAccount: dbBytes / accountIds.length,
+      storageBytesPerImage: first.bytesWritten / Math.max(1, first.imagesCopied),
+      objectsPerImage: first.uploads / Math.max(1, first.imagesCopied),
+    };
+    say(
+      `sizing: PostgreSQL ${(sizing.postgresBytesPerAccount / 1024).toFixed(0)} KB per account of ${args.posts} posts (whole database, empty schema included); ` +
+        `bucket ${(sizing.storageBytesPerImage / 1024).toFixed(0)} KB in ${sizing.objectsPerImage.toFixed(1)} objects per image (original, variants, manifest)`,
+    );
     const childFinal = await services.stats();
     const limitProcessMaxRssMb = process.resourceUsage().maxRSS / 1024;
     const at = pipe.atPeak;
@@ -610,7 +656,7 @@ async function main() {
 
     if (args.json) {
       process.stdout.write(
-        JSON.stringify({ params: { ...args, variantWidths: limits.variantWidths, node: process.version, cores: availableParallelism() }, rssBeforeMb, first, rounds: pipelineRounds.map((p, i) => ({ pipelineImagesPerSecond: p.imagesPerSecondCopying, limitImagesPerSecond: limitRounds[i]?.imagesPerSecond, fractionOfLimit: ratios[i] })), second, limit, fractionOfLimit: fraction, fractionSpread, curve, charts, pipeline: pipe, maxRssMb, limitProcessMaxRssMb, child: childFinal, targets }, null, 2) + '\n',
+        JSON.stringify({ params: { ...args, variantWidths: limits.variantWidths, node: process.version, cores: availableParallelism() }, rssBeforeMb, first, rounds: pipelineRounds.map((p, i) => ({ pipelineImagesPerSecond: p.imagesPerSecondCopying, limitImagesPerSecond: limitRounds[i]?.imagesPerSecond, fractionOfLimit: ratios[i] })), second, limit, fractionOfLimit: fraction, fractionSpread, curve, sizing, charts, pipeline: pipe, maxRssMb, limitProcessMaxRssMb, child: childFinal, targets }, null, 2) + '\n',
       );
     }
   } finally {
