@@ -1,3 +1,4 @@
+import { PerformanceObserver } from 'node:perf_hooks';
 /**
  * RSS high-water marks, sampled on a timer: per phase and overall. process.resourceUsage().maxRSS
  * is the kernel's exact figure for the whole process; sampling gives the per-phase split and what
@@ -10,6 +11,8 @@ export interface MemoryStats {
   maxRssMb: number;
   cpuUserS: number;
   cpuSystemS: number;
+  /** Garbage collection pauses of the main thread since the process started: count and seconds. */
+  gc: { count: number; seconds: number };
   /** process.memoryUsage() in MB at the sampled overall peak. */
   atPeak: { rss: number; heapTotal: number; heapUsed: number; external: number; arrayBuffers: number };
 }
@@ -22,10 +25,18 @@ export class MemorySampler {
   private phasePeak = 0;
   private atPeak: NodeJS.MemoryUsage = process.memoryUsage();
   private readonly timer: NodeJS.Timeout;
+  private readonly gc = { count: 0, seconds: 0 };
+  private readonly gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      this.gc.count++;
+      this.gc.seconds += e.duration / 1000;
+    }
+  });
 
   constructor() {
     this.timer = setInterval(() => this.sample(), MemorySampler.INTERVAL_MS);
     this.timer.unref();
+    this.gcObserver.observe({ entryTypes: ['gc'] });
     this.sample();
   }
 
@@ -65,11 +76,13 @@ export class MemorySampler {
       maxRssMb: process.resourceUsage().maxRSS / 1024,
       cpuUserS: cpu.user / 1e6,
       cpuSystemS: cpu.system / 1e6,
+      gc: { ...this.gc },
       atPeak: { rss: p.rss / MB, heapTotal: p.heapTotal / MB, heapUsed: p.heapUsed / MB, external: p.external / MB, arrayBuffers: p.arrayBuffers / MB },
     };
   }
 
   stop(): void {
     clearInterval(this.timer);
+    this.gcObserver.disconnect();
   }
 }

@@ -29,6 +29,10 @@ import { startFeedWorkers } from '../jobs/feed-workers.ts';
 import { S3RVER_CREDENTIALS } from '../test/support/s3.ts';
 import { serveParent } from './ipc.ts';
 import { MemorySampler, type MemoryStats } from './memory.ts';
+import { quietNodeVersionWarning } from '../bin/quiet-node-warning.js';
+
+// A benchmark's stderr is for its own progress: the AWS SDK's Node 20 notice is dropped.
+quietNodeVersionWarning({ silent: true });
 
 export interface PutCounts {
   mediaPuts: number;

@@ -22,6 +22,8 @@
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
 import type { Queue } from 'bullmq';
@@ -48,8 +50,11 @@ import { benchDatabase, benchRedis, cleanupStack } from './services.ts';
 import { MemorySampler } from './memory.ts';
 import { autoMirrorConcurrency } from '../src/mirror/concurrency.ts';
 import { writeChart, writeMemoryChart } from './chart.ts';
+import { quietNodeVersionWarning } from '../bin/quiet-node-warning.js';
 import { cpuSince, cpuSnapshot } from './machine-cpu.ts';
 import { redisClient } from '../jobs/queues.ts';
+
+quietNodeVersionWarning({ silent: true });
 
 const positive = (name: string) => z.coerce.number({ error: `--${name} must be a number` }).int(`--${name} must be a whole number`).positive(`--${name} must be > 0`);
 const argsSchema = z.object({
@@ -86,42 +91,93 @@ const argsSchema = z.object({
 const TARGETS = { fractionOfLimit: 0.9, peakRssMb: 300, peakRssAt: { accounts: 500, posts: 50 } };
 const DRAIN_TIMEOUT_MS = 4 * 60 * 60 * 1000;
 
+const USAGE = `usage: npm run bench -- [options]      (npm run -s bench -- ... --json | jq  for the JSON alone)
+
+The first-sync pipeline against sharp + storage alone (default):
+  --accounts N          accounts of the measured rounds (20)
+  --posts M             posts per account (50)
+  --concurrency C       copies at once (auto from the cores and sharp's threads: ${autoMirrorConcurrency()})
+  --rounds R            alternating pipeline/limit rounds; the share of the limit is their median (4)
+  --curve 1,2,4         concurrencies of the throughput curve, "" for none (1,2,4,6,8,12)
+  --curve-accounts K    accounts per point of the curve (2)
+  --format-samples K    images per encoding in the formats comparison (24)
+  --no-limit            skip the limit (no share of it then)
+  --no-warm-cdn         let the fake CDN render images during the passes
+The scale benchmarks (tiny images; --posts defaults to 2 there):
+  --scale N [--window-minutes 10]                       the soak: N accounts on one worker
+  --downtime N [--down-days 3] [--link-days 2] [--time-scale 60] [--new-posts 2]
+                                                        catch-up after the worker was down
+  --workers-compare N                                   the first sync by 1, then 2 workers
+Every run:
+  --json                one JSON object on stdout (progress is then silent)
+  -h, --help            this text
+
+Needs PostgreSQL and Redis (DATABASE_URL, REDIS_URL; infra/ensure.sh starts local ones). Works in a
+database and Redis prefix of its own (fm_bench_*, fmbench:*), removed at the end or on Ctrl-C.
+`;
+
 function parse() {
-  const { values } = parseArgs({
-    options: {
-      accounts: { type: 'string' },
-      posts: { type: 'string' },
-      concurrency: { type: 'string' },
-      'format-samples': { type: 'string' },
-      json: { type: 'boolean' },
-      'warm-cdn': { type: 'boolean' },
-      'no-warm-cdn': { type: 'boolean' },
-      'no-limit': { type: 'boolean' },
-      scale: { type: 'string' },
-      'window-minutes': { type: 'string' },
-      rounds: { type: 'string' },
-      curve: { type: 'string' },
-      'workers-compare': { type: 'string' },
-      downtime: { type: 'string' },
-      'down-days': { type: 'string' },
-      'link-days': { type: 'string' },
-      'time-scale': { type: 'string' },
-      'new-posts': { type: 'string' },
-      'curve-accounts': { type: 'string' },
-    },
-    strict: true,
-  });
-  const { 'no-warm-cdn': noWarm, 'no-limit': noLimit, ...rest } = values;
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        help: { type: 'boolean', short: 'h' },
+        accounts: { type: 'string' },
+        posts: { type: 'string' },
+        concurrency: { type: 'string' },
+        'format-samples': { type: 'string' },
+        json: { type: 'boolean' },
+        'warm-cdn': { type: 'boolean' },
+        'no-warm-cdn': { type: 'boolean' },
+        'no-limit': { type: 'boolean' },
+        scale: { type: 'string' },
+        'window-minutes': { type: 'string' },
+        rounds: { type: 'string' },
+        curve: { type: 'string' },
+        'workers-compare': { type: 'string' },
+        downtime: { type: 'string' },
+        'down-days': { type: 'string' },
+        'link-days': { type: 'string' },
+        'time-scale': { type: 'string' },
+        'new-posts': { type: 'string' },
+        'curve-accounts': { type: 'string' },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    // parseArgs says what is wrong in its message; no stack for a mistyped flag.
+    process.stderr.write(`bench: ${(err as Error).message.split('\n')[0]}\n${USAGE}`);
+    process.exit(2);
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  const { 'no-warm-cdn': noWarm, 'no-limit': noLimit, help: _help, ...rest } = values;
   const r = argsSchema.safeParse({ ...rest, ...(noWarm ? { 'warm-cdn': false } : {}), ...(noLimit ? { limit: false } : {}) });
   if (!r.success) {
-    process.stderr.write(`bench: ${r.error.issues.map((i) => i.message).join('; ')}\nusage: bench/run.ts [--accounts N] [--posts M] [--concurrency C] [--format-samples K] [--no-warm-cdn] [--no-limit] [--json]\n       bench/run.ts --scale N [--posts M] [--window-minutes W] [--json]\n       bench/run.ts --workers-compare N [--posts M] [--json]\n       bench/run.ts --downtime N [--down-days 3] [--link-days 2] [--time-scale 60] [--new-posts 2] [--json]\n`);
+    process.stderr.write(`bench: ${r.error.issues.map((i) => i.message).join('; ')}\n${USAGE}`);
     process.exit(2);
   }
   return r.data;
 }
 
+/**
+ * PostgreSQL and Redis reachable (infra/ensure.sh: the servers already listening, else local ones
+ * started), once the arguments are known to be good: --help and a mistyped flag touch nothing.
+ */
+function ensureServices(): void {
+  const script = fileURLToPath(new URL('../infra/ensure.sh', import.meta.url));
+  const r = spawnSync('bash', [script, 'services'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  if (r.status !== 0) {
+    process.stderr.write(`bench: PostgreSQL or Redis is not reachable and could not be started (infra/ensure.sh services exited ${r.status ?? r.signal})\n`);
+    process.exit(3);
+  }
+}
+
 async function main() {
   const args = parse();
+  ensureServices();
   const say = (s: string) => {
     if (!args.json) process.stdout.write(s + '\n');
   };
@@ -159,6 +215,9 @@ async function main() {
     const db = createPool(database.url, { max: 10 });
     cleanups.push(() => db.end());
     await migrate(db);
+    const databaseBytes = async () => Number((await db.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]!.n);
+    // What the schema alone takes: subtracted from the per-account figure.
+    const emptyDbBytes = await databaseBytes();
     const redis = benchRedis();
     const redisForCpu = redisClient(redis);
     cleanups.push(async () => redisForCpu.disconnect());
@@ -336,6 +395,8 @@ async function main() {
         label,
         peakRssMb: pipeAfter.phasePeakRssMb,
         cpuSeconds: cpu,
+        /** The pipeline process's garbage collection pauses (main thread). */
+        gcSeconds: pipeAfter.gc.seconds - pipeBefore.gc.seconds,
         childCpuSeconds: cpuOf(childAfter) - cpuOf(childBefore),
         childPeakRssMb: childAfter.phasePeakRssMb,
         /** Every process on the machine (Redis, PostgreSQL, this bench's polling included); Linux only. */
@@ -385,6 +446,7 @@ async function main() {
       const childBefore = await services.stats();
       const machineBefore = await cpuSnapshot(redisForCpu);
       const cpuBefore = cpuSeconds();
+      const gcBefore = memory.stats().gc.seconds;
       const t0 = performance.now();
       let next = 0;
       const lane = async () => {
@@ -409,7 +471,7 @@ async function main() {
       const cpu = cpuSeconds() - cpuBefore;
       const childCpu = cpuOf(await services.stats()) - cpuOf(childBefore);
       const around = cpuSince(machineBefore, await cpuSnapshot(redisForCpu));
-      return { images: total, seconds, imagesPerSecond: total / seconds, cpuSeconds: cpu, childCpuSeconds: childCpu, machineCpuSeconds: around.machineS, redisCpuSeconds: around.redisS, peakRssMb: memory.end().peakRssMb };
+      return { images: total, seconds, imagesPerSecond: total / seconds, cpuSeconds: cpu, childCpuSeconds: childCpu, machineCpuSeconds: around.machineS, redisCpuSeconds: around.redisS, gcSeconds: memory.stats().gc.seconds - gcBefore, peakRssMb: memory.end().peakRssMb };
     };
     const setMirrorConcurrency = async (n: number) => {
       await pipeline.ask({ type: 'concurrency', mirror: n });
@@ -440,6 +502,7 @@ async function main() {
         bytesWritten: sum('bytesWritten'),
         failedJobs: sum('failedJobs'),
         cpuSeconds: sum('cpuSeconds'),
+        gcSeconds: sum('gcSeconds'),
         childCpuSeconds: sum('childCpuSeconds'),
         machineCpuSeconds: sumKnown(parts.map((p) => p.machineCpuSeconds)),
         redisCpuSeconds: sumKnown(parts.map((p) => p.redisCpuSeconds)),
@@ -492,7 +555,7 @@ async function main() {
       `  per account: ${first.apiCallsPerAccount.toFixed(2)} API calls (${first.listingCalls} listing + ${first.otherApiCalls} other in total), ${first.imageDownloadsPerAccount.toFixed(2)} image downloads; ` +
         `uploads ${first.uploads} (${(first.bytesWritten / 1e6).toFixed(1)} MB), feed writes ${first.feedWrites}; peak RSS ${first.peakRssMb.toFixed(0)} MB`,
     );
-    say(`  CPU: pipeline process ${first.cpuSeconds.toFixed(1)} s (${((first.cpuSeconds * 1000) / Math.max(1, first.imagesCopied)).toFixed(0)} ms per image); simulator+s3rver child ${first.childCpuSeconds.toFixed(1)} s, child peak RSS ${first.childPeakRssMb.toFixed(0)} MB`);
+    say(`  CPU: pipeline process ${first.cpuSeconds.toFixed(1)} s (${((first.cpuSeconds * 1000) / Math.max(1, first.imagesCopied)).toFixed(0)} ms per image, of which garbage collection pauses ${((first.gcSeconds * 1000) / Math.max(1, first.imagesCopied)).toFixed(1)} ms); simulator+s3rver child ${first.childCpuSeconds.toFixed(1)} s, child peak RSS ${first.childPeakRssMb.toFixed(0)} MB`);
 
     // ---- the curve: throughput against concurrency, pipeline and limit ----
     const curve: Array<{ concurrency: number; pipelineImagesPerSecond: number; limitImagesPerSecond: number; fractionOfLimit: number; images: number }> = [];
@@ -559,6 +622,7 @@ async function main() {
         imagesPerSecond: images / seconds,
         cpuSeconds: limitRounds.reduce((a, l) => a + l.cpuSeconds, 0),
         childCpuSeconds: limitRounds.reduce((a, l) => a + l.childCpuSeconds, 0),
+        gcSeconds: limitRounds.reduce((a, l) => a + l.gcSeconds, 0),
         machineCpuSeconds: sumKnown(limitRounds.map((l) => l.machineCpuSeconds)),
         redisCpuSeconds: sumKnown(limitRounds.map((l) => l.redisCpuSeconds)),
         peakRssMb: Math.max(...limitRounds.map((l) => l.peakRssMb)),
@@ -571,7 +635,8 @@ async function main() {
       const perImage = (s: number, n: number) => ((s * 1000) / Math.max(1, n)).toFixed(0);
       say(
         `  CPU per image: pipeline ${perImage(first.cpuSeconds, first.imagesCopied)} ms + ${perImage(first.childCpuSeconds, first.imagesCopied)} ms in the fake CDN/s3rver; ` +
-          `limit ${perImage(limit.cpuSeconds, images)} ms + ${perImage(limit.childCpuSeconds, images)} ms in s3rver`,
+          `limit ${perImage(limit.cpuSeconds, images)} ms + ${perImage(limit.childCpuSeconds, images)} ms in s3rver; ` +
+          `garbage collection pauses: pipeline ${((first.gcSeconds * 1000) / Math.max(1, first.imagesCopied)).toFixed(1)} ms, limit ${((limit.gcSeconds * 1000) / Math.max(1, images)).toFixed(1)} ms`,
       );
       if (first.machineCpuSeconds !== undefined && limit.machineCpuSeconds !== undefined) {
         // Everything that ran on the cores meanwhile: Redis and PostgreSQL work for the pipeline only.
@@ -609,14 +674,15 @@ async function main() {
 
     const pipe = await pipelineStats();
     // For sizing: what a synced account of this size costs in PostgreSQL and in the bucket.
-    const dbBytes = Number((await db.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]!.n);
+    const dbBytes = await databaseBytes();
     const sizing = {
-      postgresBytesPerAccount: dbBytes / accountIds.length,
+      postgresBytesPerAccount: (dbBytes - emptyDbBytes) / accountIds.length,
+      postgresEmptySchemaBytes: emptyDbBytes,
       storageBytesPerImage: first.bytesWritten / Math.max(1, first.imagesCopied),
       objectsPerImage: first.uploads / Math.max(1, first.imagesCopied),
     };
     say(
-      `sizing: PostgreSQL ${(sizing.postgresBytesPerAccount / 1024).toFixed(0)} KB per account of ${args.posts} posts (whole database, empty schema included); ` +
+      `sizing: PostgreSQL ${(sizing.postgresBytesPerAccount / 1024).toFixed(0)} KB per account of ${args.posts} posts (above the empty schema's ${(emptyDbBytes / 1e6).toFixed(1)} MB); ` +
         `bucket ${(sizing.storageBytesPerImage / 1024).toFixed(0)} KB in ${sizing.objectsPerImage.toFixed(1)} objects per image (original, variants, manifest)`,
     );
     const childFinal = await services.stats();

@@ -22,6 +22,10 @@ import { followWallClock } from '../src/simulator/wall-clock.ts';
 import { startS3 } from '../test/support/s3.ts';
 import { serveParent } from './ipc.ts';
 import { MemorySampler, type MemoryStats } from './memory.ts';
+import { quietNodeVersionWarning } from '../bin/quiet-node-warning.js';
+
+// A benchmark's stderr is for its own progress: the AWS SDK's Node 20 notice is dropped.
+quietNodeVersionWarning({ silent: true });
 
 export interface ChildReady {
   simUrl: string;

@@ -33,6 +33,10 @@ import { startWorker } from '../jobs/worker.ts';
 import { S3RVER_CREDENTIALS } from '../test/support/s3.ts';
 import { serveParent } from './ipc.ts';
 import { MemorySampler, type MemoryStats } from './memory.ts';
+import { quietNodeVersionWarning } from '../bin/quiet-node-warning.js';
+
+// A benchmark's stderr is for its own progress: the AWS SDK's Node 20 notice is dropped.
+quietNodeVersionWarning({ silent: true });
 
 export interface WorkerStats extends MemoryStats {
   mediaPuts: number;
