@@ -538,7 +538,7 @@ async function main() {
       pipelineRounds.push(p);
       let line = `  round ${i + 1}: pipeline ${p.imagesCopied} images in ${p.seconds.toFixed(1)} s = ${p.imagesPerSecond.toFixed(1)} images/s, first copy at ${p.firstCopySeconds.toFixed(2)} s`;
       if (args.limit) {
-        phaseNow = 'limit (bench process)';
+        phaseNow = 'idle while the limit runs';
         const l = await limitRound(p.imagesCopied, args.concurrency);
         limitRounds.push(l);
         ratios.push(p.imagesPerSecondCopying / l.imagesPerSecond);
@@ -564,7 +564,7 @@ async function main() {
       await setMirrorConcurrency(c);
       phaseNow = 'pipeline';
       const p = await pass(`curve ${c}`, ids);
-      phaseNow = 'limit (bench process)';
+      phaseNow = 'idle while the limit runs';
       const l = await limitRound(p.imagesCopied, c);
       curve.push({ concurrency: c, pipelineImagesPerSecond: p.imagesPerSecondCopying, limitImagesPerSecond: l.imagesPerSecond, fractionOfLimit: p.imagesPerSecondCopying / l.imagesPerSecond, images: p.imagesCopied });
       say(`  curve: concurrency ${String(c).padStart(2)}: pipeline ${p.imagesPerSecondCopying.toFixed(1)} images/s, limit ${l.imagesPerSecond.toFixed(1)} images/s (${p.imagesCopied} images, first copy at ${p.firstCopySeconds.toFixed(2)} s)`);
