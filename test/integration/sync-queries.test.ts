@@ -1,0 +1,135 @@
+import { mkdtempSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FeedDeps } from '../../src/feeds/deps.ts';
+import { syncAccount } from '../../src/feeds/sync.ts';
+import { PlatformClient } from '../../src/platform/client.ts';
+import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { LocalStorage } from '../../src/storage/local.ts';
+import { upsertAccount } from '../../src/store/accounts.ts';
+import { TokenCipher } from '../../src/store/crypto.ts';
+import { createPool } from '../../src/store/db.ts';
+import { migrate } from '../../src/store/migrate.ts';
+import { copySourceKey, getPostForCopy, getPosts, listCopySources, saveMediaCopy, upsertPosts } from '../../src/store/posts.ts';
+import { saveToken } from '../../src/store/tokens.ts';
+import { demoFeed } from '../../src/demo/demo-feed.ts';
+import { DAY } from '../../src/util/clock.ts';
+import { silentLogger } from '../../src/util/logger.ts';
+import { freshDatabase } from '../support/services.ts';
+
+/**
+ * A sync reads the database a fixed number of times, however many posts the account has: it used
+ * to make one query per post (to find its videos) and one per image slot (to compare with the
+ * recorded copies), which at 10,000 accounts was most of the worker's CPU per sync (README,
+ * Benchmarks). And the store functions that replaced those loops answer what the loops did.
+ */
+let db: pg.Pool;
+let drop: () => Promise<void>;
+let sim: Simulator;
+const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
+
+/** The pool, counting every query: on the pool itself and on clients it hands out. */
+function counting(pool: pg.Pool): { db: pg.Pool; count: () => number } {
+  let n = 0;
+  const countQueries = <T extends { query: (...a: never[]) => unknown }>(target: T): T =>
+    new Proxy(target, {
+      get(t, k, r) {
+        if (k === 'query') return (...a: never[]) => (n++, t.query(...a));
+        if (k === 'connect') return async () => countQueries(await (t as unknown as pg.Pool).connect());
+        const v = Reflect.get(t, k, r) as unknown;
+        return typeof v === 'function' ? v.bind(t) : v;
+      },
+    });
+  return { db: countQueries(pool), count: () => n };
+}
+
+beforeAll(async () => {
+  const fresh = await freshDatabase('syncqueries');
+  drop = fresh.drop;
+  db = createPool(fresh.url, { max: 3 });
+  await migrate(db);
+  sim = await startSimulator();
+});
+
+afterAll(async () => {
+  await sim?.close();
+  await db?.end();
+  await drop?.();
+});
+
+describe('store: what a copy and a sync read', () => {
+  const at = new Date(Date.UTC(2026, 5, 1));
+  const post = (id: string) => ({ ...demoFeed(at).posts[0]!, id });
+  const copy = (mediaId: string, slot: string, sourceId: string) => ({
+    accountId: 'acc-s',
+    mediaId,
+    slot,
+    sourceId,
+    key: `media/acc-s/${mediaId}/${slot}-x.jpg`,
+    width: 10,
+    height: 10,
+    bytes: 1,
+    contentType: 'image/jpeg',
+    variants: [],
+    placeholder: null,
+    copiedAt: at,
+  });
+
+  beforeAll(async () => {
+    await upsertAccount(db, { id: 'acc-s', username: 'store.shop' }, at);
+    await upsertPosts(db, 'acc-s', ['m1', 'm2', 'm3'].map((id) => ({ mediaId: id, post: post(id), contentHash: `h-${id}`, earliestOe: null })), at);
+    await saveMediaCopy(db, copy('m1', 'cover', 'src-a'));
+    await saveMediaCopy(db, copy('m1', 'slide-1', 'src-b'));
+  });
+
+  it('getPostForCopy: the post and the source its slot was copied from; null source for a slot never copied; null for a post not stored', async () => {
+    const cover = await getPostForCopy(db, 'acc-s', 'm1', 'cover');
+    expect(cover?.stored.post.id).toBe('m1');
+    expect(cover?.copiedSourceId).toBe('src-a');
+    expect((await getPostForCopy(db, 'acc-s', 'm1', 'slide-1'))?.copiedSourceId).toBe('src-b');
+    // Another slot's copy is not this slot's.
+    expect((await getPostForCopy(db, 'acc-s', 'm1', 'slide-2'))?.copiedSourceId).toBeNull();
+    expect((await getPostForCopy(db, 'acc-s', 'm2', 'cover'))?.copiedSourceId).toBeNull();
+    expect(await getPostForCopy(db, 'acc-s', 'gone', 'cover')).toBeNull();
+    expect(await getPostForCopy(db, 'other-account', 'm1', 'cover')).toBeNull();
+  });
+
+  it('listCopySources: every recorded copy of the account by media and slot; getPosts: the posts asked for that exist', async () => {
+    const sources = await listCopySources(db, 'acc-s');
+    expect([...sources]).toEqual(expect.arrayContaining([[copySourceKey('m1', 'cover'), 'src-a'], [copySourceKey('m1', 'slide-1'), 'src-b']]));
+    expect(sources.size).toBe(2);
+    expect((await listCopySources(db, 'other-account')).size).toBe(0);
+    expect((await getPosts(db, 'acc-s', ['m3', 'm1', 'missing'])).map((p) => p.mediaId).sort()).toEqual(['m1', 'm3']);
+    expect(await getPosts(db, 'acc-s', [])).toEqual([]);
+  });
+});
+
+describe('a sync reads the database a fixed number of times, not once per post or image', () => {
+  it('first and unchanged syncs of a 10-post and a 40-post account (videos and carousels among them) make the same number of queries', async () => {
+    const platform = new PlatformClient({ graphUrl: sim.graphUrl, apiVersion: 'v25.0', oauthTokenUrl: sim.oauthTokenUrl, clock: sim.clock, maxRetries: 1, sleep: async () => undefined });
+    const storage = new LocalStorage(mkdtempSync(join(tmpdir(), 'fm-syncqueries-')));
+    const queries = async (posts: number) => {
+      const acc = sim.createAccount({ posts });
+      await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
+      await saveToken(db, cipher, { accountId: acc.id, accessToken: sim.issueLongLivedToken(acc.id), obtainedAt: sim.clock.now(), expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY) }, 'imported');
+      const c = counting(db);
+      const deps: FeedDeps = { db: c.db, cipher, platform, storage, limits: { allowedHosts: [sim.imageHost], maxBytes: 1e7, maxPixels: 1e8, timeoutMs: 5_000, variantWidths: [] }, clock: sim.clock, logger: silentLogger };
+      const first = await syncAccount(deps, acc.id);
+      const afterFirst = c.count();
+      const second = await syncAccount(deps, acc.id);
+      if (first.outcome !== 'synced' || second.outcome !== 'synced') throw new Error(`sync did not run: ${first.outcome}, ${second.outcome}`);
+      return { first: afterFirst, second: c.count() - afterFirst, posts: first.posts, copies: first.copies.length };
+    };
+    const small = await queries(10);
+    const large = await queries(40);
+    // The larger account really has more to compare (the loops this guards ran per post and per image).
+    expect(large.posts).toBeGreaterThan(3 * small.posts);
+    expect(large.copies).toBeGreaterThan(3 * small.copies);
+    expect(large.first).toBe(small.first);
+    expect(large.second).toBe(small.second);
+    expect(small.first).toBeLessThan(20);
+  });
+});
