@@ -42,7 +42,9 @@ export function lineChart(spec: ChartSpec): string {
   const x = (v: number) => m.l + (v / xMax) * pw;
   const y = (v: number) => m.t + ph - (v / yMax) * ph;
   const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" font-family="sans-serif" font-size="12">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" font-family="sans-serif" font-size="12">`,
+  );
   out.push(`<rect width="${W}" height="${H}" fill="#fff"/>`);
   out.push(`<text x="${W / 2}" y="20" text-anchor="middle" font-size="14">${esc(spec.title)}</text>`);
   for (let i = 0; i <= 5; i++) {
@@ -52,9 +54,13 @@ export function lineChart(spec: ChartSpec): string {
     out.push(`<text x="${m.l - 6}" y="${y(vy) + 4}" text-anchor="end">${+vy.toFixed(2)}</text>`);
     out.push(`<text x="${x(vx)}" y="${m.t + ph + 16}" text-anchor="middle">${+vx.toFixed(2)}</text>`);
   }
-  out.push(`<line x1="${m.l}" x2="${m.l}" y1="${m.t}" y2="${m.t + ph}" stroke="#333"/><line x1="${m.l}" x2="${m.l + pw}" y1="${m.t + ph}" y2="${m.t + ph}" stroke="#333"/>`);
+  out.push(
+    `<line x1="${m.l}" x2="${m.l}" y1="${m.t}" y2="${m.t + ph}" stroke="#333"/><line x1="${m.l}" x2="${m.l + pw}" y1="${m.t + ph}" y2="${m.t + ph}" stroke="#333"/>`,
+  );
   out.push(`<text x="${m.l + pw / 2}" y="${H - 10}" text-anchor="middle">${esc(spec.xLabel)}</text>`);
-  out.push(`<text transform="translate(16 ${m.t + ph / 2}) rotate(-90)" text-anchor="middle">${esc(spec.yLabel)}</text>`);
+  out.push(
+    `<text transform="translate(16 ${m.t + ph / 2}) rotate(-90)" text-anchor="middle">${esc(spec.yLabel)}</text>`,
+  );
   for (const k of spec.marks ?? []) {
     out.push(`<line x1="${m.l}" x2="${m.l + pw}" y1="${y(k.y)}" y2="${y(k.y)}" stroke="#999" stroke-dasharray="4 3"/>`);
     out.push(`<text x="${m.l + pw + 4}" y="${y(k.y) + 4}" fill="#666">${esc(k.label)}</text>`);
@@ -63,7 +69,9 @@ export function lineChart(spec: ChartSpec): string {
     const color = s.color ?? COLORS[i % COLORS.length];
     const pts = s.points.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(' ');
     out.push(`<polyline fill="none" stroke="${color}" stroke-width="2" points="${pts}"/>`);
-    if (s.points.length <= 40) for (const p of s.points) out.push(`<circle cx="${x(p[0]).toFixed(1)}" cy="${y(p[1]).toFixed(1)}" r="3" fill="${color}"/>`);
+    if (s.points.length <= 40)
+      for (const p of s.points)
+        out.push(`<circle cx="${x(p[0]).toFixed(1)}" cy="${y(p[1]).toFixed(1)}" r="3" fill="${color}"/>`);
     out.push(`<rect x="${m.l + pw + 8}" y="${m.t + 8 + i * 18}" width="12" height="3" fill="${color}"/>`);
     out.push(`<text x="${m.l + pw + 24}" y="${m.t + 12 + i * 18}">${esc(s.name)}</text>`);
   });
@@ -78,13 +86,20 @@ export async function writeChart(path: string, spec: ChartSpec): Promise<string>
 }
 
 /** Worker RSS over a scale run, one series per phase. */
-export async function writeMemoryChart(points: ReadonlyArray<{ atSeconds: number; rssMb: number; phase: string }>, path: string, title: string): Promise<string> {
+export async function writeMemoryChart(
+  points: ReadonlyArray<{ atSeconds: number; rssMb: number; phase: string }>,
+  path: string,
+  title: string,
+): Promise<string> {
   const phases = [...new Set(points.map((p) => p.phase))];
   return writeChart(path, {
     title,
     xLabel: 'seconds since the start of the run',
     yLabel: 'worker RSS (MB)',
-    series: phases.map((ph) => ({ name: ph, points: points.filter((p) => p.phase === ph).map((p) => [p.atSeconds, p.rssMb] as const) })),
+    series: phases.map((ph) => ({
+      name: ph,
+      points: points.filter((p) => p.phase === ph).map((p) => [p.atSeconds, p.rssMb] as const),
+    })),
     marks: [{ y: 300, label: 'target 300 MB' }],
   });
 }

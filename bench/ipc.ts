@@ -14,12 +14,24 @@ export interface ChildHandle<Ready> {
   close(): Promise<void>;
 }
 
-export async function forkChild<Ready>(script: URL, name: string, env: Record<string, string>): Promise<ChildHandle<Ready>> {
+export async function forkChild<Ready>(
+  script: URL,
+  name: string,
+  env: Record<string, string>,
+): Promise<ChildHandle<Ready>> {
   // BENCH_PROFILE_DIR: every child writes a V8 CPU profile there (open it in Chrome DevTools);
   // BENCH_PROFILE=heap: a sampled allocation profile instead (what makes the garbage).
   const dir = process.env.BENCH_PROFILE_DIR;
-  const profile = !dir ? [] : process.env.BENCH_PROFILE === 'heap' ? ['--heap-prof', `--heap-prof-dir=${dir}`] : ['--cpu-prof', `--cpu-prof-dir=${dir}`];
-  const child: ChildProcess = fork(script, [], { execArgv: ['--import', 'tsx', ...profile], env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const profile = !dir
+    ? []
+    : process.env.BENCH_PROFILE === 'heap'
+      ? ['--heap-prof', `--heap-prof-dir=${dir}`]
+      : ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+  const child: ChildProcess = fork(script, [], {
+    execArgv: ['--import', 'tsx', ...profile],
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   let nextId = 1;
   const pending = new Map<number, { resolve: (m: Record<string, unknown>) => void; reject: (e: Error) => void }>();
   let exited = false;
@@ -75,16 +87,21 @@ export async function forkChild<Ready>(script: URL, name: string, env: Record<st
  * The child's side: answer each request with `handle`, exit after answering 'close', and do not
  * linger when the parent goes away. Requests are validated by `handle` (it throws on bad input).
  */
-export function serveParent(name: string, handle: (msg: unknown) => Promise<Record<string, unknown>>, onDisconnect: () => Promise<void>): (ready: unknown) => void {
+export function serveParent(
+  name: string,
+  handle: (msg: unknown) => Promise<Record<string, unknown>>,
+  onDisconnect: () => Promise<void>,
+): (ready: unknown) => void {
   const send = process.send?.bind(process);
   if (!send) throw new Error(`${name} is started by bench/run.ts (it needs an IPC channel)`);
   process.on('message', (raw: unknown) => {
     const id = (raw as { id?: unknown } | null)?.id;
     const type = (raw as { type?: unknown } | null)?.type;
     handle(raw).then(
-      (a) => send({ id, ...a }, () => {
-        if (type === 'close') process.exit(0);
-      }),
+      (a) =>
+        send({ id, ...a }, () => {
+          if (type === 'close') process.exit(0);
+        }),
       (err: unknown) => send({ id, error: (err as Error).message }),
     );
   });

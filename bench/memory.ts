@@ -77,7 +77,13 @@ export class MemorySampler {
       cpuUserS: cpu.user / 1e6,
       cpuSystemS: cpu.system / 1e6,
       gc: { ...this.gc },
-      atPeak: { rss: p.rss / MB, heapTotal: p.heapTotal / MB, heapUsed: p.heapUsed / MB, external: p.external / MB, arrayBuffers: p.arrayBuffers / MB },
+      atPeak: {
+        rss: p.rss / MB,
+        heapTotal: p.heapTotal / MB,
+        heapUsed: p.heapUsed / MB,
+        external: p.external / MB,
+        arrayBuffers: p.arrayBuffers / MB,
+      },
     };
   }
 

@@ -98,7 +98,15 @@ async function main(): Promise<void> {
   const puts: PutCounts = { mediaPuts: 0, feedPuts: 0, otherPuts: 0, bytes: 0 };
   const raw = createStorage(config, { credentials: S3RVER_CREDENTIALS });
   const db = createPool(env.BENCH_DATABASE_URL, { max: 10 });
-  const platform = new PlatformClient({ graphUrl: env.BENCH_GRAPH_URL, apiVersion: 'v25.0', oauthTokenUrl: env.BENCH_OAUTH_TOKEN_URL, clock, pageSize: config.PAGE_SIZE, maxRetries: 2, sleep: async () => undefined });
+  const platform = new PlatformClient({
+    graphUrl: env.BENCH_GRAPH_URL,
+    apiVersion: 'v25.0',
+    oauthTokenUrl: env.BENCH_OAUTH_TOKEN_URL,
+    clock,
+    pageSize: config.PAGE_SIZE,
+    maxRetries: 2,
+    sleep: async () => undefined,
+  });
   const deps: FeedDeps = {
     db,
     cipher: TokenCipher.fromEnv(env.BENCH_CIPHER_KEY),
@@ -108,7 +116,11 @@ async function main(): Promise<void> {
     clock,
     logger: silentLogger,
   };
-  const workers = await startFeedWorkers({ ...deps, redis: { url: env.BENCH_REDIS_URL, prefix: env.BENCH_REDIS_PREFIX }, concurrency: { sync: 2, mirror: env.BENCH_CONCURRENCY, publish: 2 } });
+  const workers = await startFeedWorkers({
+    ...deps,
+    redis: { url: env.BENCH_REDIS_URL, prefix: env.BENCH_REDIS_PREFIX },
+    concurrency: { sync: 2, mirror: env.BENCH_CONCURRENCY, publish: 2 },
+  });
 
   let closed = false;
   const close = async () => {

@@ -56,7 +56,11 @@ import { redisClient } from '../jobs/queues.ts';
 
 quietNodeVersionWarning({ silent: true });
 
-const positive = (name: string) => z.coerce.number({ error: `--${name} must be a number` }).int(`--${name} must be a whole number`).positive(`--${name} must be > 0`);
+const positive = (name: string) =>
+  z.coerce
+    .number({ error: `--${name} must be a number` })
+    .int(`--${name} must be a whole number`)
+    .positive(`--${name} must be > 0`);
 const argsSchema = z.object({
   accounts: positive('accounts').default(20),
   posts: positive('posts').default(50),
@@ -65,7 +69,10 @@ const argsSchema = z.object({
   /** Alternating pipeline/limit rounds at that concurrency; the share of the limit is their median. */
   rounds: positive('rounds').default(4),
   /** Concurrencies of the throughput curve (each a pipeline round and a limit round of its own); "" = none. */
-  curve: z.string().regex(/^(\d+(,\d+)*)?$/, '--curve must be a list like 1,2,4,8').default('1,2,4,6,8,12'),
+  curve: z
+    .string()
+    .regex(/^(\d+(,\d+)*)?$/, '--curve must be a list like 1,2,4,8')
+    .default('1,2,4,6,8,12'),
   /** Accounts per point of the curve. */
   'curve-accounts': positive('curve-accounts').default(2),
   json: z.boolean().default(false),
@@ -77,7 +84,10 @@ const argsSchema = z.object({
   /** --scale N: the soak at N accounts (bench/scale.ts) instead of the pipeline benchmark. */
   scale: positive('scale').optional(),
   /** The soak's real-time window; 10 minutes as the issue says, shorter for development. */
-  'window-minutes': z.coerce.number({ error: '--window-minutes must be a number' }).positive('--window-minutes must be > 0').default(10),
+  'window-minutes': z.coerce
+    .number({ error: '--window-minutes must be a number' })
+    .positive('--window-minutes must be > 0')
+    .default(10),
   /** --workers-compare N: N accounts' first sync by 1, then 2 worker processes on one Redis. */
   'workers-compare': positive('workers-compare').optional(),
   /** --downtime N: catch-up of N accounts after the worker was down (--down-days, --link-days, --time-scale). */
@@ -154,7 +164,11 @@ function parse() {
     process.exit(0);
   }
   const { 'no-warm-cdn': noWarm, 'no-limit': noLimit, help: _help, ...rest } = values;
-  const r = argsSchema.safeParse({ ...rest, ...(noWarm ? { 'warm-cdn': false } : {}), ...(noLimit ? { limit: false } : {}) });
+  const r = argsSchema.safeParse({
+    ...rest,
+    ...(noWarm ? { 'warm-cdn': false } : {}),
+    ...(noLimit ? { limit: false } : {}),
+  });
   if (!r.success) {
     process.stderr.write(`bench: ${r.error.issues.map((i) => i.message).join('; ')}\n${USAGE}`);
     process.exit(2);
@@ -170,7 +184,9 @@ function ensureServices(): void {
   const script = fileURLToPath(new URL('../infra/ensure.sh', import.meta.url));
   const r = spawnSync('bash', [script, 'services'], { stdio: ['ignore', 'ignore', 'inherit'] });
   if (r.status !== 0) {
-    process.stderr.write(`bench: PostgreSQL or Redis is not reachable and could not be started (infra/ensure.sh services exited ${r.status ?? r.signal})\n`);
+    process.stderr.write(
+      `bench: PostgreSQL or Redis is not reachable and could not be started (infra/ensure.sh services exited ${r.status ?? r.signal})\n`,
+    );
     process.exit(3);
   }
 }
@@ -184,14 +200,24 @@ async function main() {
   const smallPosts = process.argv.includes('--posts') ? args.posts : 2;
   if (args['workers-compare'] !== undefined) {
     const { runWorkersCompare } = await import('./scale.ts');
-    const result = await runWorkersCompare({ accounts: args['workers-compare'], posts: smallPosts, counts: [1, 2] }, say);
+    const result = await runWorkersCompare(
+      { accounts: args['workers-compare'], posts: smallPosts, counts: [1, 2] },
+      say,
+    );
     if (args.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
     return;
   }
   if (args.downtime !== undefined) {
     const { runDowntime } = await import('./scale.ts');
     const result = await runDowntime(
-      { accounts: args.downtime, posts: smallPosts, newPosts: args['new-posts'], downDays: args['down-days'], linkDays: args['link-days'], timeScale: args['time-scale'] },
+      {
+        accounts: args.downtime,
+        posts: smallPosts,
+        newPosts: args['new-posts'],
+        downDays: args['down-days'],
+        linkDays: args['link-days'],
+        timeScale: args['time-scale'],
+      },
       say,
     );
     if (args.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
@@ -200,8 +226,15 @@ async function main() {
   if (args.scale !== undefined) {
     const { runScale } = await import('./scale.ts');
     const { writeMemoryChart } = await import('./chart.ts');
-    const result = await runScale({ accounts: args.scale, posts: smallPosts, windowMinutes: args['window-minutes'], json: args.json }, say);
-    const chart = await writeMemoryChart(result.memory as never, `bench/results/scale-${args.scale}-memory.svg`, `Worker RSS over the ${args.scale}-account run`);
+    const result = await runScale(
+      { accounts: args.scale, posts: smallPosts, windowMinutes: args['window-minutes'], json: args.json },
+      say,
+    );
+    const chart = await writeMemoryChart(
+      result.memory as never,
+      `bench/results/scale-${args.scale}-memory.svg`,
+      `Worker RSS over the ${args.scale}-account run`,
+    );
     say(`memory chart: ${chart}`);
     if (args.json) process.stdout.write(JSON.stringify({ ...result, memoryChart: chart }, null, 2) + '\n');
     return;
@@ -215,7 +248,8 @@ async function main() {
     const db = createPool(database.url, { max: 10 });
     cleanups.push(() => db.end());
     await migrate(db);
-    const databaseBytes = async () => Number((await db.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]!.n);
+    const databaseBytes = async () =>
+      Number((await db.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]!.n);
     // What the schema alone takes: subtracted from the per-account figure.
     const emptyDbBytes = await databaseBytes();
     const redis = benchRedis();
@@ -247,7 +281,15 @@ async function main() {
     // This process's own storage client: for the limit phase only (the pipeline has its own).
     const rawStorage = createStorage(config, { credentials: S3RVER_CREDENTIALS });
     cleanups.push(async () => (rawStorage as S3Storage).close());
-    const platform = new PlatformClient({ graphUrl: sim.graphUrl, apiVersion: 'v25.0', oauthTokenUrl: sim.oauthTokenUrl, clock, pageSize: config.PAGE_SIZE, maxRetries: 2, sleep: async () => undefined });
+    const platform = new PlatformClient({
+      graphUrl: sim.graphUrl,
+      apiVersion: 'v25.0',
+      oauthTokenUrl: sim.oauthTokenUrl,
+      clock,
+      pageSize: config.PAGE_SIZE,
+      maxRetries: 2,
+      sleep: async () => undefined,
+    });
     const cipherKey = randomBytes(32).toString('base64');
     const cipher = TokenCipher.fromEnv(cipherKey);
     const limits = mirrorLimitsFromConfig(config);
@@ -264,7 +306,17 @@ async function main() {
     const created = await services.createAccounts(totalAccounts, args.posts, 'bench.shop');
     for (const acc of created) {
       await upsertAccount(db, { id: acc.id, username: acc.username }, clock.now());
-      await saveToken(db, cipher, { accountId: acc.id, accessToken: acc.token, obtainedAt: clock.now(), expiresAt: new Date(clock.now().getTime() + 60 * DAY) }, 'imported');
+      await saveToken(
+        db,
+        cipher,
+        {
+          accountId: acc.id,
+          accessToken: acc.token,
+          obtainedAt: clock.now(),
+          expiresAt: new Date(clock.now().getTime() + 60 * DAY),
+        },
+        'imported',
+      );
       accountIds.push(acc.id);
     }
     if (args['warm-cdn']) {
@@ -275,32 +327,46 @@ async function main() {
         const listing = await platform.listMedia(acc.token, { pageSize: config.PAGE_SIZE });
         for (const raw of listing.items) {
           const item = mediaItemSchema.parse(raw);
-          for (const u of [item.media_url, item.thumbnail_url, ...(item.children?.data ?? []).flatMap((c) => [c.media_url, c.thumbnail_url])]) {
+          for (const u of [
+            item.media_url,
+            item.thumbnail_url,
+            ...(item.children?.data ?? []).flatMap((c) => [c.media_url, c.thumbnail_url]),
+          ]) {
             if (u && !new URL(u).pathname.endsWith('.mp4')) urls.push(u);
           }
         }
       }
       await services.warm(urls);
       const st = await services.stats();
-      say(`fake CDN warmed: ${urls.length} images rendered in ${((performance.now() - t) / 1000).toFixed(1)} s (child cache ${st.jpegCache.entries} entries, ${(st.jpegCache.bytes / 1e6).toFixed(0)} MB)`);
+      say(
+        `fake CDN warmed: ${urls.length} images rendered in ${((performance.now() - t) / 1000).toFixed(1)} s (child cache ${st.jpegCache.entries} entries, ${(st.jpegCache.bytes / 1e6).toFixed(0)} MB)`,
+      );
     }
 
-    const pipeline = await forkChild<{ pid: number }>(new URL('./pipeline-process.ts', import.meta.url), 'bench pipeline', {
-      BENCH_DATABASE_URL: database.url,
-      BENCH_REDIS_URL: redis.url,
-      BENCH_REDIS_PREFIX: redis.prefix,
-      BENCH_S3_ENDPOINT: s3.endpoint,
-      BENCH_BUCKET: s3.bucket,
-      BENCH_GRAPH_URL: sim.graphUrl,
-      BENCH_OAUTH_TOKEN_URL: sim.oauthTokenUrl,
-      BENCH_IMAGE_HOST: sim.imageHost,
-      BENCH_CLOCK_MS: String(sim.clockMs),
-      BENCH_CIPHER_KEY: cipherKey,
-      BENCH_CONCURRENCY: String(args.concurrency),
-    });
+    const pipeline = await forkChild<{ pid: number }>(
+      new URL('./pipeline-process.ts', import.meta.url),
+      'bench pipeline',
+      {
+        BENCH_DATABASE_URL: database.url,
+        BENCH_REDIS_URL: redis.url,
+        BENCH_REDIS_PREFIX: redis.prefix,
+        BENCH_S3_ENDPOINT: s3.endpoint,
+        BENCH_BUCKET: s3.bucket,
+        BENCH_GRAPH_URL: sim.graphUrl,
+        BENCH_OAUTH_TOKEN_URL: sim.oauthTokenUrl,
+        BENCH_IMAGE_HOST: sim.imageHost,
+        BENCH_CLOCK_MS: String(sim.clockMs),
+        BENCH_CIPHER_KEY: cipherKey,
+        BENCH_CONCURRENCY: String(args.concurrency),
+      },
+    );
     cleanups.push(() => pipeline.close());
     const pipelineStats = async () => (await pipeline.ask({ type: 'stats' })).stats as PipelineStats;
-    const queues: Queue[] = [createQueue(QUEUE.feedSync, redis), createQueue(QUEUE.mirrorMedia, redis), createQueue(QUEUE.publishFeed, redis)];
+    const queues: Queue[] = [
+      createQueue(QUEUE.feedSync, redis),
+      createQueue(QUEUE.mirrorMedia, redis),
+      createQueue(QUEUE.publishFeed, redis),
+    ];
     cleanups.push(async () => {
       for (const q of queues) {
         await q.obliterate({ force: true }).catch(() => undefined);
@@ -329,8 +395,10 @@ async function main() {
       for (const q of queues) n += (await q.getJobCounts('failed')).failed ?? 0;
       return n;
     };
-    const copiesInDb = async () => Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM media_copies')).rows[0]!.n);
-    const publishedFeeds = async () => Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM feed_publications WHERE NOT demo')).rows[0]!.n);
+    const copiesInDb = async () =>
+      Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM media_copies')).rows[0]!.n);
+    const publishedFeeds = async () =>
+      Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM feed_publications WHERE NOT demo')).rows[0]!.n);
 
     const cpuSeconds = () => {
       const c = process.cpuUsage();
@@ -366,7 +434,9 @@ async function main() {
       const childAfter = await services.stats();
       const reqAfter = await services.requestCounts();
       const graph = diff(reqBefore.byHost, reqAfter.byHost, 'graph');
-      const listing = diff(reqBefore.graphByEdge, reqAfter.graphByEdge, 'media') + diff(reqBefore.graphByEdge, reqAfter.graphByEdge, 'children');
+      const listing =
+        diff(reqBefore.graphByEdge, reqAfter.graphByEdge, 'media') +
+        diff(reqBefore.graphByEdge, reqAfter.graphByEdge, 'children');
       const cdn = diff(reqBefore.byHost, reqAfter.byHost, 'cdn');
       const after = pipeAfter.puts;
       const putsBefore = pipeBefore.puts;
@@ -408,11 +478,14 @@ async function main() {
 
     // What the pipeline process holds before any sync: runtime, SDKs, sharp, clients.
     const rssBeforeMb = (await pipelineStats()).rssMb;
-    say(`RSS of the pipeline process (pid ${pipeline.ready.pid}) before the first sync (runtime, SDKs, sharp, workers): ${rssBeforeMb.toFixed(0)} MB; simulator + s3rver in process ${services.pid}`);
+    say(
+      `RSS of the pipeline process (pid ${pipeline.ready.pid}) before the first sync (runtime, SDKs, sharp, workers): ${rssBeforeMb.toFixed(0)} MB; simulator + s3rver in process ${services.pid}`,
+    );
     const mainIds = accountIds.slice(0, args.accounts);
     const curveIds = accountIds.slice(args.accounts, accountIds.length - warmUpAccounts);
     const warmUpIds = accountIds.slice(accountIds.length - warmUpAccounts);
-    const groups = (ids: readonly string[], n: number) => Array.from({ length: n }, (_, i) => ids.filter((_, k) => k % n === i)).filter((g) => g.length > 0);
+    const groups = (ids: readonly string[], n: number) =>
+      Array.from({ length: n }, (_, i) => ids.filter((_, k) => k % n === i)).filter((g) => g.length > 0);
 
     // Memory of the pipeline process over the run, for the chart.
     const runStart = performance.now();
@@ -420,7 +493,9 @@ async function main() {
     let phaseNow = 'pipeline';
     const memTimer = setInterval(() => {
       void pipelineStats()
-        .then((st) => memoryPoints.push({ atSeconds: (performance.now() - runStart) / 1000, rssMb: st.rssMb, phase: phaseNow }))
+        .then((st) =>
+          memoryPoints.push({ atSeconds: (performance.now() - runStart) / 1000, rssMb: st.rssMb, phase: phaseNow }),
+        )
         .catch(() => undefined);
     }, 2_000);
     cleanups.push(async () => clearInterval(memTimer));
@@ -460,10 +535,22 @@ async function main() {
           const base = `media/limit/r${t0.toFixed(0)}/i${i}/cover-${original.sha256.slice(0, 16)}`;
           // Uploaded as the pipeline does (src/mirror/copy.ts): original and variants in parallel, then the manifest.
           await Promise.all([
-            rawStorage.put(`${base}.${original.ext}`, original.buffer, { contentType: original.contentType, cacheControl: IMMUTABLE_CACHE_CONTROL }),
-            ...variants.map((v) => rawStorage.put(`${base}-w${v.width}.${v.ext}`, v.buffer, { contentType: v.contentType, cacheControl: IMMUTABLE_CACHE_CONTROL })),
+            rawStorage.put(`${base}.${original.ext}`, original.buffer, {
+              contentType: original.contentType,
+              cacheControl: IMMUTABLE_CACHE_CONTROL,
+            }),
+            ...variants.map((v) =>
+              rawStorage.put(`${base}-w${v.width}.${v.ext}`, v.buffer, {
+                contentType: v.contentType,
+                cacheControl: IMMUTABLE_CACHE_CONTROL,
+              }),
+            ),
           ]);
-          await rawStorage.put(`${base}.json`, Buffer.from(JSON.stringify({ version: 1, key: base, variants: variants.length })), { contentType: 'application/json', cacheControl: 'no-cache' });
+          await rawStorage.put(
+            `${base}.json`,
+            Buffer.from(JSON.stringify({ version: 1, key: base, variants: variants.length })),
+            { contentType: 'application/json', cacheControl: 'no-cache' },
+          );
         }
       };
       await Promise.all(Array.from({ length: lanes }, lane));
@@ -471,7 +558,17 @@ async function main() {
       const cpu = cpuSeconds() - cpuBefore;
       const childCpu = cpuOf(await services.stats()) - cpuOf(childBefore);
       const around = cpuSince(machineBefore, await cpuSnapshot(redisForCpu));
-      return { images: total, seconds, imagesPerSecond: total / seconds, cpuSeconds: cpu, childCpuSeconds: childCpu, machineCpuSeconds: around.machineS, redisCpuSeconds: around.redisS, gcSeconds: memory.stats().gc.seconds - gcBefore, peakRssMb: memory.end().peakRssMb };
+      return {
+        images: total,
+        seconds,
+        imagesPerSecond: total / seconds,
+        cpuSeconds: cpu,
+        childCpuSeconds: childCpu,
+        machineCpuSeconds: around.machineS,
+        redisCpuSeconds: around.redisS,
+        gcSeconds: memory.stats().gc.seconds - gcBefore,
+        peakRssMb: memory.end().peakRssMb,
+      };
     };
     const setMirrorConcurrency = async (n: number) => {
       await pipeline.ask({ type: 'concurrency', mirror: n });
@@ -512,7 +609,8 @@ async function main() {
       };
     };
     /** The sum, or undefined when any part could not be measured (no /proc/stat, say). */
-    const sumKnown = (xs: Array<number | undefined>) => (xs.every((x) => x !== undefined) ? (xs as number[]).reduce((a, b) => a + b, 0) : undefined);
+    const sumKnown = (xs: Array<number | undefined>) =>
+      xs.every((x) => x !== undefined) ? (xs as number[]).reduce((a, b) => a + b, 0) : undefined;
     const median = (xs: number[]) => {
       const v = [...xs].sort((a, b) => a - b);
       const m = Math.floor(v.length / 2);
@@ -555,10 +653,18 @@ async function main() {
       `  per account: ${first.apiCallsPerAccount.toFixed(2)} API calls (${first.listingCalls} listing + ${first.otherApiCalls} other in total), ${first.imageDownloadsPerAccount.toFixed(2)} image downloads; ` +
         `uploads ${first.uploads} (${(first.bytesWritten / 1e6).toFixed(1)} MB), feed writes ${first.feedWrites}; peak RSS ${first.peakRssMb.toFixed(0)} MB`,
     );
-    say(`  CPU: pipeline process ${first.cpuSeconds.toFixed(1)} s (${((first.cpuSeconds * 1000) / Math.max(1, first.imagesCopied)).toFixed(0)} ms per image, of which garbage collection pauses ${((first.gcSeconds * 1000) / Math.max(1, first.imagesCopied)).toFixed(1)} ms); simulator+s3rver child ${first.childCpuSeconds.toFixed(1)} s, child peak RSS ${first.childPeakRssMb.toFixed(0)} MB`);
+    say(
+      `  CPU: pipeline process ${first.cpuSeconds.toFixed(1)} s (${((first.cpuSeconds * 1000) / Math.max(1, first.imagesCopied)).toFixed(0)} ms per image, of which garbage collection pauses ${((first.gcSeconds * 1000) / Math.max(1, first.imagesCopied)).toFixed(1)} ms); simulator+s3rver child ${first.childCpuSeconds.toFixed(1)} s, child peak RSS ${first.childPeakRssMb.toFixed(0)} MB`,
+    );
 
     // ---- the curve: throughput against concurrency, pipeline and limit ----
-    const curve: Array<{ concurrency: number; pipelineImagesPerSecond: number; limitImagesPerSecond: number; fractionOfLimit: number; images: number }> = [];
+    const curve: Array<{
+      concurrency: number;
+      pipelineImagesPerSecond: number;
+      limitImagesPerSecond: number;
+      fractionOfLimit: number;
+      images: number;
+    }> = [];
     for (const [i, ids] of groups(curveIds, curveLevels.length).entries()) {
       const c = curveLevels[i]!;
       await setMirrorConcurrency(c);
@@ -566,8 +672,16 @@ async function main() {
       const p = await pass(`curve ${c}`, ids);
       phaseNow = 'idle while the limit runs';
       const l = await limitRound(p.imagesCopied, c);
-      curve.push({ concurrency: c, pipelineImagesPerSecond: p.imagesPerSecondCopying, limitImagesPerSecond: l.imagesPerSecond, fractionOfLimit: p.imagesPerSecondCopying / l.imagesPerSecond, images: p.imagesCopied });
-      say(`  curve: concurrency ${String(c).padStart(2)}: pipeline ${p.imagesPerSecondCopying.toFixed(1)} images/s, limit ${l.imagesPerSecond.toFixed(1)} images/s (${p.imagesCopied} images, first copy at ${p.firstCopySeconds.toFixed(2)} s)`);
+      curve.push({
+        concurrency: c,
+        pipelineImagesPerSecond: p.imagesPerSecondCopying,
+        limitImagesPerSecond: l.imagesPerSecond,
+        fractionOfLimit: p.imagesPerSecondCopying / l.imagesPerSecond,
+        images: p.imagesCopied,
+      });
+      say(
+        `  curve: concurrency ${String(c).padStart(2)}: pipeline ${p.imagesPerSecondCopying.toFixed(1)} images/s, limit ${l.imagesPerSecond.toFixed(1)} images/s (${p.imagesCopied} images, first copy at ${p.firstCopySeconds.toFixed(2)} s)`,
+      );
     }
     if (curveLevels.length) await setMirrorConcurrency(args.concurrency);
 
@@ -595,13 +709,24 @@ async function main() {
         let originalBytes = 0;
         const before = cpuSeconds();
         for (let i = 0; i < n; i++) {
-          const out = await processImage(samples[i]!, { maxPixels: limits.maxPixels, variantWidths: s.widths, formats: s.formats });
+          const out = await processImage(samples[i]!, {
+            maxPixels: limits.maxPixels,
+            variantWidths: s.widths,
+            formats: s.formats,
+          });
           for (const v of out.variants) variantBytes += v.buffer.length;
           variants += out.variants.length;
           originalBytes += out.original.buffer.length;
         }
         const cpu = cpuSeconds() - before;
-        const row = { label: s.label, images: n, cpuMsPerImage: (cpu * 1000) / n, variantsPerImage: variants / n, variantKbPerImage: variantBytes / n / 1024, originalKbPerImage: originalBytes / n / 1024 };
+        const row = {
+          label: s.label,
+          images: n,
+          cpuMsPerImage: (cpu * 1000) / n,
+          variantsPerImage: variants / n,
+          variantKbPerImage: variantBytes / n / 1024,
+          originalKbPerImage: originalBytes / n / 1024,
+        };
         rows.push(row);
         say(
           `  formats: ${row.label.padEnd(30)} ${row.cpuMsPerImage.toFixed(0).padStart(4)} ms CPU per image, ${row.variantsPerImage.toFixed(1)} variants, ` +
@@ -629,7 +754,9 @@ async function main() {
         rounds: limitRounds.map((l) => l.imagesPerSecond),
         formats: await runFormats(samples),
       };
-      say(`limit (sharp + storage alone, the same images as each round, concurrency ${args.concurrency}): ${limit.imagesPerSecond.toFixed(1)} images/s over ${limitRounds.length} rounds`);
+      say(
+        `limit (sharp + storage alone, the same images as each round, concurrency ${args.concurrency}): ${limit.imagesPerSecond.toFixed(1)} images/s over ${limitRounds.length} rounds`,
+      );
       // Where the difference goes: CPU per image on each side, the fake outside world included
       // (it shares the cores: the fake CDN and s3rver answer the pipeline, s3rver the limit).
       const perImage = (s: number, n: number) => ((s * 1000) / Math.max(1, n)).toFixed(0);
@@ -652,8 +779,13 @@ async function main() {
     // The share of the limit: the median of the rounds' ratios (each round's pipeline against the
     // limit measured right after it on the same images), with their spread.
     const fraction = ratios.length ? median(ratios) : undefined;
-    const fractionSpread = ratios.length ? { min: Math.min(...ratios), max: Math.max(...ratios), rounds: ratios } : undefined;
-    if (fractionSpread) say(`pipeline as a share of the limit: median ${(100 * fraction!).toFixed(0)}% over ${ratios.length} rounds (spread ${(100 * fractionSpread.min).toFixed(0)}-${(100 * fractionSpread.max).toFixed(0)}%)`);
+    const fractionSpread = ratios.length
+      ? { min: Math.min(...ratios), max: Math.max(...ratios), rounds: ratios }
+      : undefined;
+    if (fractionSpread)
+      say(
+        `pipeline as a share of the limit: median ${(100 * fraction!).toFixed(0)}% over ${ratios.length} rounds (spread ${(100 * fractionSpread.min).toFixed(0)}-${(100 * fractionSpread.max).toFixed(0)}%)`,
+      );
     clearInterval(memTimer);
     const charts: string[] = [];
     if (curve.length) {
@@ -664,12 +796,21 @@ async function main() {
           yLabel: 'images per second',
           series: [
             { name: 'pipeline', points: curve.map((c) => [c.concurrency, c.pipelineImagesPerSecond] as const) },
-            { name: 'sharp + storage alone', points: curve.map((c) => [c.concurrency, c.limitImagesPerSecond] as const) },
+            {
+              name: 'sharp + storage alone',
+              points: curve.map((c) => [c.concurrency, c.limitImagesPerSecond] as const),
+            },
           ],
         }),
       );
     }
-    charts.push(await writeMemoryChart(memoryPoints, 'bench/results/pipeline-memory.svg', 'Pipeline process RSS over the benchmark'));
+    charts.push(
+      await writeMemoryChart(
+        memoryPoints,
+        'bench/results/pipeline-memory.svg',
+        'Pipeline process RSS over the benchmark',
+      ),
+    );
     say(`charts: ${charts.join(', ')}`);
 
     const pipe = await pipelineStats();
@@ -698,7 +839,11 @@ async function main() {
 
     const atTargetSize = args.accounts >= TARGETS.peakRssAt.accounts && args.posts >= TARGETS.peakRssAt.posts;
     const targets = {
-      pipelineFractionOfLimit: { value: fraction, target: `>= ${TARGETS.fractionOfLimit}`, pass: fraction === undefined ? undefined : fraction >= TARGETS.fractionOfLimit },
+      pipelineFractionOfLimit: {
+        value: fraction,
+        target: `>= ${TARGETS.fractionOfLimit}`,
+        pass: fraction === undefined ? undefined : fraction >= TARGETS.fractionOfLimit,
+      },
       peakMemory: {
         value: maxRssMb,
         target: `< ${TARGETS.peakRssMb} MB at ${TARGETS.peakRssAt.accounts}x${TARGETS.peakRssAt.posts}`,
@@ -706,9 +851,15 @@ async function main() {
         note: atTargetSize ? undefined : `measured at ${args.accounts}x${args.posts}, not the target's size`,
       },
       unchangedResyncListingOnly: {
-        value: { otherApiCalls: second.otherApiCalls, imageDownloads: second.imageDownloads, uploads: second.uploads, feedWrites: second.feedWrites },
+        value: {
+          otherApiCalls: second.otherApiCalls,
+          imageDownloads: second.imageDownloads,
+          uploads: second.uploads,
+          feedWrites: second.feedWrites,
+        },
         target: 'only listing calls: 0 other API calls, 0 downloads, 0 uploads, 0 feed writes',
-        pass: second.otherApiCalls === 0 && second.imageDownloads === 0 && second.uploads === 0 && second.feedWrites === 0,
+        pass:
+          second.otherApiCalls === 0 && second.imageDownloads === 0 && second.uploads === 0 && second.feedWrites === 0,
       },
     };
     say(`targets:`);
@@ -717,12 +868,46 @@ async function main() {
         ? `  ---- pipeline as a share of the sharp+storage limit: not measured (--no-limit)`
         : `  ${fraction >= TARGETS.fractionOfLimit ? 'PASS' : 'MISS'} pipeline at ${(fraction * 100).toFixed(0)}% of the sharp+storage limit (target >= ${TARGETS.fractionOfLimit * 100}%)`,
     );
-    say(`  ${targets.peakMemory.pass ? 'PASS' : 'MISS'} peak memory ${maxRssMb.toFixed(0)} MB (target < ${TARGETS.peakRssMb} MB at 500x50${atTargetSize ? '' : `; this run is ${args.accounts}x${args.posts}`})`);
-    say(`  ${targets.unchangedResyncListingOnly.pass ? 'PASS' : 'MISS'} unchanged resync: ${second.listingCalls} listing calls, ${second.otherApiCalls} other calls, ${second.imageDownloads} downloads, ${second.uploads} uploads, ${second.feedWrites} feed writes`);
+    say(
+      `  ${targets.peakMemory.pass ? 'PASS' : 'MISS'} peak memory ${maxRssMb.toFixed(0)} MB (target < ${TARGETS.peakRssMb} MB at 500x50${atTargetSize ? '' : `; this run is ${args.accounts}x${args.posts}`})`,
+    );
+    say(
+      `  ${targets.unchangedResyncListingOnly.pass ? 'PASS' : 'MISS'} unchanged resync: ${second.listingCalls} listing calls, ${second.otherApiCalls} other calls, ${second.imageDownloads} downloads, ${second.uploads} uploads, ${second.feedWrites} feed writes`,
+    );
 
     if (args.json) {
       process.stdout.write(
-        JSON.stringify({ params: { ...args, variantWidths: limits.variantWidths, node: process.version, cores: availableParallelism() }, rssBeforeMb, first, rounds: pipelineRounds.map((p, i) => ({ pipelineImagesPerSecond: p.imagesPerSecondCopying, limitImagesPerSecond: limitRounds[i]?.imagesPerSecond, fractionOfLimit: ratios[i] })), second, limit, fractionOfLimit: fraction, fractionSpread, curve, sizing, charts, pipeline: pipe, maxRssMb, limitProcessMaxRssMb, child: childFinal, targets }, null, 2) + '\n',
+        JSON.stringify(
+          {
+            params: {
+              ...args,
+              variantWidths: limits.variantWidths,
+              node: process.version,
+              cores: availableParallelism(),
+            },
+            rssBeforeMb,
+            first,
+            rounds: pipelineRounds.map((p, i) => ({
+              pipelineImagesPerSecond: p.imagesPerSecondCopying,
+              limitImagesPerSecond: limitRounds[i]?.imagesPerSecond,
+              fractionOfLimit: ratios[i],
+            })),
+            second,
+            limit,
+            fractionOfLimit: fraction,
+            fractionSpread,
+            curve,
+            sizing,
+            charts,
+            pipeline: pipe,
+            maxRssMb,
+            limitProcessMaxRssMb,
+            child: childFinal,
+            targets,
+          },
+          null,
+          2,
+        ) + '\n',
       );
     }
   } finally {

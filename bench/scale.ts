@@ -41,7 +41,12 @@ import { startServicesChild, type ServicesChild } from './services-child.ts';
 import { benchDatabase, benchRedis, cleanupStack, clearBenchRedis } from './services.ts';
 import type { WorkerStats } from './worker-process.ts';
 
-export const SCALE_TARGETS = { cpuPercentOfOneCore: 25, p99LatenessSeconds: 60, redisBytesPerAccount: 20 * 1024, workerPeakRssMb: 300 };
+export const SCALE_TARGETS = {
+  cpuPercentOfOneCore: 25,
+  p99LatenessSeconds: 60,
+  redisBytesPerAccount: 20 * 1024,
+  workerPeakRssMb: 300,
+};
 
 export interface ScaleArgs {
   accounts: number;
@@ -86,7 +91,11 @@ export interface Stage {
   cleanup: () => Promise<void>;
 }
 
-export async function openStage(opts: { wallClock: boolean; startMs?: number; linkLifetimeMs?: number }): Promise<Stage> {
+export async function openStage(opts: {
+  wallClock: boolean;
+  startMs?: number;
+  linkLifetimeMs?: number;
+}): Promise<Stage> {
   const cleanups = cleanupStack();
   const cleanup = cleanups.run;
   try {
@@ -95,18 +104,50 @@ export async function openStage(opts: { wallClock: boolean; startMs?: number; li
     const db = createPool(database.url, { max: 20 });
     cleanups.push(() => db.end());
     await migrate(db);
-    const emptyDbBytes = Number((await db.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]!.n);
+    const emptyDbBytes = Number(
+      (await db.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]!.n,
+    );
     const redis = benchRedis();
     cleanups.push(() => clearBenchRedis(redis));
-    const services = await startServicesChild({ startMs: opts.startMs ?? Date.now(), jpegCacheMb: 0, jpegCacheEntries: 0, wallClock: opts.wallClock, ...(opts.linkLifetimeMs ? { linkLifetimeMs: opts.linkLifetimeMs } : {}) });
+    const services = await startServicesChild({
+      startMs: opts.startMs ?? Date.now(),
+      jpegCacheMb: 0,
+      jpegCacheEntries: 0,
+      wallClock: opts.wallClock,
+      ...(opts.linkLifetimeMs ? { linkLifetimeMs: opts.linkLifetimeMs } : {}),
+    });
     cleanups.push(() => services.close());
     const sim = services.ready;
-    const config = loadConfig({ ...process.env, STORAGE_URL: `s3://${sim.bucket}`, S3_ENDPOINT: sim.s3Endpoint, S3_FORCE_PATH_STYLE: 'true', MEDIA_ALLOWED_HOSTS: sim.imageHost, SMTP_URL: '' });
+    const config = loadConfig({
+      ...process.env,
+      STORAGE_URL: `s3://${sim.bucket}`,
+      S3_ENDPOINT: sim.s3Endpoint,
+      S3_FORCE_PATH_STYLE: 'true',
+      MEDIA_ALLOWED_HOSTS: sim.imageHost,
+      SMTP_URL: '',
+    });
     const storage = createStorage(config, { credentials: S3RVER_CREDENTIALS });
     cleanups.push(async () => (storage as S3Storage).close());
-    const platform = new PlatformClient({ graphUrl: sim.graphUrl, apiVersion: 'v25.0', oauthTokenUrl: sim.oauthTokenUrl, pageSize: config.PAGE_SIZE });
+    const platform = new PlatformClient({
+      graphUrl: sim.graphUrl,
+      apiVersion: 'v25.0',
+      oauthTokenUrl: sim.oauthTokenUrl,
+      pageSize: config.PAGE_SIZE,
+    });
     const cipherKey = randomBytes(32).toString('base64');
-    return { services, db, databaseUrl: database.url, redis, config, storage, platform, cipherKey, cipher: TokenCipher.fromEnv(cipherKey), emptyDbBytes, cleanup };
+    return {
+      services,
+      db,
+      databaseUrl: database.url,
+      redis,
+      config,
+      storage,
+      platform,
+      cipherKey,
+      cipher: TokenCipher.fromEnv(cipherKey),
+      emptyDbBytes,
+      cleanup,
+    };
   } catch (err) {
     await cleanup();
     throw err;
@@ -123,18 +164,38 @@ export interface SeededAccount {
  * Accounts in the simulator and in Postgres, as an earlier sync left them: posts stored, every
  * image's copy recorded, the feed's publication recorded. Returns the accounts.
  */
-export async function seedAccounts(stage: Stage, count: number, posts: number, opts: { prefix: string; now: Date; issuedAgoMs?: number; synced?: boolean }, say: Say): Promise<SeededAccount[]> {
+export async function seedAccounts(
+  stage: Stage,
+  count: number,
+  posts: number,
+  opts: { prefix: string; now: Date; issuedAgoMs?: number; synced?: boolean },
+  say: Say,
+): Promise<SeededAccount[]> {
   const t0 = performance.now();
   const accounts: SeededAccount[] = [];
   for (let done = 0; done < count; done += 1000) {
-    accounts.push(...(await stage.services.smallAccounts(Math.min(1000, count - done), posts, `${opts.prefix}${done / 1000}x`, opts.issuedAgoMs ?? 0)));
+    accounts.push(
+      ...(await stage.services.smallAccounts(
+        Math.min(1000, count - done),
+        posts,
+        `${opts.prefix}${done / 1000}x`,
+        opts.issuedAgoMs ?? 0,
+      )),
+    );
   }
   const obtainedAt = new Date(opts.now.getTime() - (opts.issuedAgoMs ?? 0));
   await pool(accounts, 16, async (acc) => {
     await upsertAccount(stage.db, { id: acc.id, username: acc.username }, obtainedAt);
-    await saveToken(stage.db, stage.cipher, { accountId: acc.id, accessToken: acc.token, obtainedAt, expiresAt: new Date(obtainedAt.getTime() + 60 * DAY) }, 'imported');
+    await saveToken(
+      stage.db,
+      stage.cipher,
+      { accountId: acc.id, accessToken: acc.token, obtainedAt, expiresAt: new Date(obtainedAt.getTime() + 60 * DAY) },
+      'imported',
+    );
   });
-  say(`  ${count} accounts (${posts} posts each) in the simulator and Postgres: ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  say(
+    `  ${count} accounts (${posts} posts each) in the simulator and Postgres: ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+  );
   if (opts.synced === false) return accounts;
   const t1 = performance.now();
   await pool(accounts, 16, async (acc) => {
@@ -144,7 +205,12 @@ export async function seedAccounts(stage: Stage, count: number, posts: number, o
     await upsertPosts(
       stage.db,
       acc.id,
-      converted.map((post) => ({ mediaId: post.id, post, contentHash: contentHash(post), earliestOe: earliestExpiry(byId.get(post.id)!) ?? null })),
+      converted.map((post) => ({
+        mediaId: post.id,
+        post,
+        contentHash: contentHash(post),
+        earliestOe: earliestExpiry(byId.get(post.id)!) ?? null,
+      })),
       opts.now,
     );
     for (const post of converted) {
@@ -167,14 +233,27 @@ export async function seedAccounts(stage: Stage, count: number, posts: number, o
     }
     const account = (await getAccount(stage.db, acc.id))!;
     const built = await buildAccountFeed(stage.db, account, (k) => stage.storage.publicUrl(k), opts.now);
-    await saveFeedPublication(stage.db, { accountId: acc.id, feedHash: built.hash, publishedAt: opts.now, postCount: built.feed.posts.length, demo: false, earliestOe: built.earliestOe });
+    await saveFeedPublication(stage.db, {
+      accountId: acc.id,
+      feedHash: built.hash,
+      publishedAt: opts.now,
+      postCount: built.feed.posts.length,
+      demo: false,
+      earliestOe: built.earliestOe,
+    });
     await markSynced(stage.db, acc.id, opts.now, {});
   });
-  say(`  their earlier sync (posts, copies, published feeds) recorded: ${((performance.now() - t1) / 1000).toFixed(0)} s`);
+  say(
+    `  their earlier sync (posts, copies, published feeds) recorded: ${((performance.now() - t1) / 1000).toFixed(0)} s`,
+  );
   return accounts;
 }
 
-export function startWorkerProcess(stage: Stage, label: string, extraEnv: Record<string, string> = {}): Promise<ChildHandle<{ pid: number }>> {
+export function startWorkerProcess(
+  stage: Stage,
+  label: string,
+  extraEnv: Record<string, string> = {},
+): Promise<ChildHandle<{ pid: number }>> {
   const sim = stage.services.ready;
   return forkChild<{ pid: number }>(new URL('./worker-process.ts', import.meta.url), label, {
     BENCH_DATABASE_URL: stage.databaseUrl,
@@ -190,12 +269,23 @@ export function startWorkerProcess(stage: Stage, label: string, extraEnv: Record
   });
 }
 
-export const workerStats = async (w: ChildHandle<unknown>, keys = false) => (await w.ask({ type: 'stats', keys })).stats as WorkerStats;
+export const workerStats = async (w: ChildHandle<unknown>, keys = false) =>
+  (await w.ask({ type: 'stats', keys })).stats as WorkerStats;
 
-const FEED_QUEUES = [QUEUE.feedSync, QUEUE.mirrorMedia, QUEUE.publishFeed, QUEUE.tokenRefresh, QUEUE.maintenance] as const;
+const FEED_QUEUES = [
+  QUEUE.feedSync,
+  QUEUE.mirrorMedia,
+  QUEUE.publishFeed,
+  QUEUE.tokenRefresh,
+  QUEUE.maintenance,
+] as const;
 
 /** Nothing waiting, running or waiting for children on any queue (delayed jobs are the future). */
-export async function untilQuiet(queues: readonly Queue[], extra: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+export async function untilQuiet(
+  queues: readonly Queue[],
+  extra: () => Promise<boolean>,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let quiet = 0;
   while (quiet < 2) {
@@ -242,7 +332,9 @@ export interface MemoryPoint {
 /** The soak: `npm run bench -- --scale 10000 [--window-minutes 10] [--json]`. */
 export async function runScale(args: ScaleArgs, say: Say): Promise<Record<string, unknown>> {
   const started = performance.now();
-  say(`feedmirror bench --scale ${args.accounts}: ${args.posts} posts per account, one worker process, a ${args.windowMinutes}-minute real-time window`);
+  say(
+    `feedmirror bench --scale ${args.accounts}: ${args.posts} posts per account, one worker process, a ${args.windowMinutes}-minute real-time window`,
+  );
   const stage = await openStage({ wallClock: true });
   const memory: MemoryPoint[] = [];
   let worker: ChildHandle<{ pid: number }> | undefined;
@@ -266,14 +358,25 @@ export async function runScale(args: ScaleArgs, say: Say): Promise<Record<string
         .catch(() => undefined);
     }, 5_000);
     const syncedSince = async (since: Date) =>
-      Number((await stage.db.query<{ n: string }>('SELECT count(*) AS n FROM accounts WHERE last_sync_at >= $1', [since])).rows[0]!.n);
+      Number(
+        (await stage.db.query<{ n: string }>('SELECT count(*) AS n FROM accounts WHERE last_sync_at >= $1', [since]))
+          .rows[0]!.n,
+      );
     const startedSeconds = (performance.now() - t0) / 1000;
     await untilQuiet(queues, async () => (await syncedSince(catchUpStart)) >= args.accounts, 60 * MINUTE);
     const catchUpSeconds = (performance.now() - t0) / 1000;
     const catchUpSyncs = await syncedSince(catchUpStart);
     const atCatchUp = await workerStats(w);
     const catchUpCpu = atCatchUp.cpuUserS + atCatchUp.cpuSystemS;
-    const catchUp = { syncs: catchUpSyncs, seconds: catchUpSeconds, syncsPerSecond: catchUpSyncs / catchUpSeconds, workerStartSeconds: startedSeconds, workerCpuSeconds: catchUpCpu, workerCpuMsPerSync: (1000 * catchUpCpu) / Math.max(1, catchUpSyncs), peakRssMb: atCatchUp.phasePeakRssMb };
+    const catchUp = {
+      syncs: catchUpSyncs,
+      seconds: catchUpSeconds,
+      syncsPerSecond: catchUpSyncs / catchUpSeconds,
+      workerStartSeconds: startedSeconds,
+      workerCpuSeconds: catchUpCpu,
+      workerCpuMsPerSync: (1000 * catchUpCpu) / Math.max(1, catchUpSyncs),
+      peakRssMb: atCatchUp.phasePeakRssMb,
+    };
     say(
       `catch-up (every account due at once, as at a worker's start): ${catchUpSyncs} syncs in ${catchUpSeconds.toFixed(0)} s = ${catchUp.syncsPerSecond.toFixed(1)} syncs/s ` +
         `(the worker's start, which schedules every account, took ${startedSeconds.toFixed(0)} s of it); worker CPU ${catchUpCpu.toFixed(1)} s = ${catchUp.workerCpuMsPerSync.toFixed(1)} ms per sync, start included`,
@@ -328,7 +431,10 @@ export async function runScale(args: ScaleArgs, say: Say): Promise<Record<string
       if (f.length) await stage.services.fail(f);
       changed.push(...c);
       failed.push(...f);
-      if (!args.json) process.stderr.write(`\r  window: ${((Date.now() - windowStart) / 1000).toFixed(0)} s of ${windowMs / 1000}, ${windowSyncs} syncs started`);
+      if (!args.json)
+        process.stderr.write(
+          `\r  window: ${((Date.now() - windowStart) / 1000).toFixed(0)} s of ${windowMs / 1000}, ${windowSyncs} syncs started`,
+        );
     }
     if (!args.json) process.stderr.write('\n');
     const after = await workerStats(w);
@@ -341,7 +447,9 @@ export async function runScale(args: ScaleArgs, say: Say): Promise<Record<string
 
     // ---- the whole run's footprint ----
     const redisUse = await redisBytes(stage.redis);
-    const dbBytes = Number((await stage.db.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]!.n);
+    const dbBytes = Number(
+      (await stage.db.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]!.n,
+    );
     const failedJobs = Number((await queues[0]!.getJobCounts('failed')).failed ?? 0);
     const result = {
       accounts: args.accounts,
@@ -379,16 +487,26 @@ export async function runScale(args: ScaleArgs, say: Say): Promise<Record<string
       `window (${windowSeconds.toFixed(0)} s): ${windowSyncs} syncs and ${windowRefreshChecks} refresh checks started; ${changed.length} accounts changed (${copiesInWindow} images copied), ` +
         `${failed.length} failing; worker CPU ${cpuSeconds.toFixed(1)} s`,
     );
-    say(`footprint: Redis ${(redisUse.bytes / 1e6).toFixed(1)} MB in ${redisUse.keys} keys; PostgreSQL ${(dbBytes / 1e6).toFixed(1)} MB (empty schema ${(stage.emptyDbBytes / 1e6).toFixed(1)} MB)`);
+    say(
+      `footprint: Redis ${(redisUse.bytes / 1e6).toFixed(1)} MB in ${redisUse.keys} keys; PostgreSQL ${(dbBytes / 1e6).toFixed(1)} MB (empty schema ${(stage.emptyDbBytes / 1e6).toFixed(1)} MB)`,
+    );
     say('targets:');
-    say(`  ${cpuPercentOfOneCore < t.cpuPercentOfOneCore ? 'PASS' : 'MISS'} worker CPU ${cpuPercentOfOneCore.toFixed(1)}% of one core (target < ${t.cpuPercentOfOneCore}%)`);
-    say(`  ${result.p99LatenessSeconds < t.p99LatenessSeconds ? 'PASS' : 'MISS'} start lateness p50 ${result.p50LatenessSeconds.toFixed(2)} s, p99 ${result.p99LatenessSeconds.toFixed(2)} s (target p99 < ${t.p99LatenessSeconds} s; ${sorted.length} jobs)`);
-    say(`  ${result.redisBytesPerAccount < t.redisBytesPerAccount ? 'PASS' : 'MISS'} Redis ${(result.redisBytesPerAccount / 1024).toFixed(1)} KB per account (target < 20 KB)`);
+    say(
+      `  ${cpuPercentOfOneCore < t.cpuPercentOfOneCore ? 'PASS' : 'MISS'} worker CPU ${cpuPercentOfOneCore.toFixed(1)}% of one core (target < ${t.cpuPercentOfOneCore}%)`,
+    );
+    say(
+      `  ${result.p99LatenessSeconds < t.p99LatenessSeconds ? 'PASS' : 'MISS'} start lateness p50 ${result.p50LatenessSeconds.toFixed(2)} s, p99 ${result.p99LatenessSeconds.toFixed(2)} s (target p99 < ${t.p99LatenessSeconds} s; ${sorted.length} jobs)`,
+    );
+    say(
+      `  ${result.redisBytesPerAccount < t.redisBytesPerAccount ? 'PASS' : 'MISS'} Redis ${(result.redisBytesPerAccount / 1024).toFixed(1)} KB per account (target < 20 KB)`,
+    );
     say(
       `  ${result.workerPeakRssMb < t.workerPeakRssMb ? 'PASS' : 'MISS'} worker peak RSS ${result.workerPeakRssMb.toFixed(0)} MB (target < ${t.workerPeakRssMb} MB; at the sampled peak ` +
         `V8 heap ${after.atPeak.heapUsed.toFixed(0)} of ${after.atPeak.heapTotal.toFixed(0)} MB, external ${after.atPeak.external.toFixed(0)} MB, the rest native)`,
     );
-    say(`  ---- PostgreSQL ${(result.postgresBytesPerAccount / 1024).toFixed(1)} KB per account; catch-up ${result.catchUpSyncsPerSecond.toFixed(1)} syncs/s (no target)`);
+    say(
+      `  ---- PostgreSQL ${(result.postgresBytesPerAccount / 1024).toFixed(1)} KB per account; catch-up ${result.catchUpSyncsPerSecond.toFixed(1)} syncs/s (no target)`,
+    );
     say(`run took ${(result.totalSeconds / 60).toFixed(1)} minutes`);
     return result;
   } finally {
@@ -408,8 +526,13 @@ export async function runScale(args: ScaleArgs, say: Say): Promise<Record<string
  * media object uploaded twice, by one process or by two) and duplicate refreshes (refresh calls
  * beyond one per account).
  */
-export async function runWorkersCompare(args: { accounts: number; posts: number; counts: number[] }, say: Say): Promise<Record<string, unknown>> {
-  say(`feedmirror bench --workers-compare ${args.accounts}: first sync (${args.posts} small posts each) and a due token refresh per account, by ${args.counts.join(', then ')} worker process(es) on one Redis`);
+export async function runWorkersCompare(
+  args: { accounts: number; posts: number; counts: number[] },
+  say: Say,
+): Promise<Record<string, unknown>> {
+  say(
+    `feedmirror bench --workers-compare ${args.accounts}: first sync (${args.posts} small posts each) and a due token refresh per account, by ${args.counts.join(', then ')} worker process(es) on one Redis`,
+  );
   const runs: Array<Record<string, number>> = [];
   for (const n of args.counts) {
     const stage = await openStage({ wallClock: true });
@@ -421,7 +544,13 @@ export async function runWorkersCompare(args: { accounts: number; posts: number;
       // while the first works would be billed to the second worker's throughput.
       for (let i = 0; i < n; i++) workers.push(await startWorkerProcess(stage, `bench worker ${i + 1}`));
       // Tokens 31 days old: every account's refresh check refreshes (R-TOK-8), once.
-      const accounts = await seedAccounts(stage, args.accounts, args.posts, { prefix: `w${n}`, now: new Date(), issuedAgoMs: 31 * DAY, synced: false }, say);
+      const accounts = await seedAccounts(
+        stage,
+        args.accounts,
+        args.posts,
+        { prefix: `w${n}`, now: new Date(), issuedAgoMs: 31 * DAY, synced: false },
+        say,
+      );
       const cpuOf = (st: WorkerStats) => st.cpuUserS + st.cpuSystemS;
       const cpuBefore = (await Promise.all(workers.map((w) => workerStats(w)))).reduce((a, st) => a + cpuOf(st), 0);
       const before = await stage.services.requestCounts();
@@ -429,24 +558,43 @@ export async function runWorkersCompare(args: { accounts: number; posts: number;
       const t0 = performance.now();
       // The accounts arrive at the running cluster as `accounts add` or a connect brings them:
       // both schedules of each, a new schedule running once at once.
-      const scheduling = { tokenRefresh: createQueue(QUEUE.tokenRefresh, stage.redis), feedSync: createQueue(QUEUE.feedSync, stage.redis) };
-      const settings = { refreshCheckEveryMs: stage.config.REFRESH_CHECK_HOURS * HOUR, syncEveryMs: stage.config.SYNC_INTERVAL_MINUTES * MINUTE };
+      const scheduling = {
+        tokenRefresh: createQueue(QUEUE.tokenRefresh, stage.redis),
+        feedSync: createQueue(QUEUE.feedSync, stage.redis),
+      };
+      const settings = {
+        refreshCheckEveryMs: stage.config.REFRESH_CHECK_HOURS * HOUR,
+        syncEveryMs: stage.config.SYNC_INTERVAL_MINUTES * MINUTE,
+      };
       try {
         await pool(accounts, 16, (acc) => scheduleAccount(scheduling, acc.id, settings));
       } finally {
         await Promise.all(Object.values(scheduling).map((q) => q.close()));
       }
-      const published = async () => Number((await stage.db.query<{ n: string }>('SELECT count(*) AS n FROM feed_publications WHERE NOT demo AND published_at >= $1', [since])).rows[0]!.n);
+      const published = async () =>
+        Number(
+          (
+            await stage.db.query<{ n: string }>(
+              'SELECT count(*) AS n FROM feed_publications WHERE NOT demo AND published_at >= $1',
+              [since],
+            )
+          ).rows[0]!.n,
+        );
       await untilQuiet(queues, async () => (await published()) >= args.accounts, 60 * MINUTE);
       const seconds = (performance.now() - t0) / 1000;
       const after = await stage.services.requestCounts();
-      const refreshCalls = (after.graphByEdge['refresh_access_token'] ?? 0) - (before.graphByEdge['refresh_access_token'] ?? 0);
+      const refreshCalls =
+        (after.graphByEdge['refresh_access_token'] ?? 0) - (before.graphByEdge['refresh_access_token'] ?? 0);
       const stats = await Promise.all(workers.map((w) => workerStats(w, true)));
       const seen = new Map<string, number>();
       for (const st of stats) for (const k of st.mediaKeys ?? []) seen.set(k, (seen.get(k) ?? 0) + 1);
-      const duplicateCopies = stats.reduce((a, st) => a + st.repeatedMediaKeys, 0) + [...seen.values()].filter((c) => c > 1).length;
+      const duplicateCopies =
+        stats.reduce((a, st) => a + st.repeatedMediaKeys, 0) + [...seen.values()].filter((c) => c > 1).length;
       const copies = Number((await stage.db.query<{ n: string }>('SELECT count(*) AS n FROM media_copies')).rows[0]!.n);
-      const failed = (await Promise.all(queues.map((q) => q.getJobCounts('failed')))).reduce((a, c) => a + (c.failed ?? 0), 0);
+      const failed = (await Promise.all(queues.map((q) => q.getJobCounts('failed')))).reduce(
+        (a, c) => a + (c.failed ?? 0),
+        0,
+      );
       const run = {
         workers: n,
         accounts: args.accounts,
@@ -474,7 +622,8 @@ export async function runWorkersCompare(args: { accounts: number; posts: number;
     }
   }
   const ratio = runs.length >= 2 ? runs[1]!.syncsPerSecond! / runs[0]!.syncsPerSecond! : undefined;
-  if (ratio !== undefined) say(`throughput ratio ${runs[1]!.workers} : ${runs[0]!.workers} workers = ${ratio.toFixed(2)}`);
+  if (ratio !== undefined)
+    say(`throughput ratio ${runs[1]!.workers} : ${runs[0]!.workers} workers = ${ratio.toFixed(2)}`);
   return { accounts: args.accounts, runs, throughputRatio: ratio, node: process.version };
 }
 
@@ -487,7 +636,10 @@ export async function runWorkersCompare(args: { accounts: number; posts: number;
  * had passed before the restart can only be renewed first (R-LNK-3, R-MED-8); of the others, the
  * target is none late (R-LNK-5: soonest deadline first).
  */
-export async function runDowntime(args: { accounts: number; posts: number; newPosts: number; downDays: number; linkDays: number; timeScale: number }, say: Say): Promise<Record<string, unknown>> {
+export async function runDowntime(
+  args: { accounts: number; posts: number; newPosts: number; downDays: number; linkDays: number; timeScale: number },
+  say: Say,
+): Promise<Record<string, unknown>> {
   const linkMs = args.linkDays * DAY;
   const tDown = Date.UTC(2026, 5, 1, 12);
   const t0 = tDown + args.downDays * DAY;
@@ -506,7 +658,13 @@ export async function runDowntime(args: { accounts: number; posts: number; newPo
   let worker: ChildHandle<{ pid: number }> | undefined;
   let ticker: NodeJS.Timeout | undefined;
   try {
-    const accounts = await seedAccounts(stage, args.accounts, args.posts, { prefix: 'down', now: new Date(tDown) }, say);
+    const accounts = await seedAccounts(
+      stage,
+      args.accounts,
+      args.posts,
+      { prefix: 'down', now: new Date(tDown) },
+      say,
+    );
     // The downtime: new posts at random moments (their links are signed then).
     const changes: string[] = [];
     const at: number[] = [];
@@ -516,7 +674,8 @@ export async function runDowntime(args: { accounts: number; posts: number; newPo
         at.push(tDown + Math.floor(Math.random() * (t0 - tDown)));
       }
     }
-    for (let i = 0; i < changes.length; i += 2000) await stage.services.change(changes.slice(i, i + 2000), at.slice(i, i + 2000));
+    for (let i = 0; i < changes.length; i += 2000)
+      await stage.services.change(changes.slice(i, i + 2000), at.slice(i, i + 2000));
     const before = await stage.services.requestCounts();
     // The restart: both clocks at t0, then running timeScale times faster than the wall clock.
     await stage.services.setClock(t0);
@@ -530,7 +689,14 @@ export async function runDowntime(args: { accounts: number; posts: number; newPo
     }, 100);
     const tStart = performance.now();
     worker = await startWorkerProcess(stage, 'bench worker', { BENCH_CLOCK_FILE: clockFile });
-    const newCopies = async () => Number((await stage.db.query<{ n: string }>('SELECT count(*) AS n FROM media_copies WHERE copied_at >= $1', [new Date(t0)])).rows[0]!.n);
+    const newCopies = async () =>
+      Number(
+        (
+          await stage.db.query<{ n: string }>('SELECT count(*) AS n FROM media_copies WHERE copied_at >= $1', [
+            new Date(t0),
+          ])
+        ).rows[0]!.n,
+      );
     await untilQuiet(queues, async () => (await newCopies()) >= changes.length, 60 * MINUTE);
     const seconds = (performance.now() - tStart) / 1000;
     clearInterval(ticker);
@@ -566,9 +732,15 @@ export async function runDowntime(args: { accounts: number; posts: number; newPo
       } else inTime++;
       slack.push((deadline - r.copied_at.getTime()) / HOUR);
     }
-    const lastSync = Number((await stage.db.query<{ n: string }>('SELECT extract(epoch FROM max(last_sync_at)) * 1000 AS n FROM accounts')).rows[0]!.n);
+    const lastSync = Number(
+      (await stage.db.query<{ n: string }>('SELECT extract(epoch FROM max(last_sync_at)) * 1000 AS n FROM accounts'))
+        .rows[0]!.n,
+    );
     const renewals = (after.graphByEdge['{id}'] ?? 0) - (before.graphByEdge['{id}'] ?? 0);
-    const failed = (await Promise.all(queues.map((q) => q.getJobCounts('failed')))).reduce((a, c) => a + (c.failed ?? 0), 0);
+    const failed = (await Promise.all(queues.map((q) => q.getJobCounts('failed')))).reduce(
+      (a, c) => a + (c.failed ?? 0),
+      0,
+    );
     slack.sort((a, b) => a - b);
     const result = {
       accounts: args.accounts,

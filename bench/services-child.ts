@@ -5,12 +5,21 @@ import type { ChildReady, ChildStats } from './services-process.ts';
 export interface ServicesChild {
   ready: ChildReady;
   pid: number;
-  createAccounts(count: number, posts: number, usernamePrefix: string): Promise<Array<{ id: string; username: string; token: string }>>;
+  createAccounts(
+    count: number,
+    posts: number,
+    usernamePrefix: string,
+  ): Promise<Array<{ id: string; username: string; token: string }>>;
   /** Fetch every URL once through the fake CDN (fills its JPEG cache); resolves to how many. */
   warm(urls: string[]): Promise<number>;
   phase(): Promise<void>;
   stats(): Promise<ChildStats>;
-  smallAccounts(count: number, posts: number, usernamePrefix: string, issuedAgoMs?: number): Promise<Array<{ id: string; username: string; token: string }>>;
+  smallAccounts(
+    count: number,
+    posts: number,
+    usernamePrefix: string,
+    issuedAgoMs?: number,
+  ): Promise<Array<{ id: string; username: string; token: string }>>;
   /** A new post on each account, at the given simulated instants (default now). */
   change(accountIds: string[], atMs?: number[]): Promise<void>;
   /** The next sync of each account fails (its listing answers 500 to every try). */
@@ -27,7 +36,13 @@ export interface RequestCounts {
   graphByEdge: Record<string, number>;
 }
 
-export async function startServicesChild(opts: { startMs: number; jpegCacheMb: number; jpegCacheEntries: number; wallClock?: boolean; linkLifetimeMs?: number }): Promise<ServicesChild> {
+export async function startServicesChild(opts: {
+  startMs: number;
+  jpegCacheMb: number;
+  jpegCacheEntries: number;
+  wallClock?: boolean;
+  linkLifetimeMs?: number;
+}): Promise<ServicesChild> {
   const child = await forkChild<ChildReady>(new URL('./services-process.ts', import.meta.url), 'bench services', {
     BENCH_SIM_START_MS: String(opts.startMs),
     BENCH_JPEG_CACHE_MB: String(opts.jpegCacheMb),
@@ -39,14 +54,22 @@ export async function startServicesChild(opts: { startMs: number; jpegCacheMb: n
     ready: child.ready,
     pid: child.pid,
     createAccounts: async (count, posts, usernamePrefix) =>
-      (await child.ask({ type: 'accounts', count, posts, usernamePrefix })).accounts as Array<{ id: string; username: string; token: string }>,
+      (await child.ask({ type: 'accounts', count, posts, usernamePrefix })).accounts as Array<{
+        id: string;
+        username: string;
+        token: string;
+      }>,
     warm: async (urls) => (await child.ask({ type: 'warm', urls })).fetched as number,
     phase: async () => {
       await child.ask({ type: 'phase' });
     },
     stats: async () => (await child.ask({ type: 'stats' })).stats as ChildStats,
     smallAccounts: async (count, posts, usernamePrefix, issuedAgoMs = 0) =>
-      (await child.ask({ type: 'small-accounts', count, posts, usernamePrefix, issuedAgoMs })).accounts as Array<{ id: string; username: string; token: string }>,
+      (await child.ask({ type: 'small-accounts', count, posts, usernamePrefix, issuedAgoMs })).accounts as Array<{
+        id: string;
+        username: string;
+        token: string;
+      }>,
     change: async (accountIds, atMs) => {
       await child.ask({ type: 'change', accountIds, ...(atMs ? { atMs } : {}) });
     },

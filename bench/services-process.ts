@@ -43,14 +43,32 @@ export interface ChildStats extends MemoryStats {
 }
 
 const request = z.discriminatedUnion('type', [
-  z.object({ id: z.number(), type: z.literal('accounts'), count: z.number().int().positive(), posts: z.number().int().nonnegative(), usernamePrefix: z.string() }),
+  z.object({
+    id: z.number(),
+    type: z.literal('accounts'),
+    count: z.number().int().positive(),
+    posts: z.number().int().nonnegative(),
+    usernamePrefix: z.string(),
+  }),
   z.object({ id: z.number(), type: z.literal('warm'), urls: z.array(z.string().url()) }),
   z.object({ id: z.number(), type: z.literal('phase') }),
   z.object({ id: z.number(), type: z.literal('stats') }),
   // The scale benchmarks (bench/scale.ts): many accounts of small feeds with tiny images, created
   // here in-process (thousands of HTTP round trips would measure the control API, not feedmirror).
-  z.object({ id: z.number(), type: z.literal('small-accounts'), count: z.number().int().positive(), posts: z.number().int().nonnegative(), usernamePrefix: z.string(), issuedAgoMs: z.number().int().nonnegative().default(0) }),
-  z.object({ id: z.number(), type: z.literal('change'), accountIds: z.array(z.string()), atMs: z.array(z.number()).optional() }),
+  z.object({
+    id: z.number(),
+    type: z.literal('small-accounts'),
+    count: z.number().int().positive(),
+    posts: z.number().int().nonnegative(),
+    usernamePrefix: z.string(),
+    issuedAgoMs: z.number().int().nonnegative().default(0),
+  }),
+  z.object({
+    id: z.number(),
+    type: z.literal('change'),
+    accountIds: z.array(z.string()),
+    atMs: z.array(z.number()).optional(),
+  }),
   z.object({ id: z.number(), type: z.literal('fail'), accountIds: z.array(z.string()) }),
   z.object({ id: z.number(), type: z.literal('clock'), setMs: z.number() }),
   z.object({ id: z.number(), type: z.literal('close') }),
@@ -85,7 +103,10 @@ async function main(): Promise<void> {
   if (env.BENCH_JPEG_CACHE_MB > 0) configureJpegCache({ maxBytes: env.BENCH_JPEG_CACHE_MB * 1024 * 1024 });
   if (env.BENCH_JPEG_CACHE_ENTRIES > 0) configureJpegCache({ maxEntries: env.BENCH_JPEG_CACHE_ENTRIES });
 
-  const sim = await startSimulator({ start: env.BENCH_SIM_START_MS, ...(env.BENCH_SIM_LINK_LIFETIME_MS ? { linkLifetimeMs: env.BENCH_SIM_LINK_LIFETIME_MS } : {}) });
+  const sim = await startSimulator({
+    start: env.BENCH_SIM_START_MS,
+    ...(env.BENCH_SIM_LINK_LIFETIME_MS ? { linkLifetimeMs: env.BENCH_SIM_LINK_LIFETIME_MS } : {}),
+  });
   if (env.BENCH_SIM_WALL_CLOCK === '1') followWallClock(sim);
   /** Tokens of the small accounts, for faults aimed at one account. */
   const tokens = new Map<string, string>();
@@ -97,9 +118,14 @@ async function main(): Promise<void> {
   const createAccounts = async (count: number, posts: number, prefix: string) => {
     const out: Array<{ id: string; username: string; token: string }> = [];
     for (let i = 0; i < count; i++) {
-      const res = await fetch(`${sim.url}/__sim/accounts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: `${prefix}${i}`, posts }) });
+      const res = await fetch(`${sim.url}/__sim/accounts`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: `${prefix}${i}`, posts }),
+      });
       const body = (await res.json()) as { id?: string; username?: string; error?: string };
-      if (!res.ok || !body.id || !body.username) throw new Error(`creating account ${prefix}${i}: HTTP ${res.status} ${body.error ?? ''}`);
+      if (!res.ok || !body.id || !body.username)
+        throw new Error(`creating account ${prefix}${i}: HTTP ${res.status} ${body.error ?? ''}`);
       out.push({ id: body.id, username: body.username, token: sim.issueLongLivedToken(body.id) });
     }
     return out;
@@ -147,8 +173,17 @@ async function main(): Promise<void> {
         case 'small-accounts': {
           const out: Array<{ id: string; username: string; token: string }> = [];
           for (let i = 0; i < m.count; i++) {
-            const acc = sim.createAccount({ username: `${m.usernamePrefix}${i}`, posts: Array.from({ length: m.posts }, (_, k) => ({ ...SMALL_POST, caption: `Post ${k} of ${i}`, timestamp: new Date(sim.clock.now().getTime() - (k + 1) * 3_600_000) })) });
-            const token = sim.issueLongLivedToken(acc.id, { issuedAt: new Date(sim.clock.now().getTime() - m.issuedAgoMs) });
+            const acc = sim.createAccount({
+              username: `${m.usernamePrefix}${i}`,
+              posts: Array.from({ length: m.posts }, (_, k) => ({
+                ...SMALL_POST,
+                caption: `Post ${k} of ${i}`,
+                timestamp: new Date(sim.clock.now().getTime() - (k + 1) * 3_600_000),
+              })),
+            });
+            const token = sim.issueLongLivedToken(acc.id, {
+              issuedAt: new Date(sim.clock.now().getTime() - m.issuedAgoMs),
+            });
             tokens.set(acc.id, token);
             out.push({ ...acc, token });
           }
@@ -169,7 +204,12 @@ async function main(): Promise<void> {
           // The account's listing fails: every try of one sync (1 + the client's 3 retries).
           for (const accountId of m.accountIds) {
             const token = tokens.get(accountId);
-            sim.injectFault({ kind: 'status', status: 500, times: 4, match: (r) => r.path.endsWith('/media') && r.query.access_token === token });
+            sim.injectFault({
+              kind: 'status',
+              status: 500,
+              times: 4,
+              match: (r) => r.path.endsWith('/media') && r.query.access_token === token,
+            });
           }
           return {};
         }

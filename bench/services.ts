@@ -26,7 +26,10 @@ export async function benchDatabase(): Promise<{ url: string; drop: () => Promis
 
 /** Redis settings with a key prefix of this run's own, so a bench never touches real queues. */
 export function benchRedis(): RedisSettings {
-  return { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix: `fmbench:${randomBytes(4).toString('hex')}` };
+  return {
+    url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    prefix: `fmbench:${randomBytes(4).toString('hex')}`,
+  };
 }
 
 /** Deletes every key under the bench's prefix (queues, schedulers, pacing counts). */
@@ -52,7 +55,10 @@ let signalsHandled = false;
 function cleanUpOnSignals(): void {
   if (signalsHandled) return;
   signalsHandled = true;
-  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
     process.once(signal, () => {
       process.stderr.write(`bench: ${signal}: removing the bench's database, Redis keys and child processes\n`);
       const runs = [...pending].map((steps) => runSteps(steps));
@@ -65,7 +71,8 @@ function cleanUpOnSignals(): void {
 
 async function runSteps(steps: Array<() => Promise<unknown>>): Promise<void> {
   pending.delete(steps);
-  for (const step of steps.splice(0).reverse()) await step().catch((err: unknown) => process.stderr.write(`bench cleanup: ${(err as Error).message}\n`));
+  for (const step of steps.splice(0).reverse())
+    await step().catch((err: unknown) => process.stderr.write(`bench cleanup: ${(err as Error).message}\n`));
 }
 
 /**

@@ -100,11 +100,23 @@ async function main(): Promise<void> {
     pageSize: config.PAGE_SIZE,
     maxRetries: config.HTTP_MAX_RETRIES,
     timeoutMs: config.HTTP_TIMEOUT_MS,
-    pacer: new AccountCallPacer({ callsPerHour: config.PLATFORM_CALLS_PER_ACCOUNT_HOUR, prefix: redis.prefix, redis: () => pacerRedis }),
+    pacer: new AccountCallPacer({
+      callsPerHour: config.PLATFORM_CALLS_PER_ACCOUNT_HOUR,
+      prefix: redis.prefix,
+      redis: () => pacerRedis,
+    }),
   });
   const queues = createQueues(redis);
   const cipher = TokenCipher.fromEnv(env.BENCH_CIPHER_KEY);
-  const feed: FeedDeps = { db, cipher, platform, storage, limits: mirrorLimitsFromConfig(config), clock, logger: silentLogger };
+  const feed: FeedDeps = {
+    db,
+    cipher,
+    platform,
+    storage,
+    limits: mirrorLimitsFromConfig(config),
+    clock,
+    logger: silentLogger,
+  };
   const worker = await startWorker({
     db,
     cipher,
@@ -115,7 +127,10 @@ async function main(): Promise<void> {
     redis,
     queues,
     publicUrl: config.PUBLIC_URL,
-    schedules: { refreshCheckEveryMs: config.REFRESH_CHECK_HOURS * HOUR, syncEveryMs: config.SYNC_INTERVAL_MINUTES * 60_000 },
+    schedules: {
+      refreshCheckEveryMs: config.REFRESH_CHECK_HOURS * HOUR,
+      syncEveryMs: config.SYNC_INTERVAL_MINUTES * 60_000,
+    },
     refreshAfterMs: config.REFRESH_AFTER_DAYS * DAY,
     concurrency: config.WORKER_CONCURRENCY,
     mirrorConcurrency: mirrorConcurrency(config.MIRROR_CONCURRENCY),
@@ -148,7 +163,13 @@ async function main(): Promise<void> {
             mediaPuts += n;
             if (n > 1) repeated++;
           }
-          const stats: WorkerStats = { ...memory.stats(), mediaPuts, feedPuts, repeatedMediaKeys: repeated, ...(m.keys ? { mediaKeys: [...mediaKeys.keys()] } : {}) };
+          const stats: WorkerStats = {
+            ...memory.stats(),
+            mediaPuts,
+            feedPuts,
+            repeatedMediaKeys: repeated,
+            ...(m.keys ? { mediaKeys: [...mediaKeys.keys()] } : {}),
+          };
           return { stats };
         }
         case 'close':

@@ -19,7 +19,9 @@ export function quietNodeVersionWarning({ silent = false } = {}) {
     if (type === 'NodeVersionSupportWarning' || text.startsWith('NodeVersionSupportWarning')) {
       if (!silenced && !told) {
         told = true;
-        process.stderr.write(`feedmirror: Node ${process.versions.node} works; Node 22 LTS is recommended (the AWS SDK is ending support for Node 20)\n`);
+        process.stderr.write(
+          `feedmirror: Node ${process.versions.node} works; Node 22 LTS is recommended (the AWS SDK is ending support for Node 20)\n`,
+        );
       }
       return;
     }

@@ -50,7 +50,9 @@ local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return math.max(1, tonumber(oldest[2]) + window - now)
 `;
 
-type PacingRedis = Redis & { feedmirrorPaceTake(key: string, now: number, windowMs: number, limit: number, member: string): Promise<number> };
+type PacingRedis = Redis & {
+  feedmirrorPaceTake(key: string, now: number, windowMs: number, limit: number, member: string): Promise<number>;
+};
 
 export class AccountCallPacer implements CallPacer {
   readonly callsPerHour: number;
@@ -74,7 +76,8 @@ export class AccountCallPacer implements CallPacer {
     if (!this.client) {
       const client = this.opts.redis() as PacingRedis;
       // defineCommand sends EVALSHA and falls back to EVAL once after a SCRIPT FLUSH or a new server.
-      if (typeof client.feedmirrorPaceTake !== 'function') client.defineCommand('feedmirrorPaceTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
+      if (typeof client.feedmirrorPaceTake !== 'function')
+        client.defineCommand('feedmirrorPaceTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
       this.client = client;
     }
     return this.client;
@@ -86,7 +89,15 @@ export class AccountCallPacer implements CallPacer {
     if (redis) {
       // The member only has to be unique: two calls in the same millisecond are two entries.
       const member = `${now}:${this.instance}:${this.seq++}`;
-      return Number(await redis.feedmirrorPaceTake(`${this.opts.prefix}:platform-pace:${accountId}`, now, this.windowMs, this.callsPerHour, member));
+      return Number(
+        await redis.feedmirrorPaceTake(
+          `${this.opts.prefix}:platform-pace:${accountId}`,
+          now,
+          this.windowMs,
+          this.callsPerHour,
+          member,
+        ),
+      );
     }
     const log = (this.local.get(accountId) ?? []).filter((t) => t > now - this.windowMs);
     if (log.length < this.callsPerHour) {

@@ -44,7 +44,10 @@ export const JOBS = {
 } as const satisfies Record<string, AnyJobDefinition>;
 
 /** The definitions of one queue, by job name; throws when two definitions share a name. */
-export function jobsOfQueue(queue: QueueKey, jobs: readonly AnyJobDefinition[] = Object.values(JOBS)): Map<string, AnyJobDefinition> {
+export function jobsOfQueue(
+  queue: QueueKey,
+  jobs: readonly AnyJobDefinition[] = Object.values(JOBS),
+): Map<string, AnyJobDefinition> {
   const byName = new Map<string, AnyJobDefinition>();
   for (const def of jobs) {
     if (def.queue !== queue) continue;
@@ -58,7 +61,11 @@ export function jobsOfQueue(queue: QueueKey, jobs: readonly AnyJobDefinition[] =
  * The processor of one queue's Worker: finds the job's definition by name and runs it (payload
  * validated). A job no definition knows fails for good: retrying cannot teach it a handler.
  */
-export function queueProcessor<D>(queue: QueueKey, deps: D, jobs?: readonly AnyJobDefinition[]): (job: Job) => Promise<unknown> {
+export function queueProcessor<D>(
+  queue: QueueKey,
+  deps: D,
+  jobs?: readonly AnyJobDefinition[],
+): (job: Job) => Promise<unknown> {
   const byName = jobsOfQueue(queue, jobs);
   if (byName.size === 0) throw new Error(`no job is defined for queue ${QUEUE[queue]}`);
   return async (job: Job) => {
@@ -116,9 +123,20 @@ export type AccountQueues = Pick<Queues, 'tokenRefresh'> & Partial<Pick<Queues, 
 /** An account's schedulers: which queue, which definition, how often. */
 export function accountSchedulers(queues: AccountQueues, accountId: string, settings: ScheduleSettings) {
   const list: Array<{ id: string; queue: Queue; def: AnyJobDefinition; everyMs: number }> = [
-    { id: refreshSchedulerId(accountId), queue: queues.tokenRefresh, def: tokenRefreshJob, everyMs: settings.refreshCheckEveryMs },
+    {
+      id: refreshSchedulerId(accountId),
+      queue: queues.tokenRefresh,
+      def: tokenRefreshJob,
+      everyMs: settings.refreshCheckEveryMs,
+    },
   ];
-  if (queues.feedSync) list.push({ id: syncSchedulerId(accountId), queue: queues.feedSync, def: feedSyncJob, everyMs: settings.syncEveryMs });
+  if (queues.feedSync)
+    list.push({
+      id: syncSchedulerId(accountId),
+      queue: queues.feedSync,
+      def: feedSyncJob,
+      everyMs: settings.syncEveryMs,
+    });
   return list;
 }
 
@@ -143,14 +161,26 @@ export function scheduleOffsetMs(accountId: string, everyMs: number): number {
  * Idempotent: upserting an existing scheduler keeps one scheduler, never two. A new schedule also
  * runs once now (a connected account is synced at once, as before schedules were spread).
  */
-export async function scheduleAccount(queues: AccountQueues, accountId: string, settings: ScheduleSettings = DEFAULT_SCHEDULES): Promise<void> {
+export async function scheduleAccount(
+  queues: AccountQueues,
+  accountId: string,
+  settings: ScheduleSettings = DEFAULT_SCHEDULES,
+): Promise<void> {
   // Both schedulers at once: a worker's start schedules every account, and round trips add up.
   await Promise.all(
     accountSchedulers(queues, accountId, settings).map(async (s) => {
       const data = s.def.payload.parse({ accountId });
       const isNew = !(await s.queue.getJobScheduler(s.id));
-      await s.queue.upsertJobScheduler(s.id, { every: s.everyMs, offset: scheduleOffsetMs(accountId, s.everyMs) }, { name: s.def.name, data, opts: s.def.options });
-      if (isNew) await s.queue.add(s.def.name, data, { ...s.def.options, jobId: `first-${s.id.replace(/:/g, '-')}-${Date.now()}` });
+      await s.queue.upsertJobScheduler(
+        s.id,
+        { every: s.everyMs, offset: scheduleOffsetMs(accountId, s.everyMs) },
+        { name: s.def.name, data, opts: s.def.options },
+      );
+      if (isNew)
+        await s.queue.add(s.def.name, data, {
+          ...s.def.options,
+          jobId: `first-${s.id.replace(/:/g, '-')}-${Date.now()}`,
+        });
     }),
   );
 }
@@ -182,7 +212,11 @@ export function dailyJobId(def: Pick<AnyJobDefinition, 'name'>, day: Date): stri
  * Queue today's run of a daily job. Each worker's cron tick (and its start-up, to catch up after
  * downtime) calls this; completed jobs are kept for days, so a second add the same day is a no-op.
  */
-export async function enqueueDaily(queues: Pick<Queues, 'maintenance'>, def: AnyJobDefinition, clock: Clock): Promise<string> {
+export async function enqueueDaily(
+  queues: Pick<Queues, 'maintenance'>,
+  def: AnyJobDefinition,
+  clock: Clock,
+): Promise<string> {
   const jobId = dailyJobId(def, clock.now());
   await enqueue(queues, def, {}, { jobId });
   return jobId;

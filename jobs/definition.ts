@@ -31,7 +31,9 @@ export type AnyJobDefinition = JobDefinition<z.ZodType, any, unknown>;
 export async function runJob<P extends z.ZodType, D, R>(def: JobDefinition<P, D, R>, deps: D, job: Job): Promise<R> {
   const parsed = def.payload.safeParse(job.data);
   if (!parsed.success) {
-    throw new UnrecoverableError(`${def.name}: malformed payload: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'} ${i.message}`).join('; ')}`);
+    throw new UnrecoverableError(
+      `${def.name}: malformed payload: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'} ${i.message}`).join('; ')}`,
+    );
   }
   return def.process(deps, parsed.data, job);
 }

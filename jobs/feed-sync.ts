@@ -6,8 +6,20 @@ import { MINUTE } from '../src/util/clock.ts';
 import { idSchema } from '../src/util/ids.ts';
 import { defineJob } from './definition.ts';
 import { QUEUE, retryOptions, type RedisSettings } from './queues.ts';
-import { DEFAULT_MIRROR_JOBS, mirrorJobOptions, mirrorMediaJob, type MirrorJobSettings, type MirrorMediaPayload } from './mirror-media.ts';
-import { DEFAULT_PUBLISH_JOBS, publishFeedJob, publishJobOptions, type PublishFeedPayload, type PublishJobSettings } from './publish-feed.ts';
+import {
+  DEFAULT_MIRROR_JOBS,
+  mirrorJobOptions,
+  mirrorMediaJob,
+  type MirrorJobSettings,
+  type MirrorMediaPayload,
+} from './mirror-media.ts';
+import {
+  DEFAULT_PUBLISH_JOBS,
+  publishFeedJob,
+  publishJobOptions,
+  type PublishFeedPayload,
+  type PublishJobSettings,
+} from './publish-feed.ts';
 
 /**
  * feed-sync: one job scheduler per account (catalogue.ts scheduleAccount), `feedmirror sync <id>`
@@ -46,8 +58,16 @@ export interface FlowSettings {
 }
 export const DEFAULT_FLOW_SETTINGS: FlowSettings = { mirror: DEFAULT_MIRROR_JOBS, publish: DEFAULT_PUBLISH_JOBS };
 
-export function syncFlow(redis: RedisSettings, result: Extract<SyncResult, { outcome: 'synced' }>, now: Date, settings: FlowSettings = DEFAULT_FLOW_SETTINGS): FlowJob {
-  const data: PublishFeedPayload = publishFeedJob.payload.parse({ accountId: result.accountId, complete: result.complete });
+export function syncFlow(
+  redis: RedisSettings,
+  result: Extract<SyncResult, { outcome: 'synced' }>,
+  now: Date,
+  settings: FlowSettings = DEFAULT_FLOW_SETTINGS,
+): FlowJob {
+  const data: PublishFeedPayload = publishFeedJob.payload.parse({
+    accountId: result.accountId,
+    complete: result.complete,
+  });
   return {
     name: publishFeedJob.name,
     queueName: QUEUE[publishFeedJob.queue],
@@ -55,7 +75,11 @@ export function syncFlow(redis: RedisSettings, result: Extract<SyncResult, { out
     data,
     opts: publishJobOptions(settings.publish),
     children: result.copies.map((c: CopyTask) => {
-      const child: MirrorMediaPayload = mirrorMediaJob.payload.parse({ accountId: c.accountId, mediaId: c.mediaId, slot: c.slot });
+      const child: MirrorMediaPayload = mirrorMediaJob.payload.parse({
+        accountId: c.accountId,
+        mediaId: c.mediaId,
+        slot: c.slot,
+      });
       return {
         name: mirrorMediaJob.name,
         queueName: QUEUE[mirrorMediaJob.queue],
@@ -78,7 +102,11 @@ export const feedSyncJob = defineJob({
   queue: 'feedSync',
   payload: feedSyncPayload,
   // Scheduled, CLI and dashboard runs alike (they used to drift: 30 s here, 60 s there).
-  options: { ...retryOptions({ attempts: 3, backoffMs: 60_000 }), removeOnComplete: { age: 7 * 24 * 3600, count: 1000 }, removeOnFail: { age: 30 * 24 * 3600, count: 5000 } },
+  options: {
+    ...retryOptions({ attempts: 3, backoffMs: 60_000 }),
+    removeOnComplete: { age: 7 * 24 * 3600, count: 1000 },
+    removeOnFail: { age: 30 * 24 * 3600, count: 5000 },
+  },
   /** Sync, then queue the flow. Rate limits propagate (the worker backs off, R-OWN-1). */
   async process(deps: FeedSyncJobDeps, { accountId }, job): Promise<FeedSyncReturn> {
     const result = await syncAccount(deps, accountId, {

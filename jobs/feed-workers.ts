@@ -44,17 +44,26 @@ export async function startFeedWorkers(deps: FeedWorkerDeps): Promise<RunningFee
 
   // Platform limits become waits outside the job (jobs/rate-limits.ts, R-OWN-1): the sync and the
   // copy (its link renewal) call the platform; publishing does not.
-  const waits = { logger: deps.logger, ...(deps.metrics ? { metrics: deps.metrics } : {}), usage: () => deps.platform.lastUsage, ...(deps.platformWaits ? { settings: deps.platformWaits } : {}) };
+  const waits = {
+    logger: deps.logger,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    usage: () => deps.platform.lastUsage,
+    ...(deps.platformWaits ? { settings: deps.platformWaits } : {}),
+  };
   const syncWorker: Worker = new Worker(
     QUEUE.feedSync,
     waitingOutsideJobs(waits, () => syncWorker, runSync),
     { ...common, connection: conn(), concurrency: deps.concurrency?.sync ?? 2 },
   );
-  const mirrorWorker: Worker = new Worker(QUEUE.mirrorMedia, waitingOutsideJobs(waits, () => mirrorWorker, queueProcessor('mirrorMedia', deps)), {
-    ...common,
-    connection: conn(),
-    concurrency: deps.concurrency?.mirror ?? 4,
-  });
+  const mirrorWorker: Worker = new Worker(
+    QUEUE.mirrorMedia,
+    waitingOutsideJobs(waits, () => mirrorWorker, queueProcessor('mirrorMedia', deps)),
+    {
+      ...common,
+      connection: conn(),
+      concurrency: deps.concurrency?.mirror ?? 4,
+    },
+  );
   const publishWorker = new Worker(QUEUE.publishFeed, queueProcessor('publishFeed', deps), {
     ...common,
     connection: conn(),

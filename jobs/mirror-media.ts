@@ -61,7 +61,8 @@ export const mirrorMediaJob = defineJob({
   async process(deps: FeedDeps, payload, job): Promise<MirrorMediaReturn> {
     try {
       const r = await copySlot(deps, payload, { firstAttempt: isFirstAttempt(job) });
-      if (r.outcome === 'copied' || r.outcome === 'reused') return { outcome: r.outcome, renewed: r.renewed, key: r.image.key };
+      if (r.outcome === 'copied' || r.outcome === 'reused')
+        return { outcome: r.outcome, renewed: r.renewed, key: r.image.key };
       return r;
     } catch (err) {
       // R-OWN-1: a rate-limited link renewal goes back up as it is: the worker delays the job by

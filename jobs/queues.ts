@@ -81,7 +81,14 @@ export function describeRedis(settings: Pick<RedisSettings, 'url'>): string {
  * command that hangs while ioredis reconnects for ever.
  */
 export async function pingRedis(settings: RedisSettings, timeoutMs = 3_000): Promise<void> {
-  const client = new Redis({ ...redisOptions(settings, false), lazyConnect: true, connectTimeout: timeoutMs, retryStrategy: () => null, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+  const client = new Redis({
+    ...redisOptions(settings, false),
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    retryStrategy: () => null,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+  });
   let last: unknown;
   client.on('error', (err) => (last = err));
   try {
@@ -100,10 +107,18 @@ export function redisUnavailable(settings: RedisSettings, err: unknown): Service
   const code = connectionErrorCode(err);
   const message = err instanceof Error ? err.message : String(err);
   if (/NOAUTH|WRONGPASS|invalid password|invalid username-password/i.test(message)) {
-    return new ServiceUnavailableError('Redis', `Redis at ${where} refused the login; check the password in REDIS_URL`, { cause: err });
+    return new ServiceUnavailableError(
+      'Redis',
+      `Redis at ${where} refused the login; check the password in REDIS_URL`,
+      { cause: err },
+    );
   }
   const why = code ?? (/timeout|timed out/i.test(message) ? 'timed out' : 'connection failed');
-  return new ServiceUnavailableError('Redis', `cannot reach Redis at ${where} (${why}); is it running? check REDIS_URL`, { cause: err });
+  return new ServiceUnavailableError(
+    'Redis',
+    `cannot reach Redis at ${where} (${why}); is it running? check REDIS_URL`,
+    { cause: err },
+  );
 }
 
 /**
@@ -130,14 +145,19 @@ export function redisOutage(settings: RedisSettings, logger: Logger): RedisOutag
   const outage: RedisOutage = {
     error(err, source) {
       const code = connectionErrorCode(err);
-      const connection = (code !== undefined && UNREACHABLE_CODES.has(code)) || /Connection is closed|connect ETIMEDOUT|NOAUTH|WRONGPASS|LOADING/i.test(err.message);
+      const connection =
+        (code !== undefined && UNREACHABLE_CODES.has(code)) ||
+        /Connection is closed|connect ETIMEDOUT|NOAUTH|WRONGPASS|LOADING/i.test(err.message);
       if (!connection) {
         logger.error({ err, ...(source ? { source } : {}) }, 'Redis error');
         return;
       }
       if (down) return;
       down = true;
-      logger.warn({ redis: where, code: code ?? 'closed' }, `Redis at ${where} is unreachable (${code ?? 'connection closed'}); jobs wait and reconnecting continues until it is back`);
+      logger.warn(
+        { redis: where, code: code ?? 'closed' },
+        `Redis at ${where} is unreachable (${code ?? 'connection closed'}); jobs wait and reconnecting continues until it is back`,
+      );
     },
     ready() {
       if (!down) return;
@@ -150,7 +170,14 @@ export function redisOutage(settings: RedisSettings, logger: Logger): RedisOutag
 }
 
 /** Report a BullMQ Queue's, Worker's or FlowProducer's connection through `outage`. */
-export function watchRedis(emitter: { on(event: 'error', fn: (err: Error) => void): unknown; getBackend(): { on(event: 'ready', fn: () => void): unknown } }, outage: RedisOutage, source?: string): void {
+export function watchRedis(
+  emitter: {
+    on(event: 'error', fn: (err: Error) => void): unknown;
+    getBackend(): { on(event: 'ready', fn: () => void): unknown };
+  },
+  outage: RedisOutage,
+  source?: string,
+): void {
   emitter.on('error', (err) => outage.error(err, source));
   // BullMQ's backend says 'ready' for every (re)connection of its clients.
   emitter.getBackend().on('ready', () => outage.ready());
@@ -181,7 +208,12 @@ export function createQueues(settings: RedisSettings, outage?: RedisOutage): Que
   return out;
 }
 
-export function createQueue(name: QueueName, settings: RedisSettings, connection?: ConnectionOptions, outage?: RedisOutage): Queue {
+export function createQueue(
+  name: QueueName,
+  settings: RedisSettings,
+  connection?: ConnectionOptions,
+  outage?: RedisOutage,
+): Queue {
   const queue = new Queue(name, {
     ...telemetryOptions(),
     connection: connection ?? bullConnection(settings, false),

@@ -42,7 +42,11 @@ export interface WaitDeps {
  * A Worker processor that runs `run` and turns the platform's limits into waits outside the job.
  * `worker` is the Worker this processor belongs to (known only once it is constructed).
  */
-export function waitingOutsideJobs(deps: WaitDeps, worker: () => Worker, run: (job: Job) => Promise<unknown>): (job: Job, token?: string) => Promise<unknown> {
+export function waitingOutsideJobs(
+  deps: WaitDeps,
+  worker: () => Worker,
+  run: (job: Job) => Promise<unknown>,
+): (job: Job, token?: string) => Promise<unknown> {
   const settings = deps.settings ?? DEFAULT_PLATFORM_WAITS;
   const log = deps.logger.child({ component: 'platform-waits' });
   return async (job: Job, token?: string) => {
@@ -55,11 +59,24 @@ export function waitingOutsideJobs(deps: WaitDeps, worker: () => Worker, run: (j
       const waitMs = err.retryAfterMs ?? DEFAULT_RATE_LIMIT_WAIT_MS;
       countRateLimitWait(deps.metrics, err.operation);
       if (err.appWide) {
-        log.warn({ queue: job.queueName, jobId: job.id, waitMs, code: err.code }, 'the app is rate limited by the platform: the queue pauses, the job waits in the queue');
+        log.warn(
+          { queue: job.queueName, jobId: job.id, waitMs, code: err.code },
+          'the app is rate limited by the platform: the queue pauses, the job waits in the queue',
+        );
         await worker().rateLimit(waitMs);
         throw Worker.RateLimitError();
       }
-      log.info({ queue: job.queueName, jobId: job.id, accountId: job.data?.accountId, waitMs, code: err.code, paced: err.paced }, 'account over its platform budget: the job is delayed');
+      log.info(
+        {
+          queue: job.queueName,
+          jobId: job.id,
+          accountId: job.data?.accountId,
+          waitMs,
+          code: err.code,
+          paced: err.paced,
+        },
+        'account over its platform budget: the job is delayed',
+      );
       await job.moveToDelayed(Date.now() + waitMs, token);
       throw new DelayedError();
     }
@@ -67,7 +84,10 @@ export function waitingOutsideJobs(deps: WaitDeps, worker: () => Worker, run: (j
     if (usage && usage !== usageBefore) {
       const pauseMs = slowdownMs(usage.appPercent, settings.slowdownMaxMs, settings.slowdownPercent);
       if (pauseMs > 0) {
-        log.info({ queue: job.queueName, appUsagePercent: usage.appPercent, pauseMs }, 'app usage is high: slowing down');
+        log.info(
+          { queue: job.queueName, appUsagePercent: usage.appPercent, pauseMs },
+          'app usage is high: slowing down',
+        );
         deps.metrics?.platformSlowdowns?.inc();
         await worker().rateLimit(pauseMs);
       }

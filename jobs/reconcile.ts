@@ -77,7 +77,11 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<Repair[]> {
       if (present.has(s.id) && Number(every) === s.everyMs) continue;
       // Spread as scheduleAccount spreads them: a rebuild of 10,000 lost schedules must not make
       // them all fall due at the same second.
-      await s.queue.upsertJobScheduler(s.id, { every: s.everyMs, offset: scheduleOffsetMs(accountId, s.everyMs) }, { name: s.def.name, data: s.def.payload.parse({ accountId }), opts: s.def.options });
+      await s.queue.upsertJobScheduler(
+        s.id,
+        { every: s.everyMs, offset: scheduleOffsetMs(accountId, s.everyMs) },
+        { name: s.def.name, data: s.def.payload.parse({ accountId }), opts: s.def.options },
+      );
       repairs.push({ kind: present.has(s.id) ? 'scheduler_updated' : 'scheduler_added', id: s.id });
     }
   }
@@ -88,7 +92,8 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<Repair[]> {
     repairs.push({ kind: 'daily_job_added', id: jobId });
   }
   for (const r of repairs) deps.repairs?.inc({ kind: r.kind });
-  if (repairs.length > 0) deps.logger.warn({ repairs }, `reconciler repaired ${repairs.length} schedule(s) from PostgreSQL`);
+  if (repairs.length > 0)
+    deps.logger.warn({ repairs }, `reconciler repaired ${repairs.length} schedule(s) from PostgreSQL`);
   else deps.logger.debug({ accounts: active.length }, 'reconciler: schedules match the accounts');
   return repairs;
 }
@@ -112,7 +117,7 @@ export class Reconciler {
       return;
     }
     this.deps.logger.info('Redis is back: reconciling the schedules now');
-    this.trigger();
+    void this.trigger(); // tick() catches its own errors
   };
 
   constructor(
@@ -121,7 +126,7 @@ export class Reconciler {
   ) {}
 
   start(): void {
-    this.timer = setInterval(() => this.trigger(), this.opts.intervalMs);
+    this.timer = setInterval(() => void this.trigger(), this.opts.intervalMs);
     this.timer.unref();
     if (this.opts.redis) {
       this.seenReady = this.opts.redis.status === 'ready';
@@ -148,7 +153,10 @@ export class Reconciler {
       return await reconcileOnce(this.deps);
     } catch (err) {
       // Redis or Postgres down: the next tick (or Redis's return) tries again.
-      this.deps.logger.warn({ err: redactText((err as Error).message) }, 'reconciler could not compare the schedules; retrying at the next interval');
+      this.deps.logger.warn(
+        { err: redactText((err as Error).message) },
+        'reconciler could not compare the schedules; retrying at the next interval',
+      );
       return undefined;
     }
   }
@@ -166,4 +174,3 @@ export class Reconciler {
     this.lock = null;
   }
 }
-

@@ -13,7 +13,11 @@ export const tokenRefreshJob = defineJob({
   queue: 'tokenRefresh',
   payload: z.object({ accountId: idSchema('account id'), force: z.boolean().optional() }),
   // One attempt: the scheduler's next check (hours later) is the retry, spaced by the service.
-  options: { attempts: 1, removeOnComplete: { age: 7 * 24 * 3600, count: 1000 }, removeOnFail: { age: 30 * 24 * 3600, count: 5000 } },
+  options: {
+    attempts: 1,
+    removeOnComplete: { age: 7 * 24 * 3600, count: 1000 },
+    removeOnFail: { age: 30 * 24 * 3600, count: 5000 },
+  },
   async process(deps: TokenRefreshDeps, data): Promise<RefreshOutcome> {
     const outcome = await refreshAccountToken(deps, data);
     if (outcome.outcome === 'failed') {

@@ -13,7 +13,17 @@ import { defineJob } from './definition.ts';
  * and 8 h: ten attempts over about 24 hours (23.7 h), then the delivery is marked failed in the
  * log. The worker's backoffStrategy holds the schedule (backoff type 'webhook').
  */
-export const WEBHOOK_RETRY_DELAYS_MS: readonly number[] = [30 * SECOND, 2 * MINUTE, 10 * MINUTE, 30 * MINUTE, HOUR, 2 * HOUR, 4 * HOUR, 8 * HOUR, 8 * HOUR];
+export const WEBHOOK_RETRY_DELAYS_MS: readonly number[] = [
+  30 * SECOND,
+  2 * MINUTE,
+  10 * MINUTE,
+  30 * MINUTE,
+  HOUR,
+  2 * HOUR,
+  4 * HOUR,
+  8 * HOUR,
+  8 * HOUR,
+];
 export const WEBHOOK_BACKOFF_TYPE = 'webhook';
 
 export const webhookDeliveryPayload = z.object({ deliveryId: z.string().regex(/^\d{1,18}$/, 'must be a delivery id') });
@@ -44,4 +54,3 @@ export const webhookDeliveryJob = defineJob({
     return deliverWebhook(deps, deliveryId, { final });
   },
 });
-

@@ -12,7 +12,10 @@ import { webhookDeliveryJob } from './webhook-delivery.ts';
  * one webhook-delivery job each through the catalogue's enqueue.
  */
 /** One job per delivery, its id derived from the row: queuing it twice is a no-op. */
-export async function enqueueDeliveries(queues: Pick<Queues, 'webhooks'>, deliveryIds: readonly string[]): Promise<void> {
+export async function enqueueDeliveries(
+  queues: Pick<Queues, 'webhooks'>,
+  deliveryIds: readonly string[],
+): Promise<void> {
   for (const deliveryId of deliveryIds) {
     await enqueue(queues, webhookDeliveryJob, { deliveryId }, { jobId: `delivery-${deliveryId}` });
   }
@@ -24,12 +27,18 @@ export async function enqueueDeliveries(queues: Pick<Queues, 'webhooks'>, delive
  * fail the work that caused it (the feed is published either way); rows recorded but not queued
  * are queued again by requeuePendingDeliveries.
  */
-export function webhookEventSink(deps: { db: Db; queues: Pick<Queues, 'webhooks'>; clock: Clock; logger: Logger }): EventSink {
+export function webhookEventSink(deps: {
+  db: Db;
+  queues: Pick<Queues, 'webhooks'>;
+  clock: Clock;
+  logger: Logger;
+}): EventSink {
   return {
     async emit(event: WebhookEvent) {
       try {
         const { eventId, deliveryIds } = await recordEvent(deps.db, event, deps.clock.now());
-        if (deliveryIds.length > 0) deps.logger.info({ eventId, type: event.type, deliveries: deliveryIds.length }, 'webhook event recorded');
+        if (deliveryIds.length > 0)
+          deps.logger.info({ eventId, type: event.type, deliveries: deliveryIds.length }, 'webhook event recorded');
         await enqueueDeliveries(deps.queues, deliveryIds);
       } catch (err) {
         deps.logger.error({ err, type: event.type }, 'could not record or queue a webhook event');

@@ -8,10 +8,25 @@ import type { TokenCipher } from '../src/store/crypto.ts';
 import type { Mailer } from '../src/alerts/mailer.ts';
 import { alertReauthRequired } from '../src/alerts/sweep.ts';
 import { listScheduledAccountIds } from '../src/store/accounts.ts';
-import { QUEUE, bullConnection, redisClient, redisOutage, watchRedis, type Queues, type RedisSettings } from './queues.ts';
+import {
+  QUEUE,
+  bullConnection,
+  redisClient,
+  redisOutage,
+  watchRedis,
+  type Queues,
+  type RedisSettings,
+} from './queues.ts';
 import { Reconciler } from './reconcile.ts';
 import type { AnyJobDefinition } from './definition.ts';
-import { JOBS, accountSchedules, enqueueDaily, queueProcessor, scheduleAccount, type ScheduleSettings } from './catalogue.ts';
+import {
+  JOBS,
+  accountSchedules,
+  enqueueDaily,
+  queueProcessor,
+  scheduleAccount,
+  type ScheduleSettings,
+} from './catalogue.ts';
 import { AccountLifecycle } from '../src/accounts/lifecycle.ts';
 import type { TokenRefreshDeps } from '../src/accounts/token-refresh.ts';
 import type { MaintenanceDeps } from './maintenance.ts';
@@ -91,8 +106,17 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const log = deps.logger.child({ component: 'worker' });
   // Webhook events from every service this worker runs (feed.updated, token.expiring, account.reauth_required).
   const webhookQueue = deps.queues.webhooks;
-  const events = webhookQueue ? webhookEventSink({ db: deps.db, queues: { webhooks: webhookQueue }, clock: deps.clock, logger: deps.logger }) : undefined;
-  const alertDeps = { db: deps.db, mailer: deps.mailer, clock: deps.clock, logger: deps.logger, publicUrl: deps.publicUrl, ...(events ? { events } : {}) };
+  const events = webhookQueue
+    ? webhookEventSink({ db: deps.db, queues: { webhooks: webhookQueue }, clock: deps.clock, logger: deps.logger })
+    : undefined;
+  const alertDeps = {
+    db: deps.db,
+    mailer: deps.mailer,
+    clock: deps.clock,
+    logger: deps.logger,
+    publicUrl: deps.publicUrl,
+    ...(events ? { events } : {}),
+  };
   // Every account state change of this process, with its effects (R-TOK-10: stop the schedules
   // and tell the operator at once).
   const lifecycle =
@@ -124,7 +148,11 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     concurrency: deps.concurrency,
   });
 
-  const maintenanceDeps: MaintenanceDeps = { ...sweepDeps, eventRetentionDays: deps.eventRetentionDays ?? 365, ...(deps.feed ? { storage: deps.feed.storage } : {}) };
+  const maintenanceDeps: MaintenanceDeps = {
+    ...sweepDeps,
+    eventRetentionDays: deps.eventRetentionDays ?? 365,
+    ...(deps.feed ? { storage: deps.feed.storage } : {}),
+  };
   const maintenanceWorker = new Worker(QUEUE.maintenance, queueProcessor('maintenance', maintenanceDeps), {
     ...telemetryOptions(),
     connection: bullConnection(deps.redis),
@@ -157,13 +185,18 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
         ...(events && !deps.feed.events ? { events } : {}),
         ...(deps.metrics && !deps.feed.metrics ? { metrics: deps.metrics } : {}),
         redis: deps.redis,
-        concurrency: { mirror: deps.mirrorConcurrency ?? deps.concurrency, sync: deps.syncConcurrency ?? 8, publish: deps.syncConcurrency ?? 8 },
+        concurrency: {
+          mirror: deps.mirrorConcurrency ?? deps.concurrency,
+          sync: deps.syncConcurrency ?? 8,
+          publish: deps.syncConcurrency ?? 8,
+        },
         lifecycle,
         ...(deps.platformWaits ? { platformWaits: deps.platformWaits } : {}),
       })
     : undefined;
   // The widget script sits next to the feeds; publishing is idempotent (unchanged: no write).
-  if (deps.feed) await publishWidget(deps.feed.storage).catch((err) => log.warn({ err }, 'could not publish the widget script'));
+  if (deps.feed)
+    await publishWidget(deps.feed.storage).catch((err) => log.warn({ err }, 'could not publish the widget script'));
 
   for (const w of [refreshWorker, maintenanceWorker, ...(webhookWorker ? [webhookWorker] : [])]) {
     w.on('failed', (job, err) => {
@@ -173,12 +206,24 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     // Connection errors: one line when Redis goes away, one when it is back (not one per retry).
     watchRedis(w, redisOutage(deps.redis, deps.logger), `worker ${w.name}`);
   }
-  const workers: Worker[] = [refreshWorker, maintenanceWorker, ...(feedWorkers?.workers ?? []), ...(webhookWorker ? [webhookWorker] : [])];
+  const workers: Worker[] = [
+    refreshWorker,
+    maintenanceWorker,
+    ...(feedWorkers?.workers ?? []),
+    ...(webhookWorker ? [webhookWorker] : []),
+  ];
   // What runs now, for the shutdown's "cut off" list.
   const active = new Map<string, CutOffJob>();
   for (const w of workers) {
     const key = (job: Job) => `${w.name}:${job.id}`;
-    w.on('active', (job) => active.set(key(job), { queue: w.name, id: job.id, name: job.name, ...(typeof job.data?.accountId === 'string' ? { accountId: job.data.accountId } : {}) }));
+    w.on('active', (job) =>
+      active.set(key(job), {
+        queue: w.name,
+        id: job.id,
+        name: job.name,
+        ...(typeof job.data?.accountId === 'string' ? { accountId: job.data.accountId } : {}),
+      }),
+    );
     w.on('completed', (job) => active.delete(key(job)));
     w.on('failed', (job) => job && active.delete(key(job)));
   }
@@ -195,7 +240,8 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   let nextAccount = 0;
   await Promise.all(
     Array.from({ length: Math.min(16, accountIds.length) }, async () => {
-      while (nextAccount < accountIds.length) await scheduleAccount(deps.queues, accountIds[nextAccount++]!, deps.schedules);
+      while (nextAccount < accountIds.length)
+        await scheduleAccount(deps.queues, accountIds[nextAccount++]!, deps.schedules);
     }),
   );
   await queueDailyJobs();
@@ -203,7 +249,15 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const redisWatch = redisClient(deps.redis);
   redisWatch.on('error', () => undefined); // reconnects on its own; the workers log Redis errors
   const reconciler = new Reconciler(
-    { db: deps.db, queues: deps.queues, schedules: deps.schedules, dailyJobs, clock: deps.clock, logger: log, ...(deps.metrics?.scheduleRepairs ? { repairs: deps.metrics.scheduleRepairs } : {}) },
+    {
+      db: deps.db,
+      queues: deps.queues,
+      schedules: deps.schedules,
+      dailyJobs,
+      clock: deps.clock,
+      logger: log,
+      ...(deps.metrics?.scheduleRepairs ? { repairs: deps.metrics.scheduleRepairs } : {}),
+    },
     { intervalMs: deps.reconcileIntervalMs ?? 300_000, redis: redisWatch },
   );
   reconciler.start();
@@ -241,7 +295,10 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
       clearTimeout(timer);
       const cutOff = timedOut ? [...active.values()] : [];
       if (timedOut) {
-        log.warn({ cutOff, shutdownTimeoutSeconds: shutdownTimeoutMs / 1000 }, `shutdown timeout: ${cutOff.length} running job(s) cut off; another worker takes them over once their lock lapses`);
+        log.warn(
+          { cutOff, shutdownTimeoutSeconds: shutdownTimeoutMs / 1000 },
+          `shutdown timeout: ${cutOff.length} running job(s) cut off; another worker takes them over once their lock lapses`,
+        );
         // Stop waiting: BullMQ keeps its first close() promise (a second close(true) returns the
         // same one), so the cut-off jobs are abandoned with the process, which exits next.
         closing.catch(() => undefined);

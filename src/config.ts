@@ -3,7 +3,13 @@ import cron from 'node-cron';
 import { registerSecret } from './util/redact.ts';
 import { parseDuration, DURATION_HINT } from './util/duration.ts';
 import { parseTrustProxy, type TrustProxy } from './util/trust-proxy.ts';
-import { DEFAULT_API_VERSION, DEFAULT_AUTHORIZE_URL, DEFAULT_GRAPH_URL, DEFAULT_MEDIA_HOSTS, DEFAULT_OAUTH_TOKEN_URL } from './platform/identifiers.ts';
+import {
+  DEFAULT_API_VERSION,
+  DEFAULT_AUTHORIZE_URL,
+  DEFAULT_GRAPH_URL,
+  DEFAULT_MEDIA_HOSTS,
+  DEFAULT_OAUTH_TOKEN_URL,
+} from './platform/identifiers.ts';
 
 /**
  * Every setting of feedmirror, parsed once from the environment. Each variable is documented in
@@ -12,16 +18,24 @@ import { DEFAULT_API_VERSION, DEFAULT_AUTHORIZE_URL, DEFAULT_GRAPH_URL, DEFAULT_
  */
 
 const url = (what: string) => z.string().url({ message: `must be a URL (${what})` });
-const csv = z
-  .string()
-  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean));
+const csv = z.string().transform((s) =>
+  s
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean),
+);
 const posInt = z.coerce.number().int().positive();
 /**
  * An address as mail servers take it: local part @ host, where the host may be a single label
  * (`feedmirror@localhost`, the documented default, and internal relays). zod's email() wants a
  * dotted public domain, which refused the very default .env.example ships.
  */
-const emailAddress = z.string().regex(/^[^\s@<>(),;:"]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/, 'must be an email address (name@host)');
+const emailAddress = z
+  .string()
+  .regex(
+    /^[^\s@<>(),;:"]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/,
+    'must be an email address (name@host)',
+  );
 const duration = z.string().transform((v, ctx) => {
   const ms = parseDuration(v);
   if (ms === null) {
@@ -43,13 +57,22 @@ export const configSchema = z.object({
   /** Platform API host (R-MED-1). */
   GRAPH_URL: url('platform API host').default(DEFAULT_GRAPH_URL),
   /** Pinned API version for data calls (R-MED-1); token endpoints carry none. */
-  GRAPH_API_VERSION: z.string().regex(/^v\d+\.\d+$/, 'must look like v25.0').default(DEFAULT_API_VERSION),
+  GRAPH_API_VERSION: z
+    .string()
+    .regex(/^v\d+\.\d+$/, 'must look like v25.0')
+    .default(DEFAULT_API_VERSION),
   AUTHORIZE_URL: url('login authorize page').default(DEFAULT_AUTHORIZE_URL),
   OAUTH_TOKEN_URL: url('login code exchange').default(DEFAULT_OAUTH_TOKEN_URL),
   APP_ID: z.string().min(1).optional(),
   APP_SECRET: z.string().min(1).optional(),
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').default('postgres://postgres@127.0.0.1:5432/feedmirror'),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').default('redis://127.0.0.1:6379'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .default('postgres://postgres@127.0.0.1:5432/feedmirror'),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// URL')
+    .default('redis://127.0.0.1:6379'),
   /** Key prefix for every BullMQ key; wrap it in {braces} for Redis Cluster. */
   REDIS_PREFIX: z.string().min(1).default('feedmirror'),
   /** `s3://bucket/prefix` or a local folder. */
@@ -73,11 +96,16 @@ export const configSchema = z.object({
     .default([160, 240, 360, 540, 810, 1215, 1820, 2730]),
   /** Encodings of each variant: webp, avif or both (comma-separated). */
   MEDIA_VARIANT_FORMATS: csv
-    .pipe(z.array(z.enum(['webp', 'avif'], { error: 'each must be webp or avif' })).min(1, 'must name at least one format'))
+    .pipe(
+      z.array(z.enum(['webp', 'avif'], { error: 'each must be webp or avif' })).min(1, 'must name at least one format'),
+    )
     .default(['webp']),
   /** 32-byte key, base64 or hex; several keys as `id:key,id:key`, the first one encrypts. */
   TOKEN_ENCRYPTION_KEY: z.string().min(1).optional(),
-  SMTP_URL: z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),
+  SMTP_URL: z
+    .string()
+    .regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')
+    .optional(),
   ALERT_EMAIL_TO: emailAddress.optional(),
   ALERT_EMAIL_FROM: emailAddress.default('feedmirror@localhost'),
   /** Folder for emails when no SMTP_URL is set. */
@@ -113,7 +141,10 @@ export const configSchema = z.object({
   /** V8 heap growth between full collections, in percent (src/util/heap.ts); 0 = V8's dynamic default. */
   HEAP_GROWTH_PERCENT: z.coerce.number().int().min(0).max(400).default(30),
   /** node-cron expression (UTC) at which workers queue the daily expiry sweep; it runs once per day across all workers. */
-  EXPIRY_SWEEP_CRON: z.string().refine((v) => cron.validate(v), 'must be a valid cron expression').default('0 8 * * *'),
+  EXPIRY_SWEEP_CRON: z
+    .string()
+    .refine((v) => cron.validate(v), 'must be a valid cron expression')
+    .default('0 8 * * *'),
   /** What to do with copyright-flagged items (no media_url): drop them or show a text card (R-CNV-12). */
   COPYRIGHT_ITEMS: z.enum(['drop', 'text-card']).default('drop'),
   WORKER_CONCURRENCY: posInt.default(4),

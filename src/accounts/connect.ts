@@ -84,10 +84,12 @@ export async function importLongLivedToken(
     if (!opts.expiresAt) {
       throw new Error(
         `could not learn the token's expiry by refreshing it (${(err as Error).message}); pass --expires-at <date> with the expiry you know`,
+        { cause: err },
       );
     }
     const now = deps.clock.now();
-    if (opts.expiresAt.getTime() <= now.getTime()) throw new Error(`--expires-at ${opts.expiresAt.toISOString()} is in the past`);
+    if (opts.expiresAt.getTime() <= now.getTime())
+      throw new Error(`--expires-at ${opts.expiresAt.toISOString()} is in the past`, { cause: err });
     const grant: TokenGrant = {
       accessToken: token,
       tokenType: 'bearer',
@@ -98,7 +100,11 @@ export async function importLongLivedToken(
   }
 }
 
-async function storeGrant(deps: ConnectDeps, grant: TokenGrant, event: 'exchanged' | 'imported'): Promise<ConnectedAccount> {
+async function storeGrant(
+  deps: ConnectDeps,
+  grant: TokenGrant,
+  event: 'exchanged' | 'imported',
+): Promise<ConnectedAccount> {
   const profile = await deps.platform.getProfile(grant.accessToken);
   checkProfessional(profile);
   await deps.beforeStore?.({ id: profile.id, username: profile.username });
@@ -114,9 +120,17 @@ async function storeGrant(deps: ConnectDeps, grant: TokenGrant, event: 'exchange
     },
     now,
   );
-  await saveToken(deps.db, deps.cipher, { accountId: profile.id, accessToken: grant.accessToken, obtainedAt: now, expiresAt: grant.expiresAt }, event);
+  await saveToken(
+    deps.db,
+    deps.cipher,
+    { accountId: profile.id, accessToken: grant.accessToken, obtainedAt: now, expiresAt: grant.expiresAt },
+    event,
+  );
   // A reconnect revives an account that needed its owner (R-TOK-10); the lifecycle schedules it.
   await (deps.lifecycle ?? statusOnlyLifecycle(deps)).apply(profile.id, 'connected');
-  deps.logger.info({ accountId: profile.id, username: profile.username, expiresAt: grant.expiresAt.toISOString(), via: event }, 'account connected');
+  deps.logger.info(
+    { accountId: profile.id, username: profile.username, expiresAt: grant.expiresAt.toISOString(), via: event },
+    'account connected',
+  );
   return { id: profile.id, username: profile.username, expiresAt: grant.expiresAt };
 }

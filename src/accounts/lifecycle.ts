@@ -19,7 +19,8 @@ import type { ErrorKind } from '../util/error-kinds.ts';
  * transition by transition.
  */
 export type AccountState = 'none' | AccountStatus;
-export type LifecycleEvent = 'connected' | 'refresh_succeeded' | 'refresh_failed' | 'token_expired' | 'owner_must_act' | 'removed';
+export type LifecycleEvent =
+  'connected' | 'refresh_succeeded' | 'refresh_failed' | 'token_expired' | 'owner_must_act' | 'removed';
 export type Effect = 'schedule' | 'unschedule' | 'alert_reauth';
 
 export interface Transition {
@@ -36,17 +37,41 @@ export interface Transition {
 export const TRANSITIONS: Readonly<Record<LifecycleEvent, Transition>> = {
   // A login (OAuth callback or `accounts add`) stored a new token (saveToken records 'exchanged'
   // or 'imported'); a reconnect revives an account that needed its owner (R-TOK-10).
-  connected: { from: ['none', 'active', 'reauth_required'], to: 'active', effects: ['schedule'], event: null, rule: 'R-TOK-4, R-TOK-8' },
+  connected: {
+    from: ['none', 'active', 'reauth_required'],
+    to: 'active',
+    effects: ['schedule'],
+    event: null,
+    rule: 'R-TOK-4, R-TOK-8',
+  },
   // The refresh replaced the token and its expiry (replaceTokenIfCurrent records 'refreshed').
   refresh_succeeded: { from: ['active'], to: 'active', effects: [], event: null, rule: 'R-TOK-6' },
   // The stored token is kept; the attempt is recorded and retried while the token lives.
   refresh_failed: { from: ['active'], to: 'active', effects: [], event: null, rule: 'R-TOK-7' },
   // No call revives an expired token: stop hammering, tell the operator.
-  token_expired: { from: ['active'], to: 'reauth_required', effects: ['unschedule', 'alert_reauth'], event: 'expired', rule: 'R-TOK-5, R-TOK-10' },
+  token_expired: {
+    from: ['active'],
+    to: 'reauth_required',
+    effects: ['unschedule', 'alert_reauth'],
+    event: 'expired',
+    rule: 'R-TOK-5, R-TOK-10',
+  },
   // Code 190 (any subcode), a missing permission, a personal account, no tester role.
-  owner_must_act: { from: ['active'], to: 'reauth_required', effects: ['unschedule', 'alert_reauth'], event: 'reauth_required', rule: 'R-TOK-10, R-OWN-4' },
+  owner_must_act: {
+    from: ['active'],
+    to: 'reauth_required',
+    effects: ['unschedule', 'alert_reauth'],
+    event: 'reauth_required',
+    rule: 'R-TOK-10, R-OWN-4',
+  },
   // Schedules first: a scheduler firing between the two steps finds no account and skips.
-  removed: { from: ['active', 'reauth_required'], to: 'removed', effects: ['unschedule'], event: 'removed', rule: 'R-TOK-8' },
+  removed: {
+    from: ['active', 'reauth_required'],
+    to: 'removed',
+    effects: ['unschedule'],
+    event: 'removed',
+    rule: 'R-TOK-8',
+  },
 };
 
 /** The transition an event makes from a state, or null when the event does not apply there. */
@@ -111,8 +136,13 @@ export class AccountLifecycle {
    * An effect that fails is logged and does not undo the write: the reconciler (schedules) and
    * the daily sweep (alerts) repair what it left undone.
    */
-  async apply(accountId: string, event: LifecycleEvent, reason: string | null = null, reasonKind: ErrorKind | null = null): Promise<Applied> {
-    const { db, clock, logger } = this.deps;
+  async apply(
+    accountId: string,
+    event: LifecycleEvent,
+    reason: string | null = null,
+    reasonKind: ErrorKind | null = null,
+  ): Promise<Applied> {
+    const { db, clock } = this.deps;
     const account = await getAccount(db, accountId);
     const from: AccountState = account ? account.status : 'none';
     const t = decide(from, event);
@@ -156,10 +186,19 @@ export class AccountLifecycle {
     return { changed, from, to: t.to, effects: done, ...(alert !== undefined ? { alert } : {}) };
   }
 
-  private count(event: LifecycleEvent, accountId: string, from: AccountState, t: Transition, detail: string | null): void {
+  private count(
+    event: LifecycleEvent,
+    accountId: string,
+    from: AccountState,
+    t: Transition,
+    detail: string | null,
+  ): void {
     this.deps.transitions?.inc({ transition: event });
     const level = t.to === 'reauth_required' ? 'warn' : 'info';
-    this.deps.logger[level]({ accountId, from, to: t.to, event, ...(detail ? { reason: detail } : {}) }, `account ${event.replace(/_/g, ' ')}`);
+    this.deps.logger[level](
+      { accountId, from, to: t.to, event, ...(detail ? { reason: detail } : {}) },
+      `account ${event.replace(/_/g, ' ')}`,
+    );
   }
 
   /** Whether the effect ran; a failure is logged, never thrown (the write already happened). */
@@ -170,7 +209,10 @@ export class AccountLifecycle {
       else return { alert: await this.deps.alertReauth(accountId) };
       return {};
     } catch (err) {
-      this.deps.logger.warn({ accountId, effect, err: redactText((err as Error).message) }, 'account lifecycle: side effect failed; the reconciler or the daily sweep repairs it');
+      this.deps.logger.warn(
+        { accountId, effect, err: redactText((err as Error).message) },
+        'account lifecycle: side effect failed; the reconciler or the daily sweep repairs it',
+      );
       return null;
     }
   }

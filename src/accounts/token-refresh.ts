@@ -48,7 +48,10 @@ export type RefreshOutcome =
   | { outcome: 'skipped'; reason: string }
   | { outcome: 'failed'; reason: string; expiresAt: Date };
 
-export async function refreshAccountToken(deps: TokenRefreshDeps, payload: TokenRefreshPayload): Promise<RefreshOutcome> {
+export async function refreshAccountToken(
+  deps: TokenRefreshDeps,
+  payload: TokenRefreshPayload,
+): Promise<RefreshOutcome> {
   const { accountId } = payload;
   const refreshAfterMs = deps.refreshAfterMs ?? 30 * DAY;
   const retryAfterFailureMs = deps.retryAfterFailureMs ?? DAY;
@@ -107,7 +110,10 @@ export async function refreshAccountToken(deps: TokenRefreshDeps, payload: Token
       // R-TOK-7: a failed refresh leaves the stored token untouched; only the attempt is recorded.
       const reason = (err as Error).message;
       await recordRefreshFailure(deps.db, accountId, now, reason, errorKind(err));
-      log.warn({ expiresAt: token.expiresAt.toISOString(), err }, 'token refresh failed; the stored token is kept and retried later');
+      log.warn(
+        { expiresAt: token.expiresAt.toISOString(), err },
+        'token refresh failed; the stored token is kept and retried later',
+      );
       await deps.lifecycle.apply(accountId, 'refresh_failed', reason, errorKind(err));
       return { outcome: 'failed', reason, expiresAt: token.expiresAt } as const;
     }

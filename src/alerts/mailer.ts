@@ -65,7 +65,8 @@ export function createMailer(config: MailerConfig, logger: Logger, opts: { clock
   const clock = opts.clock ?? systemClock;
   const from = config.ALERT_EMAIL_FROM;
   if (config.SMTP_URL) {
-    if (!config.ALERT_EMAIL_TO) throw new MailerConfigError('SMTP_URL is set but ALERT_EMAIL_TO is not: set the address that receives alerts');
+    if (!config.ALERT_EMAIL_TO)
+      throw new MailerConfigError('SMTP_URL is set but ALERT_EMAIL_TO is not: set the address that receives alerts');
     const to = config.ALERT_EMAIL_TO;
     const transport = nodemailer.createTransport(smtpOptions(config.SMTP_URL));
     const where = redactSmtpUrl(config.SMTP_URL);
@@ -76,7 +77,9 @@ export function createMailer(config: MailerConfig, logger: Logger, opts: { clock
           await transport.sendMail({ from, to, ...clean });
         } catch (err) {
           // nodemailer errors may echo the server's reply; never the URL's password.
-          throw new Error(`sending alert email through ${where} failed: ${redactText((err as Error).message)}`, { cause: err });
+          throw new Error(`sending alert email through ${where} failed: ${redactText((err as Error).message)}`, {
+            cause: err,
+          });
         }
         logger.info({ to, subject: clean.subject, via: where }, 'alert email sent');
         return { delivered: 'smtp' };

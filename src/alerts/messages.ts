@@ -30,7 +30,13 @@ function isoDate(d: Date): string {
 
 /** "Saturday, 21 February 2026, 15:00 UTC": unambiguous for any reader. */
 export function humanDate(d: Date): string {
-  const day = d.toLocaleDateString('en-GB', { weekday: 'long', day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' });
+  const day = d.toLocaleDateString('en-GB', {
+    weekday: 'long',
+    day: 'numeric',
+    month: 'long',
+    year: 'numeric',
+    timeZone: 'UTC',
+  });
   const time = d.toLocaleTimeString('en-GB', { hour: '2-digit', minute: '2-digit', hour12: false, timeZone: 'UTC' });
   return `${day}, ${time} UTC`;
 }
@@ -85,7 +91,9 @@ export function reauthEmail(input: {
   const subject = `feedmirror: ${who} must log in again`;
   const paragraphs = [
     `The connection to ${who} (account ${account.id}) no longer works: ${reason}.`,
-    ...(input.expiresAt ? [`The stored token's expiry: ${isoDate(input.expiresAt)} (${humanDate(input.expiresAt)}).`] : []),
+    ...(input.expiresAt
+      ? [`The stored token's expiry: ${isoDate(input.expiresAt)} (${humanDate(input.expiresAt)}).`]
+      : []),
     `feedmirror has stopped calling the platform for this account. The published feed and the mirrored images stay, but new posts no longer appear.`,
     `${invite(who)} Syncing resumes by itself.`,
   ];

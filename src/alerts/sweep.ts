@@ -52,7 +52,9 @@ export async function runExpirySweep(deps: SweepDeps): Promise<SweepResult> {
   const now = deps.clock.now();
   const accounts = await listAccounts(deps.db, now, { withTokenOnly: true });
   const result: SweepResult = { checked: 0, sent: [], failed: [] };
-  const lifecycle = deps.lifecycle ?? new AccountLifecycle({ ...deps, schedules: NO_SCHEDULES, alertReauth: (id) => alertReauthRequired(deps, id) });
+  const lifecycle =
+    deps.lifecycle ??
+    new AccountLifecycle({ ...deps, schedules: NO_SCHEDULES, alertReauth: (id) => alertReauthRequired(deps, id) });
   for (const account of accounts) {
     if (!account.expiresAt) continue;
     result.checked++;
@@ -63,10 +65,16 @@ export async function runExpirySweep(deps: SweepDeps): Promise<SweepResult> {
       // One account's failure (SMTP down, ...) must not keep the others from their alerts.
       const error = redactText((err as Error).message);
       result.failed.push({ accountId: account.id, error });
-      deps.logger.warn({ accountId: account.id, expiresAt: account.expiresAt?.toISOString(), error }, 'alert email failed; the next sweep retries');
+      deps.logger.warn(
+        { accountId: account.id, expiresAt: account.expiresAt?.toISOString(), error },
+        'alert email failed; the next sweep retries',
+      );
     }
   }
-  deps.logger.info({ checked: result.checked, sent: result.sent.length, failed: result.failed.length }, 'expiry sweep done');
+  deps.logger.info(
+    { checked: result.checked, sent: result.sent.length, failed: result.failed.length },
+    'expiry sweep done',
+  );
   return result;
 }
 
@@ -80,10 +88,20 @@ export async function alertReauthRequired(deps: SweepDeps, accountId: string): P
   const account = await getAccount(deps.db, accountId);
   const token = await getTokenInfo(deps.db, accountId);
   if (!account || !token || account.status !== 'reauth_required') return null;
-  return sendReauth(deps, { id: account.id, username: account.username, statusReason: account.statusReason }, token.expiresAt, now);
+  return sendReauth(
+    deps,
+    { id: account.id, username: account.username, statusReason: account.statusReason },
+    token.expiresAt,
+    now,
+  );
 }
 
-async function alertAccount(deps: SweepDeps, lifecycle: Pick<AccountLifecycle, 'apply'>, account: AccountWithExpiry, now: Date): Promise<SentAlert | null> {
+async function alertAccount(
+  deps: SweepDeps,
+  lifecycle: Pick<AccountLifecycle, 'apply'>,
+  account: AccountWithExpiry,
+  now: Date,
+): Promise<SentAlert | null> {
   const expiresAt = account.expiresAt!;
   let status = account.status;
   let reason = account.statusReason;
@@ -112,10 +130,32 @@ async function alertAccount(deps: SweepDeps, lifecycle: Pick<AccountLifecycle, '
     ...(why ? { reason: why } : {}),
     connectUrl: connectUrlFor(deps.publicUrl),
   });
-  const sent = await sendOnce(deps, { accountId: account.id, kind: 'expiry', thresholdDays: threshold, tokenExpiresAt: expiresAt }, email, now);
+  const sent = await sendOnce(
+    deps,
+    { accountId: account.id, kind: 'expiry', thresholdDays: threshold, tokenExpiresAt: expiresAt },
+    email,
+    now,
+  );
   if (sent) {
-    deps.logger.info({ accountId: account.id, username: account.username, expiresAt: expiresAt.toISOString(), daysLeft: left, thresholdDays: threshold }, 'token expiry alert sent');
-    await deps.events?.emit({ type: 'token.expiring', data: { accountId: account.id, username: account.username, thresholdDays: threshold, expiresAt: expiresAt.toISOString() } });
+    deps.logger.info(
+      {
+        accountId: account.id,
+        username: account.username,
+        expiresAt: expiresAt.toISOString(),
+        daysLeft: left,
+        thresholdDays: threshold,
+      },
+      'token expiry alert sent',
+    );
+    await deps.events?.emit({
+      type: 'token.expiring',
+      data: {
+        accountId: account.id,
+        username: account.username,
+        thresholdDays: threshold,
+        expiresAt: expiresAt.toISOString(),
+      },
+    });
   }
   return sent;
 }
@@ -132,11 +172,22 @@ async function sendReauth(
     connectUrl: connectUrlFor(deps.publicUrl),
     expiresAt,
   });
-  const sent = await sendOnce(deps, { accountId: account.id, kind: 'reauth', thresholdDays: 0, tokenExpiresAt: expiresAt }, email, now);
+  const sent = await sendOnce(
+    deps,
+    { accountId: account.id, kind: 'reauth', thresholdDays: 0, tokenExpiresAt: expiresAt },
+    email,
+    now,
+  );
   if (sent) {
-    deps.logger.info({ accountId: account.id, username: account.username, expiresAt: expiresAt.toISOString() }, 'reauth alert sent');
+    deps.logger.info(
+      { accountId: account.id, username: account.username, expiresAt: expiresAt.toISOString() },
+      'reauth alert sent',
+    );
     // Once per token life, like the email: whichever path found the token dead (refresh, sync, expiry).
-    await deps.events?.emit({ type: 'account.reauth_required', data: { accountId: account.id, username: account.username, reason: account.statusReason } });
+    await deps.events?.emit({
+      type: 'account.reauth_required',
+      data: { accountId: account.id, username: account.username, reason: account.statusReason },
+    });
   }
   return sent;
 }

@@ -8,7 +8,6 @@ export { daysLeft };
  */
 export const ALERT_THRESHOLDS_DAYS = [14, 7, 3, 1] as const;
 
-
 /**
  * The alert due now: the smallest threshold T with daysLeft < T (fewer than 14 days left => 14,
  * fewer than 7 => 7, ...), or null when more than 14 days remain. Deduplicated per token life by

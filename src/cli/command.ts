@@ -42,11 +42,13 @@ export function printJson(io: CliIO, value: unknown): void {
 
 /** The `<account-id>` argument, checked like every id from outside (never a path): a usage error otherwise. */
 export function accountIdArgument(): Argument {
-  return new Argument('<account-id>', 'the account\'s platform id (see `feedmirror accounts list`)').argParser((raw: string) => {
-    const id = accountId.safeParse(raw);
-    if (!id.success) throw new InvalidArgumentError(id.error.issues[0]?.message ?? 'invalid account id');
-    return id.data;
-  });
+  return new Argument('<account-id>', "the account's platform id (see `feedmirror accounts list`)").argParser(
+    (raw: string) => {
+      const id = accountId.safeParse(raw);
+      if (!id.success) throw new InvalidArgumentError(id.error.issues[0]?.message ?? 'invalid account id');
+      return id.data;
+    },
+  );
 }
 const accountId = idSchema('account id');
 
@@ -54,7 +56,8 @@ const accountId = idSchema('account id');
 export function intIn(min: number, max: number): (raw: string) => number {
   return (raw) => {
     const n = Number(raw);
-    if (!/^\d+$/.test(raw.trim()) || !Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`must be a whole number from ${min} to ${max}`);
+    if (!/^\d+$/.test(raw.trim()) || !Number.isInteger(n) || n < min || n > max)
+      throw new InvalidArgumentError(`must be a whole number from ${min} to ${max}`);
     return n;
   };
 }

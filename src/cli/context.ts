@@ -9,7 +9,14 @@ import { createPool } from '../store/db.ts';
 import { migrate } from '../store/migrate.ts';
 import { TokenCipher } from '../store/crypto.ts';
 import { createMailer, type Mailer } from '../alerts/mailer.ts';
-import { createQueues, pingRedis, redisOutage, type Queues, type RedisOutage, type RedisSettings } from '../../jobs/queues.ts';
+import {
+  createQueues,
+  pingRedis,
+  redisOutage,
+  type Queues,
+  type RedisOutage,
+  type RedisSettings,
+} from '../../jobs/queues.ts';
 import { accountSchedules, type ScheduleSettings } from '../../jobs/catalogue.ts';
 import { AccountLifecycle } from '../accounts/lifecycle.ts';
 import { alertReauthRequired } from '../alerts/sweep.ts';
@@ -95,7 +102,11 @@ export class AppContext {
       clock: this.clock,
       logger: this.logger,
       observer,
-      pacer: new AccountCallPacer({ callsPerHour: this.config.PLATFORM_CALLS_PER_ACCOUNT_HOUR, prefix: this.config.REDIS_PREFIX, redis: () => this.redisClient }),
+      pacer: new AccountCallPacer({
+        callsPerHour: this.config.PLATFORM_CALLS_PER_ACCOUNT_HOUR,
+        prefix: this.config.REDIS_PREFIX,
+        redis: () => this.redisClient,
+      }),
     });
     return this._platform;
   }
@@ -146,14 +157,23 @@ export class AppContext {
     const { smtpOptions } = await import('../alerts/mailer.ts');
     const nodemailer = (await import('nodemailer')).default;
     const { ServiceUnavailableError } = await import('../util/unavailable.ts');
-    const options = { ...smtpOptions(this.config.SMTP_URL), connectionTimeout: 5_000, greetingTimeout: 5_000, socketTimeout: 5_000 };
+    const options = {
+      ...smtpOptions(this.config.SMTP_URL),
+      connectionTimeout: 5_000,
+      greetingTimeout: 5_000,
+      socketTimeout: 5_000,
+    };
     const transport = nodemailer.createTransport(options);
     try {
       await transport.verify();
     } catch (err) {
       const message = redactText((err as Error).message);
       const code = /\bE[A-Z]{4,}\b/.exec(message)?.[0] ?? 'no answer';
-      throw new ServiceUnavailableError('SMTP', `cannot reach SMTP at ${options.host}:${options.port} (${code}); check SMTP_URL`, { cause: err });
+      throw new ServiceUnavailableError(
+        'SMTP',
+        `cannot reach SMTP at ${options.host}:${options.port} (${code}); check SMTP_URL`,
+        { cause: err },
+      );
     } finally {
       transport.close();
     }
@@ -171,7 +191,9 @@ export class AppContext {
       const q = createQueues(this.redis, this.redisOutage);
       this._queues = q;
       // Bounded: a queue whose Redis went away would otherwise wait for it for ever on close.
-      this.closers.push(() => Promise.all(Object.values(q).map((x) => bounded(x.close(), 3_000, () => x.disconnect()))));
+      this.closers.push(() =>
+        Promise.all(Object.values(q).map((x) => bounded(x.close(), 3_000, () => x.disconnect()))),
+      );
     }
     return this._queues;
   }
@@ -209,7 +231,17 @@ export class AppContext {
       schedules: accountSchedules(this.queues, this.schedules),
       events: this.events,
       alertReauth: (accountId) =>
-        alertReauthRequired({ db: this.db, mailer: this.mailer, clock: this.clock, logger: this.logger, publicUrl: this.config.PUBLIC_URL, events: this.events }, accountId),
+        alertReauthRequired(
+          {
+            db: this.db,
+            mailer: this.mailer,
+            clock: this.clock,
+            logger: this.logger,
+            publicUrl: this.config.PUBLIC_URL,
+            events: this.events,
+          },
+          accountId,
+        ),
       ...(this._metrics ? { transitions: this._metrics.accountTransitions } : {}),
     });
     return this._lifecycle;
@@ -232,7 +264,10 @@ export class AppContext {
   }
 
   get schedules(): ScheduleSettings {
-    return { refreshCheckEveryMs: this.config.REFRESH_CHECK_HOURS * HOUR, syncEveryMs: this.config.SYNC_INTERVAL_MINUTES * MINUTE };
+    return {
+      refreshCheckEveryMs: this.config.REFRESH_CHECK_HOURS * HOUR,
+      syncEveryMs: this.config.SYNC_INTERVAL_MINUTES * MINUTE,
+    };
   }
 
   get refreshAfterMs(): number {
@@ -242,7 +277,8 @@ export class AppContext {
   /** App id and secret are needed only to connect accounts; say so when they are missing. */
   requireApp(): { appId: string; appSecret: string } {
     const { APP_ID, APP_SECRET } = this.config;
-    if (!APP_ID || !APP_SECRET) throw new Error('APP_ID and APP_SECRET must be set to connect accounts (see .env.example)');
+    if (!APP_ID || !APP_SECRET)
+      throw new Error('APP_ID and APP_SECRET must be set to connect accounts (see .env.example)');
     return { appId: APP_ID, appSecret: APP_SECRET };
   }
 
@@ -267,7 +303,9 @@ export async function bounded(work: Promise<unknown>, ms: number, fallback: () =
 /** `work`, or a rejection naming `what` after `ms`. */
 export async function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: timed out after ${ms / 1000} s`)), ms)));
+  const late = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: timed out after ${ms / 1000} s`)), ms)),
+  );
   try {
     return await Promise.race([work, late]);
   } finally {
@@ -294,7 +332,10 @@ export function logStartChecks(ctx: AppContext): void {
 }
 
 /** The platform client on the configuration (the composition root's; src/platform knows no config). */
-export function platformFromConfig(config: Config, deps: Pick<PlatformClientOptions, 'clock' | 'logger' | 'observer' | 'pacer'> = {}): PlatformClient {
+export function platformFromConfig(
+  config: Config,
+  deps: Pick<PlatformClientOptions, 'clock' | 'logger' | 'observer' | 'pacer'> = {},
+): PlatformClient {
   return new PlatformClient({
     graphUrl: config.GRAPH_URL,
     apiVersion: config.GRAPH_API_VERSION,

@@ -47,7 +47,13 @@ export async function runDoctor(env: NodeJS.ProcessEnv, opts: DoctorOptions = {}
   const preServe = pre.ok ? await preflight(env, 'serve') : pre;
   if (!pre.ok || !preServe.ok) {
     const problems = [...(!pre.ok ? pre.problems : []), ...(!preServe.ok ? preServe.problems : [])];
-    results.push(fail('configuration', [...new Set(problems)].join('; '), 'fix these variables in .env (see .env.example; `feedmirror init` writes a complete one)'));
+    results.push(
+      fail(
+        'configuration',
+        [...new Set(problems)].join('; '),
+        'fix these variables in .env (see .env.example; `feedmirror init` writes a complete one)',
+      ),
+    );
     if (!pre.ok) return results;
   } else {
     results.push(ok('configuration', 'every setting is valid for worker and serve'));
@@ -84,13 +90,25 @@ async function checkPostgres(config: Config, create: boolean, timeoutMs: number)
     await client.end().catch(() => undefined);
     const code = connectionErrorCode(err);
     if (code !== '3D000') {
-      out.push(fail('PostgreSQL reachable', `${where} (${code ?? redactText((err as Error).message)})`, 'start PostgreSQL or fix DATABASE_URL'));
+      out.push(
+        fail(
+          'PostgreSQL reachable',
+          `${where} (${code ?? redactText((err as Error).message)})`,
+          'start PostgreSQL or fix DATABASE_URL',
+        ),
+      );
       out.push(skip('migrations current', 'PostgreSQL not reachable'));
       return out;
     }
     out.push(ok('PostgreSQL reachable', `${where} (server answers)`));
     if (!create) {
-      out.push(fail('database exists', `no database "${dbName}"`, `run \`feedmirror doctor --create\`, or \`createdb ${dbName}\``));
+      out.push(
+        fail(
+          'database exists',
+          `no database "${dbName}"`,
+          `run \`feedmirror doctor --create\`, or \`createdb ${dbName}\``,
+        ),
+      );
       out.push(skip('migrations current', 'no database'));
       return out;
     }
@@ -104,7 +122,13 @@ async function checkPostgres(config: Config, create: boolean, timeoutMs: number)
       await c.query(`CREATE DATABASE ${pg.escapeIdentifier(dbName)}`);
       out.push(ok('database exists', `created "${dbName}"`));
     } catch (e) {
-      out.push(fail('database exists', `could not create "${dbName}" (${redactText((e as Error).message)})`, `create it as a PostgreSQL superuser: createdb ${dbName}`));
+      out.push(
+        fail(
+          'database exists',
+          `could not create "${dbName}" (${redactText((e as Error).message)})`,
+          `create it as a PostgreSQL superuser: createdb ${dbName}`,
+        ),
+      );
       out.push(skip('migrations current', 'no database'));
       return out;
     } finally {
@@ -118,14 +142,32 @@ async function checkPostgres(config: Config, create: boolean, timeoutMs: number)
     if (!out.some((r) => r.name === 'database exists')) out.push(ok('database exists', `"${dbName}"`));
     const known = (await readMigrations()).map((m) => m.name);
     const table = await client.query<{ t: string | null }>("SELECT to_regclass('schema_migrations')::text AS t");
-    const applied = table.rows[0]?.t ? (await client.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name')).rows.map((r) => r.name) : [];
+    const applied = table.rows[0]?.t
+      ? (await client.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name')).rows.map(
+          (r) => r.name,
+        )
+      : [];
     const unknown = applied.filter((a) => !known.includes(a));
     const pending = known.filter((k) => !applied.includes(k));
-    if (unknown.length) out.push(fail('migrations current', `the database has migrations this feedmirror does not know: ${unknown.join(', ')}`, 'upgrade feedmirror'));
-    else if (pending.length) out.push(warn('migrations current', `${pending.length} pending (${pending.join(', ')})`, 'run `feedmirror migrate` (worker and serve also apply them when they start)'));
+    if (unknown.length)
+      out.push(
+        fail(
+          'migrations current',
+          `the database has migrations this feedmirror does not know: ${unknown.join(', ')}`,
+          'upgrade feedmirror',
+        ),
+      );
+    else if (pending.length)
+      out.push(
+        warn(
+          'migrations current',
+          `${pending.length} pending (${pending.join(', ')})`,
+          'run `feedmirror migrate` (worker and serve also apply them when they start)',
+        ),
+      );
     else out.push(ok('migrations current', `${applied.length} applied, latest ${applied.at(-1) ?? 'none'}`));
   } catch (err) {
-    out.push(fail('migrations current', redactText((err as Error).message), 'check the database user\'s rights'));
+    out.push(fail('migrations current', redactText((err as Error).message), "check the database user's rights"));
   } finally {
     await client.end().catch(() => undefined);
   }
@@ -138,11 +180,20 @@ async function checkRedis(config: Config, timeoutMs: number): Promise<CheckResul
   try {
     await pingRedis(settings, timeoutMs);
   } catch (err) {
-    return [fail('Redis reachable', (err as Error).message, 'start Redis or fix REDIS_URL'), skip('Redis settings', 'Redis not reachable')];
+    return [
+      fail('Redis reachable', (err as Error).message, 'start Redis or fix REDIS_URL'),
+      skip('Redis settings', 'Redis not reachable'),
+    ];
   }
   const out: CheckResult[] = [ok('Redis reachable', where)];
   const { Redis } = await import('ioredis');
-  const client = new Redis({ ...redisOptions(settings, false), lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: timeoutMs });
+  const client = new Redis({
+    ...redisOptions(settings, false),
+    lazyConnect: true,
+    retryStrategy: () => null,
+    maxRetriesPerRequest: 0,
+    connectTimeout: timeoutMs,
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -150,9 +201,22 @@ async function checkRedis(config: Config, timeoutMs: number): Promise<CheckResul
     try {
       const [, policy] = (await client.config('GET', 'maxmemory-policy')) as string[];
       if (policy === 'noeviction') out.push(ok('Redis maxmemory-policy', 'noeviction'));
-      else out.push(warn('Redis maxmemory-policy', `${policy ?? 'unknown'}: Redis may evict BullMQ's keys (jobs and schedules lost)`, 'set maxmemory-policy noeviction'));
+      else
+        out.push(
+          warn(
+            'Redis maxmemory-policy',
+            `${policy ?? 'unknown'}: Redis may evict BullMQ's keys (jobs and schedules lost)`,
+            'set maxmemory-policy noeviction',
+          ),
+        );
     } catch {
-      out.push(warn('Redis maxmemory-policy', 'CONFIG GET is not allowed on this Redis', 'make sure maxmemory-policy is noeviction (BullMQ needs it)'));
+      out.push(
+        warn(
+          'Redis maxmemory-policy',
+          'CONFIG GET is not allowed on this Redis',
+          'make sure maxmemory-policy is noeviction (BullMQ needs it)',
+        ),
+      );
     }
     const info = await client.info('persistence');
     const aof = /aof_enabled:1/.test(info);
@@ -164,9 +228,22 @@ async function checkRedis(config: Config, timeoutMs: number): Promise<CheckResul
       rdb = /rdb_last_save_time:[1-9]/.test(info);
     }
     if (aof || rdb) out.push(ok('Redis persistence', aof ? 'append-only file on' : 'RDB snapshots on'));
-    else out.push(warn('Redis persistence', 'off: a restart loses the queues (PostgreSQL keeps the accounts; schedules are rebuilt)', 'turn on appendonly yes'));
+    else
+      out.push(
+        warn(
+          'Redis persistence',
+          'off: a restart loses the queues (PostgreSQL keeps the accounts; schedules are rebuilt)',
+          'turn on appendonly yes',
+        ),
+      );
   } catch (err) {
-    out.push(warn('Redis settings', `could not read them (${redactText((err as Error).message)})`, 'check maxmemory-policy noeviction and persistence by hand'));
+    out.push(
+      warn(
+        'Redis settings',
+        `could not read them (${redactText((err as Error).message)})`,
+        'check maxmemory-policy noeviction and persistence by hand',
+      ),
+    );
   } finally {
     client.disconnect();
   }
@@ -175,13 +252,24 @@ async function checkRedis(config: Config, timeoutMs: number): Promise<CheckResul
 
 async function checkStorage(config: Config, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<CheckResult[]> {
   const storage = createStorage(config, { maxAttempts: 1, requestTimeoutMs: timeoutMs });
-  const what = storage.kind === 's3' ? `bucket ${config.STORAGE_URL}${config.S3_ENDPOINT ? ` at ${config.S3_ENDPOINT}` : ''}` : `folder ${config.STORAGE_URL}`;
+  const what =
+    storage.kind === 's3'
+      ? `bucket ${config.STORAGE_URL}${config.S3_ENDPOINT ? ` at ${config.S3_ENDPOINT}` : ''}`
+      : `folder ${config.STORAGE_URL}`;
   const out: CheckResult[] = [];
   try {
     await storage.ping();
     out.push(ok('storage reachable', what));
   } catch (err) {
-    out.push(fail('storage reachable', (err as Error).message, storage.kind === 's3' ? 'create the bucket and check the credentials (README, Running with S3)' : 'create the folder or fix STORAGE_URL'));
+    out.push(
+      fail(
+        'storage reachable',
+        (err as Error).message,
+        storage.kind === 's3'
+          ? 'create the bucket and check the credentials (README, Running with S3)'
+          : 'create the folder or fix STORAGE_URL',
+      ),
+    );
     out.push(skip('storage write, read, delete', 'storage not reachable'));
     return out;
   }
@@ -197,7 +285,13 @@ async function checkStorage(config: Config, env: NodeJS.ProcessEnv, timeoutMs: n
     out.push(ok('storage write, read, delete', `probe ${key}`));
     out.push(...(await checkPublicRead(config, storage.publicUrl(key), body, storage.kind, env, timeoutMs)));
   } catch (err) {
-    out.push(fail('storage write, read, delete', redactText((err as Error).message), 'give the credentials read and write rights on the bucket or folder'));
+    out.push(
+      fail(
+        'storage write, read, delete',
+        redactText((err as Error).message),
+        'give the credentials read and write rights on the bucket or folder',
+      ),
+    );
   } finally {
     if (written) await storage.delete(key).catch(() => undefined);
     (storage as { close?: () => void }).close?.();
@@ -205,36 +299,86 @@ async function checkStorage(config: Config, env: NodeJS.ProcessEnv, timeoutMs: n
   return out;
 }
 
-async function checkPublicRead(config: Config, url: string, body: Buffer, kind: string, _env: NodeJS.ProcessEnv, timeoutMs: number): Promise<CheckResult[]> {
+async function checkPublicRead(
+  config: Config,
+  url: string,
+  body: Buffer,
+  kind: string,
+  _env: NodeJS.ProcessEnv,
+  timeoutMs: number,
+): Promise<CheckResult[]> {
   const shown = redactText(url);
   if (!/^https?:\/\//.test(url)) {
-    return [warn('MEDIA_PUBLIC_URL serves the copies', `feeds would carry ${shown}, which browsers cannot load`, `set MEDIA_PUBLIC_URL (for a folder: ${config.PUBLIC_URL.replace(/\/+$/, '')}/, served by \`feedmirror serve\`)`)];
+    return [
+      warn(
+        'MEDIA_PUBLIC_URL serves the copies',
+        `feeds would carry ${shown}, which browsers cannot load`,
+        `set MEDIA_PUBLIC_URL (for a folder: ${config.PUBLIC_URL.replace(/\/+$/, '')}/, served by \`feedmirror serve\`)`,
+      ),
+    ];
   }
   let res: Response;
   try {
-    res = await fetch(url, { headers: { origin: 'https://feedmirror-doctor.example' }, signal: AbortSignal.timeout(timeoutMs) });
+    res = await fetch(url, {
+      headers: { origin: 'https://feedmirror-doctor.example' },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
   } catch (err) {
     const why = connectionErrorCode(err) ?? (err as Error).name;
     // A folder is served by `feedmirror serve`: not running yet is worth a warning, not a failure.
     const check = kind === 'local' ? warn : fail;
-    return [check('MEDIA_PUBLIC_URL serves the copies', `${shown} did not answer (${why})`, kind === 'local' ? 'start `feedmirror serve`, or point MEDIA_PUBLIC_URL at what serves the folder' : 'fix MEDIA_PUBLIC_URL (the bucket\'s public address or its CDN)')];
+    return [
+      check(
+        'MEDIA_PUBLIC_URL serves the copies',
+        `${shown} did not answer (${why})`,
+        kind === 'local'
+          ? 'start `feedmirror serve`, or point MEDIA_PUBLIC_URL at what serves the folder'
+          : "fix MEDIA_PUBLIC_URL (the bucket's public address or its CDN)",
+      ),
+    ];
   }
   const got = Buffer.from(await res.arrayBuffer());
   if (res.status !== 200 || !got.equals(body)) {
-    return [fail('MEDIA_PUBLIC_URL serves the copies', `${shown} answered HTTP ${res.status}${res.status === 200 ? ' with other content' : ''}`, res.status === 403 ? 'make feeds/, media/ and widget/ publicly readable (README, Running with S3)' : 'fix MEDIA_PUBLIC_URL so it addresses the storage prefix')];
+    return [
+      fail(
+        'MEDIA_PUBLIC_URL serves the copies',
+        `${shown} answered HTTP ${res.status}${res.status === 200 ? ' with other content' : ''}`,
+        res.status === 403
+          ? 'make feeds/, media/ and widget/ publicly readable (README, Running with S3)'
+          : 'fix MEDIA_PUBLIC_URL so it addresses the storage prefix',
+      ),
+    ];
   }
   const out = [ok('MEDIA_PUBLIC_URL serves the copies', shown)];
   const allow = res.headers.get('access-control-allow-origin');
-  if (allow === '*' || allow === 'https://feedmirror-doctor.example') out.push(ok('feeds readable cross-origin', `Access-Control-Allow-Origin: ${allow}`));
-  else out.push(warn('feeds readable cross-origin', 'no Access-Control-Allow-Origin on a feed: the widget on another site cannot read it', 'add a CORS rule allowing GET from any origin (README, Running with S3)'));
+  if (allow === '*' || allow === 'https://feedmirror-doctor.example')
+    out.push(ok('feeds readable cross-origin', `Access-Control-Allow-Origin: ${allow}`));
+  else
+    out.push(
+      warn(
+        'feeds readable cross-origin',
+        'no Access-Control-Allow-Origin on a feed: the widget on another site cannot read it',
+        'add a CORS rule allowing GET from any origin (README, Running with S3)',
+      ),
+    );
   return out;
 }
 
 async function checkSmtp(config: Config, timeoutMs: number): Promise<CheckResult> {
-  if (!config.SMTP_URL) return warn('SMTP', `not set: alerts are written as .eml files to ${config.OUTBOX_DIR}`, 'set SMTP_URL and ALERT_EMAIL_TO to receive them by email');
+  if (!config.SMTP_URL)
+    return warn(
+      'SMTP',
+      `not set: alerts are written as .eml files to ${config.OUTBOX_DIR}`,
+      'set SMTP_URL and ALERT_EMAIL_TO to receive them by email',
+    );
   const { smtpOptions } = await import('../alerts/mailer.ts');
   const nodemailer = (await import('nodemailer')).default;
-  const options = { ...smtpOptions(config.SMTP_URL), connectionTimeout: timeoutMs, greetingTimeout: timeoutMs, socketTimeout: timeoutMs };
+  const options = {
+    ...smtpOptions(config.SMTP_URL),
+    connectionTimeout: timeoutMs,
+    greetingTimeout: timeoutMs,
+    socketTimeout: timeoutMs,
+  };
   const u = new URL(config.SMTP_URL);
   const where = `${u.hostname}:${options.port}`;
   const transport = nodemailer.createTransport(options);
@@ -242,14 +386,25 @@ async function checkSmtp(config: Config, timeoutMs: number): Promise<CheckResult
     await transport.verify();
     const tls = options.secure ? 'TLS' : options.requireTLS ? 'STARTTLS' : 'no TLS (this machine only)';
     if (u.username && !options.secure && !options.requireTLS) {
-      return warn('SMTP', `${where} connects, ${tls}, and sends credentials in clear text`, 'use a relay on this machine only, or smtps://');
+      return warn(
+        'SMTP',
+        `${where} connects, ${tls}, and sends credentials in clear text`,
+        'use a relay on this machine only, or smtps://',
+      );
     }
-    return ok('SMTP', `${where} connects (${tls}${u.username ? ', logs in' : ''}); alerts go to ${config.ALERT_EMAIL_TO}`);
+    return ok(
+      'SMTP',
+      `${where} connects (${tls}${u.username ? ', logs in' : ''}); alerts go to ${config.ALERT_EMAIL_TO}`,
+    );
   } catch (err) {
     // nodemailer wraps the socket's error (ESOCKET); its message names the real one.
     const message = redactText((err as Error).message);
     const code = /\bE[A-Z]{4,}\b/.exec(message)?.[0] ?? connectionErrorCode(err);
-    return fail('SMTP', `${where} (${code ?? message.slice(0, 160)})`, 'check SMTP_URL (host, port, user, password) and that the server offers TLS');
+    return fail(
+      'SMTP',
+      `${where} (${code ?? message.slice(0, 160)})`,
+      'check SMTP_URL (host, port, user, password) and that the server offers TLS',
+    );
   } finally {
     transport.close();
   }
@@ -266,8 +421,19 @@ async function checkPlatform(config: Config, timeoutMs: number): Promise<CheckRe
     s.once('timeout', () => (s.destroy(), resolve('timed out')));
     s.once('error', (e) => resolve(connectionErrorCode(e) ?? e.message));
   });
-  out.push(reachable === null ? ok('platform host answers', `${u.host}`) : fail('platform host answers', `${u.host} (${reachable})`, 'check the network, a proxy, or GRAPH_URL'));
+  out.push(
+    reachable === null
+      ? ok('platform host answers', `${u.host}`)
+      : fail('platform host answers', `${u.host} (${reachable})`, 'check the network, a proxy, or GRAPH_URL'),
+  );
   if (config.APP_ID && config.APP_SECRET) out.push(ok('app credentials', `APP_ID ${config.APP_ID} and APP_SECRET set`));
-  else out.push(warn('app credentials', 'APP_ID or APP_SECRET not set: accounts cannot be connected (imported tokens still work)', 'set both from your app (README, Connecting an account)'));
+  else
+    out.push(
+      warn(
+        'app credentials',
+        'APP_ID or APP_SECRET not set: accounts cannot be connected (imported tokens still work)',
+        'set both from your app (README, Connecting an account)',
+      ),
+    );
   return out;
 }

@@ -3,7 +3,16 @@ import { DatabaseUnavailableError } from '../store/errors.ts';
 import { StorageUnavailableError } from '../storage/errors.ts';
 
 /** Network error codes that mean "the service is not there (now)": retrying later may work. */
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+]);
 
 export interface Failure {
   /** One line, no secrets, no stack. */
@@ -29,7 +38,9 @@ export function describeFailure(err: unknown): Failure {
     (e as { unavailable?: boolean }).unavailable === true ||
     (typeof code === 'string' && UNREACHABLE.has(code));
   // A configuration error lists every variable at fault (names only, never values) on one line.
-  const firstLine = isConfigError(e) ? `invalid configuration: ${e.problems.join('; ')}` : (e.message || e.name || 'failed').split('\n')[0]!;
+  const firstLine = isConfigError(e)
+    ? `invalid configuration: ${e.problems.join('; ')}`
+    : (e.message || e.name || 'failed').split('\n')[0]!;
   return {
     message: stripCredentials(redactText(firstLine)),
     ...(e.stack ? { stack: stripCredentials(redactText(e.stack)) } : {}),

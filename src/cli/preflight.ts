@@ -37,7 +37,14 @@ export async function preflight(env: NodeJS.ProcessEnv, role: Role): Promise<Pre
     // The same rule the server applies when it starts (src/http/auth.ts).
     const { resolveDashboardAuth } = await import('../http/auth.ts');
     try {
-      resolveDashboardAuth({ host: config.HOST, user: config.DASHBOARD_USER, password: config.DASHBOARD_PASSWORD, secret: config.TOKEN_ENCRYPTION_KEY, publicUrl: config.PUBLIC_URL, clock: systemClock });
+      resolveDashboardAuth({
+        host: config.HOST,
+        user: config.DASHBOARD_USER,
+        password: config.DASHBOARD_PASSWORD,
+        secret: config.TOKEN_ENCRYPTION_KEY,
+        publicUrl: config.PUBLIC_URL,
+        clock: systemClock,
+      });
     } catch (err) {
       problems.push((err as Error).message);
     }

@@ -48,7 +48,11 @@ function mimeOf(mediaType: string | undefined): string {
 }
 
 /** R-CNV-4 for one photo or video (item or slide): thumbnail_url for a video, media_url for a photo. */
-function coverOf(node: { media_type?: string | undefined; media_url?: string | undefined; thumbnail_url?: string | undefined }): string | undefined {
+function coverOf(node: {
+  media_type?: string | undefined;
+  media_url?: string | undefined;
+  thumbnail_url?: string | undefined;
+}): string | undefined {
   return node.media_type === 'VIDEO' ? link(node.thumbnail_url) : link(node.media_url);
 }
 
@@ -100,15 +104,21 @@ function formatOf(item: MediaItem): 'reel' | 'post' {
   return item.media_product_type === 'REELS' ? 'reel' : 'post';
 }
 
-const drop = (item: MediaItem, reason: string, byPolicy = false): ConvertResult => ({ dropped: { id: item.id, reason, ...(byPolicy ? { byPolicy: true as const } : {}) } });
+const drop = (item: MediaItem, reason: string, byPolicy = false): ConvertResult => ({
+  dropped: { id: item.id, reason, ...(byPolicy ? { byPolicy: true as const } : {}) },
+});
 
 /** Convert one platform media item to a schema v1 post, or say why it was left out. Pure. */
 export function convertItem(item: MediaItem, opts: ConvertOptions = {}): ConvertResult {
   // The id becomes a database key, an object key and a job payload: nothing else may pass.
-  if (!ID_PATTERN.test(item.id)) return drop(item, `malformed id ${JSON.stringify(item.id.slice(0, 40))} (expected letters, digits, _ and -)`);
+  if (!ID_PATTERN.test(item.id))
+    return drop(item, `malformed id ${JSON.stringify(item.id.slice(0, 40))} (expected letters, digits, _ and -)`);
   const mediaType = item.media_type;
   if (!isKnownType(mediaType)) {
-    return drop(item, mediaType === undefined ? 'no media_type returned' : `unknown media_type ${JSON.stringify(mediaType)}`);
+    return drop(
+      item,
+      mediaType === undefined ? 'no media_type returned' : `unknown media_type ${JSON.stringify(mediaType)}`,
+    );
   }
   // Schema v1 requires url; without a permalink there is nothing honest to link to.
   const url = link(item.permalink);
@@ -149,13 +159,19 @@ export function convertItem(item: MediaItem, opts: ConvertOptions = {}): Convert
   // Every post we emit satisfies schema v1; anything else is left out with the problems named.
   const checked = validatePost(post);
   if (!checked.ok) {
-    return drop(item, `does not satisfy schema v1: ${checked.problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`);
+    return drop(
+      item,
+      `does not satisfy schema v1: ${checked.problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`,
+    );
   }
   return { post };
 }
 
 /** Convert a listing; posts keep the listing's order. */
-export function convertItems(items: readonly MediaItem[], opts: ConvertOptions = {}): { posts: Post[]; dropped: DroppedItem[] } {
+export function convertItems(
+  items: readonly MediaItem[],
+  opts: ConvertOptions = {},
+): { posts: Post[]; dropped: DroppedItem[] } {
   const posts: Post[] = [];
   const dropped: DroppedItem[] = [];
   for (const item of items) {

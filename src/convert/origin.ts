@@ -22,10 +22,13 @@ function handle(value: string | undefined): string | undefined {
 export function originFromProfile(profile: Profile, opts: OriginOptions = {}): Origin {
   const username = handle(profile.username) ?? opts.items?.map((i) => handle(i.username)).find((u) => u !== undefined);
   if (!username) {
-    throw new Error(`account ${profile.id}: neither the profile nor its media items carry a username; cannot name the feed's origin`);
+    throw new Error(
+      `account ${profile.id}: neither the profile nor its media items carry a username; cannot name the feed's origin`,
+    );
   }
   const displayName = profile.name?.trim() || username;
-  const avatarUrl = profile.profilePictureUrl && /^https?:\/\//.test(profile.profilePictureUrl) ? profile.profilePictureUrl : undefined;
+  const avatarUrl =
+    profile.profilePictureUrl && /^https?:\/\//.test(profile.profilePictureUrl) ? profile.profilePictureUrl : undefined;
   return originSchema.parse({
     kind: 'profile',
     id: profile.id,

@@ -29,7 +29,12 @@ export type CopyOutcome =
  * R-MED-8: ask the platform for newly signed links of one media item and store them in the post
  * (its other fields are kept: the single-media read returns only the link fields).
  */
-export async function renewPostLinks(deps: FeedDeps, accountId: string, mediaId: string, post: Post): Promise<{ post: Post; earliestOe: Date | null }> {
+export async function renewPostLinks(
+  deps: FeedDeps,
+  accountId: string,
+  mediaId: string,
+  post: Post,
+): Promise<{ post: Post; earliestOe: Date | null }> {
   const stored = await loadToken(deps.db, deps.cipher, accountId);
   if (!stored) throw new Error(`account ${accountId} has no token: cannot renew the links of media ${mediaId}`);
   const fresh = await deps.platform.getMedia(stored.accessToken, mediaId, undefined, { accountId });
@@ -41,7 +46,8 @@ export async function renewPostLinks(deps: FeedDeps, accountId: string, mediaId:
     ...(fresh.children !== undefined ? { children: fresh.children } : {}),
   });
   const converted = convertItem(merged, { copyrightItems: deps.copyrightItems ?? 'drop' });
-  if (!('post' in converted)) throw new Error(`media ${mediaId}: renewed item no longer converts: ${converted.dropped.reason}`);
+  if (!('post' in converted))
+    throw new Error(`media ${mediaId}: renewed item no longer converts: ${converted.dropped.reason}`);
   // The renewed links' oe, parsed once as they are read (R-LNK-1), stored with them.
   const earliestOe = earliestExpiry(merged) ?? null;
   await updatePostLinks(deps.db, accountId, mediaId, converted.post, earliestOe);
@@ -56,7 +62,11 @@ export async function renewPostLinks(deps: FeedDeps, accountId: string, mediaId:
  * file is already copied costs one query; mirrorImage's manifest covers a crash between upload and
  * bookkeeping.
  */
-export async function copySlot(deps: FeedDeps, t: CopyTarget, opts: { firstAttempt?: boolean } = {}): Promise<CopyOutcome> {
+export async function copySlot(
+  deps: FeedDeps,
+  t: CopyTarget,
+  opts: { firstAttempt?: boolean } = {},
+): Promise<CopyOutcome> {
   // The post and its slot's recorded copy in one round trip: this runs once per image.
   const found = await getPostForCopy(deps.db, t.accountId, t.mediaId, t.slot);
   if (!found) return { outcome: 'gone', reason: 'post no longer stored (pruned)' };
@@ -79,7 +89,13 @@ export async function copySlot(deps: FeedDeps, t: CopyTarget, opts: { firstAttem
 
   const mirrorDeps = { storage: deps.storage, limits: deps.limits, clock: deps.clock };
   // A different file was copied before under this slot: its manifest must not be reused.
-  const job = { accountId: t.accountId, mediaId: t.mediaId, slot: t.slot, force: copiedSourceId !== null, ...(opts.firstAttempt ? { firstAttempt: true } : {}) };
+  const job = {
+    accountId: t.accountId,
+    mediaId: t.mediaId,
+    slot: t.slot,
+    force: copiedSourceId !== null,
+    ...(opts.firstAttempt ? { firstAttempt: true } : {}),
+  };
   let image: MirroredImage;
   try {
     image = await mirrorImage(mirrorDeps, { ...job, url: slot!.url, expiresAt: earliestOe });

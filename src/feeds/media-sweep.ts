@@ -19,7 +19,12 @@ export interface MediaSweepResult {
   removedMedia: number;
 }
 
-export async function runMediaSweep(deps: { db: pg.Pool; storage: ObjectStorage; clock: Clock; logger: Logger }): Promise<MediaSweepResult> {
+export async function runMediaSweep(deps: {
+  db: pg.Pool;
+  storage: ObjectStorage;
+  clock: Clock;
+  logger: Logger;
+}): Promise<MediaSweepResult> {
   const accounts = await listAccounts(deps.db, deps.clock.now());
   let removedMedia = 0;
   for (const account of accounts) {
@@ -27,7 +32,11 @@ export async function runMediaSweep(deps: { db: pg.Pool; storage: ObjectStorage;
     const swept = await sweepOrphans(deps.storage, account.id, keep);
     for (const mediaId of swept) await deleteMediaCopies(deps.db, account.id, mediaId);
     removedMedia += swept.length;
-    if (swept.length) deps.logger.info({ accountId: account.id, mediaIds: swept.length }, 'media sweep removed the objects of deleted posts');
+    if (swept.length)
+      deps.logger.info(
+        { accountId: account.id, mediaIds: swept.length },
+        'media sweep removed the objects of deleted posts',
+      );
   }
   return { accounts: accounts.length, removedMedia };
 }

@@ -24,7 +24,10 @@ import { contentHash, imageSlots, isImageMime } from './slots.ts';
 export const DEFAULT_FEED_MAX_AGE_SECONDS = 300;
 export const FEED_CONTENT_TYPE = 'application/json; charset=utf-8';
 
-type PublishDeps = Pick<FeedDeps, 'db' | 'storage' | 'clock' | 'logger' | 'feedMaxAgeSeconds' | 'relinkMarginMs' | 'events'>;
+type PublishDeps = Pick<
+  FeedDeps,
+  'db' | 'storage' | 'clock' | 'logger' | 'feedMaxAgeSeconds' | 'relinkMarginMs' | 'events'
+>;
 
 /** The platform's signed-link fields of an item and its slides. */
 const LINK_FIELDS = ['media_url', 'thumbnail_url'] as const;
@@ -49,7 +52,10 @@ function publishedRaw(raw: unknown): unknown {
  * The extension fields of one mirrored image: its sizes for srcset (the variants and the original,
  * smallest first; never wider than the original) and its placeholder when one was computed.
  */
-export function imageExtension(copy: MediaCopy, publicUrl: (key: string) => string): { sizes: ImageSize[]; placeholder?: Placeholder } {
+export function imageExtension(
+  copy: MediaCopy,
+  publicUrl: (key: string) => string,
+): { sizes: ImageSize[]; placeholder?: Placeholder } {
   const sizes: ImageSize[] = [
     ...copy.variants.map((v) => ({ url: publicUrl(v.key), width: v.width, height: v.height, mime: v.contentType })),
     { url: publicUrl(copy.key), width: copy.width, height: copy.height, mime: copy.contentType },
@@ -69,7 +75,11 @@ export interface RewrittenPost {
  * copied yet (never an image post pointing at a link that will die); a photo slide not copied yet
  * is left out of media[] until it is.
  */
-export function rewritePost(stored: StoredPost, copies: ReadonlyMap<string, MediaCopy>, publicUrl: (key: string) => string): RewrittenPost | undefined {
+export function rewritePost(
+  stored: StoredPost,
+  copies: ReadonlyMap<string, MediaCopy>,
+  publicUrl: (key: string) => string,
+): RewrittenPost | undefined {
   const { post } = stored;
   const slots = imageSlots(post);
   const bySlot = new Map<number, MediaCopy | undefined>();
@@ -93,7 +103,14 @@ export function rewritePost(stored: StoredPost, copies: ReadonlyMap<string, Medi
     }
     const copy = bySlot.get(i);
     if (!copy) return;
-    media.push({ ...m, url: publicUrl(copy.key), mime: copy.contentType, width: copy.width, height: copy.height, ...imageExtension(copy, publicUrl) });
+    media.push({
+      ...m,
+      url: publicUrl(copy.key),
+      mime: copy.contentType,
+      width: copy.width,
+      height: copy.height,
+      ...imageExtension(copy, publicUrl),
+    });
   });
   const coverExt = cover ? imageExtension(cover, publicUrl) : undefined;
   const out = {
@@ -115,7 +132,11 @@ export function rewritePost(stored: StoredPost, copies: ReadonlyMap<string, Medi
 function originOf(account: Account) {
   // The profile picture is a signed platform link that dies like the others: it is left out
   // (origin.avatarUrl is optional) rather than published to break.
-  return originFromProfile({ id: account.id, username: account.username, ...(account.displayName ? { name: account.displayName } : {}) });
+  return originFromProfile({
+    id: account.id,
+    username: account.username,
+    ...(account.displayName ? { name: account.displayName } : {}),
+  });
 }
 
 export interface BuiltFeed {
@@ -129,7 +150,12 @@ export interface BuiltFeed {
 }
 
 /** Build (and validate: buildFeed throws SchemaViolationError) an account's feed from the store. */
-export async function buildAccountFeed(db: Db, account: Account, publicUrl: (key: string) => string, now: Date): Promise<BuiltFeed> {
+export async function buildAccountFeed(
+  db: Db,
+  account: Account,
+  publicUrl: (key: string) => string,
+  now: Date,
+): Promise<BuiltFeed> {
   const stored = await listPosts(db, account.id);
   const copies = new Map<string, Map<string, MediaCopy>>();
   for (const c of await listMediaCopies(db, account.id)) {
@@ -155,10 +181,21 @@ export async function buildAccountFeed(db: Db, account: Account, publicUrl: (key
     if (!fetchedAt || s.lastSeenAt > fetchedAt) fetchedAt = s.lastSeenAt;
   }
   // fetchedAt: when these posts were last read from the platform.
-  const feed = buildFeed({ origin: originOf(account), posts, fetchedAt: fetchedAt ?? account.lastSyncAt ?? now, demo: false });
+  const feed = buildFeed({
+    origin: originOf(account),
+    posts,
+    fetchedAt: fetchedAt ?? account.lastSyncAt ?? now,
+    demo: false,
+  });
   // fetchedAt is left out of the hash: re-reading unchanged posts must not rewrite the feed.
   const { fetchedAt: _f, ...content } = feed;
-  return { feed, hash: contentHash(content), earliestOe: earliest === undefined ? null : new Date(earliest), platformLinks, waiting };
+  return {
+    feed,
+    hash: contentHash(content),
+    earliestOe: earliest === undefined ? null : new Date(earliest),
+    platformLinks,
+    waiting,
+  };
 }
 
 /**
@@ -166,8 +203,15 @@ export async function buildAccountFeed(db: Db, account: Account, publicUrl: (key
  * it still holds (video files), minus 600 s; capped by a short default, since the feed itself
  * changes with every sync.
  */
-export function feedCacheControl(built: Pick<BuiltFeed, 'platformLinks' | 'earliestOe'>, now: Date, maxAgeSeconds = DEFAULT_FEED_MAX_AGE_SECONDS): string {
-  const lifetime = built.platformLinks.length === 0 ? maxAgeSeconds : linkExpiry(built.earliestOe, now, { unknownCacheSeconds: maxAgeSeconds }).cacheSeconds;
+export function feedCacheControl(
+  built: Pick<BuiltFeed, 'platformLinks' | 'earliestOe'>,
+  now: Date,
+  maxAgeSeconds = DEFAULT_FEED_MAX_AGE_SECONDS,
+): string {
+  const lifetime =
+    built.platformLinks.length === 0
+      ? maxAgeSeconds
+      : linkExpiry(built.earliestOe, now, { unknownCacheSeconds: maxAgeSeconds }).cacheSeconds;
   return `public, max-age=${Math.min(lifetime, maxAgeSeconds)}`;
 }
 
@@ -218,13 +262,20 @@ export interface PublishOptions {
  * pruned posts deleted (R-LNK-6), so the published feed never points at a deleted copy. A storage
  * failure throws (the job retries) and leaves the previous feed and the publication row as they were.
  */
-export async function publishAccountFeed(deps: PublishDeps, accountId: string, opts: PublishOptions = {}): Promise<PublishOutcome> {
+export async function publishAccountFeed(
+  deps: PublishDeps,
+  accountId: string,
+  opts: PublishOptions = {},
+): Promise<PublishOutcome> {
   const account = await getAccount(deps.db, accountId);
   if (!account) return { outcome: 'skipped', reason: 'account not found (removed?)' };
   const previous = await getFeedPublication(deps.db, accountId);
   if (opts.complete === false && (!previous || previous.demo)) {
     // R-SCH-11: the demo feed stays until the first successful (complete) sync.
-    return { outcome: 'kept-demo', reason: 'the listing did not finish; the demo feed stays until the first complete sync' };
+    return {
+      outcome: 'kept-demo',
+      reason: 'the listing did not finish; the demo feed stays until the first complete sync',
+    };
   }
   const now = deps.clock.now();
   const built = await buildAccountFeed(deps.db, account, (k) => deps.storage.publicUrl(k), now);
@@ -238,7 +289,10 @@ export async function publishAccountFeed(deps: PublishDeps, accountId: string, o
     cacheControl = feedCacheControl(built, now, deps.feedMaxAgeSeconds);
     const hashes = postHashes(built.feed);
     changes = feedChanges(previous && !previous.demo ? (previous.postHashes ?? null) : null, hashes);
-    await deps.storage.put(key, Buffer.from(JSON.stringify(built.feed)), { contentType: FEED_CONTENT_TYPE, cacheControl });
+    await deps.storage.put(key, Buffer.from(JSON.stringify(built.feed)), {
+      contentType: FEED_CONTENT_TYPE,
+      cacheControl,
+    });
     await saveFeedPublication(deps.db, {
       accountId,
       feedHash: built.hash,
@@ -252,7 +306,10 @@ export async function publishAccountFeed(deps: PublishDeps, accountId: string, o
     deps.logger.info({ accountId, posts: built.feed.posts.length, waiting: built.waiting.length }, 'feed published');
     // Sites that build statically or cache at a CDN revalidate on this (issue 12). Sent whenever
     // the feed was rewritten, even with empty lists (re-signed video links only).
-    await deps.events?.emit({ type: 'feed.updated', data: { accountId, feedKey: key, feedUrl: deps.storage.publicUrl(key), ...changes } });
+    await deps.events?.emit({
+      type: 'feed.updated',
+      data: { accountId, feedKey: key, feedUrl: deps.storage.publicUrl(key), ...changes },
+    });
   }
   const removedMedia: string[] = [];
   for (const mediaId of await listOrphanedCopyMediaIds(deps.db, accountId)) {
@@ -260,7 +317,15 @@ export async function publishAccountFeed(deps: PublishDeps, accountId: string, o
     await deleteMediaCopies(deps.db, accountId, mediaId);
     removedMedia.push(mediaId);
   }
-  return { outcome, key, postCount: built.feed.posts.length, waiting: built.waiting, removedMedia, ...(cacheControl ? { cacheControl } : {}), ...(changes ? { changes } : {}) };
+  return {
+    outcome,
+    key,
+    postCount: built.feed.posts.length,
+    waiting: built.waiting,
+    removedMedia,
+    ...(cacheControl ? { cacheControl } : {}),
+    ...(changes ? { changes } : {}),
+  };
 }
 
 /**
@@ -278,7 +343,14 @@ export async function publishDemoFeedIfNone(deps: PublishDeps, accountId: string
     contentType: FEED_CONTENT_TYPE,
     cacheControl: `public, max-age=${deps.feedMaxAgeSeconds ?? DEFAULT_FEED_MAX_AGE_SECONDS}`,
   });
-  await saveFeedPublication(deps.db, { accountId, feedHash: contentHash(content), publishedAt: now, postCount: feed.posts.length, demo: true, earliestOe: null });
+  await saveFeedPublication(deps.db, {
+    accountId,
+    feedHash: contentHash(content),
+    publishedAt: now,
+    postCount: feed.posts.length,
+    demo: true,
+    earliestOe: null,
+  });
   return true;
 }
 

@@ -29,7 +29,11 @@ export function isCurrent(copy: MediaCopy, widths: readonly number[], formats: r
  * lists the new sizes (a feed.updated event follows when it changed). Idempotent: copies already
  * current are skipped, so a retried or repeated rebuild redoes nothing.
  */
-export async function rebuildAccountMedia(deps: FeedDeps, accountId: string, onProgress?: (done: number, total: number) => Promise<void>): Promise<RebuildResult> {
+export async function rebuildAccountMedia(
+  deps: FeedDeps,
+  accountId: string,
+  onProgress?: (done: number, total: number) => Promise<void>,
+): Promise<RebuildResult> {
   const copies = await listMediaCopies(deps.db, accountId);
   const formats = deps.limits.variantFormats ?? ['webp'];
   let rebuilt = 0;
@@ -45,7 +49,12 @@ export async function rebuildAccountMedia(deps: FeedDeps, accountId: string, onP
       } else {
         await saveMediaCopy(deps.db, {
           ...copy,
-          variants: image.variants.map((v) => ({ key: v.key, width: v.width, height: v.height, contentType: v.contentType })),
+          variants: image.variants.map((v) => ({
+            key: v.key,
+            width: v.width,
+            height: v.height,
+            contentType: v.contentType,
+          })),
           placeholder: image.placeholder ?? null,
         });
         rebuilt++;

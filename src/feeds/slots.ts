@@ -39,7 +39,9 @@ export const isImageMime = (mime: string) => mime.startsWith('image/');
  */
 export function imageSlots(post: Post): ImageSlot[] {
   const slots: ImageSlot[] = [];
-  const cover = post.thumbnailUrl ? { slot: 'cover', url: post.thumbnailUrl, sourceId: sourceIdOf(post.thumbnailUrl), mediaIndexes: [] as number[] } : undefined;
+  const cover = post.thumbnailUrl
+    ? { slot: 'cover', url: post.thumbnailUrl, sourceId: sourceIdOf(post.thumbnailUrl), mediaIndexes: [] as number[] }
+    : undefined;
   if (cover) slots.push(cover);
   post.media.forEach((m, i) => {
     if (!isImageMime(m.mime)) return;
@@ -79,5 +81,7 @@ export function stableStringify(value: unknown): string {
 
 /** What a post or feed is, ignoring link signatures: links are re-signed on every read. */
 export function contentHash(value: unknown): string {
-  return createHash('sha256').update(stableStringify(withoutSignatures(value))).digest('hex');
+  return createHash('sha256')
+    .update(stableStringify(withoutSignatures(value)))
+    .digest('hex');
 }

@@ -6,11 +6,18 @@ import {
   RateLimitedError,
   TokenInvalidError,
 } from '../platform/errors.ts';
-import type { MediaItem } from '../platform/media-item.ts';
 import { getAccount, markSynced, setRefusedFields } from '../store/accounts.ts';
 import { statusOnlyLifecycle } from '../accounts/lifecycle.ts';
 import { errorKind } from '../accounts/error-kind.ts';
-import { copySourceKey, getFeedPublication, getPosts, listCopySources, prunePostsNotIn, upsertPosts, type PostInput } from '../store/posts.ts';
+import {
+  copySourceKey,
+  getFeedPublication,
+  getPosts,
+  listCopySources,
+  prunePostsNotIn,
+  upsertPosts,
+  type PostInput,
+} from '../store/posts.ts';
 import { loadToken } from '../store/tokens.ts';
 import { redactText } from '../util/redact.ts';
 import { ID_PATTERN } from '../util/ids.ts';
@@ -68,7 +75,12 @@ export interface SyncOptions {
 
 /** Errors that only the account owner can fix: the account is marked and left alone (R-TOK-10). */
 function ownerMustAct(err: unknown): err is Error {
-  return err instanceof TokenInvalidError || err instanceof InsufficientDeveloperRoleError || err instanceof PersonalAccountError || err instanceof MissingScopeError;
+  return (
+    err instanceof TokenInvalidError ||
+    err instanceof InsufficientDeveloperRoleError ||
+    err instanceof PersonalAccountError ||
+    err instanceof MissingScopeError
+  );
 }
 
 /**
@@ -87,7 +99,10 @@ export async function syncAccount(deps: FeedDeps, accountId: string, opts: SyncO
   try {
     const result = await readAndStore(deps, accountId, opts).catch(async (err: unknown) => {
       // A sync that failed says so, with its kind: the account never shows "ok" after it.
-      await markSynced(deps.db, accountId, deps.clock.now(), { error: (err as Error).message ?? String(err), errorKind: errorKind(err) }).catch(() => undefined);
+      await markSynced(deps.db, accountId, deps.clock.now(), {
+        error: (err as Error).message ?? String(err),
+        errorKind: errorKind(err),
+      }).catch(() => undefined);
       throw err;
     });
     // A skipped account did no work: it would only drag the histogram towards zero.
@@ -107,7 +122,12 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   const log = deps.logger.child({ job: 'feed-sync', accountId });
   const account = await getAccount(deps.db, accountId);
   if (!account) return { outcome: 'skipped', accountId, reason: 'account not found (removed?)' };
-  if (account.status !== 'active') return { outcome: 'skipped', accountId, reason: `account is ${account.status}; it needs its owner to connect again` };
+  if (account.status !== 'active')
+    return {
+      outcome: 'skipped',
+      accountId,
+      reason: `account is ${account.status}; it needs its owner to connect again`,
+    };
   const token = await loadToken(deps.db, deps.cipher, accountId);
   if (!token) return { outcome: 'skipped', accountId, reason: 'no token stored' };
 
@@ -116,7 +136,10 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   // platform links (video files) die soon. Otherwise an unchanged sync publishes nothing.
   const publication = await getFeedPublication(deps.db, accountId);
   const feedDue =
-    !publication || publication.demo || (publication.earliestOe !== null && deps.clock.now().getTime() >= publication.earliestOe.getTime() - (deps.relinkMarginMs ?? DAY));
+    !publication ||
+    publication.demo ||
+    (publication.earliestOe !== null &&
+      deps.clock.now().getTime() >= publication.earliestOe.getTime() - (deps.relinkMarginMs ?? DAY));
 
   const progress: SyncProgress = { pages: 0, posts: 0, imagesToCopy: 0, imagesCopied: 0 };
   const report = () => opts.onProgress?.({ ...progress });
@@ -152,7 +175,6 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
     throw listing.error; // R-OWN-1: the job layer backs off (syncAccount records it); nothing is pruned
   }
 
-  const byId = new Map<string, MediaItem>(listing.items.map((i) => [i.id, i]));
   const converted = convertItems(listing.items, { copyrightItems: deps.copyrightItems ?? 'drop' });
   const posts = converted.posts;
   // Every item left out, with its reason: malformed in the listing, or not convertible (a
@@ -162,8 +184,10 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   // own policy (copyright-flagged, COPYRIGHT_ITEMS=drop) would otherwise mark every such account
   // with a warning on every sync, and a real fault would drown in it. Both stay in `dropped`.
   const faults = dropped.filter((d) => !('byPolicy' in d && d.byPolicy));
-  if (faults.length > 0) log.warn({ skipped: faults.length, reasons: faults.slice(0, 5) }, 'items skipped; the rest of the listing is used');
-  if (dropped.length > faults.length) log.debug({ leftOut: dropped.length - faults.length }, 'items left out by COPYRIGHT_ITEMS=drop');
+  if (faults.length > 0)
+    log.warn({ skipped: faults.length, reasons: faults.slice(0, 5) }, 'items skipped; the rest of the listing is used');
+  if (dropped.length > faults.length)
+    log.debug({ leftOut: dropped.length - faults.length }, 'items left out by COPYRIGHT_ITEMS=drop');
   const inputs: PostInput[] = posts.map((post) => ({
     mediaId: post.id,
     post,
@@ -187,7 +211,15 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   // made, which live longer. Only posts with a video are read (a post's kinds of media are the
   // same in both), all in one query: a round trip per post cost more than the sync's own work.
   const hasVideo = (post: PostInput['post']) => post.media.some((m) => !isImageMime(m.mime));
-  const storedVideos = new Map((await getPosts(deps.db, accountId, inputs.filter((i) => hasVideo(i.post)).map((i) => i.mediaId))).map((p) => [p.mediaId, p]));
+  const storedVideos = new Map(
+    (
+      await getPosts(
+        deps.db,
+        accountId,
+        inputs.filter((i) => hasVideo(i.post)).map((i) => i.mediaId),
+      )
+    ).map((p) => [p.mediaId, p]),
+  );
   for (const input of inputs) {
     const stored = storedVideos.get(input.mediaId);
     if (!stored || !hasVideo(stored.post)) continue;
@@ -199,7 +231,10 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
         renewedVideos++;
       } catch (err) {
         if (ownerMustAct(err) || err instanceof RateLimitedError) throw err;
-        log.warn({ mediaId: input.mediaId, err: redactText((err as Error).message) }, 'could not renew video links; the next sync tries again');
+        log.warn(
+          { mediaId: input.mediaId, err: redactText((err as Error).message) },
+          'could not renew video links; the next sync tries again',
+        );
       }
     }
   }
@@ -209,7 +244,12 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   for (const input of inputs) {
     for (const s of imageSlots(input.post)) {
       if (copied.get(copySourceKey(input.mediaId, s.slot)) === s.sourceId) continue; // this file is already copied
-      copies.push({ accountId, mediaId: input.mediaId, slot: s.slot, deadline: linkExpiry(input.earliestOe, now).copyDeadline });
+      copies.push({
+        accountId,
+        mediaId: input.mediaId,
+        slot: s.slot,
+        deadline: linkExpiry(input.earliestOe, now).copyDeadline,
+      });
     }
   }
   // R-LNK-1/R-LNK-2: the link that dies first is copied first; unknown expiry last.
@@ -218,7 +258,11 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   report();
 
   const error = listing.complete ? undefined : redactText(listing.error?.message ?? 'the listing did not finish');
-  await markSynced(deps.db, accountId, now, { error: error ?? null, errorKind: listing.error ? errorKind(listing.error) : null, skipped: faults });
+  await markSynced(deps.db, accountId, now, {
+    error: error ?? null,
+    errorKind: listing.error ? errorKind(listing.error) : null,
+    skipped: faults,
+  });
   if (error) log.warn({ pages: listing.pages, error }, 'listing incomplete: nothing pruned');
   let newPosts = 0;
   let changedPosts = 0;
@@ -282,7 +326,12 @@ export async function runSyncNow(deps: FeedDeps, accountId: string, opts: SyncOp
   const sync = await syncAccount(deps, accountId, opts);
   const out: SyncNowResult = { sync, copied: 0, reused: 0, renewed: 0, failedCopies: [], swept: 0 };
   if (sync.outcome !== 'synced') return out;
-  const progress: SyncProgress = { pages: sync.pages, posts: sync.posts, imagesToCopy: sync.copies.length, imagesCopied: 0 };
+  const progress: SyncProgress = {
+    pages: sync.pages,
+    posts: sync.posts,
+    imagesToCopy: sync.copies.length,
+    imagesCopied: 0,
+  };
   for (const task of sync.copies) {
     try {
       const r = await copySlot(deps, task);

@@ -43,7 +43,8 @@ export function createApp(deps: AppDeps): Express {
   app.use(healthRoutes({ logger: deps.logger, ...deps.health }));
   if (deps.storage) app.use(feedsRouter({ storage: deps.storage }));
   if (deps.connect) app.use(connectRoutes(deps.connect));
-  if (deps.storage && deps.serveLocalFiles !== false && deps.storage.kind === 'local') app.use(localFilesRouter(deps.storage));
+  if (deps.storage && deps.serveLocalFiles !== false && deps.storage.kind === 'local')
+    app.use(localFilesRouter(deps.storage));
   // Everything under /dashboard (bull-board included) is behind the login: see dashboard/index.ts.
   if (deps.dashboard) {
     app.use(dashboardRouter(deps.dashboard));
@@ -68,7 +69,10 @@ function warnOnForwardedFor(logger: Logger): RequestHandler {
   return (req: Request, _res: Response, next: NextFunction) => {
     if (!warned && req.headers['x-forwarded-for'] !== undefined) {
       warned = true;
-      logger.warn({ peer: req.socket.remoteAddress }, 'requests arrive through a proxy (X-Forwarded-For) but TRUST_PROXY is unset: every client counts as the proxy\'s address (one shared login throttle). Set TRUST_PROXY to the number of proxies in front (e.g. 1) or their addresses.');
+      logger.warn(
+        { peer: req.socket.remoteAddress },
+        "requests arrive through a proxy (X-Forwarded-For) but TRUST_PROXY is unset: every client counts as the proxy's address (one shared login throttle). Set TRUST_PROXY to the number of proxies in front (e.g. 1) or their addresses.",
+      );
     }
     next();
   };

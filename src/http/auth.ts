@@ -43,10 +43,21 @@ export class DashboardAuthConfigError extends Error {
  * SESSION_SECRET when set, else derived from TOKEN_ENCRYPTION_KEY with HKDF under a label of its
  * own, so no key ever serves two purposes (the token cipher uses the key itself, never this).
  */
-export function deriveSessionSecret(sessionSecret: string | undefined, tokenEncryptionKey: string | undefined): string | undefined {
+export function deriveSessionSecret(
+  sessionSecret: string | undefined,
+  tokenEncryptionKey: string | undefined,
+): string | undefined {
   if (sessionSecret) return sessionSecret;
   if (!tokenEncryptionKey) return undefined;
-  return Buffer.from(hkdfSync('sha256', Buffer.from(tokenEncryptionKey, 'utf8'), Buffer.alloc(0), 'feedmirror dashboard session secret v1', 32)).toString('base64url');
+  return Buffer.from(
+    hkdfSync(
+      'sha256',
+      Buffer.from(tokenEncryptionKey, 'utf8'),
+      Buffer.alloc(0),
+      'feedmirror dashboard session secret v1',
+      32,
+    ),
+  ).toString('base64url');
 }
 
 export interface DashboardAuthSettings {
@@ -99,7 +110,9 @@ export function resolveDashboardAuth(s: DashboardAuthSettings): DashboardAuth {
   const hasUser = Boolean(s.user);
   const hasPassword = Boolean(s.password);
   if (hasUser !== hasPassword) {
-    throw new DashboardAuthConfigError(`Set both DASHBOARD_USER and DASHBOARD_PASSWORD (only ${hasUser ? 'DASHBOARD_USER' : 'DASHBOARD_PASSWORD'} is set).`);
+    throw new DashboardAuthConfigError(
+      `Set both DASHBOARD_USER and DASHBOARD_PASSWORD (only ${hasUser ? 'DASHBOARD_USER' : 'DASHBOARD_PASSWORD'} is set).`,
+    );
   }
   if (!hasUser && !isLoopbackHost(s.host)) {
     throw new DashboardAuthConfigError(
@@ -120,7 +133,11 @@ export function resolveDashboardAuth(s: DashboardAuthSettings): DashboardAuth {
     allowedOrigins = [u.origin];
     secureCookies = u.protocol === 'https:';
   }
-  if (!hasUser) s.logger?.warn({ host: s.host }, 'dashboard has no login (DASHBOARD_USER/DASHBOARD_PASSWORD unset): reachable from this machine only');
+  if (!hasUser)
+    s.logger?.warn(
+      { host: s.host },
+      'dashboard has no login (DASHBOARD_USER/DASHBOARD_PASSWORD unset): reachable from this machine only',
+    );
   return {
     mode: hasUser ? 'password' : 'open',
     user,
@@ -135,7 +152,10 @@ export function resolveDashboardAuth(s: DashboardAuthSettings): DashboardAuth {
       const passwordOk = timingSafeEqual(digest(p), expectedPassword);
       return hasUser && userOk && passwordOk;
     },
-    credentialsFingerprint: createHmac('sha256', sessionKey).update(`credentials\0${user}\0${password}`).digest('base64url').slice(0, 22),
+    credentialsFingerprint: createHmac('sha256', sessionKey)
+      .update(`credentials\0${user}\0${password}`)
+      .digest('base64url')
+      .slice(0, 22),
     sessions: s.sessions ?? new MemorySessionStore(),
     sessionIdleMs: s.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS,
     sessionMaxMs: s.sessionMaxMs ?? DEFAULT_SESSION_MAX_MS,
@@ -187,7 +207,11 @@ function ttlOf(auth: DashboardAuth, createdAt: number, seenAt: number): number {
 export async function issueSession(auth: DashboardAuth): Promise<{ session: Session; cookie: string }> {
   const sid = newSessionId();
   const now = auth.clock.now().getTime();
-  await auth.sessions.create(sid, { user: auth.user, credentials: auth.credentialsFingerprint, createdAt: now, seenAt: now }, ttlOf(auth, now, now));
+  await auth.sessions.create(
+    sid,
+    { user: auth.user, credentials: auth.credentialsFingerprint, createdAt: now, seenAt: now },
+    ttlOf(auth, now, now),
+  );
   return { session: { sid, u: auth.user }, cookie: sid };
 }
 
@@ -202,7 +226,11 @@ export async function verifySession(auth: DashboardAuth, cookie: string | undefi
   const record = await auth.sessions.get(cookie);
   if (!record) return null;
   const now = auth.clock.now().getTime();
-  const alive = record.user === auth.user && record.credentials === auth.credentialsFingerprint && now < record.seenAt + auth.sessionIdleMs && now < record.createdAt + auth.sessionMaxMs;
+  const alive =
+    record.user === auth.user &&
+    record.credentials === auth.credentialsFingerprint &&
+    now < record.seenAt + auth.sessionIdleMs &&
+    now < record.createdAt + auth.sessionMaxMs;
   if (!alive) {
     await auth.sessions.delete(cookie);
     return null;
@@ -224,7 +252,13 @@ export function parseCookies(header: string | undefined): Record<string, string>
 }
 
 export function setCookie(res: Response, auth: DashboardAuth, name: string, value: string, maxAgeMs: number): void {
-  const attrs = [`${name}=${value}`, `Path=${DASHBOARD_PATH}`, 'HttpOnly', 'SameSite=Strict', `Max-Age=${Math.max(0, Math.floor(maxAgeMs / 1000))}`];
+  const attrs = [
+    `${name}=${value}`,
+    `Path=${DASHBOARD_PATH}`,
+    'HttpOnly',
+    'SameSite=Strict',
+    `Max-Age=${Math.max(0, Math.floor(maxAgeMs / 1000))}`,
+  ];
   if (auth.secureCookies) attrs.push('Secure');
   res.append('Set-Cookie', attrs.join('; '));
 }
@@ -239,7 +273,11 @@ export function sessionOf(res: Response): Session {
 
 /** A `next` target inside the dashboard only (no open redirect to another site). */
 export function safeNext(value: unknown): string {
-  return typeof value === 'string' && /^\/dashboard(\/[A-Za-z0-9_\-./]*)?(\?[A-Za-z0-9_\-=&.%]*)?$/.test(value) && !value.includes('..') ? value : DASHBOARD_PATH;
+  return typeof value === 'string' &&
+    /^\/dashboard(\/[A-Za-z0-9_\-./]*)?(\?[A-Za-z0-9_\-=&.%]*)?$/.test(value) &&
+    !value.includes('..')
+    ? value
+    : DASHBOARD_PATH;
 }
 
 function loginPage(opts: { csrf: string; next: string; message?: string }): string {
@@ -285,7 +323,13 @@ export function loginRoutes(auth: DashboardAuth): Router {
     const nonce = b64(randomBytes(18));
     setCookie(res, auth, LOGIN_COOKIE, nonce, 30 * MINUTE);
     const next = safeNext(typeof req.body?.next === 'string' ? req.body.next : req.query.next);
-    res.status(status).set('Cache-Control', 'no-store').type('html').send(loginPage({ csrf: csrfTokenFor(auth.sessionKey, `login:${nonce}`), next, ...(message ? { message } : {}) }));
+    res
+      .status(status)
+      .set('Cache-Control', 'no-store')
+      .type('html')
+      .send(
+        loginPage({ csrf: csrfTokenFor(auth.sessionKey, `login:${nonce}`), next, ...(message ? { message } : {}) }),
+      );
   };
 
   router.get(`${DASHBOARD_PATH}/login`, (req, res) => {
@@ -299,11 +343,15 @@ export function loginRoutes(auth: DashboardAuth): Router {
 
   const login = async (req: Request, res: Response) => {
     if (auth.mode === 'open') return res.redirect(303, DASHBOARD_PATH);
-    if (!hasSameOrigin(req, auth.allowedOrigins)) return refuse(res, 'This form was sent from another site; log in from the dashboard itself.');
+    if (!hasSameOrigin(req, auth.allowedOrigins))
+      return refuse(res, 'This form was sent from another site; log in from the dashboard itself.');
     const parsed = loginForm.safeParse(req.body);
     const nonce = parseCookies(req.headers.cookie)[LOGIN_COOKIE];
     if (!parsed.success || !nonce || !csrfMatches(auth.sessionKey, `login:${nonce}`, parsed.data[CSRF_FIELD])) {
-      return refuse(res, 'The login form expired or was not sent from this dashboard. Reload the login page and try again.');
+      return refuse(
+        res,
+        'The login form expired or was not sent from this dashboard. Reload the login page and try again.',
+      );
     }
     // The client's address as TRUST_PROXY says to read it (the proxy's own address otherwise).
     const client = req.ip ?? 'unknown';
@@ -313,13 +361,20 @@ export function loginRoutes(auth: DashboardAuth): Router {
     if (!verdict.allowed) {
       auth.logger?.warn({ client }, 'dashboard login throttled');
       const minutes = Math.ceil(verdict.retryAfterSeconds / 60);
-      return res.status(429).set({ 'Retry-After': String(verdict.retryAfterSeconds), 'Cache-Control': 'no-store' }).type('text/plain').send(`Too many failed logins from your address. Try again in ${minutes} minute(s).\n`);
+      return res
+        .status(429)
+        .set({ 'Retry-After': String(verdict.retryAfterSeconds), 'Cache-Control': 'no-store' })
+        .type('text/plain')
+        .send(`Too many failed logins from your address. Try again in ${minutes} minute(s).\n`);
     }
     if (!auth.checkCredentials(user, password)) {
       await auth.throttle.fail(client, user);
       // Never say which of the two was wrong, never echo them; the address is what an operator
       // (or fail2ban) acts on.
-      auth.logger?.warn({ client, knownUser: user === auth.user }, 'dashboard login refused: wrong user name or password');
+      auth.logger?.warn(
+        { client, knownUser: user === auth.user },
+        'dashboard login refused: wrong user name or password',
+      );
       return showLogin(req, res, 401, 'Wrong user name or password.');
     }
     await auth.throttle.succeed(client);
@@ -388,7 +443,10 @@ export function logoutHandler(auth: DashboardAuth, opts: { everywhere?: boolean 
     const done = opts.everywhere ? auth.sessions.deleteAllOf(session.u) : auth.sessions.delete(session.sid);
     done
       .then((n) => {
-        auth.logger?.info({ client: req.ip, sessions: typeof n === 'number' ? n : 1 }, opts.everywhere ? 'dashboard: logged out everywhere' : 'dashboard: logged out');
+        auth.logger?.info(
+          { client: req.ip, sessions: typeof n === 'number' ? n : 1 },
+          opts.everywhere ? 'dashboard: logged out everywhere' : 'dashboard: logged out',
+        );
         setCookie(res, auth, SESSION_COOKIE, '', 0);
         res.redirect(303, auth.mode === 'open' ? DASHBOARD_PATH : `${DASHBOARD_PATH}/login`);
       })

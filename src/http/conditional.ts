@@ -15,7 +15,10 @@ function opaque(tag: string): string {
   return tag.trim().replace(/^W\//, '');
 }
 
-export function notModified(headers: { 'if-none-match'?: string | undefined; 'if-modified-since'?: string | undefined }, current: Validators): boolean {
+export function notModified(
+  headers: { 'if-none-match'?: string | undefined; 'if-modified-since'?: string | undefined },
+  current: Validators,
+): boolean {
   const inm = headers['if-none-match'];
   if (inm !== undefined) {
     // If-None-Match present: If-Modified-Since is ignored (§13.1.3).

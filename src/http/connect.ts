@@ -2,9 +2,20 @@ import { Router, type Request, type Response } from 'express';
 import type { ConnectDeps, ConnectedAccount } from '../accounts/connect.ts';
 import { connectWithShortLivedToken } from '../accounts/connect.ts';
 import { createLoginState, takeLoginState } from '../store/login-states.ts';
-import { checkInvitation, hashInvitation, releaseInvitation, takeInvitation, type InvitationState } from '../store/invitations.ts';
+import {
+  checkInvitation,
+  hashInvitation,
+  releaseInvitation,
+  takeInvitation,
+  type InvitationState,
+} from '../store/invitations.ts';
 import { SCOPE } from '../platform/identifiers.ts';
-import { InsufficientDeveloperRoleError, MissingScopeError, PersonalAccountError, PlatformError } from '../platform/errors.ts';
+import {
+  InsufficientDeveloperRoleError,
+  MissingScopeError,
+  PersonalAccountError,
+  PlatformError,
+} from '../platform/errors.ts';
 import { MINUTE } from '../util/clock.ts';
 import { page } from './pages.ts';
 import { ConnectThrottle } from './throttle.ts';
@@ -46,7 +57,9 @@ export function invitationUrl(publicUrl: string, token: string): string {
 
 /** The platform's authorize address with a fresh login state (the one place states are made). */
 export async function startLogin(deps: ConnectRoutesDeps, opts: { invitationHash?: string } = {}): Promise<string> {
-  const state = await createLoginState(deps.db, deps.clock.now(), deps.stateTtlMs ?? 15 * MINUTE, { invitationHash: opts.invitationHash ?? null });
+  const state = await createLoginState(deps.db, deps.clock.now(), deps.stateTtlMs ?? 15 * MINUTE, {
+    invitationHash: opts.invitationHash ?? null,
+  });
   const url = new URL(deps.authorizeUrl);
   url.searchParams.set('client_id', deps.appId);
   url.searchParams.set('redirect_uri', redirectUri(deps.publicUrl));
@@ -70,7 +83,9 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
       .status(status)
       .set('Cache-Control', 'no-store')
       .type('html')
-      .send(page(title, lines, retry && deps.open ? { retryUrl: `${deps.publicUrl.replace(/\/+$/, '')}/connect` } : {}));
+      .send(
+        page(title, lines, retry && deps.open ? { retryUrl: `${deps.publicUrl.replace(/\/+$/, '')}/connect` } : {}),
+      );
 
   router.get('/connect', async (req: Request, res: Response, next) => {
     try {
@@ -86,12 +101,18 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
       const verdict = await throttle.take(req.ip ?? 'unknown');
       if (!verdict.allowed) {
         res.set('Retry-After', String(verdict.retryAfterSeconds));
-        return send(res, 429, 'Too many attempts', [`Too many logins were started from your address. Try again in ${Math.ceil(verdict.retryAfterSeconds / 60)} minute(s).`]);
+        return send(res, 429, 'Too many attempts', [
+          `Too many logins were started from your address. Try again in ${Math.ceil(verdict.retryAfterSeconds / 60)} minute(s).`,
+        ]);
       }
       let invitationHash: string | undefined;
       if (invite !== undefined && !deps.open) {
         const state = await checkInvitation(deps.db, invite, deps.clock.now());
-        if (state !== 'ok') return send(res, 403, 'Invitation not valid', [INVITATION_TEXT[state], 'Ask the operator for a new invitation.']);
+        if (state !== 'ok')
+          return send(res, 403, 'Invitation not valid', [
+            INVITATION_TEXT[state],
+            'Ask the operator for a new invitation.',
+          ]);
         invitationHash = hashInvitation(invite);
       }
       const url = await startLogin(deps, invitationHash ? { invitationHash } : {});
@@ -113,10 +134,18 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
     const q = req.query as Record<string, unknown>;
     const str = (k: string) => (typeof q[k] === 'string' ? (q[k] as string) : undefined);
     const fail = (status: number, title: string, ...lines: string[]) => void send(res, status, title, lines, true);
-    const again = deps.open ? 'Start again from the connect link.' : 'Open your invitation link again, or ask the operator for a new one.';
+    const again = deps.open
+      ? 'Start again from the connect link.'
+      : 'Open your invitation link again, or ask the operator for a new one.';
 
     const state = str('state');
-    if (!state) return fail(400, 'Login could not be checked', 'The platform sent no state with the login, so it cannot be matched to a connect request.', again);
+    if (!state)
+      return fail(
+        400,
+        'Login could not be checked',
+        'The platform sent no state with the login, so it cannot be matched to a connect request.',
+        again,
+      );
     const now = deps.clock.now();
     const taken = await takeLoginState(deps.db, state, now);
     if (taken.result !== 'ok') {
@@ -134,7 +163,9 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
       return fail(
         403,
         'Account not connected',
-        declined ? 'The login was cancelled or the permission was declined.' : 'The platform did not complete the login.',
+        declined
+          ? 'The login was cancelled or the permission was declined.'
+          : 'The platform did not complete the login.',
         `To connect, log in again and approve the ${SCOPE} permission.`,
       );
     }
@@ -146,24 +177,58 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
     const invitation = taken.invitationHash;
     if (invitation) {
       const inv = await takeInvitation(deps.db, invitation, now);
-      if (inv !== 'ok') return fail(403, 'Invitation not valid', INVITATION_TEXT[inv], 'Ask the operator for a new invitation.');
+      if (inv !== 'ok')
+        return fail(403, 'Invitation not valid', INVITATION_TEXT[inv], 'Ask the operator for a new invitation.');
     }
     try {
       const short = await deps.platform.exchangeCode(code, redirectUri(deps.publicUrl));
       const account = await connectWithShortLivedToken(deps, short.accessToken, { permissions: short.permissions });
       await deps.onConnected?.(account);
-      deps.logger.info({ accountId: account.id, invitation: Boolean(invitation) }, 'account connected through the login');
-      send(res, 200, 'Account connected', [`@${account.username} is connected. Its access is valid until ${account.expiresAt.toISOString().slice(0, 10)} and will be renewed automatically.`, 'You can close this page.']);
+      deps.logger.info(
+        { accountId: account.id, invitation: Boolean(invitation) },
+        'account connected through the login',
+      );
+      send(res, 200, 'Account connected', [
+        `@${account.username} is connected. Its access is valid until ${account.expiresAt.toISOString().slice(0, 10)} and will be renewed automatically.`,
+        'You can close this page.',
+      ]);
     } catch (err) {
-      if (invitation) await releaseInvitation(deps.db, invitation, now).catch((e: unknown) => deps.logger.warn({ err: e }, 'could not give the invitation back'));
+      if (invitation)
+        await releaseInvitation(deps.db, invitation, now).catch((e: unknown) =>
+          deps.logger.warn({ err: e }, 'could not give the invitation back'),
+        );
       deps.logger.warn({ err }, 'connect failed');
-      if (err instanceof PersonalAccountError) return fail(400, 'Account not connected', 'This is a personal account. Only professional accounts (Business or Creator) can be connected: switch the account type in the app, then connect again.');
-      if (err instanceof MissingScopeError) return fail(400, 'Account not connected', `The login did not grant the ${SCOPE} permission. Connect again and leave it ticked on the approval screen.`);
-      if (err instanceof InsufficientDeveloperRoleError) return fail(400, 'Account not connected', 'The app is in development mode and this account has not accepted its tester role. Accept it in the app (settings, "Apps and websites"), then connect again.');
+      if (err instanceof PersonalAccountError)
+        return fail(
+          400,
+          'Account not connected',
+          'This is a personal account. Only professional accounts (Business or Creator) can be connected: switch the account type in the app, then connect again.',
+        );
+      if (err instanceof MissingScopeError)
+        return fail(
+          400,
+          'Account not connected',
+          `The login did not grant the ${SCOPE} permission. Connect again and leave it ticked on the approval screen.`,
+        );
+      if (err instanceof InsufficientDeveloperRoleError)
+        return fail(
+          400,
+          'Account not connected',
+          'The app is in development mode and this account has not accepted its tester role. Accept it in the app (settings, "Apps and websites"), then connect again.',
+        );
       if (err instanceof PlatformError && (err.code === 100 || err.status === 400)) {
-        return fail(400, 'Login expired', 'The login code was already used or has expired (codes live one hour and work once).', again);
+        return fail(
+          400,
+          'Login expired',
+          'The login code was already used or has expired (codes live one hour and work once).',
+          again,
+        );
       }
-      return fail(502, 'Account not connected', 'The platform could not be reached or answered unexpectedly. Try again in a few minutes.');
+      return fail(
+        502,
+        'Account not connected',
+        'The platform could not be reached or answered unexpectedly. Try again in a few minutes.',
+      );
     }
   }
   return router;

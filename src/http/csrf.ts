@@ -59,7 +59,11 @@ export function requireSameOrigin(allowed: readonly string[]): RequestHandler {
  * For our forms: same origin AND the session's token in the body field `_csrf`. Mount after the
  * session middleware and the urlencoded body parser.
  */
-export function requireCsrfToken(key: Buffer, allowed: readonly string[], sessionIdOf: (res: Response) => string): RequestHandler {
+export function requireCsrfToken(
+  key: Buffer,
+  allowed: readonly string[],
+  sessionIdOf: (res: Response) => string,
+): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     if (SAFE_METHODS.has(req.method)) return next();
     const token = (req.body as Record<string, unknown> | undefined)?.[CSRF_FIELD];

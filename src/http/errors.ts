@@ -25,7 +25,8 @@ function clientError(err: unknown): { status: number; text: string } | null {
   const e = err as { type?: unknown; status?: unknown; statusCode?: unknown } | null;
   if (e && typeof e.type === 'string' && CLIENT_ERRORS[e.type]) return CLIENT_ERRORS[e.type]!;
   const status = typeof e?.status === 'number' ? e.status : typeof e?.statusCode === 'number' ? e.statusCode : 0;
-  if (err instanceof URIError || (status === 400 && err instanceof Error && /URI/.test(err.message))) return { status: 400, text: 'Malformed address: bad percent-encoding.' };
+  if (err instanceof URIError || (status === 400 && err instanceof Error && /URI/.test(err.message)))
+    return { status: 400, text: 'Malformed address: bad percent-encoding.' };
   if (status >= 400 && status < 500) return { status, text: 'Bad request.' };
   return null;
 }
@@ -34,23 +35,46 @@ export function errorHandler(logger: Logger) {
   return (err: Error, req: Request, res: Response, _next: NextFunction) => {
     const known = clientError(err);
     if (known) {
-      logger.info({ status: known.status, reason: (err as { type?: string }).type ?? err.name, method: req.method, client: req.ip }, 'bad request refused');
-      if (!res.headersSent) res.status(known.status).set('Cache-Control', 'no-store').type('text/plain').send(`${known.text}\n`);
+      logger.info(
+        {
+          status: known.status,
+          reason: (err as { type?: string }).type ?? err.name,
+          method: req.method,
+          client: req.ip,
+        },
+        'bad request refused',
+      );
+      if (!res.headersSent)
+        res.status(known.status).set('Cache-Control', 'no-store').type('text/plain').send(`${known.text}\n`);
       return;
     }
     if (isRedisDown(err)) {
       // Sessions and the login throttle live in Redis: without it nobody can log in. Say so.
       logger.error({ err, path: req.path }, 'request failed: Redis is unreachable (sessions, login throttle)');
-      if (!res.headersSent) res.status(503).set({ 'Retry-After': '30', 'Cache-Control': 'no-store' }).type('text/plain').send('The dashboard cannot reach its session store (Redis) right now; try again in a minute. The operator can find the details in the server log.\n');
+      if (!res.headersSent)
+        res
+          .status(503)
+          .set({ 'Retry-After': '30', 'Cache-Control': 'no-store' })
+          .type('text/plain')
+          .send(
+            'The dashboard cannot reach its session store (Redis) right now; try again in a minute. The operator can find the details in the server log.\n',
+          );
       return;
     }
     logger.error({ err, path: req.path }, 'request failed');
-    if (!res.headersSent) res.status(500).type('text/plain').send('Something went wrong on the server; the operator can find the details in its log.\n');
+    if (!res.headersSent)
+      res
+        .status(500)
+        .type('text/plain')
+        .send('Something went wrong on the server; the operator can find the details in its log.\n');
   };
 }
 
 /** ioredis gave up on a command (no connection after its retries) or the connection is gone. */
 function isRedisDown(err: unknown): boolean {
   const e = err as { name?: unknown; message?: unknown } | null;
-  return e?.name === 'MaxRetriesPerRequestError' || (typeof e?.message === 'string' && /^Connection is closed\.?$|Stream isn't writeable/.test(e.message));
+  return (
+    e?.name === 'MaxRetriesPerRequestError' ||
+    (typeof e?.message === 'string' && /^Connection is closed\.?$|Stream isn't writeable/.test(e.message))
+  );
 }

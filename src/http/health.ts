@@ -123,7 +123,9 @@ export function healthRoutes(deps: HealthDeps): Router {
 
   router.get('/readyz', async (_req: Request, res: Response) => {
     const result = await readiness(deps);
-    noStore(res).status(result.status === 'ready' ? 200 : 503).json(result);
+    noStore(res)
+      .status(result.status === 'ready' ? 200 : 503)
+      .json(result);
   });
 
   const metrics = deps.metrics;
@@ -137,9 +139,15 @@ export function healthRoutes(deps: HealthDeps): Router {
       try {
         if (expected) {
           const m = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
-          const given = createHash('sha256').update(m?.[1] ?? '').digest();
+          const given = createHash('sha256')
+            .update(m?.[1] ?? '')
+            .digest();
           if (!m || !timingSafeEqual(given, expected)) {
-            noStore(res).status(401).set('WWW-Authenticate', 'Bearer realm="feedmirror metrics"').type('text/plain').send('A bearer token (METRICS_TOKEN) is needed to read the metrics.\n');
+            noStore(res)
+              .status(401)
+              .set('WWW-Authenticate', 'Bearer realm="feedmirror metrics"')
+              .type('text/plain')
+              .send('A bearer token (METRICS_TOKEN) is needed to read the metrics.\n');
             return;
           }
         }

@@ -16,7 +16,12 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
-export async function startMetricsServer(opts: { metrics: Metrics; host: string; port: number; logger?: Logger }): Promise<MetricsServer> {
+export async function startMetricsServer(opts: {
+  metrics: Metrics;
+  host: string;
+  port: number;
+  logger?: Logger;
+}): Promise<MetricsServer> {
   const app = express();
   app.disable('x-powered-by');
   app.use(healthRoutes({ metrics: opts.metrics, ...(opts.logger ? { logger: opts.logger } : {}) }));

@@ -1,6 +1,9 @@
 /** Plain HTML pages for people (login results, errors). Everything interpolated is escaped. */
 export function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+  return s.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string,
+  );
 }
 
 export function page(title: string, paragraphs: string[], opts: { retryUrl?: string } = {}): string {

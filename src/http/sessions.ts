@@ -39,7 +39,10 @@ const hashUser = (user: string) => createHash('sha256').update(user, 'utf8').dig
 const recordSchema = z.object({ user: z.string(), credentials: z.string(), createdAt: z.number(), seenAt: z.number() });
 
 export class RedisSessionStore implements SessionStore {
-  constructor(private readonly redis: Redis, private readonly prefix: string) {}
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
 
   private key(id: string): string {
     return `${this.prefix}:session:${hashId(id)}`;
@@ -58,7 +61,11 @@ export class RedisSessionStore implements SessionStore {
         for (const m of members) if (!(await this.redis.exists(m))) await this.redis.srem(userKey, m);
       }
     }
-    await this.redis.multi().set(this.key(id), JSON.stringify(record), 'PX', Math.max(1, Math.ceil(ttlMs))).sadd(userKey, this.key(id)).exec();
+    await this.redis
+      .multi()
+      .set(this.key(id), JSON.stringify(record), 'PX', Math.max(1, Math.ceil(ttlMs)))
+      .sadd(userKey, this.key(id))
+      .exec();
   }
 
   async get(id: string): Promise<SessionRecord | null> {
@@ -76,7 +83,13 @@ export class RedisSessionStore implements SessionStore {
     const record = await this.get(id);
     if (!record) return;
     // XX: never resurrect a record deleted (logout) between the read and this write.
-    await this.redis.set(this.key(id), JSON.stringify({ ...record, seenAt }), 'PX', Math.max(1, Math.ceil(ttlMs)), 'XX');
+    await this.redis.set(
+      this.key(id),
+      JSON.stringify({ ...record, seenAt }),
+      'PX',
+      Math.max(1, Math.ceil(ttlMs)),
+      'XX',
+    );
   }
 
   async delete(id: string): Promise<void> {

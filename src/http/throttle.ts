@@ -41,15 +41,32 @@ export interface LoginThrottleLimits {
   perUserUnderAttack: number;
 }
 
-export const LOGIN_LIMITS: LoginThrottleLimits = { perClient: 10, perClientWindowS: 15 * MINUTE_S, perClientDaily: 100, perUserUnderAttack: 50 };
+export const LOGIN_LIMITS: LoginThrottleLimits = {
+  perClient: 10,
+  perClientWindowS: 15 * MINUTE_S,
+  perClientDaily: 100,
+  perUserUnderAttack: 50,
+};
 
-function limiter(store: ThrottleStore, name: string, points: number, durationS: number, blockDurationS = 0): RateLimiterAbstract {
-  const opts = { keyPrefix: `${store.prefix}:throttle:${name}`, points, duration: durationS, blockDuration: blockDurationS };
+function limiter(
+  store: ThrottleStore,
+  name: string,
+  points: number,
+  durationS: number,
+  blockDurationS = 0,
+): RateLimiterAbstract {
+  const opts = {
+    keyPrefix: `${store.prefix}:throttle:${name}`,
+    points,
+    duration: durationS,
+    blockDuration: blockDurationS,
+  };
   return store.redis ? new RateLimiterRedis({ ...opts, storeClient: store.redis }) : new RateLimiterMemory(opts);
 }
 
 /** A user name as a short key: the attacker chooses it, so it never becomes a key as it is. */
-const userKey = (user: string) => createHash('sha256').update(user.normalize('NFKC').toLowerCase(), 'utf8').digest('base64url').slice(0, 22);
+const userKey = (user: string) =>
+  createHash('sha256').update(user.normalize('NFKC').toLowerCase(), 'utf8').digest('base64url').slice(0, 22);
 
 /** consume() rejects with a RateLimiterRes once over the limit: that is a count, not an error. */
 async function count(l: RateLimiterAbstract, key: string): Promise<void> {
@@ -70,7 +87,10 @@ export class LoginThrottle {
   private readonly byClientDaily: RateLimiterAbstract;
   private readonly byUser: RateLimiterAbstract;
 
-  constructor(store: ThrottleStore, readonly limits: LoginThrottleLimits = LOGIN_LIMITS) {
+  constructor(
+    store: ThrottleStore,
+    readonly limits: LoginThrottleLimits = LOGIN_LIMITS,
+  ) {
     this.byClient = limiter(store, 'login-client', limits.perClient, limits.perClientWindowS, limits.perClientWindowS);
     this.byClientDaily = limiter(store, 'login-client-day', limits.perClientDaily, DAY_S, DAY_S);
     this.byUser = limiter(store, 'login-user', limits.perUserUnderAttack, HOUR_S);
@@ -78,17 +98,29 @@ export class LoginThrottle {
 
   /** May this client try to log in as this user now? Asked before the password is checked. */
   async check(client: string, user: string): Promise<ThrottleVerdict> {
-    const [c, d, u] = await Promise.all([this.byClient.get(client), this.byClientDaily.get(client), this.byUser.get(userKey(user))]);
+    const [c, d, u] = await Promise.all([
+      this.byClient.get(client),
+      this.byClientDaily.get(client),
+      this.byUser.get(userKey(user)),
+    ]);
     const blocked = verdictOf(c, this.limits.perClient) ?? verdictOf(d, this.limits.perClientDaily);
     if (blocked) return blocked;
     // The name is under attack: an address with failures of its own waits; a clean one may try.
     const underAttack = verdictOf(u, this.limits.perUserUnderAttack);
-    if (underAttack && c && c.consumedPoints > 0) return { allowed: false, retryAfterSeconds: Math.max(underAttack.retryAfterSeconds, Math.ceil(c.msBeforeNext / 1000)) };
+    if (underAttack && c && c.consumedPoints > 0)
+      return {
+        allowed: false,
+        retryAfterSeconds: Math.max(underAttack.retryAfterSeconds, Math.ceil(c.msBeforeNext / 1000)),
+      };
     return ALLOWED;
   }
 
   async fail(client: string, user: string): Promise<void> {
-    await Promise.all([count(this.byClient, client), count(this.byClientDaily, client), count(this.byUser, userKey(user))]);
+    await Promise.all([
+      count(this.byClient, client),
+      count(this.byClientDaily, client),
+      count(this.byUser, userKey(user)),
+    ]);
   }
 
   /** A correct login clears the address's short-window count (the daily one stays). */
@@ -100,7 +132,10 @@ export class LoginThrottle {
 /** Starting an OAuth login (GET /connect): per client address, 10 a minute. */
 export class ConnectThrottle {
   private readonly byClient: RateLimiterAbstract;
-  constructor(store: ThrottleStore, private readonly perMinute = 10) {
+  constructor(
+    store: ThrottleStore,
+    private readonly perMinute = 10,
+  ) {
     this.byClient = limiter(store, 'connect-client', perMinute, MINUTE_S);
   }
 

@@ -35,7 +35,8 @@ function parseValue(s: string, line: number): number {
   if (/^\+?inf(inity)?$/i.test(s)) return Infinity;
   if (/^-inf(inity)?$/i.test(s)) return -Infinity;
   if (/^nan$/i.test(s)) return NaN;
-  if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(s)) throw new ExpositionError(line, `not a number: ${JSON.stringify(s)}`);
+  if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(s))
+    throw new ExpositionError(line, `not a number: ${JSON.stringify(s)}`);
   return Number(s);
 }
 
@@ -128,13 +129,18 @@ export function parseExposition(text: string): Map<string, MetricFamily> {
     let labels: Record<string, string> = {};
     if (rest.startsWith('{')) ({ labels, rest } = parseLabels(rest.slice(1), n));
     const parts = rest.trim().split(/\s+/);
-    if (!rest.startsWith(' ') || parts.length < 1 || parts.length > 2) throw new ExpositionError(n, 'expected " value [timestamp]"');
+    if (!rest.startsWith(' ') || parts.length < 1 || parts.length > 2)
+      throw new ExpositionError(n, 'expected " value [timestamp]"');
     const value = parseValue(parts[0] ?? '', n);
     if (parts[1] !== undefined && !/^-?\d+$/.test(parts[1])) throw new ExpositionError(n, 'bad timestamp');
     const fam = familyOf(name, families);
     if (!fam) throw new ExpositionError(n, `sample ${name} has no # TYPE line`);
-    if (fam !== current || closed.has(fam.name)) throw new ExpositionError(n, `sample ${name} outside its family block`);
-    const series = `${name}{${Object.entries(labels).sort().map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}}`;
+    if (fam !== current || closed.has(fam.name))
+      throw new ExpositionError(n, `sample ${name} outside its family block`);
+    const series = `${name}{${Object.entries(labels)
+      .sort()
+      .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+      .join(',')}}`;
     if (seenSeries.has(series)) throw new ExpositionError(n, `duplicate series ${series}`);
     seenSeries.add(series);
     if ((fam.type === 'counter' || name.endsWith('_count') || name.endsWith('_bucket')) && !(value >= 0)) {
@@ -166,8 +172,13 @@ function checkHistogram(fam: MetricFamily): void {
     for (let i = 1; i < g.buckets.length; i++) {
       const [prevLe, prevV] = g.buckets[i - 1]!;
       const [le, v] = g.buckets[i]!;
-      if (!(le > prevLe) || v < prevV) throw new ExpositionError(0, `histogram ${fam.name} buckets are not ascending and cumulative`);
+      if (!(le > prevLe) || v < prevV)
+        throw new ExpositionError(0, `histogram ${fam.name} buckets are not ascending and cumulative`);
     }
-    if (g.count !== last[1] || g.sum === undefined) throw new ExpositionError(0, `histogram ${fam.name}: _count must equal the +Inf bucket, and _sum must be present`);
+    if (g.count !== last[1] || g.sum === undefined)
+      throw new ExpositionError(
+        0,
+        `histogram ${fam.name}: _count must equal the +Inf bucket, and _sum must be present`,
+      );
   }
 }

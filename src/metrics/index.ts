@@ -17,7 +17,15 @@ export const METRIC_PREFIX = 'feedmirror_';
 
 /** BullMQ job states reported by feedmirror_jobs. */
 // BullMQ 5+ has no separate paused list (a paused queue keeps its jobs in waiting).
-export const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'] as const;
+export const JOB_STATES = [
+  'waiting',
+  'active',
+  'delayed',
+  'prioritized',
+  'waiting-children',
+  'completed',
+  'failed',
+] as const;
 export type JobStateName = (typeof JOB_STATES)[number];
 
 /** What feedmirror_jobs needs of a queue: a BullMQ Queue fits. */
@@ -84,7 +92,10 @@ export interface Metrics {
  * What the worker side counts: the handles the job and feed code increments. Deps objects carry
  * this narrow view (optional), so tests and callers without metrics need nothing.
  */
-export type PipelineMetrics = Pick<Metrics, 'jobFailures' | 'syncDuration' | 'imagesCopied' | 'imageBytesCopied' | 'platformCalls' | 'rateLimitWaits'> &
+export type PipelineMetrics = Pick<
+  Metrics,
+  'jobFailures' | 'syncDuration' | 'imagesCopied' | 'imageBytesCopied' | 'platformCalls' | 'rateLimitWaits'
+> &
   Partial<Pick<Metrics, 'accountTransitions' | 'scheduleRepairs' | 'platformSlowdowns'>>;
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -126,7 +137,10 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     // reset first: a queue that cannot be read reports nothing rather than stale counts.
     gauge.reset();
     const results = await Promise.allSettled(
-      queues.map(async (q) => ({ queue: q.name, counts: await withTimeout(q.getJobCounts(...JOB_STATES), timeoutMs, `queue ${q.name}`) })),
+      queues.map(async (q) => ({
+        queue: q.name,
+        counts: await withTimeout(q.getJobCounts(...JOB_STATES), timeoutMs, `queue ${q.name}`),
+      })),
     );
     for (const r of results) {
       if (r.status === 'rejected') {
@@ -178,7 +192,12 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
   const metrics: Metrics = {
     registry,
     contentType: registry.contentType,
-    jobFailures: new Counter({ name: `${p}job_failures_total`, help: 'Failed job attempts, by queue.', labelNames: ['queue'] as const, registers: [registry] }),
+    jobFailures: new Counter({
+      name: `${p}job_failures_total`,
+      help: 'Failed job attempts, by queue.',
+      labelNames: ['queue'] as const,
+      registers: [registry],
+    }),
     tokenDaysLeft,
     syncDuration: new Histogram({
       name: `${p}sync_duration_seconds`,
@@ -187,7 +206,11 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
       buckets: [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600],
       registers: [registry],
     }),
-    imagesCopied: new Counter({ name: `${p}images_copied_total`, help: 'Images uploaded to storage (a reused earlier copy is not counted).', registers: [registry] }),
+    imagesCopied: new Counter({
+      name: `${p}images_copied_total`,
+      help: 'Images uploaded to storage (a reused earlier copy is not counted).',
+      registers: [registry],
+    }),
     imageBytesCopied: new Counter({
       name: `${p}images_copied_bytes_total`,
       help: 'Bytes of the original images uploaded to storage (resized variants not included).',

@@ -8,7 +8,10 @@ import type { PipelineMetrics } from './index.ts';
 
 /** Prometheus label value of a platform operation: `media list` -> `media_list`. */
 export function operationLabel(operation: string | undefined): string {
-  const label = (operation ?? '').toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_+|_+$/g, '');
+  const label = (operation ?? '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '');
   return label || 'unknown';
 }
 
@@ -22,7 +25,10 @@ export function platformCallObserver(metrics: Pick<PipelineMetrics, 'platformCal
 }
 
 /** R-OWN-1: a job backs off because the platform rate-limited it; counted by operation. */
-export function countRateLimitWait(metrics: Pick<PipelineMetrics, 'rateLimitWaits'> | undefined, operation: string | undefined): void {
+export function countRateLimitWait(
+  metrics: Pick<PipelineMetrics, 'rateLimitWaits'> | undefined,
+  operation: string | undefined,
+): void {
   metrics?.rateLimitWaits.inc({ operation: operationLabel(operation) });
 }
 

@@ -24,7 +24,15 @@ export interface MirrorLimits {
 }
 
 export function mirrorLimitsFromConfig(
-  config: Pick<Config, 'MEDIA_ALLOWED_HOSTS' | 'MEDIA_MAX_BYTES' | 'MEDIA_MAX_PIXELS' | 'MEDIA_TIMEOUT_MS' | 'MEDIA_VARIANT_WIDTHS' | 'MEDIA_VARIANT_FORMATS'>,
+  config: Pick<
+    Config,
+    | 'MEDIA_ALLOWED_HOSTS'
+    | 'MEDIA_MAX_BYTES'
+    | 'MEDIA_MAX_PIXELS'
+    | 'MEDIA_TIMEOUT_MS'
+    | 'MEDIA_VARIANT_WIDTHS'
+    | 'MEDIA_VARIANT_FORMATS'
+  >,
 ): MirrorLimits {
   return {
     variantFormats: config.MEDIA_VARIANT_FORMATS,
@@ -116,7 +124,8 @@ export function manifestKey(accountId: string, mediaId: string, slot: string): s
 }
 
 function checkSlot(slot: string): string {
-  if (typeof slot !== 'string' || !SLOT_RE.test(slot)) throw new InvalidKeyError('slot', String(slot), 'must be 1-64 characters of a-z 0-9 -, like cover or slide-0');
+  if (typeof slot !== 'string' || !SLOT_RE.test(slot))
+    throw new InvalidKeyError('slot', String(slot), 'must be 1-64 characters of a-z 0-9 -, like cover or slide-0');
   return slot;
 }
 
@@ -193,7 +202,12 @@ export async function mirrorImage(deps: MirrorDeps, job: MirrorJob): Promise<Mir
   // of this attempt is still in flight when a retry starts.
   const settled = await Promise.allSettled([
     storage.put(key, original.buffer, { contentType: original.contentType, cacheControl: IMMUTABLE_CACHE_CONTROL }),
-    ...variants.map((v, i) => storage.put(storedVariants[i]!.key, v.buffer, { contentType: v.contentType, cacheControl: IMMUTABLE_CACHE_CONTROL })),
+    ...variants.map((v, i) =>
+      storage.put(storedVariants[i]!.key, v.buffer, {
+        contentType: v.contentType,
+        cacheControl: IMMUTABLE_CACHE_CONTROL,
+      }),
+    ),
   ]);
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;
@@ -209,7 +223,10 @@ export async function mirrorImage(deps: MirrorDeps, job: MirrorJob): Promise<Mir
     variants: storedVariants,
     placeholder,
   };
-  await storage.put(mKey, Buffer.from(JSON.stringify(manifest)), { contentType: 'application/json', cacheControl: MANIFEST_CACHE_CONTROL });
+  await storage.put(mKey, Buffer.from(JSON.stringify(manifest)), {
+    contentType: 'application/json',
+    cacheControl: MANIFEST_CACHE_CONTROL,
+  });
   return fromManifest(storage, manifest, false);
 }
 
@@ -221,7 +238,10 @@ export async function mirrorImage(deps: MirrorDeps, job: MirrorJob): Promise<Mir
  * sweep, so a feed still pointing at them keeps working until it is republished. null when the
  * original is gone from storage.
  */
-export async function reencodeMirroredImage(deps: Pick<MirrorDeps, 'storage' | 'limits'>, t: { accountId: string; mediaId: string; slot: string; key: string }): Promise<MirroredImage | null> {
+export async function reencodeMirroredImage(
+  deps: Pick<MirrorDeps, 'storage' | 'limits'>,
+  t: { accountId: string; mediaId: string; slot: string; key: string },
+): Promise<MirroredImage | null> {
   const { storage, limits } = deps;
   const slot = checkSlot(t.slot);
   const obj = await storage.get(t.key);
@@ -233,8 +253,20 @@ export async function reencodeMirroredImage(deps: Pick<MirrorDeps, 'storage' | '
   });
   // The stored original is kept as it is (a re-encoded GIF or TIFF was stored as JPEG/PNG already).
   const stem = t.key.replace(/\.[a-z0-9]+$/, '');
-  const storedVariants: Manifest['variants'] = variants.map((v) => ({ key: `${stem}-w${v.width}.${v.ext}`, width: v.width, height: v.height, contentType: v.contentType }));
-  const settled = await Promise.allSettled(variants.map((v, i) => storage.put(storedVariants[i]!.key, v.buffer, { contentType: v.contentType, cacheControl: IMMUTABLE_CACHE_CONTROL })));
+  const storedVariants: Manifest['variants'] = variants.map((v) => ({
+    key: `${stem}-w${v.width}.${v.ext}`,
+    width: v.width,
+    height: v.height,
+    contentType: v.contentType,
+  }));
+  const settled = await Promise.allSettled(
+    variants.map((v, i) =>
+      storage.put(storedVariants[i]!.key, v.buffer, {
+        contentType: v.contentType,
+        cacheControl: IMMUTABLE_CACHE_CONTROL,
+      }),
+    ),
+  );
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;
   const manifest: Manifest = {
@@ -248,7 +280,10 @@ export async function reencodeMirroredImage(deps: Pick<MirrorDeps, 'storage' | '
     variants: storedVariants,
     placeholder,
   };
-  await storage.put(manifestKey(t.accountId, t.mediaId, slot), Buffer.from(JSON.stringify(manifest)), { contentType: 'application/json', cacheControl: MANIFEST_CACHE_CONTROL });
+  await storage.put(manifestKey(t.accountId, t.mediaId, slot), Buffer.from(JSON.stringify(manifest)), {
+    contentType: 'application/json',
+    cacheControl: MANIFEST_CACHE_CONTROL,
+  });
   return fromManifest(storage, manifest, false);
 }
 
@@ -257,7 +292,11 @@ export async function reencodeMirroredImage(deps: Pick<MirrorDeps, 'storage' | '
  * Call it only after a COMPLETE listing of the account's media: an empty or partial set deletes
  * copies that are still needed. Returns the ids of the media items removed.
  */
-export async function sweepOrphans(storage: ObjectStorage, accountId: string, keepMediaIds: Set<string>): Promise<string[]> {
+export async function sweepOrphans(
+  storage: ObjectStorage,
+  accountId: string,
+  keepMediaIds: Set<string>,
+): Promise<string[]> {
   const prefix = mediaPrefix(accountId);
   const orphans = new Set<string>();
   for await (const key of storage.list(prefix)) {

@@ -47,14 +47,19 @@ function checkUrl(url: URL, allowedHosts: readonly string[]): void {
     throw new DisallowedHostError(`refusing to download ${redactUrl(url.href)}: only http and https are allowed`);
   }
   if (!isAllowedHost(url, allowedHosts)) {
-    throw new DisallowedHostError(`refusing to download from ${url.host}: not in MEDIA_ALLOWED_HOSTS (${redactUrl(url.href)})`);
+    throw new DisallowedHostError(
+      `refusing to download from ${url.host}: not in MEDIA_ALLOWED_HOSTS (${redactUrl(url.href)})`,
+    );
   }
 }
 
 /** R-LNK-1/R-LNK-3: a link past its oe is dead; asking the host would only earn a 403. */
 function checkOe(url: URL, clock: Clock, oe: Date | null | undefined): void {
   if (oe && oe.getTime() <= clock.now().getTime()) {
-    throw new LinkExpiredError(`media link expired at ${oe.toISOString()} (oe); renew it through the platform (${redactUrl(url.href)})`, oe);
+    throw new LinkExpiredError(
+      `media link expired at ${oe.toISOString()} (oe); renew it through the platform (${redactUrl(url.href)})`,
+      oe,
+    );
   }
 }
 
@@ -97,8 +102,17 @@ export async function downloadImage(url: string, opts: DownloadOptions): Promise
   const signal = AbortSignal.any([abort.signal, AbortSignal.timeout(opts.timeoutMs)]);
   const wrap = (err: unknown): DownloadError => {
     const timedOut = signal.aborted && (signal.reason as Error | undefined)?.name === 'TimeoutError';
-    if (timedOut) return new DownloadError(`download of ${redactUrl(current.href)} timed out after ${opts.timeoutMs} ms`, undefined, { retryable: true, cause: err });
-    return new DownloadError(`download of ${redactUrl(current.href)} failed: ${((err as { cause?: { code?: string } }).cause?.code) ?? (err as Error).name ?? 'Error'}`, undefined, { retryable: true, cause: err });
+    if (timedOut)
+      return new DownloadError(
+        `download of ${redactUrl(current.href)} timed out after ${opts.timeoutMs} ms`,
+        undefined,
+        { retryable: true, cause: err },
+      );
+    return new DownloadError(
+      `download of ${redactUrl(current.href)} failed: ${(err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name ?? 'Error'}`,
+      undefined,
+      { retryable: true, cause: err },
+    );
   };
 
   try {
@@ -107,7 +121,11 @@ export async function downloadImage(url: string, opts: DownloadOptions): Promise
       checkOe(current, clock, opts.expiresAt);
       let res: Response;
       try {
-        res = await fetch(current, { redirect: 'manual', signal, headers: { accept: 'image/*', 'user-agent': 'feedmirror' } });
+        res = await fetch(current, {
+          redirect: 'manual',
+          signal,
+          headers: { accept: 'image/*', 'user-agent': 'feedmirror' },
+        });
       } catch (err) {
         throw wrap(err);
       }
@@ -116,7 +134,8 @@ export async function downloadImage(url: string, opts: DownloadOptions): Promise
         await res.body?.cancel().catch(() => undefined);
         const location = res.headers.get('location');
         if (!location) throw new DownloadError(`redirect without Location from ${redactUrl(current.href)}`, res.status);
-        if (hop >= maxRedirects) throw new DownloadError(`more than ${maxRedirects} redirects from ${redactUrl(url)}`, res.status);
+        if (hop >= maxRedirects)
+          throw new DownloadError(`more than ${maxRedirects} redirects from ${redactUrl(url)}`, res.status);
         current = new URL(location, current); // the next turn checks its host and scheme
         continue;
       }
@@ -125,16 +144,24 @@ export async function downloadImage(url: string, opts: DownloadOptions): Promise
         const text = await readSmallText(res);
         // R-LNK-3: the image host's answer to a past-oe link.
         if (res.status === 403 && SIGNATURE_EXPIRED_RE.test(text)) {
-          throw new LinkExpiredError(`image host says "URL signature expired" for ${redactUrl(current.href)}; renew the link through the platform`, opts.expiresAt ?? undefined);
+          throw new LinkExpiredError(
+            `image host says "URL signature expired" for ${redactUrl(current.href)}; renew the link through the platform`,
+            opts.expiresAt ?? undefined,
+          );
         }
         const retryable = res.status >= 500 || res.status === 429 || res.status === 408;
-        throw new DownloadError(`image host answered HTTP ${res.status} for ${redactUrl(current.href)}`, res.status, { retryable });
+        throw new DownloadError(`image host answered HTTP ${res.status} for ${redactUrl(current.href)}`, res.status, {
+          retryable,
+        });
       }
 
       const declared = Number(res.headers.get('content-length'));
       if (Number.isFinite(declared) && declared > opts.maxBytes) {
         abort.abort();
-        throw new TooLargeError(`image at ${redactUrl(current.href)} announces ${declared} bytes, more than the ${opts.maxBytes} allowed`, opts.maxBytes);
+        throw new TooLargeError(
+          `image at ${redactUrl(current.href)} announces ${declared} bytes, more than the ${opts.maxBytes} allowed`,
+          opts.maxBytes,
+        );
       }
 
       const chunks: Uint8Array[] = [];
@@ -149,7 +176,10 @@ export async function downloadImage(url: string, opts: DownloadOptions): Promise
             if (total > opts.maxBytes) {
               // Stop reading at once and drop the connection: an endless body must not be read to its end.
               abort.abort();
-              throw new TooLargeError(`image at ${redactUrl(current.href)} is larger than the ${opts.maxBytes} bytes allowed`, opts.maxBytes);
+              throw new TooLargeError(
+                `image at ${redactUrl(current.href)} is larger than the ${opts.maxBytes} bytes allowed`,
+                opts.maxBytes,
+              );
             }
             chunks.push(value);
           }

@@ -23,7 +23,10 @@ export class DisallowedHostError extends MirrorError {
 
 /** The body is larger than MEDIA_MAX_BYTES (announced or streamed). */
 export class TooLargeError extends MirrorError {
-  constructor(message: string, readonly maxBytes: number) {
+  constructor(
+    message: string,
+    readonly maxBytes: number,
+  ) {
     super(message);
     this.name = 'TooLargeError';
   }
@@ -31,7 +34,10 @@ export class TooLargeError extends MirrorError {
 
 /** The signed link is past its oe or the host said "URL signature expired": renew it (R-LNK-3, R-MED-8). */
 export class LinkExpiredError extends MirrorError {
-  constructor(message: string, readonly expiredAt?: Date) {
+  constructor(
+    message: string,
+    readonly expiredAt?: Date,
+  ) {
     super(message);
     this.name = 'LinkExpiredError';
   }
@@ -39,7 +45,11 @@ export class LinkExpiredError extends MirrorError {
 
 /** Non-2xx, network failure, timeout or too many redirects. 5xx, 429, timeouts and network errors are retryable. */
 export class DownloadError extends MirrorError {
-  constructor(message: string, readonly status?: number, opts: { retryable?: boolean; cause?: unknown } = {}) {
+  constructor(
+    message: string,
+    readonly status?: number,
+    opts: { retryable?: boolean; cause?: unknown } = {},
+  ) {
     super(message, opts);
     this.name = 'DownloadError';
   }
@@ -55,7 +65,11 @@ export class InvalidImageError extends MirrorError {
 
 /** More pixels than MEDIA_MAX_PIXELS: refused before decoding (decompression bombs). */
 export class ImageTooLargeError extends MirrorError {
-  constructor(message: string, readonly pixels: number, readonly maxPixels: number) {
+  constructor(
+    message: string,
+    readonly pixels: number,
+    readonly maxPixels: number,
+  ) {
     super(message);
     this.name = 'ImageTooLargeError';
   }

@@ -108,18 +108,25 @@ export async function processImage(input: Buffer, opts: ProcessImageOptions): Pr
   }
   const format = String(meta.format);
   if (!KEPT[format] && !REENCODED.has(format)) {
-    throw new InvalidImageError(`unsupported image format ${format}; expected JPEG, PNG, WebP, GIF, AVIF, HEIF or TIFF`);
+    throw new InvalidImageError(
+      `unsupported image format ${format}; expected JPEG, PNG, WebP, GIF, AVIF, HEIF or TIFF`,
+    );
   }
   if (!meta.width || !meta.height) throw new InvalidImageError(`image has no dimensions (${format})`);
   const pixels = meta.width * meta.height;
   if (pixels > opts.maxPixels) {
-    throw new ImageTooLargeError(`image is ${meta.width}x${meta.height} (${pixels} pixels), more than MEDIA_MAX_PIXELS ${opts.maxPixels}`, pixels, opts.maxPixels);
+    throw new ImageTooLargeError(
+      `image is ${meta.width}x${meta.height} (${pixels} pixels), more than MEDIA_MAX_PIXELS ${opts.maxPixels}`,
+      pixels,
+      opts.maxPixels,
+    );
   }
   // R-CNV-11: the displayed size, after EXIF orientation (browsers apply it to kept JPEGs too).
   const width = meta.autoOrient?.width ?? meta.width;
   const height = meta.autoOrient?.height ?? meta.height;
 
-  const decodeFailure = (err: unknown) => new InvalidImageError(`image data is corrupt or truncated (${format}, ${width}x${height})`, { cause: err });
+  const decodeFailure = (err: unknown) =>
+    new InvalidImageError(`image data is corrupt or truncated (${format}, ${width}x${height})`, { cause: err });
   /**
    * Every output is a pipeline of its own from the file, EXIF orientation applied. The decoded
    * pixels never come into JavaScript: a raw copy of a 1080x1350 photo is 4.4 MB of Buffer per
@@ -152,13 +159,17 @@ export async function processImage(input: Buffer, opts: ProcessImageOptions): Pr
   // The placeholder first: its decode is the cheapest (1/8 scale where the format allows), so a
   // corrupt file is refused before any variant is encoded.
   const placeholder = await placeholderOf(open, output);
-  const formats: readonly VariantFormat[] = opts.formats && opts.formats.length > 0 ? [...new Set(opts.formats)] : ['webp'];
+  const formats: readonly VariantFormat[] =
+    opts.formats && opts.formats.length > 0 ? [...new Set(opts.formats)] : ['webp'];
   const variants: ProcessedVariant[] = [];
   for (const w of variantLadder(width, opts.variantWidths)) {
     for (const format of formats) {
       // toColourspace: greyscale and CMYK become sRGB, as browsers expect of WebP and AVIF.
       const resized = open().resize({ width: w, withoutEnlargement: true }).toColourspace('srgb');
-      const encoded = format === 'avif' ? resized.avif({ quality: AVIF_QUALITY, effort: AVIF_EFFORT }) : resized.webp({ quality: WEBP_QUALITY, effort: WEBP_EFFORT });
+      const encoded =
+        format === 'avif'
+          ? resized.avif({ quality: AVIF_QUALITY, effort: AVIF_EFFORT })
+          : resized.webp({ quality: WEBP_QUALITY, effort: WEBP_EFFORT });
       const { data, info } = await output(encoded);
       variants.push({ width: info.width, height: info.height, buffer: data, contentType: MIME[format], ext: format });
     }
@@ -174,10 +185,27 @@ function sha256(buf: Buffer): string {
  * Dominant colour and ThumbHash, from the image scaled to fit 100x100 (ThumbHash's limit; the
  * colour of 10,000 pixels is the colour of the image).
  */
-async function placeholderOf(open: () => Sharp, output: (p: Sharp) => Promise<{ data: Buffer; info: OutputInfo }>): Promise<Placeholder> {
-  const small = await output(open().resize({ width: THUMBHASH_MAX, height: THUMBHASH_MAX, fit: 'inside' }).toColourspace('srgb').ensureAlpha().raw({ depth: 'uchar' }));
+async function placeholderOf(
+  open: () => Sharp,
+  output: (p: Sharp) => Promise<{ data: Buffer; info: OutputInfo }>,
+): Promise<Placeholder> {
+  const small = await output(
+    open()
+      .resize({ width: THUMBHASH_MAX, height: THUMBHASH_MAX, fit: 'inside' })
+      .toColourspace('srgb')
+      .ensureAlpha()
+      .raw({ depth: 'uchar' }),
+  );
   const hash = rgbaToThumbHash(small.info.width, small.info.height, small.data);
-  const { dominant } = await sharp(small.data, { raw: { width: small.info.width, height: small.info.height, channels: 4 } }).stats();
-  const hex = (n: number) => Math.max(0, Math.min(255, Math.round(n))).toString(16).padStart(2, '0');
-  return { color: `#${hex(dominant.r)}${hex(dominant.g)}${hex(dominant.b)}`, thumbhash: Buffer.from(hash).toString('base64') };
+  const { dominant } = await sharp(small.data, {
+    raw: { width: small.info.width, height: small.info.height, channels: 4 },
+  }).stats();
+  const hex = (n: number) =>
+    Math.max(0, Math.min(255, Math.round(n)))
+      .toString(16)
+      .padStart(2, '0');
+  return {
+    color: `#${hex(dominant.r)}${hex(dominant.g)}${hex(dominant.b)}`,
+    thumbhash: Buffer.from(hash).toString('base64'),
+  };
 }

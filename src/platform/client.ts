@@ -16,7 +16,13 @@ import { PlatformHttp, type PlatformCallObserver } from './http.ts';
 
 export type { PlatformCallObserver, PlatformCallOutcome } from './http.ts';
 import { EXCHANGE_PATH, GRANT_AUTHORIZATION_CODE, GRANT_EXCHANGE, GRANT_REFRESH, REFRESH_PATH } from './identifiers.ts';
-import { DROPPABLE_FIELDS, FULL_FEED_FIELDS, mediaItemSchema, type DroppableField, type MediaItem } from './media-item.ts';
+import {
+  DROPPABLE_FIELDS,
+  FULL_FEED_FIELDS,
+  mediaItemSchema,
+  type DroppableField,
+  type MediaItem,
+} from './media-item.ts';
 import type { PlatformUsage } from './rate-limit.ts';
 import type { CallPacer } from './pacing.ts';
 import { earliestExpiry } from './links.ts';
@@ -91,9 +97,21 @@ const tokenResponseSchema = z.looseObject({
 
 const idString = z.union([z.string().min(1), z.number().int().nonnegative().transform(String)]);
 const permissionsSchema = z
-  .union([z.array(z.string()), z.string().transform((s) => s.split(',').map((p) => p.trim()).filter(Boolean))])
+  .union([
+    z.array(z.string()),
+    z.string().transform((s) =>
+      s
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean),
+    ),
+  ])
   .optional();
-const shortLivedSchema = z.looseObject({ access_token: z.string().min(1), user_id: idString, permissions: permissionsSchema });
+const shortLivedSchema = z.looseObject({
+  access_token: z.string().min(1),
+  user_id: idString,
+  permissions: permissionsSchema,
+});
 /** Both documented shapes of the code exchange answer: flat, or wrapped in `data: [grant]`. */
 const codeExchangeSchema = z.preprocess((body) => {
   const data = body && typeof body === 'object' ? (body as { data?: unknown }).data : undefined;
@@ -120,7 +138,9 @@ const mediaListPageSchema = z.looseObject({ data: z.array(z.unknown()), paging: 
 /** What a malformed item calls its id, for the skip record; never more than an id's length. */
 function claimedId(raw: unknown): string {
   const id = (raw as { id?: unknown } | null)?.id;
-  return (typeof id === 'string' || typeof id === 'number') && String(id).length > 0 ? String(id).slice(0, 128) : '(no id)';
+  return (typeof id === 'string' || typeof id === 'number') && String(id).length > 0
+    ? String(id).slice(0, 128)
+    : '(no id)';
 }
 
 const MEDIA_ID_RE = /^[A-Za-z0-9_-]+$/;
@@ -216,7 +236,13 @@ export class PlatformClient {
   async exchangeCode(code: string, redirectUri: string): Promise<ShortLivedGrant> {
     const operation = 'code exchange';
     const { appId, appSecret } = this.requireApp(operation);
-    const form = new URLSearchParams({ client_id: appId, client_secret: appSecret, grant_type: GRANT_AUTHORIZATION_CODE, redirect_uri: redirectUri, code });
+    const form = new URLSearchParams({
+      client_id: appId,
+      client_secret: appSecret,
+      grant_type: GRANT_AUTHORIZATION_CODE,
+      redirect_uri: redirectUri,
+      code,
+    });
     const body = await this.http.call({
       operation,
       url: new URL(this.oauthTokenUrl),
@@ -234,8 +260,19 @@ export class PlatformClient {
   async exchangeToken(shortLivedToken: string): Promise<TokenGrant> {
     const operation = 'token exchange';
     const { appSecret } = this.requireApp(operation);
-    const url = this.tokenUrl(EXCHANGE_PATH, { grant_type: GRANT_EXCHANGE, client_secret: appSecret, access_token: shortLivedToken });
-    const body = await this.http.call({ operation, url, schema: tokenResponseSchema, secrets: [shortLivedToken, appSecret], idempotent: true, readsUsage: true });
+    const url = this.tokenUrl(EXCHANGE_PATH, {
+      grant_type: GRANT_EXCHANGE,
+      client_secret: appSecret,
+      access_token: shortLivedToken,
+    });
+    const body = await this.http.call({
+      operation,
+      url,
+      schema: tokenResponseSchema,
+      secrets: [shortLivedToken, appSecret],
+      idempotent: true,
+      readsUsage: true,
+    });
     return this.toGrant(body);
   }
 
@@ -243,7 +280,14 @@ export class PlatformClient {
   async refreshToken(longLivedToken: string): Promise<TokenGrant> {
     const operation = 'token refresh';
     const url = this.tokenUrl(REFRESH_PATH, { grant_type: GRANT_REFRESH, access_token: longLivedToken });
-    const body = await this.http.call({ operation, url, schema: tokenResponseSchema, secrets: [longLivedToken], idempotent: true, readsUsage: true });
+    const body = await this.http.call({
+      operation,
+      url,
+      schema: tokenResponseSchema,
+      secrets: [longLivedToken],
+      idempotent: true,
+      readsUsage: true,
+    });
     return this.toGrant(body);
   }
 
@@ -275,7 +319,11 @@ export class PlatformClient {
     }
     if (!body) throw lastError ?? new PlatformRequestError(`${operation}: no answer`, { operation });
     const id = body.user_id ?? body.id;
-    if (!id) throw new MalformedResponseError(`${operation}: malformed response from the platform: user_id: missing (and no id)`, { operation });
+    if (!id)
+      throw new MalformedResponseError(
+        `${operation}: malformed response from the platform: user_id: missing (and no id)`,
+        { operation },
+      );
     let username = body.username;
     if (!username) {
       const media = await this.http.call({
@@ -287,9 +335,19 @@ export class PlatformClient {
         readsUsage: true,
       });
       username = media.data.find((m) => m.username)?.username;
-      if (!username) throw new MalformedResponseError(`${operation}: the platform returned no username, neither in the profile nor in the media`, { operation });
+      if (!username)
+        throw new MalformedResponseError(
+          `${operation}: the platform returned no username, neither in the profile nor in the media`,
+          { operation },
+        );
     }
-    return { id, username, name: body.name, accountType: body.account_type, profilePictureUrl: body.profile_picture_url };
+    return {
+      id,
+      username,
+      name: body.name,
+      accountType: body.account_type,
+      profilePictureUrl: body.profile_picture_url,
+    };
   }
 
   /**
@@ -304,16 +362,37 @@ export class PlatformClient {
     const limit = String(opts.pageSize ?? this.pageSize);
     const known = new Set<DroppableField>(opts.refusedFields ?? []);
     const refused: DroppableField[] = [];
-    const fieldsFor = () => FULL_FEED_FIELDS.filter((f) => !known.has(f as DroppableField) && !refused.includes(f as DroppableField)).join(',');
+    const fieldsFor = () =>
+      FULL_FEED_FIELDS.filter((f) => !known.has(f as DroppableField) && !refused.includes(f as DroppableField)).join(
+        ',',
+      );
 
     const items: MediaItem[] = [];
     const skipped: MediaListing['skipped'] = [];
     const seen = new Set<string>();
     let pages = 0;
     const expiries = new Map<string, Date | null>();
-    const result = (complete: boolean, error?: PlatformError): MediaListing => ({ items, complete, pages, refusedFields: refused, error, calls: counter.calls, skipped, expiries });
+    const result = (complete: boolean, error?: PlatformError): MediaListing => ({
+      items,
+      complete,
+      pages,
+      refusedFields: refused,
+      error,
+      calls: counter.calls,
+      skipped,
+      expiries,
+    });
     const fetchPage = (url: URL) =>
-      this.http.call({ operation, url, schema: mediaListPageSchema, secrets: [token], idempotent: true, readsUsage: true, counter, ...(opts.accountId ? { accountId: opts.accountId } : {}) });
+      this.http.call({
+        operation,
+        url,
+        schema: mediaListPageSchema,
+        secrets: [token],
+        idempotent: true,
+        readsUsage: true,
+        counter,
+        ...(opts.accountId ? { accountId: opts.accountId } : {}),
+      });
 
     // First page, with the field fallback (R-MED-4).
     let page: z.output<typeof mediaListPageSchema>;
@@ -356,13 +435,24 @@ export class PlatformClient {
       const next = page.paging?.next;
       if (!next) return result(true); // R-MED-5: only an absent next ends the listing
       if (pages >= maxPages) {
-        return result(false, new PlatformRequestError(`${operation}: stopped after ${maxPages} pages (page guard); the listing is incomplete`, { operation }));
+        return result(
+          false,
+          new PlatformRequestError(
+            `${operation}: stopped after ${maxPages} pages (page guard); the listing is incomplete`,
+            { operation },
+          ),
+        );
       }
       const nextUrl = this.safeNextUrl(next, token);
       if (nextUrl instanceof PlatformError) return result(false, nextUrl);
       const key = nextUrl.toString();
       if (visitedNext.has(key)) {
-        return result(false, new MalformedResponseError(`${operation}: paging.next repeats an earlier page; the listing is incomplete`, { operation }));
+        return result(
+          false,
+          new MalformedResponseError(`${operation}: paging.next repeats an earlier page; the listing is incomplete`, {
+            operation,
+          }),
+        );
       }
       visitedNext.add(key);
       try {
@@ -383,12 +473,17 @@ export class PlatformClient {
     try {
       url = new URL(next);
     } catch {
-      return new MalformedResponseError('media list: paging.next is not a URL; the listing is incomplete', { operation: 'media list' });
-    }
-    if (url.origin !== this.graphOrigin) {
-      return new MalformedResponseError(`media list: paging.next points at another host (${url.host}); not followed, the listing is incomplete`, {
+      return new MalformedResponseError('media list: paging.next is not a URL; the listing is incomplete', {
         operation: 'media list',
       });
+    }
+    if (url.origin !== this.graphOrigin) {
+      return new MalformedResponseError(
+        `media list: paging.next points at another host (${url.host}); not followed, the listing is incomplete`,
+        {
+          operation: 'media list',
+        },
+      );
     }
     if (!url.searchParams.has('access_token')) url.searchParams.set('access_token', token);
     return url;
@@ -399,7 +494,11 @@ export class PlatformClient {
    * else the next in DROPPABLE_FIELDS order; undefined when the error is not a field refusal or
    * nothing is left to drop.
    */
-  private fieldToDrop(error: PlatformError, known: ReadonlySet<DroppableField>, refused: readonly DroppableField[]): DroppableField | undefined {
+  private fieldToDrop(
+    error: PlatformError,
+    known: ReadonlySet<DroppableField>,
+    refused: readonly DroppableField[],
+  ): DroppableField | undefined {
     if (!(error instanceof PlatformRequestError)) return undefined;
     const message = error.platformMessage ?? '';
     const named = DROPPABLE_FIELDS.filter((f) => FIELD_NAME_RE[f].test(message));
@@ -409,7 +508,12 @@ export class PlatformClient {
   }
 
   /** R-MED-8: one media item with newly signed links; the only way to renew an expired link. */
-  async getMedia(token: string, mediaId: string, fields: readonly string[] = RENEW_FIELDS, opts: { accountId?: string } = {}): Promise<MediaItem> {
+  async getMedia(
+    token: string,
+    mediaId: string,
+    fields: readonly string[] = RENEW_FIELDS,
+    opts: { accountId?: string } = {},
+  ): Promise<MediaItem> {
     const operation = 'media item';
     // The id comes from platform data: it must stay one path segment.
     if (!MEDIA_ID_RE.test(mediaId)) throw new PlatformRequestError(`${operation}: invalid media id`, { operation });

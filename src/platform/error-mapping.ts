@@ -79,7 +79,12 @@ export function extractErrorInfo(body: unknown): PlatformErrorInfo | undefined {
   const b = body as Record<string, unknown>;
   if (b.error && typeof b.error === 'object') {
     const e = b.error as Record<string, unknown>;
-    return { code: num(e.code), subcode: num(e.error_subcode), message: str(e.message) ?? str(e.error_user_msg), type: str(e.type) };
+    return {
+      code: num(e.code),
+      subcode: num(e.error_subcode),
+      message: str(e.message) ?? str(e.error_user_msg),
+      type: str(e.type),
+    };
   }
   if (str(b.error_type) || str(b.error_message)) {
     return { code: num(b.code), subcode: num(b.error_subcode), message: str(b.error_message), type: str(b.error_type) };
@@ -126,15 +131,19 @@ export function mapPlatformError(failure: Failure, ctx: FailureContext): Platfor
   const op = ctx.operation;
   if (failure.kind === 'transport') {
     // Timeouts and connection resets: the platform may answer next time (retried with backoff).
-    if (isTimeout(failure.error)) return new TransientError(`${op}: no answer within ${failure.timeoutMs} ms`, { operation: op });
+    if (isTimeout(failure.error))
+      return new TransientError(`${op}: no answer within ${failure.timeoutMs} ms`, { operation: op });
     const code = transportCode(failure.error);
     return new TransientError(`${op}: connection to the platform failed${code ? ` (${code})` : ''}`, { operation: op });
   }
   if (failure.kind === 'malformed') {
-    return new MalformedResponseError(`${op}: malformed response from the platform (HTTP ${failure.status}): ${scrub(failure.detail, ctx.secrets)}`, {
-      operation: op,
-      status: failure.status,
-    });
+    return new MalformedResponseError(
+      `${op}: malformed response from the platform (HTTP ${failure.status}): ${scrub(failure.detail, ctx.secrets)}`,
+      {
+        operation: op,
+        status: failure.status,
+      },
+    );
   }
 
   const { status, body, headers } = failure;
@@ -164,15 +173,21 @@ export function mapPlatformError(failure: Failure, ctx: FailureContext): Platfor
   if (status === 429 || (info?.code !== undefined && RATE_LIMIT_CODES.has(info.code))) {
     const usage: PlatformUsage | undefined = parseUsage(headers, ctx.now);
     const wait = retryAfterMs(headers, usage, ctx.now);
-    return new RateLimitedError(`${op}: rate limited by the platform (${codes})${wait !== undefined ? `; retry in about ${Math.ceil(wait / 1000)} s` : ''}`, {
-      ...details,
-      retryAfterMs: wait,
-      usage: usage ? { ...usage, at: usage.at.toISOString() } : undefined,
-    });
+    return new RateLimitedError(
+      `${op}: rate limited by the platform (${codes})${wait !== undefined ? `; retry in about ${Math.ceil(wait / 1000)} s` : ''}`,
+      {
+        ...details,
+        retryAfterMs: wait,
+        usage: usage ? { ...usage, at: usage.at.toISOString() } : undefined,
+      },
+    );
   }
   // R-TOK-5: a token younger than 24 hours cannot be refreshed yet.
   if (op === 'token refresh' && info?.message && TOO_YOUNG_RE.test(info.message)) {
-    return new TokenTooYoungError(`${op}: the platform refuses to refresh a token younger than 24 hours (${codes}); retry later${said}`, details);
+    return new TokenTooYoungError(
+      `${op}: the platform refuses to refresh a token younger than 24 hours (${codes}); retry later${said}`,
+      details,
+    );
   }
   if (status >= 500 || (info?.code !== undefined && TRANSIENT_CODES.has(info.code))) {
     return new TransientError(`${op}: the platform is temporarily failing (${codes})${said}`, details);

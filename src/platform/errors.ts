@@ -36,7 +36,14 @@ export class PlatformError extends Error {
   }
 
   toJSON(): Record<string, unknown> {
-    return { name: this.name, message: this.message, status: this.status, code: this.code, subcode: this.subcode, operation: this.operation };
+    return {
+      name: this.name,
+      message: this.message,
+      status: this.status,
+      code: this.code,
+      subcode: this.subcode,
+      operation: this.operation,
+    };
   }
 }
 
@@ -81,7 +88,10 @@ export class RateLimitedError extends PlatformError {
   readonly usage?: Record<string, unknown>;
   /** True when feedmirror's own pacing held the call back (it was never sent): one account's budget. */
   readonly paced: boolean;
-  constructor(message: string, details: PlatformErrorDetails & { retryAfterMs?: number; usage?: Record<string, unknown>; paced?: boolean } = {}) {
+  constructor(
+    message: string,
+    details: PlatformErrorDetails & { retryAfterMs?: number; usage?: Record<string, unknown>; paced?: boolean } = {},
+  ) {
     super(message, details);
     this.retryAfterMs = details.retryAfterMs;
     this.usage = details.usage;

@@ -3,7 +3,14 @@ import type { Clock } from '../util/clock.ts';
 import type { Logger } from '../util/logger.ts';
 import { redactUrl } from '../util/redact.ts';
 import { MalformedResponseError, PlatformError, RateLimitedError, TransientError } from './errors.ts';
-import { describeZodError, extractErrorInfo, failedBeforeSending, mapPlatformError, type Failure, type Operation } from './error-mapping.ts';
+import {
+  describeZodError,
+  extractErrorInfo,
+  failedBeforeSending,
+  mapPlatformError,
+  type Failure,
+  type Operation,
+} from './error-mapping.ts';
 import { parseUsage, USAGE_WARN_PERCENT, type PlatformUsage } from './rate-limit.ts';
 import type { CallPacer } from './pacing.ts';
 import { inSpan } from '../util/tracing.ts';
@@ -69,7 +76,12 @@ export interface CallSpec<T> {
 }
 
 /** Full jitter: a uniform wait in [0, min(cap, base * 2^attempt)). */
-export function backoffMs(attempt: number, random: () => number, baseMs = BACKOFF_BASE_MS, capMs = BACKOFF_CAP_MS): number {
+export function backoffMs(
+  attempt: number,
+  random: () => number,
+  baseMs = BACKOFF_BASE_MS,
+  capMs = BACKOFF_CAP_MS,
+): number {
   return Math.floor(random() * Math.min(capMs, baseMs * 2 ** attempt));
 }
 
@@ -115,7 +127,11 @@ export class PlatformHttp {
     for (let attempt = 0; ; attempt++) {
       await this.pace(spec);
       // One span per request sent (OTEL_EXPORTER_OTLP_ENDPOINT; nothing when tracing is off).
-      const outcome = await inSpan(`platform ${spec.operation}`, { 'feedmirror.platform.operation': spec.operation, 'feedmirror.platform.attempt': attempt + 1 }, () => this.attempt(spec));
+      const outcome = await inSpan(
+        `platform ${spec.operation}`,
+        { 'feedmirror.platform.operation': spec.operation, 'feedmirror.platform.attempt': attempt + 1 },
+        () => this.attempt(spec),
+      );
       this.report(spec.operation, outcome.ok ? 'ok' : callOutcomeOf(outcome.error));
       if (outcome.ok) return outcome.value;
       const error = outcome.error;
@@ -124,11 +140,24 @@ export class PlatformHttp {
         (outcome.sentMaybe ? spec.idempotent : true) &&
         (error instanceof TransientError || (error instanceof MalformedResponseError && spec.idempotent));
       if (!retryable) {
-        logger.warn({ operation: spec.operation, error: error.name, status: error.status, code: error.code, subcode: error.subcode, attempts: attempt + 1 }, 'platform call failed');
+        logger.warn(
+          {
+            operation: spec.operation,
+            error: error.name,
+            status: error.status,
+            code: error.code,
+            subcode: error.subcode,
+            attempts: attempt + 1,
+          },
+          'platform call failed',
+        );
         throw error;
       }
       const wait = backoffMs(attempt, random);
-      logger.info({ operation: spec.operation, error: error.name, status: error.status, attempt: attempt + 1, waitMs: wait }, 'platform call failed, retrying');
+      logger.info(
+        { operation: spec.operation, error: error.name, status: error.status, attempt: attempt + 1, waitMs: wait },
+        'platform call failed, retrying',
+      );
       await sleep(wait);
     }
   }
@@ -157,10 +186,16 @@ export class PlatformHttp {
     }
   }
 
-  private async attempt<T>(spec: CallSpec<T>): Promise<{ ok: true; value: T } | { ok: false; error: PlatformError; sentMaybe: boolean }> {
+  private async attempt<T>(
+    spec: CallSpec<T>,
+  ): Promise<{ ok: true; value: T } | { ok: false; error: PlatformError; sentMaybe: boolean }> {
     const { clock, logger, timeoutMs, maxResponseBytes } = this.opts;
     const ctx = { operation: spec.operation, now: clock.now(), secrets: spec.secrets };
-    const fail = (failure: Failure, sentMaybe = true) => ({ ok: false as const, error: mapPlatformError(failure, { ...ctx, now: clock.now() }), sentMaybe });
+    const fail = (failure: Failure, sentMaybe = true) => ({
+      ok: false as const,
+      error: mapPlatformError(failure, { ...ctx, now: clock.now() }),
+      sentMaybe,
+    });
     if (spec.counter) spec.counter.calls++;
     const started = Date.now();
     let res: Response;
@@ -182,17 +217,32 @@ export class PlatformHttp {
     try {
       text = await readBody(res, maxResponseBytes);
     } catch (error) {
-      if (error instanceof BodyTooLarge) return fail({ kind: 'malformed', status: res.status, detail: `the body exceeds ${maxResponseBytes} bytes and was refused` });
+      if (error instanceof BodyTooLarge)
+        return fail({
+          kind: 'malformed',
+          status: res.status,
+          detail: `the body exceeds ${maxResponseBytes} bytes and was refused`,
+        });
       return fail({ kind: 'transport', error, timeoutMs });
     }
-    logger.debug({ operation: spec.operation, url: redactUrl(spec.url.toString()), status: res.status, ms: Date.now() - started }, 'platform call');
+    logger.debug(
+      { operation: spec.operation, url: redactUrl(spec.url.toString()), status: res.status, ms: Date.now() - started },
+      'platform call',
+    );
 
     if (spec.readsUsage) {
       const usage = parseUsage(res.headers, clock.now());
       if (usage) {
         this.opts.onUsage(usage, spec.operation);
         if (usage.maxPercent > USAGE_WARN_PERCENT) {
-          logger.warn({ operation: spec.operation, usagePercent: usage.maxPercent, regainAccessMinutes: usage.regainAccessMinutes }, 'platform usage above 80%: calls may soon be throttled');
+          logger.warn(
+            {
+              operation: spec.operation,
+              usagePercent: usage.maxPercent,
+              regainAccessMinutes: usage.regainAccessMinutes,
+            },
+            'platform usage above 80%: calls may soon be throttled',
+          );
         }
       }
     }

@@ -30,7 +30,11 @@ export const USAGE_SLOWDOWN_PERCENT = 80;
  * then growing linearly to `maxPauseMs` at 100%. At the limit itself the platform's stated wait
  * applies instead (a RateLimitedError carries it).
  */
-export function slowdownMs(usagePercent: number, maxPauseMs: number, thresholdPercent = USAGE_SLOWDOWN_PERCENT): number {
+export function slowdownMs(
+  usagePercent: number,
+  maxPauseMs: number,
+  thresholdPercent = USAGE_SLOWDOWN_PERCENT,
+): number {
   if (!(usagePercent >= thresholdPercent)) return 0;
   const share = Math.min(1, (usagePercent - thresholdPercent) / Math.max(1, 100 - thresholdPercent));
   // At the threshold itself a small pause already: the headers say usage is high.

@@ -67,10 +67,18 @@ export function parseUsage(headers: Headers, now: Date): PlatformUsage | undefin
   for (const entries of Object.values(businessUseCase ?? {})) {
     for (const e of entries) {
       figures.push(e.call_count ?? 0, e.total_time ?? 0, e.total_cputime ?? 0);
-      if (e.estimated_time_to_regain_access !== undefined) regain = Math.max(regain ?? 0, e.estimated_time_to_regain_access);
+      if (e.estimated_time_to_regain_access !== undefined)
+        regain = Math.max(regain ?? 0, e.estimated_time_to_regain_access);
     }
   }
-  return { app, businessUseCase, maxPercent: Math.max(0, ...figures), appPercent, regainAccessMinutes: regain, at: now };
+  return {
+    app,
+    businessUseCase,
+    maxPercent: Math.max(0, ...figures),
+    appPercent,
+    regainAccessMinutes: regain,
+    at: now,
+  };
 }
 
 /**
@@ -78,7 +86,8 @@ export function parseUsage(headers: Headers, now: Date): PlatformUsage | undefin
  * positive, else `Retry-After` (seconds or an HTTP date), else undefined (the job layer picks).
  */
 export function retryAfterMs(headers: Headers, usage: PlatformUsage | undefined, now: Date): number | undefined {
-  if (usage?.regainAccessMinutes !== undefined && usage.regainAccessMinutes > 0) return Math.round(usage.regainAccessMinutes * 60_000);
+  if (usage?.regainAccessMinutes !== undefined && usage.regainAccessMinutes > 0)
+    return Math.round(usage.regainAccessMinutes * 60_000);
   const header = headers.get('retry-after')?.trim();
   if (!header) return undefined;
   if (/^\d+(\.\d+)?$/.test(header)) return Math.round(Number(header) * 1000);

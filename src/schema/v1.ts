@@ -77,7 +77,8 @@ export const imageSizeSchema = z.looseObject({
 });
 imageSizeSchema.register(v1Registry, {
   id: 'ImageSize',
-  description: 'Extension (optional): one encoded size of an image, for srcset. The largest is the original; none is wider than it.',
+  description:
+    'Extension (optional): one encoded size of an image, for srcset. The largest is the original; none is wider than it.',
 });
 
 /** A fresh array schema per use, so each field keeps its own description in the JSON Schema. */
@@ -85,11 +86,16 @@ const imageSizes = () => z.array(imageSizeSchema).min(1, { error: 'must list at 
 
 export const placeholderSchema = z.looseObject({
   color: z.string().regex(HEX_COLOR, { error: 'must be a #rrggbb colour' }),
-  thumbhash: z.string().regex(BASE64, { error: 'must be a base64 ThumbHash' }).max(200, { error: 'must be at most 200 characters' }).optional(),
+  thumbhash: z
+    .string()
+    .regex(BASE64, { error: 'must be a base64 ThumbHash' })
+    .max(200, { error: 'must be at most 200 characters' })
+    .optional(),
 });
 placeholderSchema.register(v1Registry, {
   id: 'Placeholder',
-  description: 'Extension (optional): what to paint until the image loads: its dominant colour and a ThumbHash (base64, https://evanw.github.io/thumbhash/).',
+  description:
+    'Extension (optional): what to paint until the image loads: its dominant colour and a ThumbHash (base64, https://evanw.github.io/thumbhash/).',
 });
 
 // R-SCH-3
@@ -147,7 +153,10 @@ const postCommon = {
   publishedAt: dateTime(),
   stats: statsSchema.optional(),
   raw: doc(z.unknown(), 'original platform payload, untouched').optional(),
-  thumbnailSizes: doc(imageSizes(), 'extension (optional): the sizes of the mirrored cover (thumbnailUrl), smallest first').optional(),
+  thumbnailSizes: doc(
+    imageSizes(),
+    'extension (optional): the sizes of the mirrored cover (thumbnailUrl), smallest first',
+  ).optional(),
   thumbnailPlaceholder: placeholderSchema.optional(),
 };
 
@@ -180,11 +189,7 @@ const linkPostSchema = z.looseObject({
  * Post: a union discriminated on `type`, so the conditionals (R-SCH-7, R-SCH-8) are part of the
  * generated JSON Schema too (oneOf, one branch per group of types) instead of hidden refinements.
  */
-export const postSchema = z.discriminatedUnion('type', [
-  visualPostSchema,
-  textPostSchema,
-  linkPostSchema,
-]);
+export const postSchema = z.discriminatedUnion('type', [visualPostSchema, textPostSchema, linkPostSchema]);
 postSchema.register(v1Registry, { id: 'Post', description: 'One post; `type` says what to render.' });
 
 /**

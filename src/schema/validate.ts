@@ -53,7 +53,8 @@ function toProblems(issues: readonly z.core.$ZodIssue[], input: unknown, prefix:
     if (issue.code === 'unrecognized_keys') {
       // One line per key, at the key's own path: the only closed object is Stats (R-SCH-5).
       const allowed = path[path.length - 1] === 'stats' ? ` (stats holds only ${STATS_KEYS.join(', ')})` : '';
-      for (const key of issue.keys) problems.push({ path: jsonPath([...path, key]), message: `unknown key, not allowed${allowed}` });
+      for (const key of issue.keys)
+        problems.push({ path: jsonPath([...path, key]), message: `unknown key, not allowed${allowed}` });
       continue;
     }
     if (issue.code === 'invalid_union' && issue.path[issue.path.length - 1] === 'type' && 'discriminator' in issue) {
@@ -86,7 +87,8 @@ function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'object') return 'an object';
-  if (typeof value === 'string') return `a string (${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)})`;
+  if (typeof value === 'string')
+    return `a string (${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)})`;
   return `${typeof value} ${String(value)}`;
 }
 
@@ -115,7 +117,8 @@ function plainMessage(iss: z.core.$ZodRawIssue): string | undefined {
     }
     case 'invalid_union':
       if ('discriminator' in iss) {
-        const input = iss.input !== null && typeof iss.input === 'object' ? (iss.input as { type?: unknown }).type : undefined;
+        const input =
+          iss.input !== null && typeof iss.input === 'object' ? (iss.input as { type?: unknown }).type : undefined;
         return input === undefined
           ? `required (one of ${POST_TYPES.join(', ')})`
           : `must be one of ${POST_TYPES.join(', ')}, got ${describe(input)}`;

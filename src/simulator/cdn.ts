@@ -31,9 +31,17 @@ export async function handleCdn(ctx: SimContext, r: SimRequest): Promise<Reply> 
   const headers = { 'cache-control': 'max-age=1209600, no-transform', 'access-control-allow-origin': '*' };
   if (ext === 'mp4') {
     const body = mp4For(`${mediaId}/${slot}`);
-    return { status: 200, headers: { ...headers, 'content-type': 'video/mp4', 'content-length': String(body.length) }, body };
+    return {
+      status: 200,
+      headers: { ...headers, 'content-type': 'video/mp4', 'content-length': String(body.length) },
+      body,
+    };
   }
   const { width, height } = dimensions(post, slot);
   const body = await jpegFor(`${mediaId}/${slot}`, width, height);
-  return { status: 200, headers: { ...headers, 'content-type': 'image/jpeg', 'content-length': String(body.length) }, body };
+  return {
+    status: 200,
+    headers: { ...headers, 'content-type': 'image/jpeg', 'content-length': String(body.length) },
+    body,
+  };
 }

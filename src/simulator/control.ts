@@ -15,7 +15,10 @@ const clockBody = z.union([
   z.strictObject({ set: z.iso.datetime({ offset: true }) }),
 ]);
 const accountBody = z.strictObject({
-  username: z.string().regex(/^[A-Za-z0-9._]{1,30}$/).optional(),
+  username: z
+    .string()
+    .regex(/^[A-Za-z0-9._]{1,30}$/)
+    .optional(),
   name: z.string().min(1).optional(),
   accountType: z.enum(['BUSINESS', 'MEDIA_CREATOR', 'PERSONAL']).optional(),
   posts: z.number().int().min(0).max(10_000).optional(),
@@ -26,7 +29,9 @@ const SECRET_QUERY_KEYS = new Set(['access_token', 'client_secret', 'code', 'sta
 
 function redactRecord(r: RecordedRequest): Record<string, unknown> {
   const scrub = (o: Record<string, string>) =>
-    Object.fromEntries(Object.entries(o).map(([k, v]) => [k, SECRET_QUERY_KEYS.has(k) || isSecretKey(k) ? '[redacted]' : v]));
+    Object.fromEntries(
+      Object.entries(o).map(([k, v]) => [k, SECRET_QUERY_KEYS.has(k) || isSecretKey(k) ? '[redacted]' : v]),
+    );
   return { ...r, query: scrub(r.query), form: r.form ? scrub(r.form) : undefined, at: r.at.toISOString() };
 }
 
@@ -35,7 +40,11 @@ function redactRecord(r: RecordedRequest): Record<string, unknown> {
  * diffs two of these instead of downloading the record): per host, and per graph edge (the last
  * path segment, `{id}` for a node read such as the single-media read).
  */
-export function requestCounts(requests: readonly RecordedRequest[]): { total: number; byHost: Record<string, number>; graphByEdge: Record<string, number> } {
+export function requestCounts(requests: readonly RecordedRequest[]): {
+  total: number;
+  byHost: Record<string, number>;
+  graphByEdge: Record<string, number>;
+} {
   const byHost: Record<string, number> = {};
   const graphByEdge: Record<string, number> = {};
   for (const r of requests) {
@@ -49,7 +58,9 @@ export function requestCounts(requests: readonly RecordedRequest[]): { total: nu
 }
 
 function problem(what: string, error: z.ZodError): Reply {
-  return json(400, { error: `${what}: ${error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}` });
+  return json(400, {
+    error: `${what}: ${error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`,
+  });
 }
 
 export function handleControl(

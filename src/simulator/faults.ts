@@ -28,7 +28,9 @@ const RATE_LIMIT_MESSAGES: Record<number, string> = {
 
 /** The platform's answer to a call over a limit (R-OWN-1): code 4 (the app) or 17 (the user). */
 export function rateLimitReply(code: number, headers: Record<string, string>, status = 400): Reply {
-  const reply = graphError(status, code, RATE_LIMIT_MESSAGES[code] ?? `(#${code}) Rate limit reached`, { transient: true });
+  const reply = graphError(status, code, RATE_LIMIT_MESSAGES[code] ?? `(#${code}) Rate limit reached`, {
+    transient: true,
+  });
   reply.headers = { ...reply.headers, ...headers };
   return reply;
 }
@@ -82,31 +84,56 @@ export function faultAction(f: FaultSpec, usage: (regainMinutes: number) => Reco
       return { kind: 'huge', status: f.status ?? 200, sizeBytes: f.sizeBytes ?? 50 * 1024 * 1024 };
     case 'status': {
       const status = f.status ?? 500;
-      return { kind: 'reply', reply: json(status, { error: { message: f.message ?? `Simulated HTTP ${status}`, type: 'SimulatedFault' } }) };
+      return {
+        kind: 'reply',
+        reply: json(status, { error: { message: f.message ?? `Simulated HTTP ${status}`, type: 'SimulatedFault' } }),
+      };
     }
     case 'rate-limit': {
       const code = f.code ?? 4;
-      const reply = graphError(f.status ?? 429, code, f.message ?? RATE_LIMIT_MESSAGES[code] ?? `(#${code}) Rate limit reached`, {
-        subcode: f.subcode,
-        transient: true,
-      });
+      const reply = graphError(
+        f.status ?? 429,
+        code,
+        f.message ?? RATE_LIMIT_MESSAGES[code] ?? `(#${code}) Rate limit reached`,
+        {
+          subcode: f.subcode,
+          transient: true,
+        },
+      );
       reply.headers = { ...reply.headers, ...usage(f.regainMinutes ?? 1) };
       return { kind: 'reply', reply };
     }
     case 'malformed-json':
       return {
         kind: 'reply',
-        reply: { status: f.status ?? 200, headers: { 'content-type': 'application/json; charset=UTF-8' }, body: '{"data":[{"id":"1790000000000000","media_type":"IMA' },
+        reply: {
+          status: f.status ?? 200,
+          headers: { 'content-type': 'application/json; charset=UTF-8' },
+          body: '{"data":[{"id":"1790000000000000","media_type":"IMA',
+        },
       };
     case 'html':
       return {
         kind: 'reply',
-        reply: html(f.status ?? 502, 'Error', `<h1>${f.status ?? 502} Bad Gateway</h1><p>${f.message ?? 'Sorry, something went wrong.'}</p>`),
+        reply: html(
+          f.status ?? 502,
+          'Error',
+          `<h1>${f.status ?? 502} Bad Gateway</h1><p>${f.message ?? 'Sorry, something went wrong.'}</p>`,
+        ),
       };
     case 'error': {
       const code = f.code ?? 2;
-      const message = f.message ?? (code === 1 ? 'An unknown error occurred' : code === 2 ? 'An unexpected error has occurred. Please retry your request later.' : `Simulated error ${code}`);
-      return { kind: 'reply', reply: graphError(f.status ?? 400, code, message, { subcode: f.subcode, transient: code === 1 || code === 2 }) };
+      const message =
+        f.message ??
+        (code === 1
+          ? 'An unknown error occurred'
+          : code === 2
+            ? 'An unexpected error has occurred. Please retry your request later.'
+            : `Simulated error ${code}`);
+      return {
+        kind: 'reply',
+        reply: graphError(f.status ?? 400, code, message, { subcode: f.subcode, transient: code === 1 || code === 2 }),
+      };
     }
   }
 }

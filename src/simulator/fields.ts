@@ -20,9 +20,11 @@ export function parseFields(raw: string | undefined): FieldRequest[] | { error: 
     const field: FieldRequest = { name: m[1] as string };
     if (s[i] === '{') {
       const close = s.indexOf('}', i);
-      if (close === -1) return { error: `Syntax error "Expected "}" instead of end of string." at character ${s.length}: ${s}` };
+      if (close === -1)
+        return { error: `Syntax error "Expected "}" instead of end of string." at character ${s.length}: ${s}` };
       const inner = s.slice(i + 1, close);
-      if (inner.includes('{')) return { error: `Syntax error "Nested expansion is not supported here." at character ${i}: ${s}` };
+      if (inner.includes('{'))
+        return { error: `Syntax error "Nested expansion is not supported here." at character ${i}: ${s}` };
       field.sub = inner
         .split(',')
         .map((x) => x.trim())
@@ -32,7 +34,8 @@ export function parseFields(raw: string | undefined): FieldRequest[] | { error: 
     }
     out.push(field);
     if (i < s.length) {
-      if (s[i] !== ',') return { error: `Syntax error "Expected end of string instead of "${s[i]}"." at character ${i}: ${s}` };
+      if (s[i] !== ',')
+        return { error: `Syntax error "Expected end of string instead of "${s[i]}"." at character ${i}: ${s}` };
       i++;
     }
   }

@@ -14,7 +14,17 @@ export const SUPPORTED_VERSIONS = ['v25.0', 'v26.0'];
 export const DEFAULT_LIMIT = 25;
 /** The sample's expires_in is a little under 60 days (5 183 944 s): the answer lags the real expiry. */
 const EXPIRES_IN_LAG_S = 56;
-const PROFILE_FIELDS = new Set(['id', 'user_id', 'username', 'name', 'account_type', 'profile_picture_url', 'media_count', 'followers_count', 'follows_count']);
+const PROFILE_FIELDS = new Set([
+  'id',
+  'user_id',
+  'username',
+  'name',
+  'account_type',
+  'profile_picture_url',
+  'media_count',
+  'followers_count',
+  'follows_count',
+]);
 
 type Checked = { ok: true; token: TokenRecord } | { ok: false; reply: Reply };
 
@@ -25,12 +35,22 @@ function wordsDate(d: Date): string {
 /** Token rules of every call (R-TOK-10, R-TOK-14, R-OWN-4). */
 export function checkToken(ctx: SimContext, token: string | undefined): Checked {
   const fail = (reply: Reply): Checked => ({ ok: false, reply });
-  if (!token) return fail(graphError(400, 2500, 'An active access token must be used to query information about the current user.'));
+  if (!token)
+    return fail(
+      graphError(400, 2500, 'An active access token must be used to query information about the current user.'),
+    );
   const t = ctx.state.tokens.get(token);
   if (!t) return fail(graphError(400, 190, 'Invalid OAuth access token - Cannot parse access token'));
   const accountId = t.accountId;
   if (t.invalidated === 'revoked') {
-    return fail(graphError(400, 190, 'Error validating access token: The session is invalid because the user logged out or the app was removed.', { subcode: 467, accountId }));
+    return fail(
+      graphError(
+        400,
+        190,
+        'Error validating access token: The session is invalid because the user logged out or the app was removed.',
+        { subcode: 467, accountId },
+      ),
+    );
   }
   if (t.invalidated === 'password') {
     return fail(
@@ -45,19 +65,29 @@ export function checkToken(ctx: SimContext, token: string | undefined): Checked 
   const now = ctx.state.clock.now();
   if (now.getTime() >= t.expiresAt.getTime()) {
     return fail(
-      graphError(400, 190, `Error validating access token: Session has expired on ${wordsDate(t.expiresAt)}. The current time is ${wordsDate(now)}.`, {
-        subcode: 463,
-        accountId,
-      }),
+      graphError(
+        400,
+        190,
+        `Error validating access token: Session has expired on ${wordsDate(t.expiresAt)}. The current time is ${wordsDate(now)}.`,
+        {
+          subcode: 463,
+          accountId,
+        },
+      ),
     );
   }
   // R-TOK-14: a development-mode app and an account without the tester role.
-  if (!ctx.state.account(accountId).tester) return fail(graphError(400, 10, 'Insufficient developer role', { accountId }));
+  if (!ctx.state.account(accountId).tester)
+    return fail(graphError(400, 10, 'Insufficient developer role', { accountId }));
   return { ok: true, token: t };
 }
 
 function tokenAnswer(ctx: SimContext, token: string, accountId: string): Reply {
-  return json(200, { access_token: token, token_type: 'bearer', expires_in: Math.floor(LONG_LIVED_MS / 1000) - EXPIRES_IN_LAG_S }, accountId);
+  return json(
+    200,
+    { access_token: token, token_type: 'bearer', expires_in: Math.floor(LONG_LIVED_MS / 1000) - EXPIRES_IN_LAG_S },
+    accountId,
+  );
 }
 
 /** R-TOK-1: short-lived -> long-lived, with the app secret. */
@@ -67,7 +97,8 @@ function exchange(ctx: SimContext, q: Record<string, string>): Reply {
   if (q.client_secret !== ctx.appSecret) return graphError(400, 101, 'Error validating client secret.');
   const c = checkToken(ctx, q.access_token);
   if (!c.ok) return c.reply;
-  if (c.token.kind !== 'short') return paramError('Only a short-lived access token can be exchanged', c.token.accountId);
+  if (c.token.kind !== 'short')
+    return paramError('Only a short-lived access token can be exchanged', c.token.accountId);
   const token = ctx.state.issueToken(c.token.accountId, 'long', ctx.state.clock.now(), c.token.scopes);
   return tokenAnswer(ctx, token, c.token.accountId);
 }
@@ -80,13 +111,23 @@ function refresh(ctx: SimContext, q: Record<string, string>): Reply {
   const t = c.token;
   if (t.kind !== 'long') return paramError('Only a long-lived access token can be refreshed', t.accountId);
   if (!t.scopes.includes(SCOPE)) {
-    return graphError(400, 10, `(#10) Application does not have permission for this action: the ${SCOPE} permission was not granted`, { accountId: t.accountId });
+    return graphError(
+      400,
+      10,
+      `(#10) Application does not have permission for this action: the ${SCOPE} permission was not granted`,
+      { accountId: t.accountId },
+    );
   }
   const now = ctx.state.clock.now();
   if (now.getTime() - t.issuedAt.getTime() < MIN_REFRESH_AGE_MS) {
-    return graphError(400, 10, '(#10) The access token is too young to be refreshed: it can be refreshed once it is at least 24 hours old', {
-      accountId: t.accountId,
-    });
+    return graphError(
+      400,
+      10,
+      '(#10) The access token is too young to be refreshed: it can be refreshed once it is at least 24 hours old',
+      {
+        accountId: t.accountId,
+      },
+    );
   }
   // The old token stays valid until its own expiry.
   const token = ctx.state.issueToken(t.accountId, 'long', now, t.scopes);
@@ -105,7 +146,8 @@ function profile(ctx: SimContext, accountId: string, q: Record<string, string>):
   const a = ctx.state.account(accountId);
   const out: Record<string, unknown> = { id: a.id };
   for (const f of fields) {
-    if (!PROFILE_FIELDS.has(f.name) || f.sub) return paramError(`Tried accessing nonexisting field (${f.name}) on node type (IGUser)`, accountId);
+    if (!PROFILE_FIELDS.has(f.name) || f.sub)
+      return paramError(`Tried accessing nonexisting field (${f.name}) on node type (IGUser)`, accountId);
     const h = Number(BigInt(a.id) % 997n);
     if (f.name === 'user_id') out.user_id = a.id;
     else if (f.name === 'username') out.username = a.username;
@@ -115,7 +157,10 @@ function profile(ctx: SimContext, accountId: string, q: Record<string, string>):
     else if (f.name === 'followers_count') out.followers_count = 1000 + h;
     else if (f.name === 'follows_count') out.follows_count = 100 + (h % 300);
     else if (f.name === 'profile_picture_url' && a.profilePicture) {
-      out.profile_picture_url = ctx.signer.sign({ accountId: a.id, mediaId: a.id, slot: 'profile', ext: 'jpg' }, ctx.state.clock.now().getTime() + ctx.linkLifetimeMs);
+      out.profile_picture_url = ctx.signer.sign(
+        { accountId: a.id, mediaId: a.id, slot: 'profile', ext: 'jpg' },
+        ctx.state.clock.now().getTime() + ctx.linkLifetimeMs,
+      );
     }
   }
   return json(200, out, accountId);
@@ -140,14 +185,21 @@ function decodeCursor(raw: string): Cursor | undefined {
  * Links are signed as of the post's creation (or last visual change): listing never renews an
  * expired link, only the single-media call does (R-MED-8).
  */
-function listMedia(ctx: SimContext, accountId: string, version: string, segment: string, q: Record<string, string>): Reply {
+function listMedia(
+  ctx: SimContext,
+  accountId: string,
+  version: string,
+  segment: string,
+  q: Record<string, string>,
+): Reply {
   const fields = fieldsOf(q, accountId);
   if (!Array.isArray(fields)) return fields;
   const refused = refusedField(fields, ctx.state.account(accountId));
   if (refused) return paramError(refused, accountId);
   let limit = DEFAULT_LIMIT;
   if (q.limit !== undefined) {
-    if (!/^\d+$/.test(q.limit) || Number(q.limit) < 1) return paramError('Param limit must be a positive integer', accountId);
+    if (!/^\d+$/.test(q.limit) || Number(q.limit) < 1)
+      return paramError('Param limit must be a positive integer', accountId);
     limit = Math.min(Number(q.limit), ctx.maxLimit);
   }
   let cursor: Cursor | undefined;
@@ -195,15 +247,18 @@ function singleMedia(ctx: SimContext, accountId: string, mediaId: string, q: Rec
   if (refused) return paramError(refused, accountId);
   const expiresAt = ctx.state.clock.now().getTime() + ctx.linkLifetimeMs;
   const post = ctx.state.postsById.get(mediaId);
-  if (post && !post.deleted && post.accountId === accountId) return json(200, ctx.renderer.render(post, fields, expiresAt), accountId);
+  if (post && !post.deleted && post.accountId === accountId)
+    return json(200, ctx.renderer.render(post, fields, expiresAt), accountId);
   const parent = ctx.state.slideParent.get(mediaId);
-  if (parent && !parent.deleted && parent.accountId === accountId) return json(200, ctx.renderer.renderSlide(parent, mediaId, fields, expiresAt), accountId);
+  if (parent && !parent.deleted && parent.accountId === accountId)
+    return json(200, ctx.renderer.renderSlide(parent, mediaId, fields, expiresAt), accountId);
   return unknownObject(mediaId, accountId);
 }
 
 export function handleGraph(ctx: SimContext, r: SimRequest): Reply {
   const q = r.query;
-  if (r.method !== 'GET') return graphError(400, 100, `Unsupported ${r.method} request.`, { type: 'GraphMethodException' });
+  if (r.method !== 'GET')
+    return graphError(400, 100, `Unsupported ${r.method} request.`, { type: 'GraphMethodException' });
   // Token endpoints: no version segment (R-MED-1).
   if (r.path === '/access_token') return exchange(ctx, q);
   if (r.path === '/refresh_access_token') return refresh(ctx, q);
@@ -212,12 +267,20 @@ export function handleGraph(ctx: SimContext, r: SimRequest): Reply {
   const version = segments.shift();
   if (!version || !/^v\d+\.\d+$/.test(version)) {
     // The real host falls back to its oldest version; the simulator insists on a pinned one (R-MED-1).
-    return graphError(400, 2500, `Unknown path components: ${r.path} (data calls need a version segment such as /${SUPPORTED_VERSIONS[0]})`);
+    return graphError(
+      400,
+      2500,
+      `Unknown path components: ${r.path} (data calls need a version segment such as /${SUPPORTED_VERSIONS[0]})`,
+    );
   }
   if (!SUPPORTED_VERSIONS.includes(version)) {
     const older = Number(version.slice(1)) < Number(SUPPORTED_VERSIONS[0]?.slice(1));
     return older
-      ? graphError(400, 2635, `(#2635) You are calling a deprecated version of the Graph API. Please update to the latest version: ${SUPPORTED_VERSIONS[0]}.`)
+      ? graphError(
+          400,
+          2635,
+          `(#2635) You are calling a deprecated version of the Graph API. Please update to the latest version: ${SUPPORTED_VERSIONS[0]}.`,
+        )
       : graphError(400, 2500, `Unknown path components: /${version}`);
   }
   const c = checkToken(ctx, q.access_token);

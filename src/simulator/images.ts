@@ -106,7 +106,12 @@ export function jpegFor(key: string, width: number, height: number): Promise<Buf
 
 /** An `ftyp` box and a `free` box naming the media: enough to look like MP4, small to serve. */
 export function mp4For(key: string): Buffer {
-  const ftyp = Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypisom'), Buffer.from([0, 0, 2, 0]), Buffer.from('isommp42')]);
+  const ftyp = Buffer.concat([
+    Buffer.from([0, 0, 0, 0x18]),
+    Buffer.from('ftypisom'),
+    Buffer.from([0, 0, 2, 0]),
+    Buffer.from('isommp42'),
+  ]);
   const payload = Buffer.from(`feedmirror simulator video ${key}`);
   const size = Buffer.alloc(4);
   size.writeUInt32BE(8 + payload.length);

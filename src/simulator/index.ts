@@ -85,7 +85,6 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   const requests: RecordedRequest[] = [];
   /** Sockets held open by 'timeout' faults: destroyed on close(). */
   const held = new Set<Socket>();
-  let sim: Simulator;
 
   const ctx: SimContext = {
     state,
@@ -114,7 +113,11 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     const total = Math.max(sizeBytes, prefix.length + suffix.length);
     let left = total - prefix.length - suffix.length;
     const chunk = Buffer.alloc(64 * 1024, 'a');
-    res.writeHead(status, { ...headers, 'content-type': 'application/json; charset=UTF-8', 'content-length': String(total) });
+    res.writeHead(status, {
+      ...headers,
+      'content-type': 'application/json; charset=UTF-8',
+      'content-length': String(total),
+    });
     res.write(prefix);
     const pump = (): void => {
       while (left > 0) {
@@ -143,14 +146,32 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       return;
     }
     const recordHost: RequestHost | undefined =
-      listener === 'cdn' ? 'cdn' : /^\/graph(\/|$)/.test(pathname) ? 'graph' : /^\/oauth(\/|$)/.test(pathname) ? 'oauth' : undefined;
+      listener === 'cdn'
+        ? 'cdn'
+        : /^\/graph(\/|$)/.test(pathname)
+          ? 'graph'
+          : /^\/oauth(\/|$)/.test(pathname)
+            ? 'oauth'
+            : undefined;
     const prefix = recordHost === 'graph' ? '/graph' : recordHost === 'oauth' ? '/oauth' : '';
     if (!recordHost) {
       const m = /^\/(p|reel)\/([A-Za-z0-9_-]+)\/?$/.exec(pathname);
       if (m && method === 'GET') {
-        write(req, res, html(200, `Post ${m[2]}`, `<h1>Simulated post ${escapeHtml(m[2] as string)}</h1><p>This is the post page of the platform simulator.</p>`));
+        write(
+          req,
+          res,
+          html(
+            200,
+            `Post ${m[2]}`,
+            `<h1>Simulated post ${escapeHtml(m[2] as string)}</h1><p>This is the post page of the platform simulator.</p>`,
+          ),
+        );
       } else {
-        write(req, res, json(404, { error: { message: `Unknown path ${pathname}`, type: 'GraphMethodException', code: 100 } }));
+        write(
+          req,
+          res,
+          json(404, { error: { message: `Unknown path ${pathname}`, type: 'GraphMethodException', code: 100 } }),
+        );
       }
       return;
     }
@@ -183,7 +204,12 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     if (fault?.kind === 'answered-unsent') {
       // The platform acts on the request (state changes), but its answer is never sent.
       const r: SimRequest = { method, path: pathname.slice(prefix.length) || '/', query, form };
-      const done = recordHost === 'graph' ? handleGraph(ctx, r) : recordHost === 'oauth' ? handleOAuth(ctx, r) : await handleCdn(ctx, r);
+      const done =
+        recordHost === 'graph'
+          ? handleGraph(ctx, r)
+          : recordHost === 'oauth'
+            ? handleOAuth(ctx, r)
+            : await handleCdn(ctx, r);
       record.status = done.status;
       held.add(req.socket);
       req.socket.once('close', () => held.delete(req.socket));
@@ -223,7 +249,8 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     serve(listener, req, res).catch((err: unknown) => {
       // Never a token in the simulator's own output: the message is redacted.
       process.stderr.write(`[simulator] internal error: ${redactText((err as Error)?.message ?? String(err))}\n`);
-      if (!res.headersSent) write(req, res, json(500, { error: { message: 'simulator internal error', type: 'SimulatorError', code: 1 } }));
+      if (!res.headersSent)
+        write(req, res, json(500, { error: { message: 'simulator internal error', type: 'SimulatorError', code: 1 } }));
       else res.destroy();
     });
   };
@@ -237,7 +264,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   imageBaseUrl = `http://${urlHost}:${cdnAddr.port}`;
 
   let closed = false;
-  sim = {
+  const sim: Simulator = {
     url: baseUrl,
     graphUrl: `${baseUrl}/graph`,
     authorizeUrl: `${baseUrl}/oauth/authorize`,

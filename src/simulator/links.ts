@@ -33,7 +33,10 @@ export class LinkSigner {
   }
 
   /** Check a request: 'bad' for a tampered or unknown link, else its expiry in ms and its target. */
-  verify(pathname: string, query: Record<string, string>): { kind: 'bad' } | { kind: 'ok'; expiresAtMs: number; target: LinkTarget } {
+  verify(
+    pathname: string,
+    query: Record<string, string>,
+  ): { kind: 'bad' } | { kind: 'ok'; expiresAtMs: number; target: LinkTarget } {
     const m = LINK_PATH_RE.exec(pathname);
     const oe = query.oe;
     const sig = query.sig;

@@ -25,7 +25,16 @@ export const MEDIA_FIELDS = new Set([
   'shortcode',
   'owner',
 ]);
-export const CHILD_FIELDS = new Set(['id', 'media_type', 'media_url', 'thumbnail_url', 'timestamp', 'permalink', 'username', 'shortcode']);
+export const CHILD_FIELDS = new Set([
+  'id',
+  'media_type',
+  'media_url',
+  'thumbnail_url',
+  'timestamp',
+  'permalink',
+  'username',
+  'shortcode',
+]);
 
 /** Why a field list is refused, in the platform's words; undefined when acceptable. */
 export function refusedField(fields: FieldRequest[], account: AccountRecord): string | undefined {
@@ -36,7 +45,8 @@ export function refusedField(fields: FieldRequest[], account: AccountRecord): st
     }
     if (f.sub) {
       if (f.name !== 'children') return `Field ${f.name} does not support expansion`;
-      for (const s of f.sub) if (!CHILD_FIELDS.has(s)) return `Tried accessing nonexisting field (${s}) on node type (IGMedia)`;
+      for (const s of f.sub)
+        if (!CHILD_FIELDS.has(s)) return `Tried accessing nonexisting field (${s}) on node type (IGMedia)`;
     }
   }
   return undefined;
@@ -63,7 +73,13 @@ export class MediaRenderer {
     return 'VIDEO'; // video, reel and copyright-flagged (music) videos: a reel is VIDEO (R-CNV-13)
   }
 
-  private slideItem(p: PostRecord, index: number, s: SimSlide, sub: string[] | undefined, expiresAtMs: number): Record<string, unknown> {
+  private slideItem(
+    p: PostRecord,
+    index: number,
+    s: SimSlide,
+    sub: string[] | undefined,
+    expiresAtMs: number,
+  ): Record<string, unknown> {
     const out: Record<string, unknown> = { id: s.id };
     for (const name of sub ?? []) {
       if (name === 'media_type') out.media_type = s.kind === 'video' ? 'VIDEO' : 'IMAGE';
@@ -85,7 +101,13 @@ export class MediaRenderer {
   renderSlide(p: PostRecord, slideId: string, fields: FieldRequest[], expiresAtMs: number): Record<string, unknown> {
     const index = p.slides.findIndex((s) => s.id === slideId);
     const slide = p.slides[index] as SimSlide;
-    return this.slideItem(p, index, slide, fields.map((f) => f.name).filter((n) => CHILD_FIELDS.has(n)), expiresAtMs);
+    return this.slideItem(
+      p,
+      index,
+      slide,
+      fields.map((f) => f.name).filter((n) => CHILD_FIELDS.has(n)),
+      expiresAtMs,
+    );
   }
 
   render(p: PostRecord, fields: FieldRequest[], expiresAtMs: number): Record<string, unknown> {
@@ -111,7 +133,8 @@ export class MediaRenderer {
           else if (p.kind === 'carousel') {
             // The album's own media_url is its first slide's file (when that slide has one).
             const first = p.slides[0];
-            if (first && first.kind !== 'image-no-url') out.media_url = this.link(p, 's0-media', first.kind === 'video' ? 'mp4' : 'jpg', expiresAtMs);
+            if (first && first.kind !== 'image-no-url')
+              out.media_url = this.link(p, 's0-media', first.kind === 'video' ? 'mp4' : 'jpg', expiresAtMs);
           }
           // copyright: no media_url at all (R-CNV-12).
           break;
@@ -145,7 +168,9 @@ export class MediaRenderer {
           break;
         case 'children':
           if (p.kind === 'carousel') {
-            out.children = { data: p.slides.map((s, i) => (f.sub ? this.slideItem(p, i, s, f.sub, expiresAtMs) : { id: s.id })) };
+            out.children = {
+              data: p.slides.map((s, i) => (f.sub ? this.slideItem(p, i, s, f.sub, expiresAtMs) : { id: s.id })),
+            };
           }
           break;
         default:

@@ -25,7 +25,8 @@ interface LoginParams {
 
 /** The authorize parameters, or the error page a browser would see. */
 function validate(ctx: SimContext, p: Record<string, string>): LoginParams | Reply {
-  if (p.client_id !== ctx.appId) return html(400, 'Invalid request', '<h1>Invalid request</h1><p>Invalid platform app ID.</p>');
+  if (p.client_id !== ctx.appId)
+    return html(400, 'Invalid request', '<h1>Invalid request</h1><p>Invalid platform app ID.</p>');
   const redirectUri = p.redirect_uri ?? '';
   let parsed: URL | undefined;
   try {
@@ -34,10 +35,18 @@ function validate(ctx: SimContext, p: Record<string, string>): LoginParams | Rep
     parsed = undefined;
   }
   if (!parsed || !/^https?:$/.test(parsed.protocol)) {
-    return html(400, 'Invalid request', '<h1>Invalid request</h1><p>Invalid redirect_uri: it must be an absolute http(s) URL.</p>');
+    return html(
+      400,
+      'Invalid request',
+      '<h1>Invalid request</h1><p>Invalid redirect_uri: it must be an absolute http(s) URL.</p>',
+    );
   }
   if (p.response_type !== undefined && p.response_type !== 'code') {
-    return html(400, 'Invalid request', '<h1>Invalid request</h1><p>Unsupported response_type: only code is supported.</p>');
+    return html(
+      400,
+      'Invalid request',
+      '<h1>Invalid request</h1><p>Unsupported response_type: only code is supported.</p>',
+    );
   }
   const scopes = (p.scope ?? '')
     .split(/[,\s]+/)
@@ -46,10 +55,17 @@ function validate(ctx: SimContext, p: Record<string, string>): LoginParams | Rep
   // R-TOK-12: the deprecated scope value is refused.
   const invalid = scopes.filter((s) => !KNOWN_SCOPES.has(s));
   if (invalid.length > 0) {
-    const note = invalid.includes(DEPRECATED_SCOPE) ? ` The scope ${DEPRECATED_SCOPE} is deprecated: use ${SCOPE}.` : '';
-    return html(400, 'Invalid scope', `<h1>Invalid Scopes: ${escapeHtml(invalid.join(', '))}</h1><p>Invalid scope.${escapeHtml(note)}</p>`);
+    const note = invalid.includes(DEPRECATED_SCOPE)
+      ? ` The scope ${DEPRECATED_SCOPE} is deprecated: use ${SCOPE}.`
+      : '';
+    return html(
+      400,
+      'Invalid scope',
+      `<h1>Invalid Scopes: ${escapeHtml(invalid.join(', '))}</h1><p>Invalid scope.${escapeHtml(note)}</p>`,
+    );
   }
-  if (!scopes.includes(SCOPE)) return html(400, 'Invalid scope', `<h1>Invalid scope</h1><p>The scope ${SCOPE} is required.</p>`);
+  if (!scopes.includes(SCOPE))
+    return html(400, 'Invalid scope', `<h1>Invalid scope</h1><p>The scope ${SCOPE} is required.</p>`);
   return { clientId: ctx.appId, redirectUri, scopes, state: p.state };
 }
 
@@ -58,7 +74,12 @@ function redirect(location: string): Reply {
 }
 
 function approve(ctx: SimContext, params: LoginParams, accountId: string): Reply {
-  const code = ctx.state.issueCode({ accountId, clientId: params.clientId, redirectUri: params.redirectUri, scopes: params.scopes });
+  const code = ctx.state.issueCode({
+    accountId,
+    clientId: params.clientId,
+    redirectUri: params.redirectUri,
+    scopes: params.scopes,
+  });
   const to = new URL(params.redirectUri);
   to.searchParams.set('code', code);
   if (params.state !== undefined) to.searchParams.set('state', params.state);
@@ -77,7 +98,13 @@ function deny(params: LoginParams): Reply {
 
 function authorizePage(ctx: SimContext, params: LoginParams): Reply {
   const hidden = (extra: Record<string, string>) =>
-    Object.entries({ client_id: params.clientId, redirect_uri: params.redirectUri, scope: params.scopes.join(','), state: params.state ?? '', ...extra })
+    Object.entries({
+      client_id: params.clientId,
+      redirect_uri: params.redirectUri,
+      scope: params.scopes.join(','),
+      state: params.state ?? '',
+      ...extra,
+    })
       .map(([k, v]) => `<input type="hidden" name="${k}" value="${escapeHtml(v)}">`)
       .join('');
   const forms = [...ctx.state.accounts.values()]
@@ -101,7 +128,8 @@ export function handleOAuth(ctx: SimContext, r: SimRequest): Reply {
     if (!('clientId' in params)) return params;
     const auto = ctx.autoApprove();
     if (auto !== null) {
-      if (!ctx.state.accounts.has(auto)) return html(500, 'Simulator', `<p>autoApprove names no account (${escapeHtml(auto)}).</p>`);
+      if (!ctx.state.accounts.has(auto))
+        return html(500, 'Simulator', `<p>autoApprove names no account (${escapeHtml(auto)}).</p>`);
       return approve(ctx, params, auto);
     }
     return authorizePage(ctx, params);
@@ -117,19 +145,29 @@ export function handleOAuth(ctx: SimContext, r: SimRequest): Reply {
     return approve(ctx, params, form.account_id);
   }
   if (r.path === '/access_token' && r.method === 'POST') return codeExchange(ctx, r.form ?? {});
-  return json(404, { error_type: 'OAuthException', code: 404, error_message: `No such endpoint: ${r.method} /oauth${r.path}` });
+  return json(404, {
+    error_type: 'OAuthException',
+    code: 404,
+    error_message: `No such endpoint: ${r.method} /oauth${r.path}`,
+  });
 }
 
 /** POST /oauth/access_token: the login code for a short-lived token (form fields). */
 function codeExchange(ctx: SimContext, f: Record<string, string>): Reply {
   if (f.client_id !== ctx.appId) return loginError(400, 'Invalid platform app ID');
   if (f.client_secret !== ctx.appSecret) return loginError(101, 'Error validating client secret.');
-  if (f.grant_type !== GRANT_AUTHORIZATION_CODE) return loginError(400, 'Unsupported grant_type: expected authorization_code');
+  if (f.grant_type !== GRANT_AUTHORIZATION_CODE)
+    return loginError(400, 'Unsupported grant_type: expected authorization_code');
   const code = f.code ? ctx.state.codes.get(f.code) : undefined;
   if (!code) return loginError(100, 'Invalid authorization code');
   if (code.used) return loginError(100, 'This authorization code has been used');
-  if (ctx.state.clock.now().getTime() >= code.expiresAt.getTime()) return loginError(100, 'This authorization code has expired');
-  if (f.redirect_uri !== code.redirectUri) return loginError(100, 'Error validating verification code. Please make sure your redirect_uri is identical to the one you used in the OAuth dialog request');
+  if (ctx.state.clock.now().getTime() >= code.expiresAt.getTime())
+    return loginError(100, 'This authorization code has expired');
+  if (f.redirect_uri !== code.redirectUri)
+    return loginError(
+      100,
+      'Error validating verification code. Please make sure your redirect_uri is identical to the one you used in the OAuth dialog request',
+    );
   code.used = true;
   // R-TOK-14: development-mode app, account without the tester role.
   if (!ctx.state.account(code.accountId).tester) return loginError(400, 'Insufficient developer role');

@@ -10,7 +10,12 @@ export interface Reply {
 }
 
 export function json(status: number, value: unknown, accountId?: string): Reply {
-  return { status, headers: { 'content-type': 'application/json; charset=UTF-8' }, body: JSON.stringify(value), accountId };
+  return {
+    status,
+    headers: { 'content-type': 'application/json; charset=UTF-8' },
+    body: JSON.stringify(value),
+    accountId,
+  };
 }
 
 export function html(status: number, title: string, bodyHtml: string): Reply {
@@ -23,7 +28,10 @@ export function text(status: number, body: string, contentType = 'text/plain; ch
 }
 
 export function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+  return s.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string,
+  );
 }
 
 /** The Graph error envelope: {error:{message,type,code,error_subcode,fbtrace_id}}. */

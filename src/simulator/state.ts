@@ -183,7 +183,9 @@ export class SimState {
     const [dw, dh] = DEFAULT_SIZES[h % DEFAULT_SIZES.length] as readonly [number, number];
     const now = this.clock.now();
     const slides: SimSlide[] =
-      spec.kind === 'carousel' ? (spec.slides ?? ['image', 'image', 'video']).map((kind) => ({ id: this.nextMediaId(), kind })) : [];
+      spec.kind === 'carousel'
+        ? (spec.slides ?? ['image', 'image', 'video']).map((kind) => ({ id: this.nextMediaId(), kind }))
+        : [];
     const record: PostRecord = {
       id,
       accountId,
@@ -212,7 +214,8 @@ export class SimState {
 
   post(accountId: string, mediaId: string): PostRecord {
     const p = this.postsById.get(mediaId);
-    if (!p || p.accountId !== accountId || p.deleted) throw new Error(`simulator: account ${accountId} has no post ${mediaId}`);
+    if (!p || p.accountId !== accountId || p.deleted)
+      throw new Error(`simulator: account ${accountId} has no post ${mediaId}`);
     return p;
   }
 
@@ -304,7 +307,13 @@ export class SimState {
     this.account(accountId);
     const token = randomToken(kind === 'short' ? 'IGQWR' : 'IGAA');
     const life = kind === 'short' ? SHORT_LIVED_MS : LONG_LIVED_MS;
-    this.tokens.set(token, { accountId, kind, issuedAt, expiresAt: new Date(issuedAt.getTime() + life), scopes: [...scopes] });
+    this.tokens.set(token, {
+      accountId,
+      kind,
+      issuedAt,
+      expiresAt: new Date(issuedAt.getTime() + life),
+      scopes: [...scopes],
+    });
     this.onSecret(token);
     return token;
   }
@@ -343,10 +352,12 @@ function validateSpec(spec: Partial<PostSpec> & { kind: PostKind }): void {
   if (!KINDS.includes(spec.kind)) throw new Error(`simulator: unknown post kind '${String(spec.kind)}'`);
   if (spec.slides) {
     if (spec.slides.length < 1 || spec.slides.length > 20) throw new Error('simulator: a carousel has 1 to 20 slides');
-    for (const s of spec.slides) if (!SLIDE_KINDS.includes(s)) throw new Error(`simulator: unknown slide kind '${String(s)}'`);
+    for (const s of spec.slides)
+      if (!SLIDE_KINDS.includes(s)) throw new Error(`simulator: unknown slide kind '${String(s)}'`);
   }
   for (const k of ['width', 'height'] as const) {
     const v = spec[k];
-    if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 4096)) throw new Error(`simulator: ${k} must be an integer 1..4096`);
+    if (v !== undefined && (!Number.isInteger(v) || v < 1 || v > 4096))
+      throw new Error(`simulator: ${k} must be an integer 1..4096`);
   }
 }

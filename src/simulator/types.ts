@@ -79,7 +79,8 @@ export interface RecordedRequest {
  * 'answered-unsent': the platform does the work (a refresh issues its new token) but the answer
  * never reaches the client, as when a worker dies between the platform's answer and its own write.
  */
-export type FaultKind = 'status' | 'timeout' | 'reset' | 'rate-limit' | 'malformed-json' | 'html' | 'huge' | 'error' | 'answered-unsent';
+export type FaultKind =
+  'status' | 'timeout' | 'reset' | 'rate-limit' | 'malformed-json' | 'html' | 'huge' | 'error' | 'answered-unsent';
 
 export interface FaultSpec {
   /** A string matches when the pathname ends with it; a RegExp is tested on the pathname. */

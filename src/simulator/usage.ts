@@ -83,7 +83,8 @@ export class UsageMeter {
     this.evict();
     const now = this.now();
     const regain = (oldest: number | undefined) => Math.max(0.01, ((oldest ?? now) + this.windowMs - now) / 60_000);
-    if (this.limits.appCallsPerHour !== undefined && this.app.size >= this.limits.appCallsPerHour) return { code: 4, regainMinutes: regain(this.app.oldest) };
+    if (this.limits.appCallsPerHour !== undefined && this.app.size >= this.limits.appCallsPerHour)
+      return { code: 4, regainMinutes: regain(this.app.oldest) };
     if (accountId && this.limits.callsPerUserHour !== undefined) {
       const w = this.user(accountId);
       if (w.size >= this.limits.callsPerUserHour) return { code: 17, regainMinutes: regain(w.oldest) };
@@ -104,12 +105,17 @@ export class UsageMeter {
     const appBudget = this.limits.appCallsPerHour ?? CALLS_PER_USER_HOUR * activeUsers;
     const appCalls = pct(this.app.size, appBudget);
     const out: Record<string, string> = {
-      'x-app-usage': JSON.stringify({ call_count: appCalls, total_cputime: Math.floor(appCalls * 0.3), total_time: Math.floor(appCalls * 0.6) }),
+      'x-app-usage': JSON.stringify({
+        call_count: appCalls,
+        total_cputime: Math.floor(appCalls * 0.3),
+        total_time: Math.floor(appCalls * 0.6),
+      }),
     };
     const buc: Record<string, unknown> = {};
     if (accountId) {
       // When throttled, the figures are at the limit and the estimate says how long to wait.
-      const calls = regainMinutes > 0 ? 100 : pct(this.user(accountId).size, this.limits.callsPerUserHour ?? CALLS_PER_USER_HOUR);
+      const calls =
+        regainMinutes > 0 ? 100 : pct(this.user(accountId).size, this.limits.callsPerUserHour ?? CALLS_PER_USER_HOUR);
       buc[accountId] = [
         {
           type: 'instagram',

@@ -19,7 +19,11 @@ export class StorageUnavailableError extends StorageError {
 
 /** A key, id or name that is not allowed (path traversal, odd characters): a bug, never retried. */
 export class InvalidKeyError extends StorageError {
-  constructor(readonly part: string, readonly value: string, reason: string) {
+  constructor(
+    readonly part: string,
+    readonly value: string,
+    reason: string,
+  ) {
     super(`invalid storage ${part} ${JSON.stringify(value.slice(0, 200))}: ${reason}`);
     this.name = 'InvalidKeyError';
   }

@@ -23,7 +23,10 @@ export interface StorageDeps {
   cwd?: string;
 }
 
-type StorageConfig = Pick<Config, 'STORAGE_URL' | 'S3_ENDPOINT' | 'S3_REGION' | 'S3_FORCE_PATH_STYLE' | 'S3_CHECKSUMS' | 'MEDIA_PUBLIC_URL'>;
+type StorageConfig = Pick<
+  Config,
+  'STORAGE_URL' | 'S3_ENDPOINT' | 'S3_REGION' | 'S3_FORCE_PATH_STYLE' | 'S3_CHECKSUMS' | 'MEDIA_PUBLIC_URL'
+>;
 
 /** `s3://bucket/prefix` => { bucket, prefix ('' or ending with '/') }. */
 export function parseS3Url(url: string): { bucket: string; prefix: string } {
@@ -31,11 +34,15 @@ export function parseS3Url(url: string): { bucket: string; prefix: string } {
   const bucket = m?.[1];
   // S3 bucket naming rules (lowercase, digits, dots, hyphens, 3-63).
   if (!m || !bucket || !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) {
-    throw new StorageError(`STORAGE_URL must look like s3://bucket/optional/prefix with a valid bucket name, got ${JSON.stringify(url)}`);
+    throw new StorageError(
+      `STORAGE_URL must look like s3://bucket/optional/prefix with a valid bucket name, got ${JSON.stringify(url)}`,
+    );
   }
   const rest = (m[2] ?? '').replace(/^\/+|\/+$/g, '');
   if (rest && !rest.split('/').every((s) => /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/.test(s) && !s.includes('..'))) {
-    throw new StorageError(`STORAGE_URL prefix ${JSON.stringify(rest)} has a segment that is not allowed (A-Z a-z 0-9 _ . -)`);
+    throw new StorageError(
+      `STORAGE_URL prefix ${JSON.stringify(rest)} has a segment that is not allowed (A-Z a-z 0-9 _ . -)`,
+    );
   }
   return { bucket, prefix: rest ? `${rest}/` : '' };
 }

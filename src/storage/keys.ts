@@ -24,7 +24,11 @@ export function assertId(part: string, value: string): string {
 
 export function assertName(part: string, value: string): string {
   if (typeof value !== 'string' || !NAME_RE.test(value) || value.includes('..')) {
-    throw new InvalidKeyError(part, String(value), 'must be 1-128 characters of A-Z a-z 0-9 _ . -, not starting with a dot, without ".."');
+    throw new InvalidKeyError(
+      part,
+      String(value),
+      'must be 1-128 characters of A-Z a-z 0-9 _ . -, not starting with a dot, without ".."',
+    );
   }
   return value;
 }
@@ -48,7 +52,11 @@ export function mediaKey(accountId: string, mediaId: string, name: string): stri
 function checkSegments(part: string, value: string, segments: string[]): void {
   for (const s of segments) {
     if (!SEGMENT_RE.test(s) || s.includes('..')) {
-      throw new InvalidKeyError(part, value, `segment ${JSON.stringify(s)} is not allowed (A-Z a-z 0-9 _ . -, no leading dot, no "..", no empty segment)`);
+      throw new InvalidKeyError(
+        part,
+        value,
+        `segment ${JSON.stringify(s)} is not allowed (A-Z a-z 0-9 _ . -, no leading dot, no "..", no empty segment)`,
+      );
     }
   }
 }

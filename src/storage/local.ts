@@ -57,7 +57,10 @@ export class LocalStorage implements ObjectStorage {
   readonly kind = 'local' as const;
   readonly root: string;
 
-  constructor(root: string, private readonly mediaPublicUrl?: string) {
+  constructor(
+    root: string,
+    private readonly mediaPublicUrl?: string,
+  ) {
     this.root = path.resolve(root);
   }
 
@@ -65,13 +68,15 @@ export class LocalStorage implements ObjectStorage {
   private file(key: string): string {
     assertStorageKey(key);
     const full = path.resolve(this.root, ...key.split('/'));
-    if (!full.startsWith(this.root + path.sep)) throw new InvalidKeyError('key', key, 'resolves outside the storage folder');
+    if (!full.startsWith(this.root + path.sep))
+      throw new InvalidKeyError('key', key, 'resolves outside the storage folder');
     return full;
   }
 
   private metaFile(key: string): string {
     const full = path.resolve(this.root, META_DIR, ...key.split('/')) + '.json';
-    if (!full.startsWith(path.join(this.root, META_DIR) + path.sep)) throw new InvalidKeyError('key', key, 'resolves outside the storage folder');
+    if (!full.startsWith(path.join(this.root, META_DIR) + path.sep))
+      throw new InvalidKeyError('key', key, 'resolves outside the storage folder');
     return full;
   }
 
@@ -106,7 +111,10 @@ export class LocalStorage implements ObjectStorage {
     const file = this.file(key);
     const meta = this.metaFile(key);
     try {
-      await this.writeAtomic(meta, Buffer.from(JSON.stringify({ contentType: opts.contentType, cacheControl: opts.cacheControl })));
+      await this.writeAtomic(
+        meta,
+        Buffer.from(JSON.stringify({ contentType: opts.contentType, cacheControl: opts.cacheControl })),
+      );
       await this.writeAtomic(file, body);
     } catch (err) {
       this.fail('put', key, err);
@@ -149,7 +157,12 @@ export class LocalStorage implements ObjectStorage {
       const st = await stat(file);
       if (!st.isFile()) return null;
       const { contentType } = await this.readMeta(key);
-      return { size: st.size, ...(contentType ? { contentType } : {}), etag: localEtag(await readFile(file)), lastModified: st.mtime };
+      return {
+        size: st.size,
+        ...(contentType ? { contentType } : {}),
+        etag: localEtag(await readFile(file)),
+        lastModified: st.mtime,
+      };
     } catch (err) {
       if (isNotFound(err)) return null;
       this.fail('head', key, err);
@@ -221,7 +234,8 @@ export class LocalStorage implements ObjectStorage {
         if (e.name.startsWith('.')) continue; // .meta, temporary files
         const key = rel ? `${rel}/${e.name}` : e.name;
         if (e.isDirectory()) {
-          if (prefix.startsWith(key + '/') || key.startsWith(prefix) || (key + '/').startsWith(prefix)) await walk(path.join(dir, e.name), key);
+          if (prefix.startsWith(key + '/') || key.startsWith(prefix) || (key + '/').startsWith(prefix))
+            await walk(path.join(dir, e.name), key);
         } else if (e.isFile() && key.startsWith(prefix)) {
           keys.push(key);
         }
@@ -242,7 +256,10 @@ export class LocalStorage implements ObjectStorage {
       await mkdir(this.root, { recursive: true });
       await access(this.root, fsc.W_OK | fsc.R_OK);
     } catch (err) {
-      throw new StorageUnavailableError(`local storage folder ${this.root} is not writable (${(err as NodeJS.ErrnoException).code ?? 'unknown'})`, { cause: err });
+      throw new StorageUnavailableError(
+        `local storage folder ${this.root} is not writable (${(err as NodeJS.ErrnoException).code ?? 'unknown'})`,
+        { cause: err },
+      );
     }
   }
 }

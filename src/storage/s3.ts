@@ -91,7 +91,10 @@ export class S3Storage implements ObjectStorage {
       requestChecksumCalculation: mode,
       responseChecksumValidation: mode,
       maxAttempts: opts.maxAttempts,
-      requestHandler: { requestTimeout: opts.requestTimeoutMs, connectionTimeout: Math.min(opts.requestTimeoutMs, 10_000) },
+      requestHandler: {
+        requestTimeout: opts.requestTimeoutMs,
+        connectionTimeout: Math.min(opts.requestTimeoutMs, 10_000),
+      },
     });
     this.where = `s3://${opts.bucket}/${opts.prefix} at ${opts.endpoint ?? `AWS ${opts.region}`}`;
   }
@@ -105,7 +108,9 @@ export class S3Storage implements ObjectStorage {
     const e = (err ?? {}) as SdkError;
     const status = e.$metadata?.httpStatusCode;
     // Never the SDK's full message verbatim: it could echo a request URL; names and codes suffice.
-    const detail = redactText(`${e.name ?? 'Error'}${e.code && e.code !== e.name ? ` ${e.code}` : ''}${status ? ` HTTP ${status}` : ''}: ${(e.message ?? '').slice(0, 200)}`);
+    const detail = redactText(
+      `${e.name ?? 'Error'}${e.code && e.code !== e.name ? ` ${e.code}` : ''}${status ? ` HTTP ${status}` : ''}: ${(e.message ?? '').slice(0, 200)}`,
+    );
     const msg = `S3 ${op} of ${JSON.stringify(key)} on ${this.where} failed (${detail})`;
     const unavailable = status === undefined || status >= 500 || e.$fault === 'server' || e.name === 'TimeoutError';
     throw unavailable ? new StorageUnavailableError(msg, { cause: err }) : new StorageError(msg, { cause: err });
@@ -120,7 +125,14 @@ export class S3Storage implements ObjectStorage {
     const Key = this.full(key);
     try {
       await this.client.send(
-        new PutObjectCommand({ Bucket: this.opts.bucket, Key, Body: body, ContentLength: body.length, ContentType: opts.contentType, CacheControl: opts.cacheControl }),
+        new PutObjectCommand({
+          Bucket: this.opts.bucket,
+          Key,
+          Body: body,
+          ContentLength: body.length,
+          ContentType: opts.contentType,
+          CacheControl: opts.cacheControl,
+        }),
       );
     } catch (err) {
       this.fail('put', key, err);
@@ -202,7 +214,10 @@ export class S3Storage implements ObjectStorage {
 
   /** One DeleteObjects; returns the keys that still need deleting one by one. */
   private async deleteBatch(prefix: string, keys: string[]): Promise<string[]> {
-    const cmd = new DeleteObjectsCommand({ Bucket: this.opts.bucket, Delete: { Objects: keys.map((k) => ({ Key: this.opts.prefix + k })), Quiet: true } });
+    const cmd = new DeleteObjectsCommand({
+      Bucket: this.opts.bucket,
+      Delete: { Objects: keys.map((k) => ({ Key: this.opts.prefix + k })), Quiet: true },
+    });
     withContentMd5(cmd);
     try {
       const out = await this.client.send(cmd);
@@ -236,10 +251,13 @@ export class S3Storage implements ObjectStorage {
       try {
         await this.delete(key);
       } catch (err) {
-        throw new StorageError(`S3 deletePrefix of ${JSON.stringify(prefix)} on ${this.where}: could not delete ${JSON.stringify(key)}`, {
-          retryable: err instanceof StorageError && err.retryable,
-          cause: err,
-        });
+        throw new StorageError(
+          `S3 deletePrefix of ${JSON.stringify(prefix)} on ${this.where}: could not delete ${JSON.stringify(key)}`,
+          {
+            retryable: err instanceof StorageError && err.retryable,
+            cause: err,
+          },
+        );
       }
     }
   }
@@ -251,7 +269,11 @@ export class S3Storage implements ObjectStorage {
       let out;
       try {
         out = await this.client.send(
-          new ListObjectsV2Command({ Bucket: this.opts.bucket, Prefix: this.opts.prefix + prefix, ...(ContinuationToken ? { ContinuationToken } : {}) }),
+          new ListObjectsV2Command({
+            Bucket: this.opts.bucket,
+            Prefix: this.opts.prefix + prefix,
+            ...(ContinuationToken ? { ContinuationToken } : {}),
+          }),
         );
       } catch (err) {
         this.fail('list', prefix, err);

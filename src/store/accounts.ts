@@ -114,8 +114,17 @@ export async function upsertAccount(db: Db, p: AccountProfile, at: Date): Promis
        account_type = CASE WHEN $9 THEN EXCLUDED.account_type ELSE accounts.account_type END,
        updated_at = EXCLUDED.updated_at
      RETURNING *`,
-    [p.id, p.username, p.displayName ?? null, p.avatarUrl ?? null, p.accountType ?? null, at,
-     p.displayName !== undefined, p.avatarUrl !== undefined, p.accountType !== undefined],
+    [
+      p.id,
+      p.username,
+      p.displayName ?? null,
+      p.avatarUrl ?? null,
+      p.accountType ?? null,
+      at,
+      p.displayName !== undefined,
+      p.avatarUrl !== undefined,
+      p.accountType !== undefined,
+    ],
   );
   return toAccount(rows[0]!);
 }
@@ -138,11 +147,22 @@ export async function listScheduledAccountIds(db: Db): Promise<string[]> {
   return rows.map((r) => r.id);
 }
 
-export async function listAccounts(db: Db, now: Date, opts: { status?: AccountStatus; withTokenOnly?: boolean } = {}): Promise<AccountWithExpiry[]> {
-  const { rows } = await db.query<AccountRow & {
-    expires_at: Date | null; obtained_at: Date | null; refresh_failures: number | null;
-    last_refresh_error: string | null; last_refresh_error_kind: ErrorKind | null; last_refresh_attempt_at: Date | null; has_token: boolean;
-  }>(
+export async function listAccounts(
+  db: Db,
+  now: Date,
+  opts: { status?: AccountStatus; withTokenOnly?: boolean } = {},
+): Promise<AccountWithExpiry[]> {
+  const { rows } = await db.query<
+    AccountRow & {
+      expires_at: Date | null;
+      obtained_at: Date | null;
+      refresh_failures: number | null;
+      last_refresh_error: string | null;
+      last_refresh_error_kind: ErrorKind | null;
+      last_refresh_attempt_at: Date | null;
+      has_token: boolean;
+    }
+  >(
     `SELECT a.*, t.expires_at, t.obtained_at, t.refresh_failures, t.last_refresh_error, t.last_refresh_error_kind,
             t.last_refresh_attempt_at, (t.account_id IS NOT NULL) AS has_token
        FROM accounts a ${opts.withTokenOnly ? 'JOIN' : 'LEFT JOIN'} tokens t ON t.account_id = a.id
@@ -185,13 +205,25 @@ export async function setAccountStatus(
     );
     if (rows.length === 0) return false;
     const event = opts.event === undefined ? (status === 'reauth_required' ? 'reauth_required' : null) : opts.event;
-    if (event) await recordEvent(c, { accountId: id, kind: event, at: opts.at, expiresAt: rows[0]!.expires_at, detail: reason, errorKind: kind });
+    if (event)
+      await recordEvent(c, {
+        accountId: id,
+        kind: event,
+        at: opts.at,
+        expiresAt: rows[0]!.expires_at,
+        detail: reason,
+        errorKind: kind,
+      });
     return true;
   });
 }
 
 export async function setRefusedFields(db: Db, id: string, fields: readonly string[], at: Date): Promise<void> {
-  await db.query('UPDATE accounts SET refused_fields = $2, updated_at = $3 WHERE id = $1', [id, [...new Set(fields)].sort(), at]);
+  await db.query('UPDATE accounts SET refused_fields = $2, updated_at = $3 WHERE id = $1', [
+    id,
+    [...new Set(fields)].sort(),
+    at,
+  ]);
 }
 
 /** How a sync run ended, as the account shows it. */
@@ -206,12 +238,21 @@ export interface SyncRecord {
 /** Record a sync run: its time, its error and kind (or null on success), the items it skipped. */
 export async function markSynced(db: Db, id: string, at: Date, record: SyncRecord = {}): Promise<void> {
   const error = record.error ? redactText(record.error).slice(0, 2000) : null;
-  const skipped = record.skipped?.slice(-SKIPPED_REASONS_KEPT).map((s) => ({ id: s.id.slice(0, 128), reason: redactText(s.reason).slice(0, 300) }));
+  const skipped = record.skipped
+    ?.slice(-SKIPPED_REASONS_KEPT)
+    .map((s) => ({ id: s.id.slice(0, 128), reason: redactText(s.reason).slice(0, 300) }));
   await db.query(
     `UPDATE accounts SET last_sync_at = $2, last_sync_error = $3, last_sync_error_kind = $4,
             skipped_items = COALESCE($5, skipped_items), skipped_reasons = COALESCE($6::jsonb, skipped_reasons)
       WHERE id = $1`,
-    [id, at, error, error ? (record.errorKind ?? 'internal') : null, record.skipped ? record.skipped.length : null, skipped ? JSON.stringify(skipped) : null],
+    [
+      id,
+      at,
+      error,
+      error ? (record.errorKind ?? 'internal') : null,
+      record.skipped ? record.skipped.length : null,
+      skipped ? JSON.stringify(skipped) : null,
+    ],
   );
 }
 

@@ -53,7 +53,9 @@ export function parseKeyring(value: string | undefined): Keyring {
     const material = (colon === -1 ? entry : entry.slice(colon + 1)).trim();
     registerSecret(material);
     if (id !== undefined && !ID_RE.test(id)) {
-      throw new EncryptionKeyError(`${where}: key id must be 1-32 letters, digits, '.', '_' or '-' (format id:key,id:key)`);
+      throw new EncryptionKeyError(
+        `${where}: key id must be 1-32 letters, digits, '.', '_' or '-' (format id:key,id:key)`,
+      );
     }
     const key = decodeKey(material, where);
     const keyId = id ?? keyFingerprint(key);
@@ -119,7 +121,11 @@ export class TokenCipher {
     }
     const c = sealed.ciphertext;
     if (c.length < IV_BYTES + TAG_BYTES) {
-      throw new TokenDecryptError(`stored token of account ${accountId} is truncated (${c.length} bytes)`, 'malformed', sealed.keyId);
+      throw new TokenDecryptError(
+        `stored token of account ${accountId} is truncated (${c.length} bytes)`,
+        'malformed',
+        sealed.keyId,
+      );
     }
     const decipher = createDecipheriv('aes-256-gcm', key, c.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES });
     decipher.setAAD(aad(accountId));

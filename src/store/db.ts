@@ -33,7 +33,10 @@ export function createPool(url: string, opts: PoolOptions = {}): pg.Pool {
   });
   targets.set(pool, describeDatabaseUrl(url));
   pool.on('error', (err) => {
-    opts.logger?.error({ error: redactText(err.message), database: targets.get(pool) }, 'idle PostgreSQL connection failed');
+    opts.logger?.error(
+      { error: redactText(err.message), database: targets.get(pool) },
+      'idle PostgreSQL connection failed',
+    );
   });
   return pool;
 }
@@ -57,7 +60,16 @@ function poolTarget(pool: pg.Pool): string {
   return `postgres://${o.user ?? ''}@${o.host ?? 'localhost'}:${o.port ?? 5432}/${o.database ?? ''}`;
 }
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EPIPE']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNRESET',
+  'EPIPE',
+]);
 
 /**
  * Turn a connection-level failure into a DatabaseUnavailableError that tells the operator what
@@ -70,19 +82,39 @@ export function translateDbError(err: unknown, pool: pg.Pool): unknown {
   const hostPort = hostPortOf(target);
   const env = `DATABASE_URL=${target}`;
   if (code && NETWORK_CODES.has(code)) {
-    return new DatabaseUnavailableError(`cannot reach PostgreSQL at ${hostPort} (${code}); is it running? ${env}`, code, { cause: err });
+    return new DatabaseUnavailableError(
+      `cannot reach PostgreSQL at ${hostPort} (${code}); is it running? ${env}`,
+      code,
+      { cause: err },
+    );
   }
   if (/timeout|Connection terminated/i.test(err.message) && !code) {
-    return new DatabaseUnavailableError(`cannot reach PostgreSQL at ${hostPort} (connection timed out or was closed); is it running? ${env}`, 'TIMEOUT', { cause: err });
+    return new DatabaseUnavailableError(
+      `cannot reach PostgreSQL at ${hostPort} (connection timed out or was closed); is it running? ${env}`,
+      'TIMEOUT',
+      { cause: err },
+    );
   }
   if (code === '3D000') {
-    return new DatabaseUnavailableError(`PostgreSQL at ${hostPort} has no such database (${redactText(err.message)}); create it or fix ${env}`, code, { cause: err });
+    return new DatabaseUnavailableError(
+      `PostgreSQL at ${hostPort} has no such database (${redactText(err.message)}); create it or fix ${env}`,
+      code,
+      { cause: err },
+    );
   }
   if (code === '28P01' || code === '28000') {
-    return new DatabaseUnavailableError(`PostgreSQL at ${hostPort} refused the login (${redactText(err.message)}); check the user and password in DATABASE_URL (${env})`, code, { cause: err });
+    return new DatabaseUnavailableError(
+      `PostgreSQL at ${hostPort} refused the login (${redactText(err.message)}); check the user and password in DATABASE_URL (${env})`,
+      code,
+      { cause: err },
+    );
   }
   if (code === '57P03') {
-    return new DatabaseUnavailableError(`PostgreSQL at ${hostPort} is starting up or shutting down (${code}); retry shortly. ${env}`, code, { cause: err });
+    return new DatabaseUnavailableError(
+      `PostgreSQL at ${hostPort} is starting up or shutting down (${code}); retry shortly. ${env}`,
+      code,
+      { cause: err },
+    );
   }
   return err;
 }

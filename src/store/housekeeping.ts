@@ -30,6 +30,9 @@ export async function runHousekeeping(deps: HousekeepingDeps): Promise<Housekeep
   const loginStates = await pruneLoginStates(deps.db, now);
   const events = await pruneEvents(deps.db, new Date(now.getTime() - deps.eventRetentionDays * DAY));
   const invitations = await pruneInvitations(deps.db, now);
-  deps.logger.info({ loginStates, events, invitations, eventRetentionDays: deps.eventRetentionDays }, 'housekeeping: expired login states, old events and spent invitations deleted');
+  deps.logger.info(
+    { loginStates, events, invitations, eventRetentionDays: deps.eventRetentionDays },
+    'housekeeping: expired login states, old events and spent invitations deleted',
+  );
   return { loginStates, events, invitations };
 }

@@ -16,10 +16,20 @@ export function hashInvitation(token: string): string {
 /** Tokens we make are 43 base64url characters; anything else is not looked up. */
 export const INVITATION_RE = /^[A-Za-z0-9_-]{43}$/;
 
-export async function createInvitation(db: Db, now: Date, ttlMs: number, createdBy: 'dashboard' | 'cli'): Promise<{ token: string; expiresAt: Date }> {
+export async function createInvitation(
+  db: Db,
+  now: Date,
+  ttlMs: number,
+  createdBy: 'dashboard' | 'cli',
+): Promise<{ token: string; expiresAt: Date }> {
   const token = randomBytes(32).toString('base64url');
   const expiresAt = new Date(now.getTime() + ttlMs);
-  await db.query('INSERT INTO invitations (token_hash, created_at, expires_at, created_by) VALUES ($1, $2, $3, $4)', [hashInvitation(token), now, expiresAt, createdBy]);
+  await db.query('INSERT INTO invitations (token_hash, created_at, expires_at, created_by) VALUES ($1, $2, $3, $4)', [
+    hashInvitation(token),
+    now,
+    expiresAt,
+    createdBy,
+  ]);
   return { token, expiresAt };
 }
 
@@ -30,7 +40,10 @@ export async function checkInvitation(db: Db, token: string, now: Date): Promise
 }
 
 async function stateOfHash(db: Db, hash: string, now: Date): Promise<InvitationState> {
-  const { rows } = await db.query<{ expires_at: Date; used_at: Date | null }>('SELECT expires_at, used_at FROM invitations WHERE token_hash = $1', [hash]);
+  const { rows } = await db.query<{ expires_at: Date; used_at: Date | null }>(
+    'SELECT expires_at, used_at FROM invitations WHERE token_hash = $1',
+    [hash],
+  );
   const row = rows[0];
   if (!row) return 'unknown';
   if (row.used_at) return 'used';
@@ -39,7 +52,10 @@ async function stateOfHash(db: Db, hash: string, now: Date): Promise<InvitationS
 
 /** Take the invitation (by hash) once: of two callbacks exactly one gets 'ok'. */
 export async function takeInvitation(db: Db, hash: string, now: Date): Promise<InvitationState> {
-  const { rowCount } = await db.query('UPDATE invitations SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2', [hash, now]);
+  const { rowCount } = await db.query(
+    'UPDATE invitations SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2',
+    [hash, now],
+  );
   if (rowCount) return 'ok';
   return stateOfHash(db, hash, now);
 }

@@ -9,7 +9,10 @@ export async function withAdvisoryLock<T>(pool: pg.Pool, name: string, fn: () =>
   const client = await pool.connect();
   let locked = false;
   try {
-    const res = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', [name]);
+    const res = await client.query<{ locked: boolean }>(
+      'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked',
+      [name],
+    );
     locked = res.rows[0]?.locked === true;
     if (!locked) return undefined;
     return await fn();
@@ -34,9 +37,12 @@ export interface HeldLock {
  */
 export async function holdAdvisoryLock(pool: pg.Pool, name: string): Promise<HeldLock | null> {
   const client = await pool.connect();
-  let held = false;
+  let held: boolean;
   try {
-    const res = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', [name]);
+    const res = await client.query<{ locked: boolean }>(
+      'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked',
+      [name],
+    );
     held = res.rows[0]?.locked === true;
   } catch (err) {
     client.release(err as Error);

@@ -13,14 +13,17 @@ function hashState(state: string): string {
 }
 
 /** A new state (32 random bytes, base64url) valid for ttlMs from now. */
-export async function createLoginState(db: Db, now: Date, ttlMs: number, opts: { invitationHash?: string | null } = {}): Promise<string> {
+export async function createLoginState(
+  db: Db,
+  now: Date,
+  ttlMs: number,
+  opts: { invitationHash?: string | null } = {},
+): Promise<string> {
   const state = randomBytes(32).toString('base64url');
-  await db.query('INSERT INTO login_states (state_hash, created_at, expires_at, invitation_hash) VALUES ($1, $2, $3, $4)', [
-    hashState(state),
-    now,
-    new Date(now.getTime() + ttlMs),
-    opts.invitationHash ?? null,
-  ]);
+  await db.query(
+    'INSERT INTO login_states (state_hash, created_at, expires_at, invitation_hash) VALUES ($1, $2, $3, $4)',
+    [hashState(state), now, new Date(now.getTime() + ttlMs), opts.invitationHash ?? null],
+  );
   return state;
 }
 
@@ -28,7 +31,11 @@ export async function createLoginState(db: Db, now: Date, ttlMs: number, opts: {
  * Use a state once. The UPDATE ... WHERE used_at IS NULL is atomic, so of two callbacks carrying
  * the same state exactly one gets 'ok'. Also returns the invitation the login started from.
  */
-export async function takeLoginState(db: Db, state: string, now: Date): Promise<{ result: LoginStateResult; invitationHash: string | null }> {
+export async function takeLoginState(
+  db: Db,
+  state: string,
+  now: Date,
+): Promise<{ result: LoginStateResult; invitationHash: string | null }> {
   const hash = hashState(state);
   const { rows } = await db.query<{ invitation_hash: string | null }>(
     `UPDATE login_states SET used_at = $2
@@ -37,7 +44,9 @@ export async function takeLoginState(db: Db, state: string, now: Date): Promise<
     [hash, now],
   );
   if (rows[0]) return { result: 'ok', invitationHash: rows[0].invitation_hash };
-  const seen = await db.query<{ used_at: Date | null }>('SELECT used_at FROM login_states WHERE state_hash = $1', [hash]);
+  const seen = await db.query<{ used_at: Date | null }>('SELECT used_at FROM login_states WHERE state_hash = $1', [
+    hash,
+  ]);
   const row = seen.rows[0];
   return { result: !row ? 'unknown' : row.used_at ? 'used' : 'expired', invitationHash: null };
 }
@@ -48,6 +57,8 @@ export async function consumeLoginState(db: Db, state: string, now: Date): Promi
 
 /** Delete states that expired more than `keepMs` ago (default a day): housekeeping. */
 export async function pruneLoginStates(db: Db, now: Date, keepMs = 24 * 3600_000): Promise<number> {
-  const { rowCount } = await db.query('DELETE FROM login_states WHERE expires_at < $1', [new Date(now.getTime() - keepMs)]);
+  const { rowCount } = await db.query('DELETE FROM login_states WHERE expires_at < $1', [
+    new Date(now.getTime() - keepMs),
+  ]);
   return rowCount ?? 0;
 }

@@ -66,7 +66,9 @@ export async function migrate(
         checksum   text NOT NULL,
         applied_at timestamptz NOT NULL DEFAULT now()
       )`);
-      const { rows } = await client.query<{ name: string; checksum: string }>('SELECT name, checksum FROM schema_migrations ORDER BY name');
+      const { rows } = await client.query<{ name: string; checksum: string }>(
+        'SELECT name, checksum FROM schema_migrations ORDER BY name',
+      );
       const known = new Map(files.map((f) => [f.name, f]));
       const unknown = rows.filter((r) => !known.has(r.name)).map((r) => r.name);
       if (unknown.length > 0) throw new DatabaseNewerError(unknown);

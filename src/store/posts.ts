@@ -1,5 +1,5 @@
 import { postSchema, type Post } from '../schema/v1.ts';
-import { withTransaction, type Db } from './db.ts';
+import type { Db } from './db.ts';
 
 /**
  * The posts, media_copies and feed_publications tables (migrations/002_posts.sql). Stored JSON is
@@ -37,7 +37,8 @@ interface PostRow {
 
 function toStoredPost(r: PostRow): StoredPost {
   const parsed = postSchema.safeParse(r.post);
-  if (!parsed.success) throw new Error(`stored post ${r.account_id}/${r.media_id} is not a schema v1 post: ${parsed.error.message}`);
+  if (!parsed.success)
+    throw new Error(`stored post ${r.account_id}/${r.media_id} is not a schema v1 post: ${parsed.error.message}`);
   return {
     accountId: r.account_id,
     mediaId: r.media_id,
@@ -53,7 +54,12 @@ function toStoredPost(r: PostRow): StoredPost {
  * Insert or update the posts of one listing, first_seen kept, last_seen set to `at`. Returns what
  * changed per media id (compared with the stored content hash).
  */
-export async function upsertPosts(db: Db, accountId: string, posts: readonly PostInput[], at: Date): Promise<Map<string, PostChange>> {
+export async function upsertPosts(
+  db: Db,
+  accountId: string,
+  posts: readonly PostInput[],
+  at: Date,
+): Promise<Map<string, PostChange>> {
   const changes = new Map<string, PostChange>();
   if (posts.length === 0) return changes;
   // One statement for the whole listing: a 500-post account is one round trip, not 500.
@@ -85,7 +91,8 @@ export async function upsertPosts(db: Db, accountId: string, posts: readonly Pos
       at,
     ],
   );
-  for (const r of rows) changes.set(r.media_id, r.old_hash === null ? 'new' : r.old_hash === r.content_hash ? 'unchanged' : 'changed');
+  for (const r of rows)
+    changes.set(r.media_id, r.old_hash === null ? 'new' : r.old_hash === r.content_hash ? 'unchanged' : 'changed');
   return changes;
 }
 
@@ -112,14 +119,20 @@ export async function listPosts(db: Db, accountId: string): Promise<StoredPost[]
 }
 
 export async function getPost(db: Db, accountId: string, mediaId: string): Promise<StoredPost | null> {
-  const { rows } = await db.query<PostRow>('SELECT * FROM posts WHERE account_id = $1 AND media_id = $2', [accountId, mediaId]);
+  const { rows } = await db.query<PostRow>('SELECT * FROM posts WHERE account_id = $1 AND media_id = $2', [
+    accountId,
+    mediaId,
+  ]);
   return rows[0] ? toStoredPost(rows[0]) : null;
 }
 
 /** Some of an account's posts, by media id, in one round trip (absent ids are left out). */
 export async function getPosts(db: Db, accountId: string, mediaIds: readonly string[]): Promise<StoredPost[]> {
   if (mediaIds.length === 0) return [];
-  const { rows } = await db.query<PostRow>('SELECT * FROM posts WHERE account_id = $1 AND media_id = ANY($2::text[])', [accountId, [...mediaIds]]);
+  const { rows } = await db.query<PostRow>('SELECT * FROM posts WHERE account_id = $1 AND media_id = ANY($2::text[])', [
+    accountId,
+    [...mediaIds],
+  ]);
   return rows.map(toStoredPost);
 }
 
@@ -127,7 +140,12 @@ export async function getPosts(db: Db, accountId: string, mediaIds: readonly str
  * What one copy job needs to start, in one round trip: the stored post and which source file
  * (if any) its slot was copied from. null when the post is no longer stored.
  */
-export async function getPostForCopy(db: Db, accountId: string, mediaId: string, slot: string): Promise<{ stored: StoredPost; copiedSourceId: string | null } | null> {
+export async function getPostForCopy(
+  db: Db,
+  accountId: string,
+  mediaId: string,
+  slot: string,
+): Promise<{ stored: StoredPost; copiedSourceId: string | null } | null> {
   const { rows } = await db.query<PostRow & { copied_source_id: string | null }>(
     `SELECT p.*, c.source_id AS copied_source_id FROM posts p
        LEFT JOIN media_copies c ON c.account_id = p.account_id AND c.media_id = p.media_id AND c.slot = $3
@@ -139,8 +157,19 @@ export async function getPostForCopy(db: Db, accountId: string, mediaId: string,
 }
 
 /** Replace a post's links with renewed ones (R-MED-8), keeping everything else. */
-export async function updatePostLinks(db: Db, accountId: string, mediaId: string, post: Post, earliestOe: Date | null): Promise<void> {
-  await db.query('UPDATE posts SET post = $3, earliest_oe = $4 WHERE account_id = $1 AND media_id = $2', [accountId, mediaId, JSON.stringify(post), earliestOe]);
+export async function updatePostLinks(
+  db: Db,
+  accountId: string,
+  mediaId: string,
+  post: Post,
+  earliestOe: Date | null,
+): Promise<void> {
+  await db.query('UPDATE posts SET post = $3, earliest_oe = $4 WHERE account_id = $1 AND media_id = $2', [
+    accountId,
+    mediaId,
+    JSON.stringify(post),
+    earliestOe,
+  ]);
 }
 
 // ---- media copies ----
@@ -196,7 +225,12 @@ function toCopy(r: CopyRow): MediaCopy {
     bytes: Number(r.bytes),
     contentType: r.content_type,
     // Rows written before MEDIA_VARIANT_FORMATS (migration 005) hold WebP variants only.
-    variants: r.variants.map((v) => ({ key: v.key, width: v.width, height: v.height, contentType: v.contentType ?? 'image/webp' })),
+    variants: r.variants.map((v) => ({
+      key: v.key,
+      width: v.width,
+      height: v.height,
+      contentType: v.contentType ?? 'image/webp',
+    })),
     placeholder: r.placeholder ?? null,
     copiedAt: r.copied_at,
   };
@@ -215,12 +249,27 @@ export async function saveMediaCopy(db: Db, c: MediaCopy): Promise<void> {
        source_id = EXCLUDED.source_id, key = EXCLUDED.key, width = EXCLUDED.width, height = EXCLUDED.height,
        bytes = EXCLUDED.bytes, content_type = EXCLUDED.content_type, variants = EXCLUDED.variants,
        placeholder = EXCLUDED.placeholder, copied_at = EXCLUDED.copied_at`,
-    [c.accountId, c.mediaId, c.slot, c.sourceId, c.key, c.width, c.height, c.bytes, c.contentType, JSON.stringify(c.variants), c.placeholder ? JSON.stringify(c.placeholder) : null, c.copiedAt],
+    [
+      c.accountId,
+      c.mediaId,
+      c.slot,
+      c.sourceId,
+      c.key,
+      c.width,
+      c.height,
+      c.bytes,
+      c.contentType,
+      JSON.stringify(c.variants),
+      c.placeholder ? JSON.stringify(c.placeholder) : null,
+      c.copiedAt,
+    ],
   );
 }
 
 export async function listMediaCopies(db: Db, accountId: string): Promise<MediaCopy[]> {
-  const { rows } = await db.query<CopyRow>('SELECT * FROM media_copies WHERE account_id = $1 ORDER BY media_id, slot', [accountId]);
+  const { rows } = await db.query<CopyRow>('SELECT * FROM media_copies WHERE account_id = $1 ORDER BY media_id, slot', [
+    accountId,
+  ]);
   return rows.map(toCopy);
 }
 
@@ -229,7 +278,10 @@ export async function listMediaCopies(db: Db, accountId: string): Promise<MediaC
  * sync compares its whole listing against it in one query instead of one query per image.
  */
 export async function listCopySources(db: Db, accountId: string): Promise<Map<string, string>> {
-  const { rows } = await db.query<{ media_id: string; slot: string; source_id: string }>('SELECT media_id, slot, source_id FROM media_copies WHERE account_id = $1', [accountId]);
+  const { rows } = await db.query<{ media_id: string; slot: string; source_id: string }>(
+    'SELECT media_id, slot, source_id FROM media_copies WHERE account_id = $1',
+    [accountId],
+  );
   return new Map(rows.map((r) => [copySourceKey(r.media_id, r.slot), r.source_id]));
 }
 
@@ -275,7 +327,15 @@ export async function getFeedPublication(db: Db, accountId: string): Promise<Fee
   }>('SELECT * FROM feed_publications WHERE account_id = $1', [accountId]);
   const r = rows[0];
   return r
-    ? { accountId: r.account_id, feedHash: r.feed_hash, publishedAt: r.published_at, postCount: r.post_count, demo: r.demo, earliestOe: r.earliest_oe, postHashes: r.post_hashes ?? null }
+    ? {
+        accountId: r.account_id,
+        feedHash: r.feed_hash,
+        publishedAt: r.published_at,
+        postCount: r.post_count,
+        demo: r.demo,
+        earliestOe: r.earliest_oe,
+        postHashes: r.post_hashes ?? null,
+      }
     : null;
 }
 
@@ -285,6 +345,14 @@ export async function saveFeedPublication(db: Db, p: FeedPublication): Promise<v
      VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (account_id) DO UPDATE SET feed_hash = EXCLUDED.feed_hash, published_at = EXCLUDED.published_at,
        post_count = EXCLUDED.post_count, demo = EXCLUDED.demo, earliest_oe = EXCLUDED.earliest_oe, post_hashes = EXCLUDED.post_hashes`,
-    [p.accountId, p.feedHash, p.publishedAt, p.postCount, p.demo, p.earliestOe, p.postHashes ? JSON.stringify(p.postHashes) : null],
+    [
+      p.accountId,
+      p.feedHash,
+      p.publishedAt,
+      p.postCount,
+      p.demo,
+      p.earliestOe,
+      p.postHashes ? JSON.stringify(p.postHashes) : null,
+    ],
   );
 }

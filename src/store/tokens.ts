@@ -66,10 +66,13 @@ export async function saveToken(
 
 /** The token, decrypted, for a call to the platform; null when the account has none. */
 export async function loadToken(db: Db, cipher: TokenCipher, accountId: string): Promise<StoredToken | null> {
-  const { rows } = await db.query<{ key_id: string; ciphertext: Buffer; obtained_at: Date; expires_at: Date; generation: string }>(
-    'SELECT key_id, ciphertext, obtained_at, expires_at, generation FROM tokens WHERE account_id = $1',
-    [accountId],
-  );
+  const { rows } = await db.query<{
+    key_id: string;
+    ciphertext: Buffer;
+    obtained_at: Date;
+    expires_at: Date;
+    generation: string;
+  }>('SELECT key_id, ciphertext, obtained_at, expires_at, generation FROM tokens WHERE account_id = $1', [accountId]);
   const r = rows[0];
   if (!r) return null;
   return {
@@ -83,8 +86,14 @@ export async function loadToken(db: Db, cipher: TokenCipher, accountId: string):
 /** Metadata only (no decryption, so no key needed): dashboards, sweeps, logs. */
 export async function getTokenInfo(db: Db, accountId: string): Promise<TokenInfo | null> {
   const { rows } = await db.query<{
-    account_id: string; key_id: string; obtained_at: Date; expires_at: Date; generation: string;
-    last_refresh_attempt_at: Date | null; last_refresh_error: string | null; refresh_failures: number;
+    account_id: string;
+    key_id: string;
+    obtained_at: Date;
+    expires_at: Date;
+    generation: string;
+    last_refresh_attempt_at: Date | null;
+    last_refresh_error: string | null;
+    refresh_failures: number;
   }>(
     `SELECT account_id, key_id, obtained_at, expires_at, generation, last_refresh_attempt_at, last_refresh_error, refresh_failures
        FROM tokens WHERE account_id = $1`,
@@ -174,7 +183,11 @@ export async function rotateKeys(db: Db, cipher: TokenCipher): Promise<{ rotated
     for (const r of rows) {
       const plain = cipher.decrypt({ keyId: r.key_id, ciphertext: r.ciphertext }, r.account_id);
       const sealed = cipher.encrypt(plain, r.account_id);
-      await c.query('UPDATE tokens SET key_id = $2, ciphertext = $3 WHERE account_id = $1', [r.account_id, sealed.keyId, sealed.ciphertext]);
+      await c.query('UPDATE tokens SET key_id = $2, ciphertext = $3 WHERE account_id = $1', [
+        r.account_id,
+        sealed.keyId,
+        sealed.ciphertext,
+      ]);
     }
     return { rotated: rows.length };
   });
@@ -182,6 +195,8 @@ export async function rotateKeys(db: Db, cipher: TokenCipher): Promise<{ rotated
 
 /** Every stored token's expiry (never the token): the server's feedmirror_token_days_left. */
 export async function listTokenExpiries(db: Db): Promise<Array<{ accountId: string; expiresAt: Date }>> {
-  const { rows } = await db.query<{ account_id: string; expires_at: Date }>('SELECT account_id, expires_at FROM tokens');
+  const { rows } = await db.query<{ account_id: string; expires_at: Date }>(
+    'SELECT account_id, expires_at FROM tokens',
+  );
   return rows.map((r) => ({ accountId: r.account_id, expiresAt: r.expires_at }));
 }

@@ -41,7 +41,14 @@ interface EndpointRow {
 const bind = (id: string) => `webhook:${id}`;
 
 function toEndpoint(r: EndpointRow): WebhookEndpoint {
-  return { id: r.id, url: r.url, events: r.events, description: r.description, createdAt: r.created_at, previousValidUntil: r.previous_valid_until };
+  return {
+    id: r.id,
+    url: r.url,
+    events: r.events,
+    description: r.description,
+    createdAt: r.created_at,
+    previousValidUntil: r.previous_valid_until,
+  };
 }
 
 /** A new signing secret: 32 random bytes, `whsec_` + base64url, as receivers paste it into their env. */
@@ -88,7 +95,12 @@ export async function removeEndpoint(db: Db, id: string): Promise<boolean> {
  * Rotate: a new current secret; the old one keeps signing (a second signature in the header)
  * until `previousValidUntil`, so receivers can switch at their own pace. Returns the new secret.
  */
-export async function rotateEndpointSecret(db: Db, cipher: TokenCipher, id: string, previousValidUntil: Date): Promise<string | null> {
+export async function rotateEndpointSecret(
+  db: Db,
+  cipher: TokenCipher,
+  id: string,
+  previousValidUntil: Date,
+): Promise<string | null> {
   return withTransaction(db, async (c) => {
     const { rows } = await c.query<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = $1 FOR UPDATE', [id]);
     const r = rows[0];
@@ -104,13 +116,24 @@ export async function rotateEndpointSecret(db: Db, cipher: TokenCipher, id: stri
 }
 
 /** The secrets that sign now (the previous one only while its rotation window lasts). */
-export async function signingSecrets(db: Db, cipher: TokenCipher, id: string, now: Date): Promise<SigningSecrets | null> {
+export async function signingSecrets(
+  db: Db,
+  cipher: TokenCipher,
+  id: string,
+  now: Date,
+): Promise<SigningSecrets | null> {
   const { rows } = await db.query<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = $1', [id]);
   const r = rows[0];
   if (!r) return null;
   const current = cipher.decrypt({ keyId: r.secret_key_id, ciphertext: r.secret }, bind(id));
-  const previousLive = r.previous_secret && r.previous_key_id && r.previous_valid_until && r.previous_valid_until.getTime() > now.getTime();
-  return previousLive ? { current, previous: cipher.decrypt({ keyId: r.previous_key_id!, ciphertext: r.previous_secret! }, bind(id)) } : { current };
+  const previousLive =
+    r.previous_secret &&
+    r.previous_key_id &&
+    r.previous_valid_until &&
+    r.previous_valid_until.getTime() > now.getTime();
+  return previousLive
+    ? { current, previous: cipher.decrypt({ keyId: r.previous_key_id!, ciphertext: r.previous_secret! }, bind(id)) }
+    : { current };
 }
 
 /** `keys rotate`: re-seal every webhook secret not sealed with the current key. */
@@ -121,15 +144,21 @@ export async function rotateWebhookKeys(db: Db, cipher: TokenCipher): Promise<{ 
       [cipher.currentKeyId],
     );
     for (const r of rows) {
-      const cur = cipher.encrypt(cipher.decrypt({ keyId: r.secret_key_id, ciphertext: r.secret }, bind(r.id)), bind(r.id));
-      const prev = r.previous_key_id && r.previous_secret ? cipher.encrypt(cipher.decrypt({ keyId: r.previous_key_id, ciphertext: r.previous_secret }, bind(r.id)), bind(r.id)) : null;
-      await c.query('UPDATE webhook_endpoints SET secret_key_id = $2, secret = $3, previous_key_id = $4, previous_secret = $5 WHERE id = $1', [
-        r.id,
-        cur.keyId,
-        cur.ciphertext,
-        prev?.keyId ?? null,
-        prev?.ciphertext ?? null,
-      ]);
+      const cur = cipher.encrypt(
+        cipher.decrypt({ keyId: r.secret_key_id, ciphertext: r.secret }, bind(r.id)),
+        bind(r.id),
+      );
+      const prev =
+        r.previous_key_id && r.previous_secret
+          ? cipher.encrypt(
+              cipher.decrypt({ keyId: r.previous_key_id, ciphertext: r.previous_secret }, bind(r.id)),
+              bind(r.id),
+            )
+          : null;
+      await c.query(
+        'UPDATE webhook_endpoints SET secret_key_id = $2, secret = $3, previous_key_id = $4, previous_secret = $5 WHERE id = $1',
+        [r.id, cur.keyId, cur.ciphertext, prev?.keyId ?? null, prev?.ciphertext ?? null],
+      );
     }
     return { rotated: rows.length };
   });
@@ -190,7 +219,10 @@ function toDelivery(r: DeliveryRow): WebhookDelivery {
  * One pending delivery per endpoint that wants this event type (the outbox). Idempotent per
  * (endpoint, event id). Returns the ids of the deliveries created.
  */
-export async function insertDeliveries(db: Db, event: { id: string; type: string; body: string; at: Date }): Promise<string[]> {
+export async function insertDeliveries(
+  db: Db,
+  event: { id: string; type: string; body: string; at: Date },
+): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
     `INSERT INTO webhook_deliveries (endpoint_id, event_id, event_type, body, created_at)
      SELECT e.id, $1, $2, $3, $4 FROM webhook_endpoints e
@@ -209,13 +241,19 @@ export async function getDelivery(db: Db, id: string): Promise<WebhookDelivery |
 
 /** The delivery log of one endpoint, newest first. */
 export async function listDeliveries(db: Db, endpointId: string, limit = 50): Promise<WebhookDelivery[]> {
-  const { rows } = await db.query<DeliveryRow>('SELECT * FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY id DESC LIMIT $2', [endpointId, limit]);
+  const { rows } = await db.query<DeliveryRow>(
+    'SELECT * FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY id DESC LIMIT $2',
+    [endpointId, limit],
+  );
   return rows.map(toDelivery);
 }
 
 /** Deliveries still to be made: what a worker re-queues at start (Redis may have lost them). */
 export async function listPendingDeliveryIds(db: Db, limit = 10_000): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>(`SELECT id FROM webhook_deliveries WHERE status = 'pending' ORDER BY id LIMIT $1`, [limit]);
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM webhook_deliveries WHERE status = 'pending' ORDER BY id LIMIT $1`,
+    [limit],
+  );
   return rows.map((r) => String(r.id));
 }
 

@@ -24,7 +24,10 @@ export function createLogger(opts: { level?: string; name?: string; destination?
     mixin: activeTraceIds,
     hooks: {
       logMethod(this: Logger, args: unknown[], method: (...a: unknown[]) => void) {
-        method.apply(this, args.map((a) => (typeof a === 'string' ? redactText(a) : a)));
+        method.apply(
+          this,
+          args.map((a) => (typeof a === 'string' ? redactText(a) : a)),
+        );
       },
     },
     serializers: {
@@ -35,7 +38,10 @@ export function createLogger(opts: { level?: string; name?: string; destination?
   if (capture) {
     // Under the test suite every log line is also kept for the secrets audit (test/audit).
     const streams = [{ stream: capture }, ...(opts.destination ? [{ stream: opts.destination }] : [])];
-    return pino({ ...options, level: options.level }, pino.multistream(streams.map((s) => ({ ...s, level: 'trace' as const }))));
+    return pino(
+      { ...options, level: options.level },
+      pino.multistream(streams.map((s) => ({ ...s, level: 'trace' as const }))),
+    );
   }
   // Logs go to standard error (fd 2): standard output carries only a command's own output, so
   // `feedmirror accounts list --json | jq` works at any LOG_LEVEL.

@@ -52,7 +52,8 @@ export function redactValue(value: unknown, depth = 0): unknown {
   return value;
 }
 
-const SECRET_KEY_RE = /^(access_?token|accessToken|token|client_?secret|appSecret|app_secret|secret|password|encryptionKey|key|authorization|cookie)$/i;
+const SECRET_KEY_RE =
+  /^(access_?token|accessToken|token|client_?secret|appSecret|app_secret|secret|password|encryptionKey|key|authorization|cookie)$/i;
 export function isSecretKey(key: string): boolean {
   return SECRET_KEY_RE.test(key);
 }

@@ -38,7 +38,11 @@ interface TracerProviderLike {
 const load = (name: string): Promise<Record<string, unknown>> => import(name) as Promise<Record<string, unknown>>;
 
 export async function startTracing(settings: TracingSettings): Promise<Tracing> {
-  const [node, exporterModule, resources] = await Promise.all([load('@opentelemetry/sdk-trace-node'), load('@opentelemetry/exporter-trace-otlp-http'), load('@opentelemetry/resources')]);
+  const [node, exporterModule, resources] = await Promise.all([
+    load('@opentelemetry/sdk-trace-node'),
+    load('@opentelemetry/exporter-trace-otlp-http'),
+    load('@opentelemetry/resources'),
+  ]);
   const NodeTracerProvider = node.NodeTracerProvider as new (o: unknown) => TracerProviderLike;
   const BatchSpanProcessor = node.BatchSpanProcessor as new (e: unknown, o?: unknown) => unknown;
   const OTLPTraceExporter = exporterModule.OTLPTraceExporter as new (o: unknown) => unknown;
@@ -88,13 +92,19 @@ export function activeTraceIds(): { trace_id?: string; span_id?: string } {
  * (a pool keeps its own state: a wrapper object would split it). Nothing happens when tracing is
  * off. For storage and the database pool, where they are built.
  */
-export function addSpans<T extends object>(target: T, prefix: string, methods: ReadonlyArray<keyof T & string>, attributes: Attributes = {}): T {
+export function addSpans<T extends object>(
+  target: T,
+  prefix: string,
+  methods: ReadonlyArray<keyof T & string>,
+  attributes: Attributes = {},
+): T {
   if (!enabled) return target;
   for (const m of methods) {
     const original = target[m];
     if (typeof original !== 'function') continue;
     const bound = (original as (...a: unknown[]) => Promise<unknown>).bind(target);
-    (target as Record<string, unknown>)[m] = (...args: unknown[]) => inSpan(`${prefix} ${m}`, attributes, () => bound(...args));
+    (target as Record<string, unknown>)[m] = (...args: unknown[]) =>
+      inSpan(`${prefix} ${m}`, attributes, () => bound(...args));
   }
   return target;
 }

@@ -29,13 +29,24 @@ function validRange(entry: string): boolean {
 export function parseTrustProxy(raw: string | undefined): TrustProxy | { error: string } {
   const v = (raw ?? '').trim().toLowerCase();
   if (v === '' || v === 'false' || v === '0') return false;
-  if (v === 'true') return { error: 'true would trust any client to name its own address; give the number of proxies in front (e.g. 1) or their addresses (e.g. 10.0.0.0/8)' };
+  if (v === 'true')
+    return {
+      error:
+        'true would trust any client to name its own address; give the number of proxies in front (e.g. 1) or their addresses (e.g. 10.0.0.0/8)',
+    };
   if (/^\d+$/.test(v)) {
     const n = Number(v);
     return n <= 10 ? n : { error: 'a hop count above 10 is not plausible' };
   }
-  const entries = v.split(',').map((x) => x.trim()).filter(Boolean);
+  const entries = v
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
   const bad = entries.filter((e) => !validRange(e));
-  if (bad.length || entries.length === 0) return { error: 'must be false, a hop count, or comma-separated addresses / CIDR ranges / loopback, linklocal, uniquelocal' };
+  if (bad.length || entries.length === 0)
+    return {
+      error:
+        'must be false, a hop count, or comma-separated addresses / CIDR ranges / loopback, linklocal, uniquelocal',
+    };
   return entries;
 }

@@ -16,7 +16,16 @@ export class ServiceUnavailableError extends Error {
 }
 
 /** Network error codes that mean "nothing answers there (now)". */
-export const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
+export const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+]);
 
 /** The error code of a connection failure, looking through AggregateError (happy eyeballs) and causes. */
 export function connectionErrorCode(err: unknown): string | undefined {

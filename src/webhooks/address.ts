@@ -31,12 +31,15 @@ export function checkEndpointUrl(raw: string, allowPrivate: boolean): URL {
   } catch {
     throw new Error(`not a URL: ${JSON.stringify(raw.slice(0, 200))}`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error(`webhook URL must be http:// or https://, got ${url.protocol}`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new Error(`webhook URL must be http:// or https://, got ${url.protocol}`);
   if (url.username || url.password) throw new Error('webhook URL must not carry a user name or password');
   if (!allowPrivate) {
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (host === 'localhost' || host.endsWith('.localhost') || (ipaddr.isValid(host) && !isPublicAddress(host))) {
-      throw new PrivateAddressError(`webhook URL ${url.origin} is a private or local address; set WEBHOOK_ALLOW_PRIVATE=true to allow it`);
+      throw new PrivateAddressError(
+        `webhook URL ${url.origin} is a private or local address; set WEBHOOK_ALLOW_PRIVATE=true to allow it`,
+      );
     }
   }
   return url;
@@ -47,9 +50,14 @@ export async function assertPublicHost(hostname: string): Promise<void> {
   const host = hostname.replace(/^\[|\]$/g, '');
   const addresses: LookupAddress[] = ipaddr.isValid(host)
     ? [{ address: host, family: host.includes(':') ? 6 : 4 }]
-    : await new Promise((resolve, reject) => dnsLookup(host, { all: true }, (err, list) => (err ? reject(err) : resolve(list))));
+    : await new Promise((resolve, reject) =>
+        dnsLookup(host, { all: true }, (err, list) => (err ? reject(err) : resolve(list))),
+      );
   const bad = addresses.find((a) => !isPublicAddress(a.address));
-  if (bad) throw new PrivateAddressError(`webhook host ${host} resolves to ${bad.address}, a private or local address; set WEBHOOK_ALLOW_PRIVATE=true to allow it`);
+  if (bad)
+    throw new PrivateAddressError(
+      `webhook host ${host} resolves to ${bad.address}, a private or local address; set WEBHOOK_ALLOW_PRIVATE=true to allow it`,
+    );
 }
 
 /**
@@ -64,7 +72,14 @@ export function publicOnlyLookup(
   dnsLookup(hostname, { all: true }, (err, list) => {
     if (err) return callback(err, '', 0);
     const bad = list.find((a) => !isPublicAddress(a.address));
-    if (bad) return callback(new PrivateAddressError(`webhook host ${hostname} resolves to ${bad.address}, a private or local address; set WEBHOOK_ALLOW_PRIVATE=true to allow it`), '', 0);
+    if (bad)
+      return callback(
+        new PrivateAddressError(
+          `webhook host ${hostname} resolves to ${bad.address}, a private or local address; set WEBHOOK_ALLOW_PRIVATE=true to allow it`,
+        ),
+        '',
+        0,
+      );
     if (options.all) return callback(null, list);
     const first = list[0]!;
     return callback(null, first.address, first.family);

@@ -38,7 +38,11 @@ export type DeliverOutcome = { outcome: 'delivered'; httpStatus: number } | { ou
  * failed attempt and throws DeliveryError, so the queue retries it. A delivery already made, or
  * whose endpoint was removed, is skipped: a job delivered twice POSTs once.
  */
-export async function deliverWebhook(deps: DeliverDeps, deliveryId: string, opts: { final: boolean }): Promise<DeliverOutcome> {
+export async function deliverWebhook(
+  deps: DeliverDeps,
+  deliveryId: string,
+  opts: { final: boolean },
+): Promise<DeliverOutcome> {
   const delivery = await getDelivery(deps.db, deliveryId);
   if (!delivery) return { outcome: 'skipped', reason: 'no such delivery (endpoint removed?)' };
   if (delivery.status !== 'pending') return { outcome: 'skipped', reason: `already ${delivery.status}` };
@@ -48,8 +52,17 @@ export async function deliverWebhook(deps: DeliverDeps, deliveryId: string, opts
   if (!endpoint || !secrets) return { outcome: 'skipped', reason: 'endpoint removed' };
 
   const fail = async (message: string, httpStatus?: number): Promise<never> => {
-    await recordAttempt(deps.db, deliveryId, { at: deps.clock.now(), ok: false, error: message, ...(httpStatus !== undefined ? { httpStatus } : {}), final: opts.final });
-    deps.logger.warn({ deliveryId, endpointId: endpoint.id, event: delivery.eventType, httpStatus, final: opts.final }, `webhook delivery failed: ${message}`);
+    await recordAttempt(deps.db, deliveryId, {
+      at: deps.clock.now(),
+      ok: false,
+      error: message,
+      ...(httpStatus !== undefined ? { httpStatus } : {}),
+      final: opts.final,
+    });
+    deps.logger.warn(
+      { deliveryId, endpointId: endpoint.id, event: delivery.eventType, httpStatus, final: opts.final },
+      `webhook delivery failed: ${message}`,
+    );
     throw new DeliveryError(message, httpStatus);
   };
 
@@ -59,16 +72,25 @@ export async function deliverWebhook(deps: DeliverDeps, deliveryId: string, opts
   } catch (err) {
     return fail((err as Error).message);
   }
-  const signature = signatureHeader(secrets.previous ? [secrets.current, secrets.previous] : [secrets.current], delivery.body, now);
+  const signature = signatureHeader(
+    secrets.previous ? [secrets.current, secrets.previous] : [secrets.current],
+    delivery.body,
+    now,
+  );
   let status: number;
   try {
-    status = await post(url, delivery.body, {
-      'content-type': 'application/json',
-      'user-agent': 'feedmirror-webhooks',
-      [SIGNATURE_HEADER]: signature,
-      [EVENT_HEADER]: delivery.eventType,
-      [DELIVERY_HEADER]: delivery.eventId,
-    }, deps);
+    status = await post(
+      url,
+      delivery.body,
+      {
+        'content-type': 'application/json',
+        'user-agent': 'feedmirror-webhooks',
+        [SIGNATURE_HEADER]: signature,
+        [EVENT_HEADER]: delivery.eventType,
+        [DELIVERY_HEADER]: delivery.eventId,
+      },
+      deps,
+    );
   } catch (err) {
     return fail((err as Error).message);
   }
@@ -78,7 +100,12 @@ export async function deliverWebhook(deps: DeliverDeps, deliveryId: string, opts
 }
 
 /** One POST with node:http(s): no redirects followed, the private-address guard on the socket's own lookup. */
-function post(url: URL, body: string, headers: Record<string, string>, deps: Pick<DeliverDeps, 'allowPrivate' | 'timeoutMs'>): Promise<number> {
+function post(
+  url: URL,
+  body: string,
+  headers: Record<string, string>,
+  deps: Pick<DeliverDeps, 'allowPrivate' | 'timeoutMs'>,
+): Promise<number> {
   const lib = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     const req = lib.request(
@@ -105,7 +132,11 @@ function post(url: URL, body: string, headers: Record<string, string>, deps: Pic
     req.on('timeout', () => req.destroy(new Error(`no answer within ${deps.timeoutMs} ms`)));
     req.on('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      reject(new Error(err.name === 'PrivateAddressError' ? err.message : `could not reach ${url.host}: ${err.code ?? err.message}`));
+      reject(
+        new Error(
+          err.name === 'PrivateAddressError' ? err.message : `could not reach ${url.host}: ${err.code ?? err.message}`,
+        ),
+      );
     });
     req.on('close', () => clearTimeout(timer));
     req.end(body);

@@ -17,10 +17,14 @@ export class EndpointInputError extends Error {
 
 /** A comma list of event types; empty or `*` = every event. */
 export function parseEventList(raw: string | undefined): WebhookEventType[] {
-  const list = (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const list = (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (list.length === 0 || (list.length === 1 && list[0] === '*')) return [];
   const bad = list.filter((e) => !(WEBHOOK_EVENTS as readonly string[]).includes(e));
-  if (bad.length) throw new EndpointInputError(`unknown event ${bad.join(', ')}; events are ${WEBHOOK_EVENTS.join(', ')}`);
+  if (bad.length)
+    throw new EndpointInputError(`unknown event ${bad.join(', ')}; events are ${WEBHOOK_EVENTS.join(', ')}`);
   return [...new Set(list)] as WebhookEventType[];
 }
 
@@ -42,11 +46,19 @@ export async function registerEndpoint(
     throw new EndpointInputError(code ? `cannot resolve ${input.url.trim()}: ${code}` : (err as Error).message);
   }
   const description = (input.description ?? '').trim().slice(0, 200);
-  return createEndpoint(deps.db, deps.cipher, { url: url.href, events: parseEventList(input.events), description, at: deps.now });
+  return createEndpoint(deps.db, deps.cipher, {
+    url: url.href,
+    events: parseEventList(input.events),
+    description,
+    at: deps.now,
+  });
 }
 
 /** A new secret; the old one keeps signing for ROTATION_OVERLAP_MS. null when there is no such endpoint. */
-export async function rotateSecret(deps: { db: Db; cipher: TokenCipher; now: Date }, id: string): Promise<{ secret: string; previousValidUntil: Date } | null> {
+export async function rotateSecret(
+  deps: { db: Db; cipher: TokenCipher; now: Date },
+  id: string,
+): Promise<{ secret: string; previousValidUntil: Date } | null> {
   const previousValidUntil = new Date(deps.now.getTime() + ROTATION_OVERLAP_MS);
   const secret = await rotateEndpointSecret(deps.db, deps.cipher, id, previousValidUntil);
   return secret ? { secret, previousValidUntil } : null;

@@ -14,7 +14,14 @@ export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
 
 export interface WebhookEventData {
   /** The feed was rewritten: which posts were added, changed (content, not just re-signed links) and removed. */
-  'feed.updated': { accountId: string; feedKey: string; feedUrl: string; added: string[]; changed: string[]; removed: string[] };
+  'feed.updated': {
+    accountId: string;
+    feedKey: string;
+    feedUrl: string;
+    added: string[];
+    changed: string[];
+    removed: string[];
+  };
   /** The token is dead: only the owner's login revives the account. */
   'account.reauth_required': { accountId: string; username: string; reason: string | null };
   /** An expiry alert threshold (14, 7, 3, 1 days) was reached; once per threshold and token life. */
@@ -38,8 +45,17 @@ export function eventBody(id: string, event: WebhookEvent, at: Date): string {
 }
 
 /** The outbox write: one pending delivery per subscribed endpoint. Returns the delivery ids. */
-export async function recordEvent(db: Db, event: WebhookEvent, at: Date): Promise<{ eventId: string; deliveryIds: string[] }> {
+export async function recordEvent(
+  db: Db,
+  event: WebhookEvent,
+  at: Date,
+): Promise<{ eventId: string; deliveryIds: string[] }> {
   const eventId = newEventId();
-  const deliveryIds = await insertDeliveries(db, { id: eventId, type: event.type, body: eventBody(eventId, event, at), at });
+  const deliveryIds = await insertDeliveries(db, {
+    id: eventId,
+    type: event.type,
+    body: eventBody(eventId, event, at),
+    at,
+  });
   return { eventId, deliveryIds };
 }

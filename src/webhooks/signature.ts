@@ -29,7 +29,13 @@ export function signatureHeader(secrets: readonly string[], body: string, at: Da
 export type VerifyResult = { ok: true; timestamp: number } | { ok: false; reason: string };
 
 /** A receiver's check: signature by `secret` over this exact body, within the replay window. */
-export function verifySignature(secret: string, header: string | null | undefined, body: string, now: Date, windowSeconds = REPLAY_WINDOW_SECONDS): VerifyResult {
+export function verifySignature(
+  secret: string,
+  header: string | null | undefined,
+  body: string,
+  now: Date,
+  windowSeconds = REPLAY_WINDOW_SECONDS,
+): VerifyResult {
   if (!header) return { ok: false, reason: `no ${SIGNATURE_HEADER} header` };
   let t: number | undefined;
   const sigs: string[] = [];
@@ -40,7 +46,8 @@ export function verifySignature(secret: string, header: string | null | undefine
   }
   if (t === undefined) return { ok: false, reason: 'no timestamp (t=) in the signature header' };
   if (sigs.length === 0) return { ok: false, reason: 'no v1 signature in the signature header' };
-  if (Math.abs(now.getTime() / 1000 - t) > windowSeconds) return { ok: false, reason: `timestamp outside the ${windowSeconds} s replay window` };
+  if (Math.abs(now.getTime() / 1000 - t) > windowSeconds)
+    return { ok: false, reason: `timestamp outside the ${windowSeconds} s replay window` };
   const expected = Buffer.from(hmac(secret, t, body), 'hex');
   const match = sigs.some((s) => timingSafeEqual(Buffer.from(s, 'hex'), expected));
   return match ? { ok: true, timestamp: t } : { ok: false, reason: 'no signature matches this secret' };

@@ -111,7 +111,9 @@
       if (!safeUrl(s.url) || !w || !h || typeof s.mime !== 'string') continue;
       out.push({ url: s.url, width: w, height: h, mime: s.mime });
     }
-    return out.sort(function (a, b) { return a.width - b.width; });
+    return out.sort(function (a, b) {
+      return a.width - b.width;
+    });
   }
 
   /**
@@ -127,10 +129,18 @@
       // One candidate per width; this format's own one wins.
       if (!byWidth[s.width] || s.mime === mime) byWidth[s.width] = s;
     }
-    var widths = Object.keys(byWidth).map(Number).sort(function (a, b) { return a - b; });
+    var widths = Object.keys(byWidth)
+      .map(Number)
+      .sort(function (a, b) {
+        return a - b;
+      });
     if (widths.length < 2) return '';
     // Spaces and commas would split a srcset entry: percent-encode them.
-    return widths.map(function (w) { return byWidth[w].url.replace(/ /g, '%20').replace(/,/g, '%2C') + ' ' + w + 'w'; }).join(', ');
+    return widths
+      .map(function (w) {
+        return byWidth[w].url.replace(/ /g, '%20').replace(/,/g, '%2C') + ' ' + w + 'w';
+      })
+      .join(', ');
   }
 
   /** Formats offered besides the ones every browser shows (AVIF): each becomes a <source>. */
@@ -193,7 +203,11 @@
    * dependency-free file with no build step. Turns the ~25-byte hash into a small RGBA image.
    */
   function thumbHashToRGBA(hash) {
-    var PI = Math.PI, min = Math.min, max = Math.max, cos = Math.cos, round = Math.round;
+    var PI = Math.PI,
+      min = Math.min,
+      max = Math.max,
+      cos = Math.cos,
+      round = Math.round;
     var header24 = hash[0] | (hash[1] << 8) | (hash[2] << 16);
     var header16 = hash[3] | (hash[4] << 8);
     var l_dc = (header24 & 63) / 63;
@@ -226,10 +240,20 @@
     var ratio = thumbHashRatio(hash);
     var w = round(ratio > 1 ? 32 : 32 * ratio);
     var h = round(ratio > 1 ? 32 / ratio : 32);
-    var rgba = new Uint8ClampedArray(w * h * 4), fx = [], fy = [];
+    var rgba = new Uint8ClampedArray(w * h * 4),
+      fx = [],
+      fy = [];
     for (var y = 0, i = 0; y < h; y++) {
       for (var x = 0; x < w; x++, i += 4) {
-        var l = l_dc, p = p_dc, q = q_dc, a = a_dc, cx, cy, j, n, fy2;
+        var l = l_dc,
+          p = p_dc,
+          q = q_dc,
+          a = a_dc,
+          cx,
+          cy,
+          j,
+          n,
+          fy2;
         for (cx = 0, n = max(lx, hasAlpha ? 5 : 3); cx < n; cx++) fx[cx] = cos((PI / w) * (x + 0.5) * cx);
         for (cy = 0, n = max(ly, hasAlpha ? 5 : 3); cy < n; cy++) fy[cy] = cos((PI / h) * (y + 0.5) * cy);
         for (cy = 0, j = 0; cy < ly; cy++)
@@ -368,7 +392,8 @@
   /** What to draw for a post: chosen from `type`, never from `format` (R-SCH-10). */
   function cardKind(post) {
     if (post.type === 'link' && post.link && safeUrl(post.link.url)) return 'link';
-    if ((post.type === 'image' || post.type === 'video' || post.type === 'carousel') && safeUrl(post.thumbnailUrl)) return 'visual';
+    if ((post.type === 'image' || post.type === 'video' || post.type === 'carousel') && safeUrl(post.thumbnailUrl))
+      return 'visual';
     // No usable cover: a text card, never an empty image (R-CNV-12).
     return 'text';
   }
@@ -423,7 +448,15 @@
       if (post.link.title) body.appendChild(el('p', 'fmw-title', post.link.title));
       if (post.text) body.appendChild(el('p', 'fmw-text', post.text));
       if (post.link.description) body.appendChild(el('p', 'fmw-text', post.link.description));
-      var domain = post.link.domain || (function () { try { return new URL(href).hostname; } catch (e) { return ''; } })();
+      var domain =
+        post.link.domain ||
+        (function () {
+          try {
+            return new URL(href).hostname;
+          } catch (e) {
+            return '';
+          }
+        })();
       if (domain) body.appendChild(el('p', 'fmw-domain', domain));
     } else {
       body.appendChild(el('p', 'fmw-text', post.text || ''));
@@ -467,7 +500,10 @@
   function mount(container) {
     if (!container || container.getAttribute('data-feedmirror-state')) return Promise.resolve();
     var url = container.getAttribute('data-feedmirror-feed');
-    var opts = { layout: parseLayout(container.getAttribute('data-layout')), limit: parseLimit(container.getAttribute('data-limit')) };
+    var opts = {
+      layout: parseLayout(container.getAttribute('data-layout')),
+      limit: parseLimit(container.getAttribute('data-limit')),
+    };
     container.setAttribute('data-feedmirror-state', 'loading');
     injectStyle();
     // The feed is public: send no cookies.

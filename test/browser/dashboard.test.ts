@@ -59,7 +59,8 @@ let staleId = '';
 let feed: Feed;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (this test never downloads a browser)`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (this test never downloads a browser)`);
   const fresh = await freshDatabase('dashboard');
   dropDb = fresh.drop;
   db = createPool(fresh.url, { max: 5 });
@@ -85,14 +86,39 @@ beforeAll(async () => {
 
   const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
   const config = loadConfig({ MEDIA_ALLOWED_HOSTS: sim.imageHost, MEDIA_VARIANT_WIDTHS: '320' });
-  const platform = new PlatformClient({ graphUrl: sim.graphUrl, apiVersion: 'v25.0', oauthTokenUrl: sim.oauthTokenUrl, clock: sim.clock, maxRetries: 1, sleep: async () => undefined });
-  const deps = { db, cipher, platform, storage, limits: mirrorLimitsFromConfig(config), clock: sim.clock, logger: silentLogger };
+  const platform = new PlatformClient({
+    graphUrl: sim.graphUrl,
+    apiVersion: 'v25.0',
+    oauthTokenUrl: sim.oauthTokenUrl,
+    clock: sim.clock,
+    maxRetries: 1,
+    sleep: async () => undefined,
+  });
+  const deps = {
+    db,
+    cipher,
+    platform,
+    storage,
+    limits: mirrorLimitsFromConfig(config),
+    clock: sim.clock,
+    logger: silentLogger,
+  };
 
   // A connected account whose token has 10 days left (under the 14-day line), synced and mirrored.
   const acc = sim.createAccount({ username: 'harbour.shop', posts: 8 });
   accountId = acc.id;
   await upsertAccount(db, { id: acc.id, username: acc.username, displayName: 'Harbour Shop' }, sim.clock.now());
-  await saveToken(db, cipher, { accountId, accessToken: sim.issueLongLivedToken(acc.id), obtainedAt: sim.clock.now(), expiresAt: new Date(sim.clock.now().getTime() + 10 * DAY + 3_600_000) }, 'imported');
+  await saveToken(
+    db,
+    cipher,
+    {
+      accountId,
+      accessToken: sim.issueLongLivedToken(acc.id),
+      obtainedAt: sim.clock.now(),
+      expiresAt: new Date(sim.clock.now().getTime() + 10 * DAY + 3_600_000),
+    },
+    'imported',
+  );
   const synced = await runSyncNow(deps, accountId);
   expect(synced.publish?.outcome).toBe('written');
   feed = JSON.parse((await storage.get(`feeds/${accountId}.json`))!.body.toString('utf8')) as Feed;
@@ -100,23 +126,81 @@ beforeAll(async () => {
   // A second account whose owner changed their password (R-TOK-10), to remove through the UI.
   staleId = '17840000000000999';
   await upsertAccount(db, { id: staleId, username: 'old.studio' }, sim.clock.now());
-  await saveToken(db, cipher, { accountId: staleId, accessToken: `stale-${randomBytes(12).toString('hex')}`, obtainedAt: sim.clock.now(), expiresAt: new Date(sim.clock.now().getTime() + 40 * DAY) }, 'imported');
+  await saveToken(
+    db,
+    cipher,
+    {
+      accountId: staleId,
+      accessToken: `stale-${randomBytes(12).toString('hex')}`,
+      obtainedAt: sim.clock.now(),
+      expiresAt: new Date(sim.clock.now().getTime() + 40 * DAY),
+    },
+    'imported',
+  );
   await scheduleAccount(queues, staleId);
   await publishDemoFeedIfNone(deps, staleId); // never synced: the demo feed (R-SCH-11)
-  await setAccountStatus(db, staleId, 'reauth_required', 'the platform rejected the token: password changed (code 190/460)', { at: sim.clock.now(), reasonKind: 'password_changed' });
+  await setAccountStatus(
+    db,
+    staleId,
+    'reauth_required',
+    'the platform rejected the token: password changed (code 190/460)',
+    { at: sim.clock.now(), reasonKind: 'password_changed' },
+  );
 
-  const auth = resolveDashboardAuth({ host: '127.0.0.1', user: USER, password: PASSWORD, secret: 'dashboard-test-secret', publicUrl: base, clock: sim.clock });
-  const app = createApp({ logger: silentLogger, storage, serveLocalFiles: true, dashboard: { auth, db, queues, lifecycle: new AccountLifecycle({ db, clock: sim.clock, logger: silentLogger, schedules: accountSchedules(queues, DEFAULT_SCHEDULES), alertReauth: async () => null }), storage, clock: sim.clock, logger: silentLogger, connect: { start: async () => `${base}/connect`, invite: async () => ({ url: `${base}/connect?invite=x`, expiresAt: new Date() }) } } });
+  const auth = resolveDashboardAuth({
+    host: '127.0.0.1',
+    user: USER,
+    password: PASSWORD,
+    secret: 'dashboard-test-secret',
+    publicUrl: base,
+    clock: sim.clock,
+  });
+  const app = createApp({
+    logger: silentLogger,
+    storage,
+    serveLocalFiles: true,
+    dashboard: {
+      auth,
+      db,
+      queues,
+      lifecycle: new AccountLifecycle({
+        db,
+        clock: sim.clock,
+        logger: silentLogger,
+        schedules: accountSchedules(queues, DEFAULT_SCHEDULES),
+        alertReauth: async () => null,
+      }),
+      storage,
+      clock: sim.clock,
+      logger: silentLogger,
+      connect: {
+        start: async () => `${base}/connect`,
+        invite: async () => ({ url: `${base}/connect?invite=x`, expiresAt: new Date() }),
+      },
+    },
+  });
   handler = app;
 
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
   context = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
   page = await context.newPage();
   page.on('response', (r) => {
-    if ((r.headers()['content-type'] ?? '').startsWith('text/')) void r.text().then((t) => recordCaptured('http', t)).catch(() => undefined);
+    if ((r.headers()['content-type'] ?? '').startsWith('text/'))
+      void r
+        .text()
+        .then((t) => recordCaptured('http', t))
+        .catch(() => undefined);
   });
   await mkdir(SCREENSHOTS, { recursive: true });
 }, 60_000);
@@ -125,7 +209,15 @@ afterAll(async () => {
   await browser?.close();
   server?.closeAllConnections();
   await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
-  if (queues) await Promise.all(Object.values(queues).map((q) => q.obliterate({ force: true }).catch(() => undefined).then(() => q.close())));
+  if (queues)
+    await Promise.all(
+      Object.values(queues).map((q) =>
+        q
+          .obliterate({ force: true })
+          .catch(() => undefined)
+          .then(() => q.close()),
+      ),
+    );
   await sim?.close();
   await db?.end();
   await dropDb?.();
@@ -135,7 +227,10 @@ afterAll(async () => {
 /** A logged-in session for fetch: its cookie and a CSRF token read from the accounts page. */
 async function fetchSession(): Promise<{ cookie: string; csrf: string }> {
   const loginPage = await fetch(`${base}/dashboard/login`);
-  const loginCookie = loginPage.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const loginCookie = loginPage.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
   const loginCsrf = /name="_csrf" value="([^"]+)"/.exec(await loginPage.text())![1]!;
   const res = await fetch(`${base}/dashboard/login`, {
     method: 'POST',
@@ -144,7 +239,11 @@ async function fetchSession(): Promise<{ cookie: string; csrf: string }> {
     body: new URLSearchParams({ user: USER, password: PASSWORD, _csrf: loginCsrf }),
   });
   expect(res.status).toBe(303);
-  const cookie = res.headers.getSetCookie().map((c) => c.split(';')[0]).filter((c): c is string => c !== undefined && c.startsWith('fm_session=')).join('; ');
+  const cookie = res.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .filter((c): c is string => c !== undefined && c.startsWith('fm_session='))
+    .join('; ');
   const html = await (await fetch(`${base}/dashboard`, { headers: { cookie } })).text();
   return { cookie, csrf: /name="_csrf" value="([^"]+)"/.exec(html)![1]! };
 }
@@ -164,7 +263,9 @@ describe('operator dashboard in headless Chromium', () => {
     expect(await days.getAttribute('class')).toContain('warn');
     expect(await row.textContent()).toContain('@harbour.shop');
     expect(Number(await row.locator('[data-posts]').getAttribute('data-posts'))).toBe(feed.posts.length);
-    expect(Number(await row.locator('[data-copies]').getAttribute('data-copies'))).toBeGreaterThanOrEqual(feed.posts.filter((p) => p.thumbnailUrl).length);
+    expect(Number(await row.locator('[data-copies]').getAttribute('data-copies'))).toBeGreaterThanOrEqual(
+      feed.posts.filter((p) => p.thumbnailUrl).length,
+    );
     // Last sync: the simulator's mix holds a copyright-flagged item (no cover, R-CNV-12). It is
     // left out by the operator's policy (COPYRIGHT_ITEMS=drop), which is no fault: the sync is ok.
     // (A faulty item is shown as skipped: test/integration/item-faults.test.ts.)
@@ -173,7 +274,9 @@ describe('operator dashboard in headless Chromium', () => {
 
     const stale = page.locator(`tr[data-account-id="${staleId}"]`);
     expect(await stale.textContent()).toContain('Owner must log in again');
-    expect(await stale.locator('.problem').textContent()).toBe('The owner changed their password, so the connection was cut. Ask them to connect the account again.');
+    expect(await stale.locator('.problem').textContent()).toBe(
+      'The owner changed their password, so the connection was cut. Ask them to connect the account again.',
+    );
     expect(await stale.locator('.days').textContent()).toBe('40 days left');
     expect(await stale.locator('.days').getAttribute('class')).not.toContain('warn');
     await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard.png'), fullPage: true });
@@ -198,10 +301,18 @@ describe('operator dashboard in headless Chromium', () => {
 
   it('R-SCH-10 / R-SCH-11: the feed preview renders the mirrored feed through the widget; images load from this server', async () => {
     await page.goto(`${base}/dashboard/accounts/${accountId}/preview`);
-    await page.waitForFunction(() => document.querySelector('#feed')?.getAttribute('data-feedmirror-state') === 'ready');
-    await page.waitForFunction(() => [...document.querySelectorAll<HTMLImageElement>('#feed img')].every((i) => i.complete && i.naturalWidth > 0));
+    await page.waitForFunction(
+      () => document.querySelector('#feed')?.getAttribute('data-feedmirror-state') === 'ready',
+    );
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll<HTMLImageElement>('#feed img')].every((i) => i.complete && i.naturalWidth > 0),
+    );
     const info = await page.evaluate(() => ({
-      items: [...document.querySelectorAll('#feed li')].map((li) => ({ id: li.getAttribute('data-post-id'), badge: li.querySelector('.fmw-badge') !== null, img: li.querySelector('img')?.getAttribute('src') ?? null })),
+      items: [...document.querySelectorAll('#feed li')].map((li) => ({
+        id: li.getAttribute('data-post-id'),
+        badge: li.querySelector('.fmw-badge') !== null,
+        img: li.querySelector('img')?.getAttribute('src') ?? null,
+      })),
       loaded: [...document.querySelectorAll<HTMLImageElement>('#feed img')].filter((i) => i.naturalWidth > 0).length,
       demoLabel: document.querySelectorAll('#feed .fmw-demo').length,
     }));
@@ -210,13 +321,17 @@ describe('operator dashboard in headless Chromium', () => {
     expect(info.loaded).toBeGreaterThan(0);
     for (const i of info.items) if (i.img) expect(i.img.startsWith(`${base}/media/${accountId}/`)).toBe(true);
     // Reel badge exactly where format is reel; no demo label on a real feed.
-    expect(info.items.filter((i) => i.badge).map((i) => i.id)).toEqual(feed.posts.filter((p) => p.format === 'reel').map((p) => p.id));
+    expect(info.items.filter((i) => i.badge).map((i) => i.id)).toEqual(
+      feed.posts.filter((p) => p.format === 'reel').map((p) => p.id),
+    );
     expect(info.demoLabel).toBe(0);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'preview.png'), fullPage: true });
 
     // An account never synced shows its demo feed with the visible demo label and text cards.
     await page.goto(`${base}/dashboard/accounts/${staleId}/preview?layout=list`);
-    await page.waitForFunction(() => document.querySelector('#feed')?.getAttribute('data-feedmirror-state') === 'ready');
+    await page.waitForFunction(
+      () => document.querySelector('#feed')?.getAttribute('data-feedmirror-state') === 'ready',
+    );
     const demo = await page.evaluate(() => ({
       label: (document.querySelector('#feed .fmw-demo') as HTMLElement | null)?.innerText ?? null,
       textCards: [...document.querySelectorAll('#feed li')].filter((li) => !li.querySelector('img')).length,
@@ -230,9 +345,15 @@ describe('operator dashboard in headless Chromium', () => {
     await page.locator(`tr[data-account-id="${staleId}"] a`, { hasText: 'Remove' }).click();
     await page.waitForURL(`${base}/dashboard/accounts/${staleId}/remove`);
     expect(await getAccount(db, staleId)).not.toBeNull(); // the link alone removes nothing
-    const schedulers = async () => [...(await queues.tokenRefresh.getJobSchedulers()), ...(await queues.feedSync.getJobSchedulers())].map((s) => s.key);
+    const schedulers = async () =>
+      [...(await queues.tokenRefresh.getJobSchedulers()), ...(await queues.feedSync.getJobSchedulers())].map(
+        (s) => s.key,
+      );
     expect(await schedulers()).toEqual([`token-refresh:${staleId}`, `feed-sync:${staleId}`]);
-    await Promise.all([page.waitForURL(`${base}/dashboard`), page.locator('button', { hasText: 'Yes, remove @old.studio' }).click()]);
+    await Promise.all([
+      page.waitForURL(`${base}/dashboard`),
+      page.locator('button', { hasText: 'Yes, remove @old.studio' }).click(),
+    ]);
     expect(await page.locator('.flash.ok').textContent()).toContain('@old.studio was removed');
     expect(await page.locator(`tr[data-account-id="${staleId}"]`).count()).toBe(0);
     expect(await getAccount(db, staleId)).toBeNull();
@@ -245,7 +366,10 @@ describe('operator dashboard in headless Chromium', () => {
     await p.goto(`${base}/dashboard/login`);
     await p.fill('#user', USER);
     await p.fill('#password', 'not-the-password');
-    const [res] = await Promise.all([p.waitForResponse((r) => r.url().endsWith('/dashboard/login') && r.request().method() === 'POST'), p.click('button[type=submit]')]);
+    const [res] = await Promise.all([
+      p.waitForResponse((r) => r.url().endsWith('/dashboard/login') && r.request().method() === 'POST'),
+      p.click('button[type=submit]'),
+    ]);
     expect(res.status()).toBe(401);
     expect(await p.locator('.error').textContent()).toBe('Wrong user name or password.');
     await p.goto(`${base}/dashboard`);
@@ -253,7 +377,10 @@ describe('operator dashboard in headless Chromium', () => {
     await other.close();
 
     const loginPage = await fetch(`${base}/dashboard/login`);
-    const cookie = loginPage.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const cookie = loginPage.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
     const csrf = /name="_csrf" value="([^"]+)"/.exec(await loginPage.text())![1]!;
     const wrong = await fetch(`${base}/dashboard/login`, {
       method: 'POST',
@@ -263,7 +390,9 @@ describe('operator dashboard in headless Chromium', () => {
     });
     const body = await wrong.text();
     expect(wrong.status).toBe(401);
-    expect(wrong.headers.getSetCookie().some((c) => c.startsWith('fm_session=') && !c.startsWith('fm_session=;'))).toBe(false);
+    expect(wrong.headers.getSetCookie().some((c) => c.startsWith('fm_session=') && !c.startsWith('fm_session=;'))).toBe(
+      false,
+    );
     expect(body).toContain('Wrong user name or password.');
     expect(body).not.toContain('guess-guess-guess');
     expect(body).not.toContain(PASSWORD);
@@ -295,12 +424,25 @@ describe('operator dashboard in headless Chromium', () => {
     // From the logged-in browser page too: a script's POST without the token is refused.
     const refreshBefore = await queues.tokenRefresh.getJobCounts('waiting');
     await page.goto(`${base}/dashboard`);
-    const status = await page.evaluate(async (id) => (await fetch(`/dashboard/accounts/${id}/refresh`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' })).status, accountId);
+    const status = await page.evaluate(
+      async (id) =>
+        (
+          await fetch(`/dashboard/accounts/${id}/refresh`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            body: '',
+          })
+        ).status,
+      accountId,
+    );
     expect(status).toBe(403);
     expect(await queues.tokenRefresh.getJobCounts('waiting')).toEqual(refreshBefore);
 
     // bull-board's own API (pause a queue): refused from another site, even with the session.
-    const cross = await fetch(`${base}/dashboard/queues/api/queues/${QUEUE.feedSync}/pause`, { method: 'PUT', headers: { cookie, origin: 'http://evil.example', 'sec-fetch-site': 'cross-site' } });
+    const cross = await fetch(`${base}/dashboard/queues/api/queues/${QUEUE.feedSync}/pause`, {
+      method: 'PUT',
+      headers: { cookie, origin: 'http://evil.example', 'sec-fetch-site': 'cross-site' },
+    });
     expect(cross.status).toBe(403);
     expect(await queues.feedSync.isPaused()).toBe(false);
   });
@@ -310,7 +452,12 @@ describe('operator dashboard in headless Chromium', () => {
     const okRes = await fetch(img);
     expect(okRes.status).toBe(200);
     expect(okRes.headers.get('content-type')).toMatch(/^image\//);
-    for (const p of ['/media/..%2F..%2Fetc%2Fpasswd', `/media/${accountId}/.meta/x.json`, '/media/a/%2e%2e/%2e%2e/package.json', '/widget/../package.json']) {
+    for (const p of [
+      '/media/..%2F..%2Fetc%2Fpasswd',
+      `/media/${accountId}/.meta/x.json`,
+      '/media/a/%2e%2e/%2e%2e/package.json',
+      '/widget/../package.json',
+    ]) {
       const r = await fetch(`${base}${p}`);
       expect(r.status, p).toBe(404);
     }

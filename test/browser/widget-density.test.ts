@@ -64,7 +64,9 @@ async function buildFeed(name: string, formats: VariantFormat[], count: number):
       status: 'published',
       url: `https://www.instagram.com/p/P${i}/`,
       text: `Post ${i}`,
-      media: [{ url: `${base}${stem}.jpg`, mime: 'image/jpeg', width: w, height: h, sizes, placeholder: out.placeholder }],
+      media: [
+        { url: `${base}${stem}.jpg`, mime: 'image/jpeg', width: w, height: h, sizes, placeholder: out.placeholder },
+      ],
       thumbnailUrl: `${base}${stem}.jpg`,
       thumbnailSizes: sizes,
       thumbnailPlaceholder: out.placeholder,
@@ -75,7 +77,13 @@ async function buildFeed(name: string, formats: VariantFormat[], count: number):
   const feed = {
     schemaVersion: 1,
     source: 'instagram',
-    origin: { kind: 'profile', id: '17841400000000001', name: 'studio', displayName: 'Studio', url: 'https://www.instagram.com/studio/' },
+    origin: {
+      kind: 'profile',
+      id: '17841400000000001',
+      name: 'studio',
+      displayName: 'Studio',
+      url: 'https://www.instagram.com/studio/',
+    },
     fetchedAt: '2026-03-01T10:00:00+00:00',
     demo: false,
     posts,
@@ -84,14 +92,16 @@ async function buildFeed(name: string, formats: VariantFormat[], count: number):
 }
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium; this test never downloads a browser`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`${CHROMIUM} is missing: install Debian's chromium; this test never downloads a browser`);
   storageDir = await mkdtemp(path.join(os.tmpdir(), 'feedmirror-density-'));
   const storage = new LocalStorage(storageDir);
   await publishWidget(storage);
   server = createServer((req, res) => {
     void (async () => {
       const u = new URL(req.url ?? '/', 'http://x');
-      const send = (status: number, type: string, body: string | Buffer) => res.writeHead(status, { 'content-type': type }).end(body);
+      const send = (status: number, type: string, body: string | Buffer) =>
+        res.writeHead(status, { 'content-type': type }).end(body);
       if (u.pathname === `/${WIDGET_KEY}`) {
         const obj = await storage.get(WIDGET_KEY);
         return send(200, 'application/javascript', obj!.body);
@@ -99,10 +109,14 @@ beforeAll(async () => {
       if (u.pathname === '/page') {
         const layout = u.searchParams.get('layout') === 'list' ? 'list' : 'grid';
         const feed = (u.searchParams.get('feed') ?? '').replace(/[^a-z]/g, '');
-        return send(200, 'text/html; charset=utf-8', `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>site</title></head><body>
+        return send(
+          200,
+          'text/html; charset=utf-8',
+          `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>site</title></head><body>
 <h1>A site</h1>
 <div data-feedmirror-feed="/feeds/${feed}.json" data-layout="${layout}" data-limit="12"></div>
-<script defer src="/${WIDGET_KEY}"></script></body></html>`);
+<script defer src="/${WIDGET_KEY}"></script></body></html>`,
+        );
       }
       const f = /^\/feeds\/([a-z]+)\.json$/.exec(u.pathname);
       if (f && feeds.has(f[1]!)) return send(200, 'application/json', JSON.stringify(feeds.get(f[1]!)));
@@ -117,7 +131,15 @@ beforeAll(async () => {
   await buildFeed('avif', ['webp', 'avif'], 3);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
 }, 120_000);
 
@@ -136,25 +158,38 @@ describe('issue 12: the widget picks the right size and paints placeholders (hea
     ['list', 1280, 1],
   ] as const;
 
-  it.each(cases)('%s layout at %i px, DPR %i: median image at most 1.6x the device pixels it fills; placeholders before load', async (layout, width, dpr) => {
-    const report = await measureDensity(browser, `${base}/page?feed=webp&layout=${layout}`, { width, height: 3200, dpr });
-    expect(report.ratios.length).toBeGreaterThanOrEqual(6);
-    expect(report.median, `ratios ${report.ratios.map((r) => r.toFixed(2)).join(' ')}`).toBeLessThanOrEqual(LIMIT);
-    // Never a blurry pick either: the chosen candidate covers its box (or is the original).
-    expect(Math.min(...report.ratios)).toBeGreaterThan(0.5);
-    // Not the 1080 px original everywhere: the ladder is used.
-    expect(report.sources.some((s) => /-w\d+\.webp$/.test(s))).toBe(true);
-    expect(report.placeholders.length).toBeGreaterThanOrEqual(6);
-    for (const p of report.placeholders) {
-      expect(p.complete).toBe(false);
-      expect(p.expected).toMatch(/^#[0-9a-f]{6}$/);
-      expect(p.painted).toBe(cssRgb(p.expected!));
-    }
-    console.log(`plain page, ${layout} ${width}px DPR ${dpr}: median ${report.median.toFixed(2)}x over ${report.ratios.length} images`);
-  });
+  it.each(cases)(
+    '%s layout at %i px, DPR %i: median image at most 1.6x the device pixels it fills; placeholders before load',
+    async (layout, width, dpr) => {
+      const report = await measureDensity(browser, `${base}/page?feed=webp&layout=${layout}`, {
+        width,
+        height: 3200,
+        dpr,
+      });
+      expect(report.ratios.length).toBeGreaterThanOrEqual(6);
+      expect(report.median, `ratios ${report.ratios.map((r) => r.toFixed(2)).join(' ')}`).toBeLessThanOrEqual(LIMIT);
+      // Never a blurry pick either: the chosen candidate covers its box (or is the original).
+      expect(Math.min(...report.ratios)).toBeGreaterThan(0.5);
+      // Not the 1080 px original everywhere: the ladder is used.
+      expect(report.sources.some((s) => /-w\d+\.webp$/.test(s))).toBe(true);
+      expect(report.placeholders.length).toBeGreaterThanOrEqual(6);
+      for (const p of report.placeholders) {
+        expect(p.complete).toBe(false);
+        expect(p.expected).toMatch(/^#[0-9a-f]{6}$/);
+        expect(p.painted).toBe(cssRgb(p.expected!));
+      }
+      console.log(
+        `plain page, ${layout} ${width}px DPR ${dpr}: median ${report.median.toFixed(2)}x over ${report.ratios.length} images`,
+      );
+    },
+  );
 
   it('with MEDIA_VARIANT_FORMATS=webp,avif the browser takes the AVIF candidates through <picture>', async () => {
-    const report = await measureDensity(browser, `${base}/page?feed=avif&layout=grid`, { width: 360, height: 1600, dpr: 2 });
+    const report = await measureDensity(browser, `${base}/page?feed=avif&layout=grid`, {
+      width: 360,
+      height: 1600,
+      dpr: 2,
+    });
     expect(report.sources.length).toBe(3);
     expect(report.sources.every((s) => s.endsWith('.avif'))).toBe(true);
     expect(report.median).toBeLessThanOrEqual(LIMIT);
@@ -168,7 +203,12 @@ describe('issue 12: the widget picks the right size and paints placeholders (hea
       const imgs = [...document.querySelectorAll<HTMLImageElement>('img.fmw-img')];
       return imgs.length > 0 && imgs.every((i) => i.complete && i.naturalWidth > 0);
     });
-    const styles = await page.evaluate(() => [...document.querySelectorAll<HTMLImageElement>('img.fmw-img')].map((i) => [i.style.backgroundColor, i.style.backgroundImage]));
+    const styles = await page.evaluate(() =>
+      [...document.querySelectorAll<HTMLImageElement>('img.fmw-img')].map((i) => [
+        i.style.backgroundColor,
+        i.style.backgroundImage,
+      ]),
+    );
     expect(styles.every(([c, b]) => c === '' && b === '')).toBe(true);
     await ctx.close();
   });

@@ -30,46 +30,92 @@ function feed(demo: boolean, base: string): Feed {
   const raw: unknown = {
     schemaVersion: 1,
     source: 'instagram',
-    origin: { kind: 'profile', id: '17841400000000001', name: 'studio', displayName: 'Studio Example', url: 'https://www.instagram.com/studio/' },
+    origin: {
+      kind: 'profile',
+      id: '17841400000000001',
+      name: 'studio',
+      displayName: 'Studio Example',
+      url: 'https://www.instagram.com/studio/',
+    },
     fetchedAt: '2026-03-01T10:00:00+00:00',
     demo,
     posts: [
       {
-        id: 'p-image', source: 'instagram', type: 'image', format: 'post', status: 'published',
-        url: 'https://www.instagram.com/p/IMAGE/', text: 'A sunny morning at the studio with coffee and plants',
+        id: 'p-image',
+        source: 'instagram',
+        type: 'image',
+        format: 'post',
+        status: 'published',
+        url: 'https://www.instagram.com/p/IMAGE/',
+        text: 'A sunny morning at the studio with coffee and plants',
         media: [{ url: img('red'), mime: 'image/jpeg', width: 400, height: 300, alt: 'A red square on a table' }],
-        thumbnailUrl: img('red'), publishedAt: '2026-02-28T09:00:00+00:00',
+        thumbnailUrl: img('red'),
+        publishedAt: '2026-02-28T09:00:00+00:00',
       },
       {
-        id: 'p-reel', source: 'instagram', type: 'video', format: 'reel', status: 'published',
-        url: 'https://www.instagram.com/reel/REEL/', text: 'Behind the scenes of our new collection, filmed in one take on a rainy Tuesday afternoon',
+        id: 'p-reel',
+        source: 'instagram',
+        type: 'video',
+        format: 'reel',
+        status: 'published',
+        url: 'https://www.instagram.com/reel/REEL/',
+        text: 'Behind the scenes of our new collection, filmed in one take on a rainy Tuesday afternoon',
         media: [{ url: 'https://cdn.example/video.mp4', mime: 'video/mp4', width: 360, height: 640 }],
-        thumbnailUrl: img('blue'), publishedAt: '2026-02-27T09:00:00+00:00',
+        thumbnailUrl: img('blue'),
+        publishedAt: '2026-02-27T09:00:00+00:00',
       },
       {
-        id: 'p-video', source: 'instagram', type: 'video', format: 'post', status: 'published',
-        url: 'https://www.instagram.com/p/VIDEO/', text: 'Plain video, not a reel',
+        id: 'p-video',
+        source: 'instagram',
+        type: 'video',
+        format: 'post',
+        status: 'published',
+        url: 'https://www.instagram.com/p/VIDEO/',
+        text: 'Plain video, not a reel',
         media: [{ url: 'https://cdn.example/video2.mp4', mime: 'video/mp4', width: 320, height: 320 }],
-        thumbnailUrl: img('green'), publishedAt: '2026-02-26T09:00:00+00:00',
+        thumbnailUrl: img('green'),
+        publishedAt: '2026-02-26T09:00:00+00:00',
       },
       {
-        id: 'p-carousel', source: 'instagram', type: 'carousel', format: 'post', status: 'published',
-        url: 'https://www.instagram.com/p/CAROUSEL/', text: 'Three slides',
+        id: 'p-carousel',
+        source: 'instagram',
+        type: 'carousel',
+        format: 'post',
+        status: 'published',
+        url: 'https://www.instagram.com/p/CAROUSEL/',
+        text: 'Three slides',
         media: [
           { url: img('green'), mime: 'image/jpeg', width: 320, height: 320 },
           { url: img('red'), mime: 'image/jpeg', width: 400, height: 300 },
         ],
-        thumbnailUrl: img('green'), publishedAt: '2026-02-25T09:00:00+00:00',
+        thumbnailUrl: img('green'),
+        publishedAt: '2026-02-25T09:00:00+00:00',
       },
       {
-        id: 'p-text', source: 'instagram', type: 'text', format: 'post', status: 'published',
-        url: 'https://www.instagram.com/p/TEXT/', text: '<script>window.__pwned = true</script><b>not bold</b>',
-        media: [], publishedAt: '2026-02-24T09:00:00+00:00',
+        id: 'p-text',
+        source: 'instagram',
+        type: 'text',
+        format: 'post',
+        status: 'published',
+        url: 'https://www.instagram.com/p/TEXT/',
+        text: '<script>window.__pwned = true</script><b>not bold</b>',
+        media: [],
+        publishedAt: '2026-02-24T09:00:00+00:00',
       },
       {
-        id: 'p-link', source: 'instagram', type: 'link', format: 'post', status: 'published',
-        url: 'https://www.instagram.com/p/LINK/', text: 'Read the story',
-        media: [], link: { url: 'https://blog.example/story', title: 'Our story <img src=x onerror="window.__pwned=true">', domain: 'blog.example' },
+        id: 'p-link',
+        source: 'instagram',
+        type: 'link',
+        format: 'post',
+        status: 'published',
+        url: 'https://www.instagram.com/p/LINK/',
+        text: 'Read the story',
+        media: [],
+        link: {
+          url: 'https://blog.example/story',
+          title: 'Our story <img src=x onerror="window.__pwned=true">',
+          domain: 'blog.example',
+        },
         publishedAt: '2026-02-23T09:00:00+00:00',
       },
     ],
@@ -79,7 +125,9 @@ function feed(demo: boolean, base: string): Feed {
 }
 
 function page(feedPath: string, attrs: Record<string, string> = {}, second?: string): string {
-  const extra = Object.entries(attrs).map(([k, v]) => ` ${k}="${v}"`).join('');
+  const extra = Object.entries(attrs)
+    .map(([k, v]) => ` ${k}="${v}"`)
+    .join('');
   return `<!doctype html><html><head><meta charset="utf-8"><title>widget</title></head><body>
 <h1>My site</h1>
 <div id="feed" data-feedmirror-feed="${feedPath}"${extra}></div>
@@ -90,10 +138,21 @@ ${second ? `<div id="second" data-feedmirror-feed="${second}"></div>` : ''}
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get update && apt-get install -y chromium); this test never downloads a browser`);
+    throw new Error(
+      `${CHROMIUM} is missing: install Debian's chromium (apt-get update && apt-get install -y chromium); this test never downloads a browser`,
+    );
   }
-  for (const [name, rgb] of [['red', { r: 220, g: 40, b: 40 }], ['blue', { r: 40, g: 60, b: 220 }], ['green', { r: 40, g: 180, b: 80 }]] as const) {
-    images.set(name, await sharp({ create: { width: 64, height: 48, channels: 3, background: rgb } }).jpeg().toBuffer());
+  for (const [name, rgb] of [
+    ['red', { r: 220, g: 40, b: 40 }],
+    ['blue', { r: 40, g: 60, b: 220 }],
+    ['green', { r: 40, g: 180, b: 80 }],
+  ] as const) {
+    images.set(
+      name,
+      await sharp({ create: { width: 64, height: 48, channels: 3, background: rgb } })
+        .jpeg()
+        .toBuffer(),
+    );
   }
   // The script is served as feedmirror publishes it: through publishWidget into storage.
   storageDir = await mkdtemp(path.join(os.tmpdir(), 'feedmirror-widget-'));
@@ -134,7 +193,15 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
 });
 
@@ -152,13 +219,17 @@ async function open(query: string): Promise<{ page: Page; errors: string[] }> {
   await p.goto(`${base}/page?${query}`);
   await p.waitForFunction(() => {
     const nodes = [...document.querySelectorAll('[data-feedmirror-feed]')];
-    return nodes.length > 0 && nodes.every((n) => ['ready', 'error'].includes(n.getAttribute('data-feedmirror-state') ?? ''));
+    return (
+      nodes.length > 0 && nodes.every((n) => ['ready', 'error'].includes(n.getAttribute('data-feedmirror-state') ?? ''))
+    );
   });
   return { page: p, errors };
 }
 
 async function imagesLoaded(p: Page): Promise<void> {
-  await p.waitForFunction(() => [...document.querySelectorAll<HTMLImageElement>('#feed img')].every((i) => i.complete && i.naturalWidth > 0));
+  await p.waitForFunction(() =>
+    [...document.querySelectorAll<HTMLImageElement>('#feed img')].every((i) => i.complete && i.naturalWidth > 0),
+  );
 }
 
 describe('embeddable widget in headless Chromium', () => {
@@ -175,7 +246,13 @@ describe('embeddable widget in headless Chromium', () => {
           const a = li.querySelector('a');
           return {
             id: li.getAttribute('data-post-id'),
-            img: img && { natural: img.naturalWidth, width: img.getAttribute('width'), height: img.getAttribute('height'), alt: img.getAttribute('alt'), loading: img.getAttribute('loading') },
+            img: img && {
+              natural: img.naturalWidth,
+              width: img.getAttribute('width'),
+              height: img.getAttribute('height'),
+              alt: img.getAttribute('alt'),
+              loading: img.getAttribute('loading'),
+            },
             href: a?.getAttribute('href'),
             rel: a?.getAttribute('rel'),
             target: a?.getAttribute('target'),
@@ -189,7 +266,13 @@ describe('embeddable widget in headless Chromium', () => {
     expect(info.items.map((i) => i.id)).toEqual(['p-image', 'p-reel', 'p-video', 'p-carousel', 'p-text', 'p-link']);
     const byId = Object.fromEntries(info.items.map((i) => [i.id, i]));
     // Images really load (naturalWidth > 0) and carry the feed's media[0] size.
-    expect(byId['p-image']!.img).toEqual({ natural: 64, width: '400', height: '300', alt: 'A red square on a table', loading: 'lazy' });
+    expect(byId['p-image']!.img).toEqual({
+      natural: 64,
+      width: '400',
+      height: '300',
+      alt: 'A red square on a table',
+      loading: 'lazy',
+    });
     expect(byId['p-reel']!.img).toMatchObject({ natural: 64, width: '360', height: '640', loading: 'lazy' });
     // No alt in the feed: the caption's first words.
     expect(byId['p-reel']!.img!.alt).toBe('Behind the scenes of our new collection, filmed in one take on\u2026');
@@ -231,7 +314,8 @@ describe('embeddable widget in headless Chromium', () => {
       listClass: document.querySelector('#feed .fmw')!.classList.contains('fmw--list'),
       display: getComputedStyle(document.querySelector('#feed .fmw-list')!).display,
       imageCaption: document.querySelector('[data-post-id="p-image"] .fmw-text')?.textContent,
-      captionVisible: (document.querySelector('[data-post-id="p-image"] .fmw-text') as HTMLElement | null)?.offsetParent !== null,
+      captionVisible:
+        (document.querySelector('[data-post-id="p-image"] .fmw-text') as HTMLElement | null)?.offsetParent !== null,
       linkTitle: document.querySelector('[data-post-id="p-link"] .fmw-title')?.textContent,
       linkDomain: document.querySelector('[data-post-id="p-link"] .fmw-domain')?.textContent,
       dates: [...document.querySelectorAll('#feed time')].map((t) => t.getAttribute('datetime')),
@@ -272,7 +356,9 @@ describe('embeddable widget in headless Chromium', () => {
     const res = await p.evaluate(() => ({
       first: document.querySelector('#feed')!.textContent,
       second: document.querySelector('#second')!.textContent,
-      states: [...document.querySelectorAll('[data-feedmirror-feed]')].map((n) => n.getAttribute('data-feedmirror-state')),
+      states: [...document.querySelectorAll('[data-feedmirror-feed]')].map((n) =>
+        n.getAttribute('data-feedmirror-state'),
+      ),
       styles: document.querySelectorAll('#feedmirror-widget-style').length,
     }));
     expect(res.states).toEqual(['error', 'error']);
@@ -287,7 +373,9 @@ describe('embeddable widget in headless Chromium', () => {
     const { page: p } = await open('feed=/feeds/demo.json&second=/feeds/real.json');
     const res = await p.evaluate(() => ({
       styles: document.querySelectorAll('style#feedmirror-widget-style').length,
-      demoLabels: [...document.querySelectorAll('[data-feedmirror-feed]')].map((n) => n.querySelectorAll('.fmw-demo').length),
+      demoLabels: [...document.querySelectorAll('[data-feedmirror-feed]')].map(
+        (n) => n.querySelectorAll('.fmw-demo').length,
+      ),
     }));
     expect(res.styles).toBe(1);
     expect(res.demoLabels).toEqual([1, 0]);

@@ -32,20 +32,35 @@ let queues: { tokenRefresh: Queue; feedSync: Queue };
 const metrics = createMetrics({ processMetrics: false });
 
 function lifecycle(): AccountLifecycle {
-  const mailer = createMailer({ SMTP_URL: undefined, ALERT_EMAIL_TO: undefined, ALERT_EMAIL_FROM: 'feedmirror@example.test', OUTBOX_DIR: outbox }, logger, { clock });
+  const mailer = createMailer(
+    { SMTP_URL: undefined, ALERT_EMAIL_TO: undefined, ALERT_EMAIL_FROM: 'feedmirror@example.test', OUTBOX_DIR: outbox },
+    logger,
+    { clock },
+  );
   return new AccountLifecycle({
     db: pool,
     clock,
     logger,
     schedules: accountSchedules(queues, DEFAULT_SCHEDULES),
-    alertReauth: (id) => alertReauthRequired({ db: pool, mailer, clock, logger, publicUrl: 'https://feeds.example.test' }, id),
+    alertReauth: (id) =>
+      alertReauthRequired({ db: pool, mailer, clock, logger, publicUrl: 'https://feeds.example.test' }, id),
     transitions: metrics.accountTransitions,
   });
 }
 
 async function connectAccount(id: string): Promise<void> {
   await upsertAccount(pool, { id, username: `user${id}` }, clock.now());
-  await saveToken(pool, cipher, { accountId: id, accessToken: `IGAA${randomBytes(20).toString('hex')}`, obtainedAt: clock.now(), expiresAt: new Date(clock.now().getTime() + 60 * DAY) }, 'exchanged');
+  await saveToken(
+    pool,
+    cipher,
+    {
+      accountId: id,
+      accessToken: `IGAA${randomBytes(20).toString('hex')}`,
+      obtainedAt: clock.now(),
+      expiresAt: new Date(clock.now().getTime() + 60 * DAY),
+    },
+    'exchanged',
+  );
 }
 
 const schedulers = async (id: string) => ({
@@ -53,8 +68,12 @@ const schedulers = async (id: string) => ({
   sync: (await queues.feedSync.getJobScheduler(syncSchedulerId(id))) !== undefined,
 });
 const emails = async () => (await readdir(outbox)).filter((f) => f.endsWith('.eml')).length;
-const events = async (id: string) => (await pool.query<{ kind: string }>('SELECT kind FROM token_events WHERE account_id = $1 ORDER BY id', [id])).rows.map((r) => r.kind);
-const transitions = async (name: string) => (await metrics.accountTransitions.get()).values.find((v) => v.labels.transition === name)?.value ?? 0;
+const events = async (id: string) =>
+  (
+    await pool.query<{ kind: string }>('SELECT kind FROM token_events WHERE account_id = $1 ORDER BY id', [id])
+  ).rows.map((r) => r.kind);
+const transitions = async (name: string) =>
+  (await metrics.accountTransitions.get()).values.find((v) => v.labels.transition === name)?.value ?? 0;
 
 beforeAll(async () => {
   const d = await freshDatabase('lifecycle');
@@ -98,7 +117,12 @@ describe('account lifecycle, applied', () => {
     await lc.apply('1002', 'connected');
     const before = await transitions('owner_must_act');
     const r = await lc.apply('1002', 'owner_must_act', 'code 190/463');
-    expect(r).toMatchObject({ changed: true, from: 'active', to: 'reauth_required', effects: ['unschedule', 'alert_reauth'] });
+    expect(r).toMatchObject({
+      changed: true,
+      from: 'active',
+      to: 'reauth_required',
+      effects: ['unschedule', 'alert_reauth'],
+    });
     expect(r.alert).toMatchObject({ accountId: '1002', kind: 'reauth' });
     expect((await getAccount(pool, '1002'))?.status).toBe('reauth_required');
     expect(await schedulers('1002')).toEqual({ refresh: false, sync: false });
@@ -116,7 +140,9 @@ describe('account lifecycle, applied', () => {
     await connectAccount('1003');
     await lifecycle().apply('1003', 'connected');
     clock.advance(61 * DAY);
-    const results = await Promise.all([lifecycle(), lifecycle(), lifecycle()].map((lc) => lc.apply('1003', 'token_expired', 'the token expired')));
+    const results = await Promise.all(
+      [lifecycle(), lifecycle(), lifecycle()].map((lc) => lc.apply('1003', 'token_expired', 'the token expired')),
+    );
     expect(results.filter((r) => r.changed)).toHaveLength(1);
     expect(await emails()).toBe(1);
     expect((await events('1003')).filter((k) => k === 'expired')).toHaveLength(1);
@@ -128,7 +154,11 @@ describe('account lifecycle, applied', () => {
     await connectAccount('1004');
     await lc.apply('1004', 'connected');
     clock.advance(HOUR);
-    expect(await lc.apply('1004', 'refresh_failed', 'HTTP 500')).toMatchObject({ changed: true, to: 'active', effects: [] });
+    expect(await lc.apply('1004', 'refresh_failed', 'HTTP 500')).toMatchObject({
+      changed: true,
+      to: 'active',
+      effects: [],
+    });
     expect(await lc.apply('1004', 'refresh_succeeded')).toMatchObject({ changed: true, to: 'active' });
     expect((await getAccount(pool, '1004'))?.status).toBe('active');
     expect(await schedulers('1004')).toEqual({ refresh: true, sync: true });

@@ -43,7 +43,12 @@ beforeAll(async () => {
   await migrate(pool);
   smtp = await startSmtpCapture();
   mailer = createMailer(
-    { SMTP_URL: smtp.url, ALERT_EMAIL_TO: 'ops@example.com', ALERT_EMAIL_FROM: 'feedmirror@example.com', OUTBOX_DIR: '/nonexistent' },
+    {
+      SMTP_URL: smtp.url,
+      ALERT_EMAIL_TO: 'ops@example.com',
+      ALERT_EMAIL_FROM: 'feedmirror@example.com',
+      OUTBOX_DIR: '/nonexistent',
+    },
     logger,
   );
 });
@@ -59,7 +64,17 @@ async function connectAccount(clock: ManualClock, expiresIn: number): Promise<{ 
   const id = `1784${randomBytes(5).toString('hex')}`;
   const username = `shop${++accountSeq}`;
   await upsertAccount(pool, { id, username }, clock.now());
-  await saveToken(pool, cipher, { accountId: id, accessToken: newToken(), obtainedAt: clock.now(), expiresAt: new Date(clock.now().getTime() + expiresIn) }, 'exchanged');
+  await saveToken(
+    pool,
+    cipher,
+    {
+      accountId: id,
+      accessToken: newToken(),
+      obtainedAt: clock.now(),
+      expiresAt: new Date(clock.now().getTime() + expiresIn),
+    },
+    'exchanged',
+  );
   return { id, username };
 }
 
@@ -72,7 +87,8 @@ async function sweepDays(clock: ManualClock, accountId: string, days: number) {
   const out: Array<{ day: number; kind: string; thresholdDays: number }> = [];
   for (let day = 0; day <= days; day++) {
     const r = await runExpirySweep(deps(clock));
-    for (const s of r.sent) if (s.accountId === accountId) out.push({ day, kind: s.kind, thresholdDays: s.thresholdDays });
+    for (const s of r.sent)
+      if (s.accountId === accountId) out.push({ day, kind: s.kind, thresholdDays: s.thresholdDays });
     clock.advance(DAY);
   }
   return out;
@@ -94,7 +110,12 @@ describe('expiry sweep', () => {
     ]);
     const mails = mailsFor(acct.username);
     expect(mails).toHaveLength(4);
-    expect(mails.map((m) => /expires (in [^(]+) \(/.exec(m.subject)?.[1]?.trim())).toEqual(['in 13 days', 'in 6 days', 'in 2 days', 'in less than a day']);
+    expect(mails.map((m) => /expires (in [^(]+) \(/.exec(m.subject)?.[1]?.trim())).toEqual([
+      'in 13 days',
+      'in 6 days',
+      'in 2 days',
+      'in less than a day',
+    ]);
     const first = mails[0]!;
     expect(first.from).toBe('feedmirror@example.com');
     expect(first.to).toEqual(['ops@example.com']);
@@ -104,26 +125,38 @@ describe('expiry sweep', () => {
     expect(first.text).toContain('Saturday, 21 March 2026, 15:00 UTC');
     expect(first.html).toContain(`href="${PUBLIC_URL}/dashboard"`);
     // Logs carry the expiry date.
-    expect(logLines.some((l) => l.includes('token expiry alert sent') && l.includes('2026-03-21T15:00:00.000Z'))).toBe(true);
+    expect(logLines.some((l) => l.includes('token expiry alert sent') && l.includes('2026-03-21T15:00:00.000Z'))).toBe(
+      true,
+    );
   });
 
   it('a worker that was down sends only the most urgent alert due, not a burst', async () => {
     const clock = new ManualClock(Date.UTC(2026, 5, 1, 9, 0));
     const acct = await connectAccount(clock, 2 * DAY + HOUR);
     const r = await runExpirySweep(deps(clock));
-    expect(r.sent.filter((s) => s.accountId === acct.id)).toEqual([{ accountId: acct.id, kind: 'expiry', thresholdDays: 3 }]);
+    expect(r.sent.filter((s) => s.accountId === acct.id)).toEqual([
+      { accountId: acct.id, kind: 'expiry', thresholdDays: 3 },
+    ]);
     expect(mailsFor(acct.username)).toHaveLength(1);
   });
 
   it('a refreshed token (new expiry) starts the thresholds afresh', async () => {
     const clock = new ManualClock(Date.UTC(2026, 6, 1, 9, 0));
     const acct = await connectAccount(clock, 10 * DAY);
-    expect((await runExpirySweep(deps(clock))).sent.filter((s) => s.accountId === acct.id)).toEqual([{ accountId: acct.id, kind: 'expiry', thresholdDays: 14 }]);
+    expect((await runExpirySweep(deps(clock))).sent.filter((s) => s.accountId === acct.id)).toEqual([
+      { accountId: acct.id, kind: 'expiry', thresholdDays: 14 },
+    ]);
     expect((await runExpirySweep(deps(clock))).sent.filter((s) => s.accountId === acct.id)).toEqual([]);
     // The refresh failed for a while, then succeeded with a fresh 60 days... which later run low again.
     const stored = (await loadToken(pool, cipher, acct.id))!;
     clock.advance(DAY);
-    expect(await replaceTokenIfCurrent(pool, cipher, acct.id, stored.generation, { accessToken: newToken(), obtainedAt: clock.now(), expiresAt: new Date(clock.now().getTime() + 13 * DAY) })).toBe(true);
+    expect(
+      await replaceTokenIfCurrent(pool, cipher, acct.id, stored.generation, {
+        accessToken: newToken(),
+        obtainedAt: clock.now(),
+        expiresAt: new Date(clock.now().getTime() + 13 * DAY),
+      }),
+    ).toBe(true);
     const again = (await runExpirySweep(deps(clock))).sent.filter((s) => s.accountId === acct.id);
     expect(again).toEqual([{ accountId: acct.id, kind: 'expiry', thresholdDays: 14 }]);
     expect(mailsFor(acct.username)).toHaveLength(2);
@@ -133,7 +166,12 @@ describe('expiry sweep', () => {
     const clock = new ManualClock(Date.UTC(2026, 7, 1, 9, 0));
     const acct = await connectAccount(clock, 5 * DAY);
     const leaked = newToken();
-    await recordRefreshFailure(pool, acct.id, clock.now(), `HTTP 500 from https://graph.instagram.com/refresh_access_token?access_token=${leaked}`);
+    await recordRefreshFailure(
+      pool,
+      acct.id,
+      clock.now(),
+      `HTTP 500 from https://graph.instagram.com/refresh_access_token?access_token=${leaked}`,
+    );
     await runExpirySweep(deps(clock));
     const [mail] = mailsFor(acct.username);
     expect(mail!.text).toContain('the last 1 refresh attempt failed');
@@ -144,7 +182,11 @@ describe('expiry sweep', () => {
     const clock = new ManualClock(Date.UTC(2026, 8, 1, 9, 0));
     const acct = await connectAccount(clock, 40 * DAY);
     await setAccountStatus(pool, acct.id, 'reauth_required', 'the account password was changed', { at: clock.now() });
-    expect(await alertReauthRequired(deps(clock), acct.id)).toEqual({ accountId: acct.id, kind: 'reauth', thresholdDays: 0 });
+    expect(await alertReauthRequired(deps(clock), acct.id)).toEqual({
+      accountId: acct.id,
+      kind: 'reauth',
+      thresholdDays: 0,
+    });
     for (let d = 0; d < 5; d++) {
       clock.advance(DAY);
       await runExpirySweep(deps(clock));
@@ -154,11 +196,23 @@ describe('expiry sweep', () => {
     expect(mails[0]!.subject).toBe(`feedmirror: @${acct.username} must log in again`);
     expect(mails[0]!.text).toContain('the account password was changed');
     // The owner logs in again: new token, account active again; a later death alerts again.
-    await saveToken(pool, cipher, { accountId: acct.id, accessToken: newToken(), obtainedAt: clock.now(), expiresAt: new Date(clock.now().getTime() + 60 * DAY) }, 'exchanged');
+    await saveToken(
+      pool,
+      cipher,
+      {
+        accountId: acct.id,
+        accessToken: newToken(),
+        obtainedAt: clock.now(),
+        expiresAt: new Date(clock.now().getTime() + 60 * DAY),
+      },
+      'exchanged',
+    );
     await setAccountStatus(pool, acct.id, 'active', null, { at: clock.now() });
     expect((await runExpirySweep(deps(clock))).sent.filter((s) => s.accountId === acct.id)).toEqual([]);
     await setAccountStatus(pool, acct.id, 'reauth_required', 'the app was removed by the user', { at: clock.now() });
-    expect((await runExpirySweep(deps(clock))).sent.filter((s) => s.accountId === acct.id)).toEqual([{ accountId: acct.id, kind: 'reauth', thresholdDays: 0 }]);
+    expect((await runExpirySweep(deps(clock))).sent.filter((s) => s.accountId === acct.id)).toEqual([
+      { accountId: acct.id, kind: 'reauth', thresholdDays: 0 },
+    ]);
   });
 
   it('R-TOK-10: a token past its expiry marks the account reauth_required (event expired) and sends the reauth email once', async () => {
@@ -169,10 +223,16 @@ describe('expiry sweep', () => {
     const [a, b] = await Promise.all([runExpirySweep(deps(clock)), runExpirySweep(deps(clock))]);
     const mine = [...a.sent, ...b.sent].filter((s) => s.accountId === acct.id);
     expect(mine).toEqual([{ accountId: acct.id, kind: 'reauth', thresholdDays: 0 }]);
-    expect((await getAccount(pool, acct.id))!).toMatchObject({ status: 'reauth_required', statusReason: 'the token expired on 2026-10-01' });
+    expect((await getAccount(pool, acct.id))!).toMatchObject({
+      status: 'reauth_required',
+      statusReason: 'the token expired on 2026-10-01',
+    });
     expect((await listEvents(pool, acct.id)).filter((e) => e.kind === 'expired')).toHaveLength(1);
     const mails = mailsFor(acct.username);
-    expect(mails.map((m) => m.subject)).toEqual([expect.stringContaining('in less than a day'), `feedmirror: @${acct.username} must log in again`]);
+    expect(mails.map((m) => m.subject)).toEqual([
+      expect.stringContaining('in less than a day'),
+      `feedmirror: @${acct.username} must log in again`,
+    ]);
     expect(mails[1]!.text).toContain('the token expired on 2026-10-01');
     clock.advance(DAY);
     expect((await runExpirySweep(deps(clock))).sent.filter((s) => s.accountId === acct.id)).toEqual([]);
@@ -192,7 +252,9 @@ describe('expiry sweep', () => {
     expect(r.sent.filter((s) => s.accountId === acct.id)).toEqual([]);
     expect(mailsFor(acct.username)).toHaveLength(0);
     const retry = await runExpirySweep(deps(clock));
-    expect(retry.sent.filter((s) => s.accountId === acct.id)).toEqual([{ accountId: acct.id, kind: 'expiry', thresholdDays: 7 }]);
+    expect(retry.sent.filter((s) => s.accountId === acct.id)).toEqual([
+      { accountId: acct.id, kind: 'expiry', thresholdDays: 7 },
+    ]);
     expect(mailsFor(acct.username)).toHaveLength(1);
   });
 });
@@ -201,11 +263,15 @@ describe('mailer', () => {
   it('outbox mode (no SMTP_URL) writes .eml files and logs their path', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'fm-outbox-'));
     try {
-      const outbox = createMailer({ ALERT_EMAIL_FROM: 'feedmirror@localhost', OUTBOX_DIR: dir }, logger, { clock: new ManualClock() });
+      const outbox = createMailer({ ALERT_EMAIL_FROM: 'feedmirror@localhost', OUTBOX_DIR: dir }, logger, {
+        clock: new ManualClock(),
+      });
       const clock = new ManualClock(Date.UTC(2026, 11, 1, 9, 0));
       const acct = await connectAccount(clock, 3 * DAY + HOUR);
       const r = await runExpirySweep(deps(clock, outbox));
-      expect(r.sent.filter((s) => s.accountId === acct.id)).toEqual([{ accountId: acct.id, kind: 'expiry', thresholdDays: 7 }]);
+      expect(r.sent.filter((s) => s.accountId === acct.id)).toEqual([
+        { accountId: acct.id, kind: 'expiry', thresholdDays: 7 },
+      ]);
       const files = (await readdir(dir)).filter((f) => f.endsWith('.eml'));
       expect(files.length).toBeGreaterThanOrEqual(1);
       const emls = await Promise.all(files.map((f) => readFile(join(dir, f), 'utf8')));
@@ -223,7 +289,11 @@ describe('mailer', () => {
     const secret = `IGAA${randomBytes(20).toString('hex')}`;
     registerSecret(secret);
     tokens.push(secret);
-    await mailer.send({ subject: `leak ${secret}`, text: `see https://graph.instagram.com/me?access_token=${secret}`, html: `<p>${secret}</p>` });
+    await mailer.send({
+      subject: `leak ${secret}`,
+      text: `see https://graph.instagram.com/me?access_token=${secret}`,
+      html: `<p>${secret}</p>`,
+    });
     const m = smtp.messages.at(-1)!;
     expect(m.subject).toBe('leak [redacted]');
     expect(m.text).toContain('https://graph.instagram.com/me?…');
@@ -231,7 +301,9 @@ describe('mailer', () => {
   });
 
   it('refuses SMTP_URL without ALERT_EMAIL_TO, clearly', () => {
-    expect(() => createMailer({ SMTP_URL: smtp.url, ALERT_EMAIL_FROM: 'a@b.c', OUTBOX_DIR: '.' }, logger)).toThrow(/SMTP_URL is set but ALERT_EMAIL_TO is not/);
+    expect(() => createMailer({ SMTP_URL: smtp.url, ALERT_EMAIL_FROM: 'a@b.c', OUTBOX_DIR: '.' }, logger)).toThrow(
+      /SMTP_URL is set but ALERT_EMAIL_TO is not/,
+    );
   });
 });
 
@@ -240,7 +312,9 @@ describe('R-TOK-11: secrets never leave', () => {
   it('no token and no encryption key in any captured email or log line', () => {
     expect(smtp.messages.length).toBeGreaterThan(10);
     expect(logLines.length).toBeGreaterThan(10);
-    const everything = [...logLines, ...smtp.messages.map((m) => `${m.raw}\n${m.text}\n${m.html}\n${m.subject}`)].join('\n');
+    const everything = [...logLines, ...smtp.messages.map((m) => `${m.raw}\n${m.text}\n${m.html}\n${m.subject}`)].join(
+      '\n',
+    );
     for (const t of tokens) expect(everything).not.toContain(t);
     expect(everything).not.toContain(ENCRYPTION_KEY);
     expect(everything).not.toContain(Buffer.from(ENCRYPTION_KEY, 'base64').toString('hex'));

@@ -44,7 +44,13 @@ describe('AccountCallPacer on Redis', () => {
 
   it('keeps nothing for an account after its hour: the log expires', async () => {
     const clock = new ManualClock(Date.UTC(2026, 0, 1, 12));
-    const pacer = new AccountCallPacer({ callsPerHour: 5, prefix: redis.prefix, redis: connect, windowMs: 10 * MINUTE, clock });
+    const pacer = new AccountCallPacer({
+      callsPerHour: 5,
+      prefix: redis.prefix,
+      redis: connect,
+      windowMs: 10 * MINUTE,
+      clock,
+    });
     expect(await pacer.take('acc3')).toBe(0);
     const ttl = await connect().pttl(`${redis.prefix}:platform-pace:acc3`);
     expect(ttl).toBeGreaterThan(9 * MINUTE);

@@ -69,7 +69,9 @@ describe('feedmirror accounts and operator errors (R-TOK-11, R-TOK-13)', () => {
 
     const list = memoryIO({ env });
     expect(await main(['accounts', 'list', '--json'], list)).toBe(0);
-    expect(JSON.parse(list.out())).toEqual([expect.objectContaining({ id: acc.id, username: 'cafe.luna', status: 'active', daysLeft: 59 })]);
+    expect(JSON.parse(list.out())).toEqual([
+      expect.objectContaining({ id: acc.id, username: 'cafe.luna', status: 'active', daysLeft: 59 }),
+    ]);
   });
 
   it('refuses an empty stdin, and a personal account with what to change (R-TOK-13)', async () => {
@@ -139,7 +141,10 @@ describe('feedmirror accounts and operator errors (R-TOK-11, R-TOK-13)', () => {
   });
 
   it('accounts add caps standard input at 8 KB with a clear error, touching nothing', async () => {
-    const io = memoryIO({ env: { ...env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }, stdin: 'x'.repeat(9 * 1024) });
+    const io = memoryIO({
+      env: { ...env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' },
+      stdin: 'x'.repeat(9 * 1024),
+    });
     expect(await main(['accounts', 'add'], io)).toBe(2);
     expect(io.err()).toMatch(/standard input is larger than 8192 bytes \(8 KB\): give the token alone/);
     expect(io.out()).toBe('');
@@ -155,7 +160,9 @@ describe('feedmirror accounts and operator errors (R-TOK-11, R-TOK-13)', () => {
       const proxied = { ...env, REDIS_URL: `redis://127.0.0.1:${proxy.port}` };
       const io = memoryIO({ env: proxied, stdin: sim.issueShortLivedToken(acc.id) });
       expect(await main(['accounts', 'add'], io)).toBe(1);
-      expect(io.err()).toMatch(/could not create the jobs of @half\.way \(cannot reach Redis at 127\.0\.0\.1:\d+ \(timed out\).*nothing was stored\. Run `feedmirror accounts add` again/);
+      expect(io.err()).toMatch(
+        /could not create the jobs of @half\.way \(cannot reach Redis at 127\.0\.0\.1:\d+ \(timed out\).*nothing was stored\. Run `feedmirror accounts add` again/,
+      );
       expect(io.out()).toBe('');
       const list = memoryIO({ env });
       await main(['accounts', 'list', '--json'], list);

@@ -35,7 +35,15 @@ describe('--json output stays parseable at LOG_LEVEL=debug', () => {
     const clockFile = join(mkdtempSync(join(tmpdir(), 'fm-clijson-clock-')), 'now');
     FileClock.write(clockFile, sim.clock.now());
     storageDir = mkdtempSync(join(tmpdir(), 'fm-clijson-'));
-    env = workerEnv({ sim, databaseUrl: database.url, redis, key, clockFile, storageDir, extra: { LOG_LEVEL: 'debug', MEDIA_VARIANT_WIDTHS: '160' } });
+    env = workerEnv({
+      sim,
+      databaseUrl: database.url,
+      redis,
+      key,
+      clockFile,
+      storageDir,
+      extra: { LOG_LEVEL: 'debug', MEDIA_VARIANT_WIDTHS: '160' },
+    });
   });
 
   afterAll(async () => {
@@ -80,9 +88,15 @@ describe('--json output stays parseable at LOG_LEVEL=debug', () => {
     // Private addresses are refused by default (exit 2, one clear line).
     const refused = await runFeedmirror(['webhooks', 'add', 'http://127.0.0.1:9/hook'], env, { stdin: '' });
     expect(refused.code).toBe(2);
-    expect(refused.stderr.trim().split('\n').at(-1)).toMatch(/private or local address; set WEBHOOK_ALLOW_PRIVATE=true/);
+    expect(refused.stderr.trim().split('\n').at(-1)).toMatch(
+      /private or local address; set WEBHOOK_ALLOW_PRIVATE=true/,
+    );
     const allowed = { ...env, WEBHOOK_ALLOW_PRIVATE: 'true' };
-    const addRun = await runFeedmirror(['webhooks', 'add', 'http://127.0.0.1:9/hook', '--events', 'feed.updated,account.removed', '--json'], allowed, { stdin: '' });
+    const addRun = await runFeedmirror(
+      ['webhooks', 'add', 'http://127.0.0.1:9/hook', '--events', 'feed.updated,account.removed', '--json'],
+      allowed,
+      { stdin: '' },
+    );
     expect(addRun.code, addRun.stderr).toBe(0);
     const added = JSON.parse(addRun.stdout) as { id: string; secret: string; events: string[] };
     expect(added.id).toMatch(/^wh_[a-z0-9]+$/);
@@ -94,7 +108,13 @@ describe('--json output stays parseable at LOG_LEVEL=debug', () => {
     const rotated = await json(['webhooks', 'rotate', added.id, '--json']);
     expect(rotated.secret).not.toBe(added.secret);
     expect(await json(['webhooks', 'deliveries', added.id, '--json'])).toEqual([]);
-    expect((await runFeedmirror(['webhooks', 'add', 'https://example.com/x', '--events', 'feed.deleted'], env, { stdin: '' })).code).toBe(2);
+    expect(
+      (
+        await runFeedmirror(['webhooks', 'add', 'https://example.com/x', '--events', 'feed.deleted'], env, {
+          stdin: '',
+        })
+      ).code,
+    ).toBe(2);
     expect((await runFeedmirror(['webhooks', 'remove', 'nope'], env, { stdin: '' })).code).toBe(2);
     // keys rotate re-seals webhook secrets too (none sealed with an older key here).
     expect((await json(['keys', 'rotate', '--json'])).webhookSecrets).toBe(0);

@@ -61,9 +61,22 @@ describe('feedmirror sync --wait / feeds get', () => {
     const token = sim.issueLongLivedToken(acc.id);
     registerSecretForAudit(token);
     await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
-    await saveToken(db, TokenCipher.fromEnv(key), { accountId: acc.id, accessToken: token, obtainedAt: sim.clock.now(), expiresAt: new Date(T0 + 60 * DAY) }, 'imported');
+    await saveToken(
+      db,
+      TokenCipher.fromEnv(key),
+      { accountId: acc.id, accessToken: token, obtainedAt: sim.clock.now(), expiresAt: new Date(T0 + 60 * DAY) },
+      'imported',
+    );
     storageDir = mkdtempSync(join(tmpdir(), 'fm-cli-storage-'));
-    env = workerEnv({ sim, databaseUrl: database.url, redis: redisForTest('clisync'), key, clockFile: join(clockDir, 'now'), storageDir, extra: { LOG_LEVEL: 'warn', MEDIA_VARIANT_WIDTHS: '160', PAGE_SIZE: '8' } });
+    env = workerEnv({
+      sim,
+      databaseUrl: database.url,
+      redis: redisForTest('clisync'),
+      key,
+      clockFile: join(clockDir, 'now'),
+      storageDir,
+      extra: { LOG_LEVEL: 'warn', MEDIA_VARIANT_WIDTHS: '160', PAGE_SIZE: '8' },
+    });
   }, 60_000);
 
   afterAll(async () => {
@@ -78,7 +91,9 @@ describe('feedmirror sync --wait / feeds get', () => {
     expect(await main(['sync', accountId, '--wait'], io)).toBe(0);
     const lines = io.out().trim().split('\n');
     const progress = lines.filter((l) => l.startsWith('pages read '));
-    const parsed = progress.map((l) => /^pages read (\d+), posts (\d+), images copied (\d+)\/(\d+)$/.exec(l)).map((m) => m && m.slice(1).map(Number));
+    const parsed = progress
+      .map((l) => /^pages read (\d+), posts (\d+), images copied (\d+)\/(\d+)$/.exec(l))
+      .map((m) => m && m.slice(1).map(Number));
     expect(parsed.every((m) => m !== null)).toBe(true);
     // Pages counted up one by one while reading, images one by one while copying.
     const pages = parsed.map((m) => m![0]!);
@@ -91,7 +106,11 @@ describe('feedmirror sync --wait / feeds get', () => {
     expect(last[1]).toBe((await listPosts(db, accountId)).length); // every post read and stored (dropped ones aside)
     expect(Math.max(...parsed.map((m) => m![1]!))).toBe(30); // while reading: every listed item counted
     const summary = lines.find((l) => l.startsWith('summary: '));
-    expect(summary).toMatch(new RegExp(`^summary: complete listing, ${Math.max(...pages)} pages, \\d+ API calls; \\d+ posts .*images copied ${copies.length}, reused 0, .*failed 0; feed written; widget script published$`));
+    expect(summary).toMatch(
+      new RegExp(
+        `^summary: complete listing, ${Math.max(...pages)} pages, \\d+ API calls; \\d+ posts .*images copied ${copies.length}, reused 0, .*failed 0; feed written; widget script published$`,
+      ),
+    );
     expect(io.err()).toBe('');
     // The widget script is published with the first feed, without any worker.
     const { existsSync } = await import('node:fs');

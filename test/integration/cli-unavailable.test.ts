@@ -113,7 +113,11 @@ describe('a service unreachable: one clear line, exit non-zero within 10 s', () 
   it('PostgreSQL down: accounts list, migrate, check-expiry, accounts add, worker and serve name PostgreSQL and its address, never the password', async () => {
     const down = { ...env, DATABASE_URL: `postgres://feedmirror:${PASSWORD}@127.0.0.1:${port}/feedmirror` };
     const cmds = [['accounts', 'list'], ['migrate'], ['check-expiry'], ['accounts', 'add'], ['worker'], ['serve']];
-    const runs = await oneByOne(cmds.map((c) => () => runFeedmirror(c, c[0] === 'serve' ? { ...down, PORT: '0' } : down, { stdin: 'IGQVJtoken' })));
+    const runs = await oneByOne(
+      cmds.map(
+        (c) => () => runFeedmirror(c, c[0] === 'serve' ? { ...down, PORT: '0' } : down, { stdin: 'IGQVJtoken' }),
+      ),
+    );
     runs.forEach((r, i) => {
       expectFailFast(r, new RegExp(`cannot reach PostgreSQL at 127\\.0\\.0\\.1:${port}`), cmds[i]!.join(' '));
       expect(r.code).toBe(3);
@@ -121,11 +125,22 @@ describe('a service unreachable: one clear line, exit non-zero within 10 s', () 
   }, 120_000);
 
   it('storage down (S3 endpoint refusing): feeds get, sync --wait and worker name the bucket and endpoint', async () => {
-    const down = { ...env, STORAGE_URL: 's3://feedmirror-test/x', S3_ENDPOINT: `http://127.0.0.1:${port}`, S3_FORCE_PATH_STYLE: 'true', AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: PASSWORD };
+    const down = {
+      ...env,
+      STORAGE_URL: 's3://feedmirror-test/x',
+      S3_ENDPOINT: `http://127.0.0.1:${port}`,
+      S3_FORCE_PATH_STYLE: 'true',
+      AWS_ACCESS_KEY_ID: 'S3RVER',
+      AWS_SECRET_ACCESS_KEY: PASSWORD,
+    };
     const cmds = [['feeds', 'get', '17841400000000001'], ['sync', '17841400000000001', '--wait'], ['worker']];
     const runs = await oneByOne(cmds.map((c) => () => runFeedmirror(c, down)));
     runs.forEach((r, i) => {
-      expectFailFast(r, new RegExp(`S3 bucket s3://feedmirror-test/x/ at http://127\\.0\\.0\\.1:${port} is not reachable`), cmds[i]!.join(' '));
+      expectFailFast(
+        r,
+        new RegExp(`S3 bucket s3://feedmirror-test/x/ at http://127\\.0\\.0\\.1:${port} is not reachable`),
+        cmds[i]!.join(' '),
+      );
       expect(r.code).toBe(3);
     });
   }, 120_000);
@@ -138,7 +153,12 @@ describe('a service unreachable: one clear line, exit non-zero within 10 s', () 
   }, 60_000);
 
   it('a worker whose configuration is incomplete says so in one line and exits 1, touching nothing', async () => {
-    const r = await runFeedmirror(['worker'], { ...env, SMTP_URL: `smtp://ops:${PASSWORD}@127.0.0.1:${port}`, ALERT_EMAIL_TO: '', REDIS_URL: `redis://127.0.0.1:${port}` });
+    const r = await runFeedmirror(['worker'], {
+      ...env,
+      SMTP_URL: `smtp://ops:${PASSWORD}@127.0.0.1:${port}`,
+      ALERT_EMAIL_TO: '',
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+    });
     expectFailFast(r, /feedmirror worker: cannot start: ALERT_EMAIL_TO: required when SMTP_URL is set/, 'worker');
     expect(r.code).toBe(1);
   });

@@ -59,7 +59,12 @@ describe('feedmirror serve start-up checks', () => {
   }, 30_000);
 
   it('with credentials set it gets past the dashboard check (and then needs Redis and Postgres)', async () => {
-    const { code, stderr } = await runServe({ HOST: '0.0.0.0', DASHBOARD_USER: 'operator', DASHBOARD_PASSWORD: 'long-enough-password', TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64') });
+    const { code, stderr } = await runServe({
+      HOST: '0.0.0.0',
+      DASHBOARD_USER: 'operator',
+      DASHBOARD_PASSWORD: 'long-enough-password',
+      TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+    });
     expect(code).toBe(3); // EXIT.unavailable: a service is down
     // Redis is checked first, then PostgreSQL: both are closed here.
     expect(stderr).toMatch(/cannot reach (Redis|PostgreSQL)/);

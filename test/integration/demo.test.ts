@@ -28,7 +28,12 @@ describe('the demo (npm run demo)', () => {
     // The demo's database and keys are named after its folder (a fresh one per run here): drop them.
     const envFile = join(cwd, 'data', 'demo', 'demo.env');
     if (!existsSync(envFile)) return;
-    const vars = Object.fromEntries(readFileSync(envFile, 'utf8').split('\n').filter((l) => /^[A-Z_]+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    const vars = Object.fromEntries(
+      readFileSync(envFile, 'utf8')
+        .split('\n')
+        .filter((l) => /^[A-Z_]+=/.test(l))
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
     const admin = new URL(vars.DATABASE_URL!);
     const name = admin.pathname.slice(1);
     admin.pathname = '/postgres';
@@ -37,13 +42,22 @@ describe('the demo (npm run demo)', () => {
     await c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
     await c.end();
     const redis = new Redis(inject('redisUrl'));
-    for await (const keys of redis.scanStream({ match: `${vars.REDIS_PREFIX}:*`, count: 500 })) if ((keys as string[]).length) await redis.del(...(keys as string[]));
+    for await (const keys of redis.scanStream({ match: `${vars.REDIS_PREFIX}:*`, count: 500 }))
+      if ((keys as string[]).length) await redis.del(...(keys as string[]));
     redis.disconnect();
   });
 
   it('prints a dashboard, its login, the feed path and the widget preview, and each of them opens', async () => {
-    demo = spawnFeedmirror(['demo-run', '--port', '0', '--posts', '12'], { DATABASE_URL: inject('databaseUrl'), REDIS_URL: inject('redisUrl'), LOG_LEVEL: 'warn' }, { cwd });
-    await until(() => demo.output().includes('press Ctrl-C to stop') || demo.child.exitCode !== null, 'the demo to publish its feed', 120_000);
+    demo = spawnFeedmirror(
+      ['demo-run', '--port', '0', '--posts', '12'],
+      { DATABASE_URL: inject('databaseUrl'), REDIS_URL: inject('redisUrl'), LOG_LEVEL: 'warn' },
+      { cwd },
+    );
+    await until(
+      () => demo.output().includes('press Ctrl-C to stop') || demo.child.exitCode !== null,
+      'the demo to publish its feed',
+      120_000,
+    );
     const out = demo.output();
     expect(demo.child.exitCode, out).toBeNull();
     const field = (label: string) => new RegExp(`^${label}:\\s+(\\S+)`, 'm').exec(out)?.[1];
@@ -80,17 +94,28 @@ describe('the demo (npm run demo)', () => {
     expect([200, 302, 303]).toContain(preview.status); // behind the dashboard login
 
     // Issue 12: the widget preview in headless Chromium picks fitting sizes and paints placeholders.
-    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'] });
+    const browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
+    });
     try {
-      for (const [width, dpr] of [[360, 2], [1280, 1]] as const) {
+      for (const [width, dpr] of [
+        [360, 2],
+        [1280, 1],
+      ] as const) {
         const report = await measureDensity(browser, field('widget preview')!, { width, height: 3200, dpr });
         expect(report.ratios.length).toBeGreaterThanOrEqual(6);
-        expect(report.median, `${width}px DPR ${dpr}: ${report.ratios.map((r) => r.toFixed(2)).join(' ')}`).toBeLessThanOrEqual(1.6);
+        expect(
+          report.median,
+          `${width}px DPR ${dpr}: ${report.ratios.map((r) => r.toFixed(2)).join(' ')}`,
+        ).toBeLessThanOrEqual(1.6);
         for (const p of report.placeholders) {
           expect(p.complete).toBe(false);
           expect(p.painted).toBe(cssRgb(p.expected!));
         }
-        console.log(`demo widget preview at ${width}px DPR ${dpr}: median ${report.median.toFixed(2)}x over ${report.ratios.length} images`);
+        console.log(
+          `demo widget preview at ${width}px DPR ${dpr}: median ${report.median.toFixed(2)}x over ${report.ratios.length} images`,
+        );
       }
     } finally {
       await browser.close();
@@ -112,9 +137,19 @@ describe('the demo (npm run demo)', () => {
     const envFile = field('demo settings')!;
     expect(envFile).toBe(join(cwd, 'data', 'demo', 'demo.env'));
     expect(out).toMatch(/^try the CLI: +set -a; \. data\/demo\/demo\.env; set \+a; npx feedmirror accounts list$/m);
-    const sh = spawnSync('bash', ['--norc', '--noprofile', '-c', 'set -a; . data/demo/demo.env; set +a; env -0'], { cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const sh = spawnSync('bash', ['--norc', '--noprofile', '-c', 'set -a; . data/demo/demo.env; set +a; env -0'], {
+      cwd,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     expect(sh.stderr).toBe('');
-    const demoEnv = Object.fromEntries(sh.stdout.split('\0').filter((e) => e.includes('=')).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+    const demoEnv = Object.fromEntries(
+      sh.stdout
+        .split('\0')
+        .filter((e) => e.includes('='))
+        .map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
+    );
     registerSecretForAudit(demoEnv.TOKEN_ENCRYPTION_KEY!);
     // (Not the dashboard password: the demo prints it on purpose, next to the dashboard's address.)
     // Its own database and key prefix: never the tests' nor another checkout's.
@@ -134,17 +169,32 @@ describe('the demo (npm run demo)', () => {
     {
       const base = dashboard!.replace(/\/dashboard$/, '');
       const jar = new Map<string, string>();
-      const keep = (r: Response) => r.headers.getSetCookie().forEach((c) => { const [kv] = c.split(';'); const i = kv!.indexOf('='); jar.set(kv!.slice(0, i), kv!.slice(i + 1)); });
+      const keep = (r: Response) =>
+        r.headers.getSetCookie().forEach((c) => {
+          const [kv] = c.split(';');
+          const i = kv!.indexOf('=');
+          jar.set(kv!.slice(0, i), kv!.slice(i + 1));
+        });
       const cookie = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
       const form = await fetch(`${base}/dashboard/login`);
       keep(form);
       const loginCsrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
-      const logged = await fetch(`${base}/dashboard/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookie(), origin: base }, body: new URLSearchParams({ user: 'demo', password: password!, _csrf: loginCsrf, next: '/dashboard' }) });
+      const logged = await fetch(`${base}/dashboard/login`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookie(), origin: base },
+        body: new URLSearchParams({ user: 'demo', password: password!, _csrf: loginCsrf, next: '/dashboard' }),
+      });
       keep(logged);
       const page = await fetch(`${base}/dashboard`, { headers: { cookie: cookie() } });
       keep(page);
       const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1]!;
-      const action = await fetch(`${base}/dashboard/accounts/${accounts[0]!.id}/refresh`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookie(), origin: base }, body: new URLSearchParams({ _csrf: csrf }) });
+      const action = await fetch(`${base}/dashboard/accounts/${accounts[0]!.id}/refresh`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookie(), origin: base },
+        body: new URLSearchParams({ _csrf: csrf }),
+      });
       expect(action.status).toBe(303);
       keep(action);
       const after = await (await fetch(`${base}/dashboard`, { headers: { cookie: cookie() } })).text();
@@ -154,7 +204,9 @@ describe('the demo (npm run demo)', () => {
       const boardHtml = await board.text();
       expect(boardHtml).toMatch(/<div id="root">|static\//);
       expect(boardHtml).not.toMatch(/https?:\/\/(?!127\.0\.0\.1)[a-z]/i);
-      expect(after).toMatch(/class="flash error" role="status">@demo\.bakery: not refreshed: the platform refreshes tokens only once they are 24 hours old; possible from \d{4}-/);
+      expect(after).toMatch(
+        /class="flash error" role="status">@demo\.bakery: not refreshed: the platform refreshes tokens only once they are 24 hours old; possible from \d{4}-/,
+      );
     }
 
     // A second connect goes through the platform's consent page (only the demo's own was automatic).

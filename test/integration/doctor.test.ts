@@ -94,18 +94,37 @@ describe('feedmirror doctor', () => {
   it('a missing database fails with what to do; --create creates it; then pending migrations warn until `migrate`; then every check passes', async () => {
     const first = await doctor([]);
     expect(first.code).toBe(1);
-    expect(first.by('database exists')).toMatchObject({ status: 'fail', fix: expect.stringMatching(/feedmirror doctor --create/) });
+    expect(first.by('database exists')).toMatchObject({
+      status: 'fail',
+      fix: expect.stringMatching(/feedmirror doctor --create/),
+    });
 
     const created = await doctor(['--create']);
     expect(created.by('database exists')).toMatchObject({ status: 'ok', detail: `created "${dbName}"` });
-    expect(created.by('migrations current')).toMatchObject({ status: 'warn', fix: expect.stringMatching(/feedmirror migrate/) });
+    expect(created.by('migrations current')).toMatchObject({
+      status: 'warn',
+      fix: expect.stringMatching(/feedmirror migrate/),
+    });
     expect(created.code).toBe(0); // warnings only
 
     expect(await main(['migrate'], memoryIO({ env }))).toBe(0);
     const r = await doctor([]);
     expect(r.code).toBe(0);
     expect(r.ok).toBe(true);
-    for (const name of ['configuration', 'PostgreSQL reachable', 'database exists', 'migrations current', 'Redis reachable', 'storage reachable', 'storage write, read, delete', 'MEDIA_PUBLIC_URL serves the copies', 'feeds readable cross-origin', 'SMTP', 'platform host answers', 'app credentials']) {
+    for (const name of [
+      'configuration',
+      'PostgreSQL reachable',
+      'database exists',
+      'migrations current',
+      'Redis reachable',
+      'storage reachable',
+      'storage write, read, delete',
+      'MEDIA_PUBLIC_URL serves the copies',
+      'feeds readable cross-origin',
+      'SMTP',
+      'platform host answers',
+      'app credentials',
+    ]) {
       expect(r.by(name), name).toMatchObject({ status: 'ok' });
     }
     // Redis's own settings, as this Redis has them: BullMQ's production guide.
@@ -118,7 +137,9 @@ describe('feedmirror doctor', () => {
     expect(r.by('Redis persistence')!.status).toBe(aof || Boolean(save?.trim()) ? 'ok' : 'warn');
     // The probe object was deleted again.
     const { readdir } = await import('node:fs/promises');
-    expect((await readdir(join(storageDir, 'feeds')).catch(() => [])).filter((f) => f.startsWith('doctor-probe'))).toEqual([]);
+    expect(
+      (await readdir(join(storageDir, 'feeds')).catch(() => [])).filter((f) => f.startsWith('doctor-probe')),
+    ).toEqual([]);
   }, 60_000);
 
   it('plain output: one line per check, then a verdict; nothing secret', async () => {
@@ -126,7 +147,7 @@ describe('feedmirror doctor', () => {
     expect(await main(['doctor'], io)).toBe(0);
     const lines = io.out().trimEnd().split('\n');
     expect(lines.length).toBeGreaterThanOrEqual(14);
-    for (const l of lines.slice(0, -1)) expect(l).toMatch(/^(ok  |warn|FAIL|skip) {2}[^:]+: /);
+    for (const l of lines.slice(0, -1)) expect(l).toMatch(/^(ok {2}|warn|FAIL|skip) {2}[^:]+: /);
     expect(lines.at(-1)).toMatch(/^ready/);
     expect(io.out()).not.toContain(env.TOKEN_ENCRYPTION_KEY!);
     expect(io.out()).not.toContain(env.APP_SECRET!);
@@ -143,7 +164,10 @@ describe('feedmirror doctor', () => {
       APP_SECRET: '',
     });
     expect(r.code).toBe(1);
-    expect(r.by('Redis reachable')).toMatchObject({ status: 'fail', detail: expect.stringMatching(new RegExp(`127\\.0\\.0\\.1:${port}`)) });
+    expect(r.by('Redis reachable')).toMatchObject({
+      status: 'fail',
+      detail: expect.stringMatching(new RegExp(`127\\.0\\.0\\.1:${port}`)),
+    });
     expect(r.by('MEDIA_PUBLIC_URL serves the copies')).toMatchObject({ status: 'warn' }); // a folder: serve may just not run yet
     expect(r.by('SMTP')).toMatchObject({ status: 'fail', detail: expect.stringMatching(/ECONNREFUSED/) });
     expect(r.by('platform host answers')).toMatchObject({ status: 'fail' });
@@ -160,8 +184,21 @@ describe('feedmirror doctor', () => {
     const w = spawnFeedmirror(['worker'], { ...env, LOG_LEVEL: 'info', REDIS_PREFIX: `${redis.prefix}:w` });
     try {
       await until(() => /"check":"app credentials"/.test(w.output()), 'the last start-up check in the log', 30_000);
-      const checks = w.output().split('\n').filter((l) => l.includes('"check":')).map((l) => JSON.parse(l) as { check: string; status: string; msg: string });
-      expect(checks.map((c) => c.check)).toEqual(expect.arrayContaining(['configuration', 'PostgreSQL reachable', 'Redis reachable', 'storage write, read, delete', 'SMTP', 'platform host answers']));
+      const checks = w
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('"check":'))
+        .map((l) => JSON.parse(l) as { check: string; status: string; msg: string });
+      expect(checks.map((c) => c.check)).toEqual(
+        expect.arrayContaining([
+          'configuration',
+          'PostgreSQL reachable',
+          'Redis reachable',
+          'storage write, read, delete',
+          'SMTP',
+          'platform host answers',
+        ]),
+      );
       expect(checks.find((c) => c.check === 'Redis reachable')!.msg).toMatch(/^ok {4}Redis reachable: /);
     } finally {
       w.child.kill('SIGTERM');

@@ -21,7 +21,6 @@ import { S3RVER_CREDENTIALS, startS3, type TestS3 } from '../support/s3.ts';
  */
 let s3: TestS3;
 let tmp = '';
-const storages: Array<[string, () => ObjectStorage]> = [];
 let s3storage: ObjectStorage;
 let local: ObjectStorage;
 
@@ -29,11 +28,14 @@ beforeAll(async () => {
   s3 = await startS3('feed-conditional');
   tmp = await mkdtemp(path.join(os.tmpdir(), 'feedmirror-conditional-'));
   local = new LocalStorage(tmp);
-  s3storage = createStorage(loadConfig({ STORAGE_URL: `s3://${s3.bucket}/fm`, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: 'true' }), { credentials: S3RVER_CREDENTIALS, maxAttempts: 1 });
+  s3storage = createStorage(
+    loadConfig({ STORAGE_URL: `s3://${s3.bucket}/fm`, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: 'true' }),
+    { credentials: S3RVER_CREDENTIALS, maxAttempts: 1 },
+  );
 });
 
 afterAll(async () => {
-  await (s3storage as S3Storage | undefined)?.close();
+  (s3storage as S3Storage | undefined)?.close();
   await s3?.close();
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
@@ -59,7 +61,10 @@ describe.each([
   it('ETag and Last-Modified come from the stored object; a matching If-None-Match or If-Modified-Since gets 304, a changed feed 200 with new validators', async () => {
     const storage = storageOf();
     const id = '17841400000000077';
-    await storage.put(feedKey(id), feedBody(1), { contentType: FEED_CONTENT_TYPE, cacheControl: 'public, max-age=300' });
+    await storage.put(feedKey(id), feedBody(1), {
+      contentType: FEED_CONTENT_TYPE,
+      cacheControl: 'public, max-age=300',
+    });
     const stored = await storage.get(feedKey(id));
     // The object in storage carries the validators (S3's own for a bucket).
     expect(stored?.etag).toMatch(/^"[0-9a-f]{32}"$/);
@@ -86,12 +91,17 @@ describe.each([
       expect((await fetch(url, { headers: { 'if-none-match': `"nope", W/${etag}` } })).status).toBe(304);
       expect((await fetch(url, { headers: { 'if-modified-since': lastModified! } })).status).toBe(304);
       // If-None-Match wins over If-Modified-Since when both are sent.
-      expect((await fetch(url, { headers: { 'if-none-match': '"other"', 'if-modified-since': lastModified! } })).status).toBe(200);
+      expect(
+        (await fetch(url, { headers: { 'if-none-match': '"other"', 'if-modified-since': lastModified! } })).status,
+      ).toBe(200);
       const before = new Date(new Date(lastModified!).getTime() - 1000).toUTCString();
       expect((await fetch(url, { headers: { 'if-modified-since': before } })).status).toBe(200);
 
       // The feed changes: the old ETag no longer matches.
-      await storage.put(feedKey(id), feedBody(2), { contentType: FEED_CONTENT_TYPE, cacheControl: 'public, max-age=300' });
+      await storage.put(feedKey(id), feedBody(2), {
+        contentType: FEED_CONTENT_TYPE,
+        cacheControl: 'public, max-age=300',
+      });
       const changed = await fetch(url, { headers: { 'if-none-match': etag! } });
       expect(changed.status).toBe(200);
       expect(changed.headers.get('etag')).not.toBe(etag);

@@ -67,7 +67,12 @@ describe('a feed worker killed mid-copy', () => {
     const token = sim.issueLongLivedToken(acc.id);
     registerSecretForAudit(token);
     await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
-    await saveToken(db, cipher, { accountId: acc.id, accessToken: token, obtainedAt: sim.clock.now(), expiresAt: new Date(T0 + 60 * DAY) }, 'imported');
+    await saveToken(
+      db,
+      cipher,
+      { accountId: acc.id, accessToken: token, obtainedAt: sim.clock.now(), expiresAt: new Date(T0 + 60 * DAY) },
+      'imported',
+    );
     storageDir = mkdtempSync(join(tmpdir(), 'fm-crash-storage-'));
     env = workerEnv({
       sim,
@@ -78,7 +83,13 @@ describe('a feed worker killed mid-copy', () => {
       storageDir,
       // Two copies at a time: one lane is held, the other keeps copying. The held download must
       // outlive the kill, so its timeout is long.
-      extra: { WORKER_CONCURRENCY: '2', MIRROR_CONCURRENCY: '2', MEDIA_TIMEOUT_MS: '120000', MEDIA_VARIANT_WIDTHS: '160', LOG_LEVEL: 'info' },
+      extra: {
+        WORKER_CONCURRENCY: '2',
+        MIRROR_CONCURRENCY: '2',
+        MEDIA_TIMEOUT_MS: '120000',
+        MEDIA_VARIANT_WIDTHS: '160',
+        LOG_LEVEL: 'info',
+      },
     });
     syncQueue = createQueue(QUEUE.feedSync, redis);
     mirrorQueue = createQueue(QUEUE.mirrorMedia, redis);
@@ -128,7 +139,8 @@ describe('a feed worker killed mid-copy', () => {
     // The dead worker's job is still "active" in Redis: its lock has not expired.
     expect(await mirrorQueue.getActiveCount()).toBeGreaterThanOrEqual(1);
     const feedFile = join(storageDir, 'feeds', `${accountId}.json`);
-    const readFeed = async () => JSON.parse(await readFile(feedFile, 'utf8').catch(() => 'null')) as { demo?: boolean; posts?: unknown[] } | null;
+    const readFeed = async () =>
+      JSON.parse(await readFile(feedFile, 'utf8').catch(() => 'null')) as { demo?: boolean; posts?: unknown[] } | null;
     expect((await readFeed())?.demo ?? true).toBe(true); // nothing but the demo feed published yet
 
     // Worker 2 and the next sync.
@@ -137,16 +149,21 @@ describe('a feed worker killed mid-copy', () => {
     await until(() => second.output().includes('worker started'), 'the second worker to start', 30_000);
     await syncQueue.add(QUEUE.feedSync, { accountId });
     const stored = await listPosts(db, accountId);
-    await until(async () => {
-      const f = await readFeed();
-      return f?.demo === false && f.posts?.length === stored.length;
-    }, 'the feed with every post published', 60_000);
+    await until(
+      async () => {
+        const f = await readFeed();
+        return f?.demo === false && f.posts?.length === stored.length;
+      },
+      'the feed with every post published',
+      60_000,
+    );
 
     // The feed validates and points only at copies (video files aside).
     const v = validateFeed(await readFeed());
     expect(v.ok).toBe(true);
     if (!v.ok) return;
-    for (const p of v.feed.posts) if (p.thumbnailUrl) expect(p.thumbnailUrl).toMatch(/^http:\/\/media\.example\.test\/media\//);
+    for (const p of v.feed.posts)
+      if (p.thumbnailUrl) expect(p.thumbnailUrl).toMatch(/^http:\/\/media\.example\.test\/media\//);
 
     // One copy per slot: exactly one content-addressed original, one manifest, no stray objects.
     const copies = await listMediaCopies(db, accountId);
@@ -154,7 +171,13 @@ describe('a feed worker killed mid-copy', () => {
     const storage = new LocalStorage(storageDir);
     const keys: string[] = [];
     for await (const k of storage.list(mediaPrefix(accountId))) keys.push(k);
-    const referenced = new Set(copies.flatMap((c) => [c.key, ...c.variants.map((x) => x.key), `${mediaPrefix(accountId, c.mediaId)}${c.slot}.json`]));
+    const referenced = new Set(
+      copies.flatMap((c) => [
+        c.key,
+        ...c.variants.map((x) => x.key),
+        `${mediaPrefix(accountId, c.mediaId)}${c.slot}.json`,
+      ]),
+    );
     expect(keys.filter((k) => !referenced.has(k))).toEqual([]); // no orphan or half-done object
     expect(keys.length).toBe(referenced.size);
     const originals = keys.filter((k) => /\/(cover|slide-\d+)-[0-9a-f]{16}\.[a-z]+$/.test(k));

@@ -40,7 +40,8 @@ const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
 let db: pg.Pool;
 /** What publish reported to webhooks (issue 12). */
 const events: WebhookEvent[] = [];
-const feedUpdates = () => events.filter((e): e is Extract<WebhookEvent, { type: 'feed.updated' }> => e.type === 'feed.updated');
+const feedUpdates = () =>
+  events.filter((e): e is Extract<WebhookEvent, { type: 'feed.updated' }> => e.type === 'feed.updated');
 let dropDb: () => Promise<void>;
 let sim: Simulator;
 let s3: TestS3;
@@ -65,7 +66,11 @@ async function readFeed(): Promise<{ feed: Feed; cacheControl?: string; contentT
   const text = await out.Body!.transformToString();
   const v = validateFeed(JSON.parse(text));
   if (!v.ok) throw new Error(`published feed invalid: ${JSON.stringify(v.problems)}`);
-  return { feed: v.feed, ...(out.CacheControl ? { cacheControl: out.CacheControl } : {}), ...(out.ContentType ? { contentType: out.ContentType } : {}) };
+  return {
+    feed: v.feed,
+    ...(out.CacheControl ? { cacheControl: out.CacheControl } : {}),
+    ...(out.ContentType ? { contentType: out.ContentType } : {}),
+  };
 }
 
 async function keysUnder(prefix: string): Promise<string[]> {
@@ -102,9 +107,16 @@ async function checkImages(feed: Feed): Promise<number> {
       const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
       expect(post.aspectRatio).toBeCloseTo(meta.width! / meta.height!, 6); // R-CNV-11: measured
       // Issue 12: the cover lists its sizes (the variants, then the original) and a placeholder.
-      expect(post.thumbnailSizes!.slice(0, -1).every((s) => s.mime === 'image/webp' || s.mime === 'image/avif')).toBe(true);
+      expect(post.thumbnailSizes!.slice(0, -1).every((s) => s.mime === 'image/webp' || s.mime === 'image/avif')).toBe(
+        true,
+      );
       expect(post.thumbnailSizes!.length).toBeGreaterThanOrEqual(2);
-      expect(post.thumbnailSizes!.at(-1)).toEqual({ url: post.thumbnailUrl, width: meta.width, height: meta.height, mime: 'image/jpeg' });
+      expect(post.thumbnailSizes!.at(-1)).toEqual({
+        url: post.thumbnailUrl,
+        width: meta.width,
+        height: meta.height,
+        mime: 'image/jpeg',
+      });
       expect(post.thumbnailPlaceholder?.color).toMatch(/^#[0-9a-f]{6}$/);
     }
     // Every size of every mirrored image loads, in its stated format and size.
@@ -115,7 +127,8 @@ async function checkImages(feed: Feed): Promise<number> {
       const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
       expect([meta.width, meta.height], size.url).toEqual([size.width, size.height]);
     }
-    for (const m of post.media) if (m.mime.startsWith('image/')) expect(m.placeholder?.thumbhash, `${post.id} slide placeholder`).toBeTruthy();
+    for (const m of post.media)
+      if (m.mime.startsWith('image/')) expect(m.placeholder?.thumbhash, `${post.id} slide placeholder`).toBeTruthy();
   }
   // Nothing but video files may point at the platform's image host (raw included).
   const others = JSON.stringify(feed).split(sim.imageHost).length - 1;
@@ -131,7 +144,12 @@ beforeAll(async () => {
   await migrate(db);
   sim = await startSimulator();
   s3 = await startS3('feed-pipeline');
-  s3client = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: S3RVER_CREDENTIALS });
+  s3client = new S3Client({
+    endpoint: s3.endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: S3RVER_CREDENTIALS,
+  });
   const config = loadConfig({
     STORAGE_URL: `s3://${s3.bucket}`,
     S3_ENDPOINT: s3.endpoint,
@@ -139,7 +157,9 @@ beforeAll(async () => {
     MEDIA_ALLOWED_HOSTS: sim.imageHost,
     MEDIA_VARIANT_WIDTHS: '320',
   });
-  const storage = counting(createStorage(config, { credentials: S3RVER_CREDENTIALS, maxAttempts: 1, requestTimeoutMs: 5_000 }));
+  const storage = counting(
+    createStorage(config, { credentials: S3RVER_CREDENTIALS, maxAttempts: 1, requestTimeoutMs: 5_000 }),
+  );
   const platform = new PlatformClient({
     graphUrl: sim.graphUrl,
     apiVersion: 'v25.0',
@@ -149,14 +169,33 @@ beforeAll(async () => {
     maxRetries: 1,
     sleep: async () => undefined,
   });
-  deps = { db, cipher, platform, storage, limits: mirrorLimitsFromConfig(config), clock: sim.clock, logger: silentLogger, events: { emit: async (e) => void events.push(e) } };
+  deps = {
+    db,
+    cipher,
+    platform,
+    storage,
+    limits: mirrorLimitsFromConfig(config),
+    clock: sim.clock,
+    logger: silentLogger,
+    events: { emit: async (e) => void events.push(e) },
+  };
 
   // Connect: a long-lived token from the simulator, stored encrypted.
   const acc = sim.createAccount({ username: 'harbour.shop', posts: 10 });
   accountId = acc.id;
   const token = sim.issueLongLivedToken(acc.id);
   await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
-  await saveToken(db, cipher, { accountId: acc.id, accessToken: token, obtainedAt: sim.clock.now(), expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY) }, 'imported');
+  await saveToken(
+    db,
+    cipher,
+    {
+      accountId: acc.id,
+      accessToken: token,
+      obtainedAt: sim.clock.now(),
+      expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY),
+    },
+    'imported',
+  );
 });
 
 afterAll(async () => {
@@ -211,11 +250,21 @@ describe('feed pipeline, end to end (simulator, Postgres, Redis, S3 API)', () =>
     expect(await checkImages(feed)).toBeGreaterThan(9);
     expect((await getAccount(db, accountId))!.lastSyncError).toBeNull();
     // Issue 12: the first real feed replaces the demo: every post is "added".
-    expect(feedUpdates().at(-1)!.data).toMatchObject({ accountId, feedKey: `feeds/${accountId}.json`, added: feed.posts.map((p) => p.id).sort(), changed: [], removed: [] });
+    expect(feedUpdates().at(-1)!.data).toMatchObject({
+      accountId,
+      feedKey: `feeds/${accountId}.json`,
+      added: feed.posts.map((p) => p.id).sort(),
+      changed: [],
+      removed: [],
+    });
   });
 
   it('an unchanged resync downloads nothing, uploads nothing and does not write the feed', async () => {
-    const before = { cdn: cdnRequests(), puts: puts.length, published: (await getFeedPublication(db, accountId))!.publishedAt };
+    const before = {
+      cdn: cdnRequests(),
+      puts: puts.length,
+      published: (await getFeedPublication(db, accountId))!.publishedAt,
+    };
     sim.clock.advance(60 * 60 * 1000);
     const r = await runSyncNow(deps, accountId);
     expect(r.sync.outcome).toBe('synced');
@@ -228,7 +277,12 @@ describe('feed pipeline, end to end (simulator, Postgres, Redis, S3 API)', () =>
   it('R-LNK-3 / R-MED-8: past every oe the images still load; a new post whose links expired is renewed, then copied', async () => {
     sim.clock.advance(10 * DAY); // every link handed out so far is dead now
     const { feed } = await readFeed();
-    expect(await checkImages({ ...feed, posts: feed.posts.map((p) => ({ ...p, media: p.media.filter((m) => !m.mime.startsWith('video/')) })) })).toBeGreaterThan(0);
+    expect(
+      await checkImages({
+        ...feed,
+        posts: feed.posts.map((p) => ({ ...p, media: p.media.filter((m) => !m.mime.startsWith('video/')) })),
+      }),
+    ).toBeGreaterThan(0);
 
     const mediaId = sim.addPost(accountId, { kind: 'carousel', caption: 'late arrival', slides: ['image', 'image'] });
     const sync = await syncAccount(deps, accountId);
@@ -257,15 +311,24 @@ describe('feed pipeline, end to end (simulator, Postgres, Redis, S3 API)', () =>
     const victim = (await readFeed()).feed.posts.find((p) => p.type === 'image')!.id;
     expect(await keysUnder(mediaPrefix(accountId, victim))).not.toHaveLength(0);
     sim.deletePost(accountId, victim);
-    const feedBefore = await s3client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: `feeds/${accountId}.json` })).then((o) => o.Body!.transformToString());
+    const feedBefore = await s3client
+      .send(new GetObjectCommand({ Bucket: s3.bucket, Key: `feeds/${accountId}.json` }))
+      .then((o) => o.Body!.transformToString());
     const putsBefore = puts.length;
 
-    sim.injectFault({ match: (r) => r.path.endsWith('/media') && 'after' in r.query, kind: 'status', status: 500, times: 10 });
+    sim.injectFault({
+      match: (r) => r.path.endsWith('/media') && 'after' in r.query,
+      kind: 'status',
+      status: 500,
+      times: 10,
+    });
     const failed = await runSyncNow(deps, accountId);
     sim.clearFaults();
     expect(failed.sync.outcome === 'synced' && failed.sync.complete).toBe(false);
     expect(failed.sync.outcome === 'synced' && failed.sync.pruned).toEqual([]);
-    const feedAfterFailure = await s3client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: `feeds/${accountId}.json` })).then((o) => o.Body!.transformToString());
+    const feedAfterFailure = await s3client
+      .send(new GetObjectCommand({ Bucket: s3.bucket, Key: `feeds/${accountId}.json` }))
+      .then((o) => o.Body!.transformToString());
     expect(feedAfterFailure).toBe(feedBefore);
     expect(puts.slice(putsBefore).filter((k) => k.startsWith('feeds/'))).toEqual([]);
     expect(await keysUnder(mediaPrefix(accountId, victim))).not.toHaveLength(0);
@@ -290,12 +353,16 @@ describe('feed pipeline, end to end (simulator, Postgres, Redis, S3 API)', () =>
     const before = await getFeedPublication(db, accountId);
     await s3.stop();
     try {
-      await expect(publishAccountFeed(deps, accountId, { complete: true })).rejects.toBeInstanceOf(StorageUnavailableError);
+      await expect(publishAccountFeed(deps, accountId, { complete: true })).rejects.toBeInstanceOf(
+        StorageUnavailableError,
+      );
     } finally {
       await s3.start();
     }
     expect(await getFeedPublication(db, accountId)).toEqual(before);
-    expect((await readFeed()).feed.posts.find((p) => p.id === target.id)!.text).not.toBe('edited while storage was down');
+    expect((await readFeed()).feed.posts.find((p) => p.id === target.id)!.text).not.toBe(
+      'edited while storage was down',
+    );
     // The retry (what BullMQ's next attempt runs) succeeds.
     expect((await publishAccountFeed(deps, accountId, { complete: true })).outcome).toBe('written');
     expect((await readFeed()).feed.posts.find((p) => p.id === target.id)!.text).toBe('edited while storage was down');
@@ -325,25 +392,48 @@ describe('feed pipeline, end to end (simulator, Postgres, Redis, S3 API)', () =>
     // Copies made before placeholders existed (or with another ladder) are what a rebuild is for.
     await db.query('UPDATE media_copies SET placeholder = NULL WHERE account_id = $1', [accountId]);
     const redis = redisForTest('feedpipe-rebuild');
-    const rebuildDeps = { ...deps, limits: { ...deps.limits, variantWidths: [160, 240], variantFormats: ['webp', 'avif'] as const } };
+    const rebuildDeps = {
+      ...deps,
+      limits: { ...deps.limits, variantWidths: [160, 240], variantFormats: ['webp', 'avif'] as const },
+    };
     const workers = await startFeedWorkers({ ...rebuildDeps, redis });
     const mirrorQueue = createQueue(QUEUE.mirrorMedia, redis);
     const mirrorEvents = new QueueEvents(QUEUE.mirrorMedia, { connection: { url: redis.url }, prefix: redis.prefix });
     const updatesBefore = feedUpdates().length;
     try {
       await mirrorEvents.waitUntilReady();
-      const job = await enqueue({ mirrorMedia: mirrorQueue }, JOBS.mediaRebuild, { accountId }, { jobId: `rebuild-${accountId}-1` });
-      const first = (await job.waitUntilFinished(mirrorEvents, 60_000)) as { rebuilt: number; upToDate: number; missing: number; publish: string };
+      const job = await enqueue(
+        { mirrorMedia: mirrorQueue },
+        JOBS.mediaRebuild,
+        { accountId },
+        { jobId: `rebuild-${accountId}-1` },
+      );
+      const first = (await job.waitUntilFinished(mirrorEvents, 60_000)) as {
+        rebuilt: number;
+        upToDate: number;
+        missing: number;
+        publish: string;
+      };
       expect(first).toMatchObject({ rebuilt: before.length, upToDate: 0, missing: 0, publish: 'written' });
       const after = await listMediaCopies(db, accountId);
       for (const c of after) {
         expect(c.placeholder?.thumbhash, `${c.mediaId}/${c.slot}`).toBeTruthy();
-        expect(c.variants.map((v) => `${v.width}:${v.contentType}`).sort()).toEqual(['160:image/avif', '160:image/webp', '240:image/avif', '240:image/webp']);
+        expect(c.variants.map((v) => `${v.width}:${v.contentType}`).sort()).toEqual([
+          '160:image/avif',
+          '160:image/webp',
+          '240:image/avif',
+          '240:image/webp',
+        ]);
         expect(c.key).toBe(before.find((b) => b.mediaId === c.mediaId && b.slot === c.slot)!.key); // the original is kept
       }
       const { feed } = await readFeed();
       const cover = feed.posts.find((p) => p.thumbnailSizes)!;
-      expect(cover.thumbnailSizes!.map((x) => `${x.width}:${x.mime}`).slice(0, 4)).toEqual(['160:image/avif', '160:image/webp', '240:image/avif', '240:image/webp']);
+      expect(cover.thumbnailSizes!.map((x) => `${x.width}:${x.mime}`).slice(0, 4)).toEqual([
+        '160:image/avif',
+        '160:image/webp',
+        '240:image/avif',
+        '240:image/webp',
+      ]);
       expect(await checkImages(feed)).toBeGreaterThan(5);
       // Sites hear about it: every post changed (new sizes), none added or removed.
       const update = feedUpdates().at(-1)!;
@@ -351,11 +441,23 @@ describe('feed pipeline, end to end (simulator, Postgres, Redis, S3 API)', () =>
       expect(update.data.changed).toEqual(feed.posts.map((p) => p.id).sort());
       expect(update.data.added).toEqual([]);
 
-      const again = await enqueue({ mirrorMedia: mirrorQueue }, JOBS.mediaRebuild, { accountId }, { jobId: `rebuild-${accountId}-2` });
-      expect(await again.waitUntilFinished(mirrorEvents, 60_000)).toMatchObject({ rebuilt: 0, upToDate: before.length, publish: 'unchanged' });
+      const again = await enqueue(
+        { mirrorMedia: mirrorQueue },
+        JOBS.mediaRebuild,
+        { accountId },
+        { jobId: `rebuild-${accountId}-2` },
+      );
+      expect(await again.waitUntilFinished(mirrorEvents, 60_000)).toMatchObject({
+        rebuilt: 0,
+        upToDate: before.length,
+        publish: 'unchanged',
+      });
     } finally {
       await workers.close();
-      await Promise.all([mirrorEvents.close(), mirrorQueue.obliterate({ force: true }).then(() => mirrorQueue.close())]);
+      await Promise.all([
+        mirrorEvents.close(),
+        mirrorQueue.obliterate({ force: true }).then(() => mirrorQueue.close()),
+      ]);
     }
   }, 90_000);
 });

@@ -55,7 +55,10 @@ async function serve(deps: HealthDeps): Promise<string> {
 }
 
 function downPool(port: number): pg.Pool {
-  const p = new pg.Pool({ connectionString: `postgres://postgres:${SECRET_PASSWORD}@127.0.0.1:${port}/feedmirror`, connectionTimeoutMillis: 5_000 });
+  const p = new pg.Pool({
+    connectionString: `postgres://postgres:${SECRET_PASSWORD}@127.0.0.1:${port}/feedmirror`,
+    connectionTimeoutMillis: 5_000,
+  });
   p.on('error', () => {});
   cleanups.push(() => p.end());
   return p;
@@ -63,7 +66,12 @@ function downPool(port: number): pg.Pool {
 
 function downRedis(port: number): Redis {
   // No offline queue and no reconnect: a PING on a dead connection fails at once instead of waiting.
-  const r = new Redis(`redis://:${SECRET_PASSWORD}@127.0.0.1:${port}`, { enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+  const r = new Redis(`redis://:${SECRET_PASSWORD}@127.0.0.1:${port}`, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    lazyConnect: true,
+  });
   r.on('error', () => {});
   cleanups.push(() => r.disconnect());
   return r;
@@ -71,11 +79,14 @@ function downRedis(port: number): Redis {
 
 beforeAll(async () => {
   s3 = await startS3('feedmirror-health');
-  storage = createStorage(loadConfig({ STORAGE_URL: `s3://${s3.bucket}/h`, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: 'true' }), {
-    credentials: S3RVER_CREDENTIALS,
-    maxAttempts: 1,
-    requestTimeoutMs: 2_000,
-  });
+  storage = createStorage(
+    loadConfig({ STORAGE_URL: `s3://${s3.bucket}/h`, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: 'true' }),
+    {
+      credentials: S3RVER_CREDENTIALS,
+      maxAttempts: 1,
+      requestTimeoutMs: 2_000,
+    },
+  );
   db = await freshDatabase('health');
   pool = new pg.Pool({ connectionString: db.url, max: 2 });
   const r = redisForTest('health');
@@ -102,7 +113,12 @@ afterAll(async () => {
   await s3?.close();
 });
 
-async function readyz(base: string): Promise<{ status: number; body: { status: string; down: string[]; checks: Record<string, { ok: boolean; reason?: string }> }; text: string; cache: string | null }> {
+async function readyz(base: string): Promise<{
+  status: number;
+  body: { status: string; down: string[]; checks: Record<string, { ok: boolean; reason?: string }> };
+  text: string;
+  cache: string | null;
+}> {
   const res = await fetch(`${base}/readyz`);
   const text = await res.text();
   return { status: res.status, body: JSON.parse(text), text, cache: res.headers.get('cache-control') };

@@ -56,13 +56,44 @@ beforeAll(async () => {
   await migrate(db);
   sim = await startSimulator();
   storageDir = mkdtempSync(join(tmpdir(), 'fm-itemfaults-'));
-  const config = loadConfig({ STORAGE_URL: storageDir, MEDIA_ALLOWED_HOSTS: sim.imageHost, MEDIA_VARIANT_WIDTHS: '160', MEDIA_PUBLIC_URL: 'http://media.example.test/' });
-  const platform = new PlatformClient({ graphUrl: sim.graphUrl, apiVersion: 'v25.0', oauthTokenUrl: sim.oauthTokenUrl, clock: sim.clock, pageSize: 25, maxRetries: 0, sleep: async () => undefined });
-  deps = { db, cipher, platform, storage: createStorage(config), limits: mirrorLimitsFromConfig(config), clock: sim.clock, logger };
+  const config = loadConfig({
+    STORAGE_URL: storageDir,
+    MEDIA_ALLOWED_HOSTS: sim.imageHost,
+    MEDIA_VARIANT_WIDTHS: '160',
+    MEDIA_PUBLIC_URL: 'http://media.example.test/',
+  });
+  const platform = new PlatformClient({
+    graphUrl: sim.graphUrl,
+    apiVersion: 'v25.0',
+    oauthTokenUrl: sim.oauthTokenUrl,
+    clock: sim.clock,
+    pageSize: 25,
+    maxRetries: 0,
+    sleep: async () => undefined,
+  });
+  deps = {
+    db,
+    cipher,
+    platform,
+    storage: createStorage(config),
+    limits: mirrorLimitsFromConfig(config),
+    clock: sim.clock,
+    logger,
+  };
   const acc = sim.createAccount({ username: 'glitchy.shop', posts: 4 });
   accountId = acc.id;
   await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
-  await saveToken(db, cipher, { accountId: acc.id, accessToken: sim.issueLongLivedToken(acc.id), obtainedAt: sim.clock.now(), expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY) }, 'imported');
+  await saveToken(
+    db,
+    cipher,
+    {
+      accountId: acc.id,
+      accessToken: sim.issueLongLivedToken(acc.id),
+      obtainedAt: sim.clock.now(),
+      expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY),
+    },
+    'imported',
+  );
   queues = createQueues(redis);
 });
 
@@ -82,7 +113,8 @@ async function syncThroughTheWorkers(): Promise<FeedSyncReturn> {
     await Promise.all([syncEvents.waitUntilReady(), publishEvents.waitUntilReady()]);
     const job = await enqueue(queues, JOBS.feedSync, { accountId });
     const result = (await job.waitUntilFinished(syncEvents, 30_000)) as FeedSyncReturn;
-    if (result.publishJobId) await (await Job.fromId(queues.publishFeed, result.publishJobId))!.waitUntilFinished(publishEvents, 30_000);
+    if (result.publishJobId)
+      await (await Job.fromId(queues.publishFeed, result.publishJobId))!.waitUntilFinished(publishEvents, 30_000);
     return result;
   } finally {
     await workers.close();
@@ -99,8 +131,19 @@ async function readFeed() {
 describe('one bad item never stops an account', () => {
   it('a malformed id and an item without timestamp are skipped with their reasons; the other posts are published', async () => {
     const good = sim.posts(accountId).map((p) => p.id);
-    sim.addRawItem(accountId, { id: '1799.1', media_type: 'IMAGE', media_url: 'https://example.invalid/x.jpg', permalink: 'https://www.instagram.com/p/x/', timestamp: '2026-01-01T00:00:00+0000' });
-    sim.addRawItem(accountId, { id: '17990000000000777', media_type: 'IMAGE', media_url: 'https://example.invalid/y.jpg', permalink: 'https://www.instagram.com/p/y/' });
+    sim.addRawItem(accountId, {
+      id: '1799.1',
+      media_type: 'IMAGE',
+      media_url: 'https://example.invalid/x.jpg',
+      permalink: 'https://www.instagram.com/p/x/',
+      timestamp: '2026-01-01T00:00:00+0000',
+    });
+    sim.addRawItem(accountId, {
+      id: '17990000000000777',
+      media_type: 'IMAGE',
+      media_url: 'https://example.invalid/y.jpg',
+      permalink: 'https://www.instagram.com/p/y/',
+    });
     sim.addRawItem(accountId, { id: '17990000000000778', media_type: 'IMAGE', like_count: 'many' }); // wrong type: malformed in the listing
 
     const result = await syncThroughTheWorkers();
@@ -131,9 +174,13 @@ describe('one bad item never stops an account', () => {
     expect(summary.text).toMatch(/^3 items skipped: /);
 
     // `accounts list --json` says the same.
-    const io = memoryIO({ env: { DATABASE_URL: dbUrl, REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix, LOG_LEVEL: 'silent' } });
+    const io = memoryIO({
+      env: { DATABASE_URL: dbUrl, REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix, LOG_LEVEL: 'silent' },
+    });
     expect(await main(['accounts', 'list', '--json'], io)).toBe(0);
-    const listed = (JSON.parse(io.out()) as Array<{ id: string; lastSync: string; skippedItems: number }>).find((a) => a.id === accountId)!;
+    const listed = (JSON.parse(io.out()) as Array<{ id: string; lastSync: string; skippedItems: number }>).find(
+      (a) => a.id === accountId,
+    )!;
     expect(listed.skippedItems).toBe(3);
     expect(listed.lastSync).toMatch(/^3 items skipped: .*1799\.1/);
   });

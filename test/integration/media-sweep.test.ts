@@ -37,8 +37,14 @@ describe('media sweep (R-LNK-6)', () => {
     const storage = new LocalStorage(mkdtempSync(join(tmpdir(), 'fm-sweep-')));
     await upsertAccount(db, { id: 'acc1', username: 'shop' }, clock.now());
     const post = demoFeed(clock.now()).posts[0]!;
-    await upsertPosts(db, 'acc1', [{ mediaId: 'm1', post: { ...post, id: 'm1' }, contentHash: 'h1', earliestOe: null }], clock.now());
-    const put = (key: string) => storage.put(key, Buffer.from('x'), { contentType: 'image/jpeg', cacheControl: 'public' });
+    await upsertPosts(
+      db,
+      'acc1',
+      [{ mediaId: 'm1', post: { ...post, id: 'm1' }, contentHash: 'h1', earliestOe: null }],
+      clock.now(),
+    );
+    const put = (key: string) =>
+      storage.put(key, Buffer.from('x'), { contentType: 'image/jpeg', cacheControl: 'public' });
     await put(mediaKey('acc1', 'm1', 'cover-aaaa.jpg')); // its post exists: kept
     await put(mediaKey('acc1', 'm2', 'cover-bbbb.jpg')); // its post is gone: removed
     await put(mediaKey('acc1', 'm2', 'cover.json'));

@@ -38,9 +38,16 @@ import { workerEnv } from '../support/worker-env.ts';
  * strict exposition parser; and a real `feedmirror worker` with METRICS_PORT serves them.
  */
 
-function value(families: Map<string, MetricFamily>, family: string, labels: Record<string, string> = {}, sampleName = family): number {
+function value(
+  families: Map<string, MetricFamily>,
+  family: string,
+  labels: Record<string, string> = {},
+  sampleName = family,
+): number {
   const f = families.get(family);
-  const s = f?.samples.find((x) => x.name === sampleName && Object.entries(labels).every(([k, v]) => x.labels[k] === v));
+  const s = f?.samples.find(
+    (x) => x.name === sampleName && Object.entries(labels).every(([k, v]) => x.labels[k] === v),
+  );
   return s?.value ?? 0;
 }
 
@@ -67,7 +74,12 @@ describe('worker metrics, counted by the real pipeline', () => {
     db = createPool(fresh.url, { max: 5 });
     await migrate(db);
     sim = await startSimulator();
-    const config = loadConfig({ STORAGE_URL: storageDir, MEDIA_PUBLIC_URL: 'http://media.example.test/', MEDIA_ALLOWED_HOSTS: sim.imageHost, MEDIA_VARIANT_WIDTHS: '320' });
+    const config = loadConfig({
+      STORAGE_URL: storageDir,
+      MEDIA_PUBLIC_URL: 'http://media.example.test/',
+      MEDIA_ALLOWED_HOSTS: sim.imageHost,
+      MEDIA_VARIANT_WIDTHS: '320',
+    });
     metrics = createMetrics({ processMetrics: false });
     const platform = new PlatformClient({
       graphUrl: sim.graphUrl,
@@ -79,12 +91,31 @@ describe('worker metrics, counted by the real pipeline', () => {
       sleep: async () => undefined,
       observer: platformCallObserver(metrics),
     });
-    deps = { db, cipher, platform, storage: createStorage(config), limits: mirrorLimitsFromConfig(config), clock: sim.clock, logger: silentLogger, metrics };
+    deps = {
+      db,
+      cipher,
+      platform,
+      storage: createStorage(config),
+      limits: mirrorLimitsFromConfig(config),
+      clock: sim.clock,
+      logger: silentLogger,
+      metrics,
+    };
     const acc = sim.createAccount({ username: 'metrics.shop', posts: 6 });
     accountId = acc.id;
     await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
     const token = sim.issueLongLivedToken(acc.id);
-    await saveToken(db, cipher, { accountId, accessToken: token, obtainedAt: sim.clock.now(), expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY) }, 'imported');
+    await saveToken(
+      db,
+      cipher,
+      {
+        accountId,
+        accessToken: token,
+        obtainedAt: sim.clock.now(),
+        expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY),
+      },
+      'imported',
+    );
 
     const redis = redisForTest('metricsworker');
     workers = await startFeedWorkers({ ...deps, redis });
@@ -121,18 +152,26 @@ describe('worker metrics, counted by the real pipeline', () => {
     const m = await scrape();
     // One request per page, each reported once.
     expect(value(m, 'feedmirror_platform_calls_total', { operation: 'media_list', outcome: 'ok' })).toBe(result.pages);
-    expect(value(m, 'feedmirror_sync_duration_seconds', { outcome: 'ok' }, 'feedmirror_sync_duration_seconds_count')).toBe(1);
-    expect(value(m, 'feedmirror_sync_duration_seconds', { outcome: 'ok' }, 'feedmirror_sync_duration_seconds_sum')).toBeGreaterThan(0);
+    expect(
+      value(m, 'feedmirror_sync_duration_seconds', { outcome: 'ok' }, 'feedmirror_sync_duration_seconds_count'),
+    ).toBe(1);
+    expect(
+      value(m, 'feedmirror_sync_duration_seconds', { outcome: 'ok' }, 'feedmirror_sync_duration_seconds_sum'),
+    ).toBeGreaterThan(0);
 
     // Every copy written is one upload, counted once, with the bytes stored for it.
-    const { rows } = await db.query<{ n: string; bytes: string }>('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes FROM media_copies WHERE account_id = $1', [accountId]);
+    const { rows } = await db.query<{ n: string; bytes: string }>(
+      'SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes FROM media_copies WHERE account_id = $1',
+      [accountId],
+    );
     const copies = Number(rows[0]!.n);
     expect(copies).toBeGreaterThan(5);
     expect(copies).toBe(result.copyJobs);
     expect(value(m, 'feedmirror_images_copied_total')).toBe(copies);
     expect(value(m, 'feedmirror_images_copied_bytes_total')).toBe(Number(rows[0]!.bytes));
     expect(value(m, 'feedmirror_images_copied_bytes_total')).toBeGreaterThan(0);
-    for (const queue of [QUEUE.feedSync, QUEUE.mirrorMedia, QUEUE.publishFeed]) expect(value(m, 'feedmirror_job_failures_total', { queue })).toBe(0);
+    for (const queue of [QUEUE.feedSync, QUEUE.mirrorMedia, QUEUE.publishFeed])
+      expect(value(m, 'feedmirror_job_failures_total', { queue })).toBe(0);
   });
 
   it('an unchanged resync uploads nothing: images copied stays where it was', async () => {
@@ -143,7 +182,9 @@ describe('worker metrics, counted by the real pipeline', () => {
     expect(result.outcome === 'synced' && result.copies.length).toBe(0);
     const m = await scrape();
     expect(value(m, 'feedmirror_images_copied_total')).toBe(before);
-    expect(value(m, 'feedmirror_sync_duration_seconds', { outcome: 'ok' }, 'feedmirror_sync_duration_seconds_count')).toBe(2);
+    expect(
+      value(m, 'feedmirror_sync_duration_seconds', { outcome: 'ok' }, 'feedmirror_sync_duration_seconds_count'),
+    ).toBe(2);
   });
 
   it('a failed job is counted under its queue', async () => {
@@ -151,7 +192,11 @@ describe('worker metrics, counted by the real pipeline', () => {
     // A payload the processor refuses: the job fails for real in the worker.
     const job = await syncQueue.add(QUEUE.feedSync, { accountId: '../not an id' }, { attempts: 1 });
     await expect(job.waitUntilFinished(syncEvents, 20_000)).rejects.toThrow(/account id/);
-    await until(async () => value(await scrape(), 'feedmirror_job_failures_total', { queue: QUEUE.feedSync }) === before + 1, 'the failure to be counted', 5_000);
+    await until(
+      async () => value(await scrape(), 'feedmirror_job_failures_total', { queue: QUEUE.feedSync }) === before + 1,
+      'the failure to be counted',
+      5_000,
+    );
   });
 
   it('R-OWN-1: a rate-limited listing is counted as a rate_limited call, a rate-limit wait and a rate_limited sync', async () => {
@@ -164,7 +209,14 @@ describe('worker metrics, counted by the real pipeline', () => {
     const m = await scrape();
     expect(value(m, 'feedmirror_platform_calls_total', { operation: 'media_list', outcome: 'rate_limited' })).toBe(1);
     expect(value(m, 'feedmirror_rate_limit_waits_total', { operation: 'media_list' })).toBe(1);
-    expect(value(m, 'feedmirror_sync_duration_seconds', { outcome: 'rate_limited' }, 'feedmirror_sync_duration_seconds_count')).toBe(1);
+    expect(
+      value(
+        m,
+        'feedmirror_sync_duration_seconds',
+        { outcome: 'rate_limited' },
+        'feedmirror_sync_duration_seconds_count',
+      ),
+    ).toBe(1);
     // A back-off is not a failure.
     expect(value(m, 'feedmirror_job_failures_total', { queue: QUEUE.feedSync })).toBe(failuresBefore);
     await job.remove().catch(() => undefined);
@@ -202,21 +254,47 @@ describe('`feedmirror worker` with METRICS_PORT', () => {
     db = createPool(database.url);
     await migrate(db);
     const cipher = TokenCipher.fromEnv(key);
-    const platform = new PlatformClient({ graphUrl: sim.graphUrl, apiVersion: 'v25.0', oauthTokenUrl: sim.oauthTokenUrl, appId: sim.appId, appSecret: sim.appSecret, clock: sim.clock, sleep: async () => {} });
+    const platform = new PlatformClient({
+      graphUrl: sim.graphUrl,
+      apiVersion: 'v25.0',
+      oauthTokenUrl: sim.oauthTokenUrl,
+      appId: sim.appId,
+      appSecret: sim.appSecret,
+      clock: sim.clock,
+      sleep: async () => {},
+    });
     const acc = sim.createAccount({ username: 'metrics.proc', posts: 2 });
-    await connectWithShortLivedToken({ db, cipher, platform, clock: sim.clock, logger: silentLogger }, sim.issueShortLivedToken(acc.id));
+    await connectWithShortLivedToken(
+      { db, cipher, platform, clock: sim.clock, logger: silentLogger },
+      sim.issueShortLivedToken(acc.id),
+    );
 
     const redis = redisForTest('metricsproc');
     feedSync = createQueue(QUEUE.feedSync, redis);
     const storageDir = mkdtempSync(join(tmpdir(), 'fm-storage-'));
     // Port 0: any free port; the worker logs the address it bound.
-    worker = spawnFeedmirror(['worker'], workerEnv({ sim, databaseUrl: database.url, redis, key, clockFile, storageDir, extra: { METRICS_PORT: '0', METRICS_HOST: '127.0.0.1' } }));
+    worker = spawnFeedmirror(
+      ['worker'],
+      workerEnv({
+        sim,
+        databaseUrl: database.url,
+        redis,
+        key,
+        clockFile,
+        storageDir,
+        extra: { METRICS_PORT: '0', METRICS_HOST: '127.0.0.1' },
+      }),
+    );
     let url = '';
-    await until(() => {
-      const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)".*worker metrics listening/.exec(worker!.output());
-      if (m) url = m[1]!;
-      return url !== '';
-    }, 'the worker metrics listener', 30_000);
+    await until(
+      () => {
+        const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)".*worker metrics listening/.exec(worker!.output());
+        if (m) url = m[1]!;
+        return url !== '';
+      },
+      'the worker metrics listener',
+      30_000,
+    );
 
     const health = await fetch(`${url}/healthz`);
     expect(health.status).toBe(200);
@@ -224,14 +302,27 @@ describe('`feedmirror worker` with METRICS_PORT', () => {
 
     // The start-up catch-up schedules the account; its first feed-sync runs at once.
     let families = new Map<string, MetricFamily>();
-    await until(async () => {
-      const res = await fetch(`${url}/metrics`);
-      expect(res.status).toBe(200);
-      expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
-      families = parseExposition(await res.text());
-      return value(families, 'feedmirror_sync_duration_seconds', { outcome: 'ok' }, 'feedmirror_sync_duration_seconds_count') >= 1;
-    }, 'the worker to count its first sync', 30_000);
-    expect(value(families, 'feedmirror_platform_calls_total', { operation: 'media_list', outcome: 'ok' })).toBeGreaterThanOrEqual(1);
+    await until(
+      async () => {
+        const res = await fetch(`${url}/metrics`);
+        expect(res.status).toBe(200);
+        expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+        families = parseExposition(await res.text());
+        return (
+          value(
+            families,
+            'feedmirror_sync_duration_seconds',
+            { outcome: 'ok' },
+            'feedmirror_sync_duration_seconds_count',
+          ) >= 1
+        );
+      },
+      'the worker to count its first sync',
+      30_000,
+    );
+    expect(
+      value(families, 'feedmirror_platform_calls_total', { operation: 'media_list', outcome: 'ok' }),
+    ).toBeGreaterThanOrEqual(1);
     // Process metrics under the same prefix; the cluster-wide gauges stay the server's.
     expect(families.has('feedmirror_process_cpu_seconds_total')).toBe(true);
     expect(families.get('feedmirror_jobs')?.samples ?? []).toEqual([]);

@@ -8,7 +8,13 @@ import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
-import { IMMUTABLE_CACHE_CONTROL, mirrorImage, mirrorLimitsFromConfig, sweepOrphans, type MirrorLimits } from '../../src/mirror/copy.ts';
+import {
+  IMMUTABLE_CACHE_CONTROL,
+  mirrorImage,
+  mirrorLimitsFromConfig,
+  sweepOrphans,
+  type MirrorLimits,
+} from '../../src/mirror/copy.ts';
 import { downloadImage } from '../../src/mirror/download.ts';
 import { InvalidImageError, LinkExpiredError } from '../../src/mirror/errors.ts';
 import { StorageUnavailableError } from '../../src/storage/errors.ts';
@@ -35,16 +41,15 @@ class CountingStorage {
   failOn?: RegExp;
   constructor(readonly inner: ObjectStorage) {}
   wrap(): ObjectStorage {
-    const self = this;
     const s = Object.create(this.inner) as ObjectStorage;
     s.put = async (key: string, body: Buffer, opts: PutOptions) => {
-      if (self.failOn?.test(key)) throw new StorageUnavailableError(`simulated crash before writing ${key}`);
-      self.puts.push(key);
-      return self.inner.put(key, body, opts);
+      if (this.failOn?.test(key)) throw new StorageUnavailableError(`simulated crash before writing ${key}`);
+      this.puts.push(key);
+      return this.inner.put(key, body, opts);
     };
     s.get = async (key: string) => {
-      self.gets.push(key);
-      return self.inner.get(key);
+      this.gets.push(key);
+      return this.inner.get(key);
     };
     return s;
   }
@@ -66,7 +71,9 @@ async function keys(storage: ObjectStorage, prefix: string): Promise<string[]> {
 }
 
 beforeAll(async () => {
-  photo = await sharp({ create: { width: 1200, height: 900, channels: 3, background: '#aa5500' } }).jpeg({ quality: 80 }).toBuffer();
+  photo = await sharp({ create: { width: 1200, height: 900, channels: 3, background: '#aa5500' } })
+    .jpeg({ quality: 80 })
+    .toBuffer();
   server = http.createServer((req, res) => {
     const p = new URL(req.url ?? '/', 'http://x').pathname;
     if (p === '/photo.jpg') res.writeHead(200, { 'content-type': 'image/jpeg' }).end(photo);
@@ -94,11 +101,20 @@ afterAll(async () => {
 describe('mirrorImage', () => {
   it('R-LNK-5 / R-CNV-11: copies the original and variants, measured, content-addressed, immutable', async () => {
     const storage = new LocalStorage(path.join(tmp, 'a'), 'https://media.example.com/');
-    const out = await mirrorImage({ storage, limits, clock }, { accountId: 'acc1', mediaId: '1790001', slot: 'cover', url: `${base}/photo.jpg?oe=${oe}` });
+    const out = await mirrorImage(
+      { storage, limits, clock },
+      { accountId: 'acc1', mediaId: '1790001', slot: 'cover', url: `${base}/photo.jpg?oe=${oe}` },
+    );
     const sha16 = createHash('sha256').update(photo).digest('hex').slice(0, 16);
     expect(out.key).toBe(`media/acc1/1790001/cover-${sha16}.jpg`);
     expect(out.url).toBe(`https://media.example.com/media/acc1/1790001/cover-${sha16}.jpg`);
-    expect(out).toMatchObject({ width: 1200, height: 900, contentType: 'image/jpeg', bytes: photo.length, reused: false });
+    expect(out).toMatchObject({
+      width: 1200,
+      height: 900,
+      contentType: 'image/jpeg',
+      bytes: photo.length,
+      reused: false,
+    });
     // 2000 >= 1200 is skipped: no enlargement; 1080 is within 15% of 1200: the original serves it.
     expect(out.variants.map((v) => [v.width, v.height, v.key, v.contentType])).toEqual([
       [320, 240, `media/acc1/1790001/cover-${sha16}-w320.webp`, 'image/webp'],
@@ -175,7 +191,12 @@ describe('mirrorImage', () => {
     await expect(mirrorImage({ storage, limits, clock }, job)).rejects.toBeInstanceOf(LinkExpiredError);
     // Past-oe link (its expiry as stored with the post, R-LNK-1): refused before any request.
     const past = Math.floor(clock.now().getTime() / 1000) - 60;
-    await expect(mirrorImage({ storage, limits, clock }, { ...job, url: `${base}/photo.jpg?oe=${past.toString(16)}`, expiresAt: new Date(past * 1000) })).rejects.toBeInstanceOf(LinkExpiredError);
+    await expect(
+      mirrorImage(
+        { storage, limits, clock },
+        { ...job, url: `${base}/photo.jpg?oe=${past.toString(16)}`, expiresAt: new Date(past * 1000) },
+      ),
+    ).rejects.toBeInstanceOf(LinkExpiredError);
     expect(counting.puts).toEqual([]);
     // The caller renews through the platform (R-MED-8) and retries with the new link.
     const out = await mirrorImage({ storage, limits, clock }, { ...job, url: `${base}/photo.jpg?oe=${oe}` });
@@ -185,21 +206,34 @@ describe('mirrorImage', () => {
   it('a body that is not an image is refused and nothing is uploaded', async () => {
     const counting = new CountingStorage(new LocalStorage(path.join(tmp, 'e')));
     const job = { accountId: 'acc1', mediaId: '1790005', slot: 'cover', url: `${base}/page.jpg` };
-    await expect(mirrorImage({ storage: counting.wrap(), limits, clock }, job)).rejects.toBeInstanceOf(InvalidImageError);
+    await expect(mirrorImage({ storage: counting.wrap(), limits, clock }, job)).rejects.toBeInstanceOf(
+      InvalidImageError,
+    );
     expect(counting.puts).toEqual([]);
   });
 
   it('refuses a slot that could escape its folder', async () => {
     const storage = new LocalStorage(path.join(tmp, 'f'));
-    await expect(mirrorImage({ storage, limits, clock }, { accountId: 'acc1', mediaId: 'm', slot: '../x', url: `${base}/photo.jpg` })).rejects.toThrow(/slot/);
+    await expect(
+      mirrorImage(
+        { storage, limits, clock },
+        { accountId: 'acc1', mediaId: 'm', slot: '../x', url: `${base}/photo.jpg` },
+      ),
+    ).rejects.toThrow(/slot/);
   });
 
   it('R-LNK-6: sweepOrphans deletes what left the source, nothing else', async () => {
     const storage = new LocalStorage(path.join(tmp, 'g'));
     for (const mediaId of ['m1', 'm2', 'm3']) {
-      await mirrorImage({ storage, limits: { ...limits, variantWidths: [320] }, clock }, { accountId: 'acc9', mediaId, slot: 'cover', url: `${base}/photo.jpg` });
+      await mirrorImage(
+        { storage, limits: { ...limits, variantWidths: [320] }, clock },
+        { accountId: 'acc9', mediaId, slot: 'cover', url: `${base}/photo.jpg` },
+      );
     }
-    await mirrorImage({ storage, limits: { ...limits, variantWidths: [] }, clock }, { accountId: 'acc99', mediaId: 'm1', slot: 'cover', url: `${base}/photo.jpg` });
+    await mirrorImage(
+      { storage, limits: { ...limits, variantWidths: [] }, clock },
+      { accountId: 'acc99', mediaId: 'm1', slot: 'cover', url: `${base}/photo.jpg` },
+    );
     expect((await sweepOrphans(storage, 'acc9', new Set(['m2']))).sort()).toEqual(['m1', 'm3']);
     expect((await keys(storage, 'media/')).map((k) => k.split('/').slice(0, 3).join('/'))).toEqual([
       'media/acc9/m2',
@@ -211,12 +245,23 @@ describe('mirrorImage', () => {
   });
 
   it('R-LNK-5: mirrors into S3 (s3rver); the S3 API returns the exact bytes, content type and cache control', async () => {
-    const storage = createStorage(loadConfig({ STORAGE_URL: `s3://${s3.bucket}/fm`, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: 'true' }), {
+    const storage = createStorage(
+      loadConfig({ STORAGE_URL: `s3://${s3.bucket}/fm`, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: 'true' }),
+      {
+        credentials: S3RVER_CREDENTIALS,
+      },
+    );
+    const client = new S3Client({
+      region: 'us-east-1',
+      endpoint: s3.endpoint,
+      forcePathStyle: true,
       credentials: S3RVER_CREDENTIALS,
     });
-    const client = new S3Client({ region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true, credentials: S3RVER_CREDENTIALS });
     try {
-      const out = await mirrorImage({ storage, limits, clock }, { accountId: 'acc1', mediaId: '1790007', slot: 'cover', url: `${base}/photo.jpg?oe=${oe}` });
+      const out = await mirrorImage(
+        { storage, limits, clock },
+        { accountId: 'acc1', mediaId: '1790007', slot: 'cover', url: `${base}/photo.jpg?oe=${oe}` },
+      );
       expect(out.url).toBe(`${s3.endpoint}/${s3.bucket}/fm/${out.key}`);
       const got = await client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: `fm/${out.key}` }));
       const bytes = Buffer.from(await got.Body!.transformToByteArray());
@@ -227,7 +272,10 @@ describe('mirrorImage', () => {
       const vBytes = Buffer.from(await v.Body!.transformToByteArray());
       expect(v.ContentType).toBe('image/webp');
       expect(await sharp(vBytes).metadata()).toMatchObject({ format: 'webp', width: 320, height: 240 });
-      const again = await mirrorImage({ storage, limits, clock }, { accountId: 'acc1', mediaId: '1790007', slot: 'cover', url: `${base}/photo.jpg?oe=${oe}` });
+      const again = await mirrorImage(
+        { storage, limits, clock },
+        { accountId: 'acc1', mediaId: '1790007', slot: 'cover', url: `${base}/photo.jpg?oe=${oe}` },
+      );
       expect(again).toMatchObject({ reused: true, key: out.key });
     } finally {
       client.destroy();

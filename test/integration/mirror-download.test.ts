@@ -44,7 +44,9 @@ async function listen(s: http.Server): Promise<string> {
 }
 
 beforeAll(async () => {
-  jpeg = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#336699' } }).jpeg().toBuffer();
+  jpeg = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#336699' } })
+    .jpeg()
+    .toBuffer();
   server = http.createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     hits[path] = (hits[path] ?? 0) + 1;
@@ -132,7 +134,9 @@ describe('downloadImage', () => {
   });
 
   it('refuses non-http schemes, directly or by redirect', async () => {
-    await expect(downloadImage('file:///etc/passwd', { ...opts(), allowedHosts: [''] })).rejects.toBeInstanceOf(DisallowedHostError);
+    await expect(downloadImage('file:///etc/passwd', { ...opts(), allowedHosts: [''] })).rejects.toBeInstanceOf(
+      DisallowedHostError,
+    );
     await expect(downloadImage(`${base}/to-file`, opts())).rejects.toThrow(/only http and https/);
   });
 
@@ -169,7 +173,10 @@ describe('downloadImage', () => {
   });
 
   it('R-LNK-3: HTTP 403 "URL signature expired" => LinkExpiredError (renew, then copy)', async () => {
-    const err = await downloadImage(`${base}/expired?oe=${oeHex(clock.now().getTime() + HOUR)}&_nc_sig=SECRETSIG`, opts()).catch((e: unknown) => e);
+    const err = await downloadImage(
+      `${base}/expired?oe=${oeHex(clock.now().getTime() + HOUR)}&_nc_sig=SECRETSIG`,
+      opts(),
+    ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LinkExpiredError);
     expect((err as Error).message).not.toContain('SECRETSIG');
   });
@@ -179,13 +186,17 @@ describe('downloadImage', () => {
     const oe = clock.now().getTime() - 1000;
     // The expiry comes stored with the post (parsed once when the listing was read), not from the URL.
     const expiresAt = new Date(Math.floor(oe / 1000) * 1000);
-    const err = await downloadImage(`${base}/ok.jpg?oe=${oeHex(oe)}`, { ...opts(), expiresAt }).catch((e: unknown) => e);
+    const err = await downloadImage(`${base}/ok.jpg?oe=${oeHex(oe)}`, { ...opts(), expiresAt }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(LinkExpiredError);
     expect((err as LinkExpiredError).expiredAt?.getTime()).toBe(Math.floor(oe / 1000) * 1000);
     expect(hits['/ok.jpg'] ?? 0).toBe(before);
     // Move time back before oe (a fresh clock): the same link works.
     const fresh = new ManualClock(oe - HOUR);
-    await expect(downloadImage(`${base}/ok.jpg?oe=${oeHex(oe)}`, { ...opts(), expiresAt, clock: fresh })).resolves.toMatchObject({ contentType: 'image/jpeg' });
+    await expect(
+      downloadImage(`${base}/ok.jpg?oe=${oeHex(oe)}`, { ...opts(), expiresAt, clock: fresh }),
+    ).resolves.toMatchObject({ contentType: 'image/jpeg' });
   });
 
   it('other non-2xx => DownloadError with status; 5xx retryable, 403 not', async () => {
@@ -200,7 +211,9 @@ describe('downloadImage', () => {
   });
 
   it('R-LNK-7: errors never carry the query string (it is the signature, sometimes a token)', async () => {
-    const err = await downloadImage(`${base}/missing.jpg?access_token=IGQVJtoken123&oe=ffffffff`, opts()).catch((e: unknown) => e);
+    const err = await downloadImage(`${base}/missing.jpg?access_token=IGQVJtoken123&oe=ffffffff`, opts()).catch(
+      (e: unknown) => e,
+    );
     expect((err as DownloadError).status).toBe(404);
     expect((err as Error).message).toContain('/missing.jpg');
     expect((err as Error).message).not.toContain('IGQVJtoken123');

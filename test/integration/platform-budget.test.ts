@@ -50,14 +50,19 @@ describe('platform budget: pacing, slow-down, waits outside the job (R-OWN-1)', 
   const accountIds: string[] = [];
 
   beforeAll(async () => {
-    sim = await startSimulator({ limits: { appCallsPerHour: 4, callsPerUserHour: 1, windowMs: WINDOW_MS, wallClock: true } });
+    sim = await startSimulator({
+      limits: { appCallsPerHour: 4, callsPerUserHour: 1, windowMs: WINDOW_MS, wallClock: true },
+    });
     const database = await freshDatabase('budget');
     drop = database.drop;
     db = createPool(database.url, { max: 5 });
     await migrate(db);
     redisConn = redisClient(redis);
     const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
-    const config = loadConfig({ STORAGE_URL: mkdtempSync(join(tmpdir(), 'fm-budget-')), MEDIA_ALLOWED_HOSTS: sim.imageHost });
+    const config = loadConfig({
+      STORAGE_URL: mkdtempSync(join(tmpdir(), 'fm-budget-')),
+      MEDIA_ALLOWED_HOSTS: sim.imageHost,
+    });
     const logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(s) });
     const platform = new PlatformClient({
       graphUrl: sim.graphUrl,
@@ -66,18 +71,47 @@ describe('platform budget: pacing, slow-down, waits outside the job (R-OWN-1)', 
       clock: systemClock,
       maxRetries: 0,
       logger,
-      pacer: new AccountCallPacer({ callsPerHour: 1, windowMs: WINDOW_MS, prefix: redis.prefix, redis: () => redisConn }),
+      pacer: new AccountCallPacer({
+        callsPerHour: 1,
+        windowMs: WINDOW_MS,
+        prefix: redis.prefix,
+        redis: () => redisConn,
+      }),
     });
-    const deps: FeedDeps = { db, cipher, platform, storage: createStorage(config), limits: mirrorLimitsFromConfig(config), clock: systemClock, logger, metrics };
+    const deps: FeedDeps = {
+      db,
+      cipher,
+      platform,
+      storage: createStorage(config),
+      limits: mirrorLimitsFromConfig(config),
+      clock: systemClock,
+      logger,
+      metrics,
+    };
     for (let i = 0; i < ACCOUNTS; i++) {
       // No posts: one listing call per sync, so the calls are what is measured, not image work.
       const acc = sim.createAccount({ username: `budget.${i}`, posts: 0 });
       await upsertAccount(db, { id: acc.id, username: acc.username }, new Date());
-      await saveToken(db, cipher, { accountId: acc.id, accessToken: sim.issueLongLivedToken(acc.id), obtainedAt: new Date(), expiresAt: new Date(Date.now() + 60 * DAY) }, 'imported');
+      await saveToken(
+        db,
+        cipher,
+        {
+          accountId: acc.id,
+          accessToken: sim.issueLongLivedToken(acc.id),
+          obtainedAt: new Date(),
+          expiresAt: new Date(Date.now() + 60 * DAY),
+        },
+        'imported',
+      );
       accountIds.push(acc.id);
     }
     syncQueue = createQueue(QUEUE.feedSync, redis);
-    workers = await startFeedWorkers({ ...deps, redis, concurrency: { sync: 4 }, platformWaits: { slowdownMaxMs: 300, slowdownPercent: 80 } });
+    workers = await startFeedWorkers({
+      ...deps,
+      redis,
+      concurrency: { sync: 4 },
+      platformWaits: { slowdownMaxMs: 300, slowdownPercent: 80 },
+    });
   }, 60_000);
 
   afterAll(async () => {
@@ -95,9 +129,19 @@ describe('platform budget: pacing, slow-down, waits outside the job (R-OWN-1)', 
 
   it('every sync finishes, none fails, calls are held back and slowed down, and no job waits holding its lock', async () => {
     const started = Date.now();
-    const jobs = accountIds.flatMap((accountId) => Array.from({ length: SYNCS_PER_ACCOUNT }, (_, n) => ({ name: 'feed-sync', data: { accountId }, opts: { jobId: `budget-${accountId}-${n}` } })));
+    const jobs = accountIds.flatMap((accountId) =>
+      Array.from({ length: SYNCS_PER_ACCOUNT }, (_, n) => ({
+        name: 'feed-sync',
+        data: { accountId },
+        opts: { jobId: `budget-${accountId}-${n}` },
+      })),
+    );
     await syncQueue.addBulk(jobs);
-    await until(async () => (await syncQueue.getJobCounts('completed')).completed === jobs.length, 'every sync to complete', 60_000);
+    await until(
+      async () => (await syncQueue.getJobCounts('completed')).completed === jobs.length,
+      'every sync to complete',
+      60_000,
+    );
     const elapsed = Date.now() - started;
 
     const counts = await syncQueue.getJobCounts('failed', 'completed', 'delayed', 'waiting', 'active');
@@ -110,13 +154,17 @@ describe('platform budget: pacing, slow-down, waits outside the job (R-OWN-1)', 
     // One listing call per sync went through; nothing was asked twice after succeeding.
     expect(ok.length).toBe(jobs.length);
     // The app allows 4 calls a second: 12 calls cannot have taken less than 2 windows.
-    expect(elapsed).toBeGreaterThanOrEqual(((jobs.length / 4) - 1) * WINDOW_MS);
+    expect(elapsed).toBeGreaterThanOrEqual((jobs.length / 4 - 1) * WINDOW_MS);
     // Usage reached the platform's limit (it refused some calls), and the workers waited instead
     // of hammering: at most one refusal per job.
     expect(throttled.length).toBeGreaterThan(0);
     expect(throttled.length).toBeLessThanOrEqual(jobs.length);
 
-    const waits = (await metrics.registry.getSingleMetric('feedmirror_rate_limit_waits_total')?.get())?.values.reduce((a, v) => a + v.value, 0) ?? 0;
+    const waits =
+      (await metrics.registry.getSingleMetric('feedmirror_rate_limit_waits_total')?.get())?.values.reduce(
+        (a, v) => a + v.value,
+        0,
+      ) ?? 0;
     expect(waits).toBeGreaterThan(0);
     const logs = lines.map((l) => JSON.parse(l) as { msg: string; paced?: boolean; err?: { message?: string } });
     // The account's second sync was held back by feedmirror's own pacing before the platform refused it.
@@ -124,7 +172,9 @@ describe('platform budget: pacing, slow-down, waits outside the job (R-OWN-1)', 
     // X-App-Usage passed 80%: the queue slowed down.
     expect(logs.some((l) => l.msg.includes('slowing down'))).toBe(true);
     // No job lost its lock while waiting, none stalled, none failed.
-    const bad = logs.filter((l) => /missing lock|stalled|job failed|worker error/i.test(`${l.msg} ${l.err?.message ?? ''}`));
+    const bad = logs.filter((l) =>
+      /missing lock|stalled|job failed|worker error/i.test(`${l.msg} ${l.err?.message ?? ''}`),
+    );
     expect(bad).toEqual([]);
   }, 90_000);
 });

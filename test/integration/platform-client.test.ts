@@ -48,9 +48,11 @@ const graphRequests = () => sim.requests.filter((r) => r.host === 'graph');
 /** The simulator serves the graph under a path prefix; the client keeps it (GRAPH_URL may have one). */
 const gp = (path: string) => new URL(sim.graphUrl).pathname.replace(/\/+$/, '') + path;
 let seq = 0;
-const account = (opts: Parameters<Sim['createAccount']>[0] = {}) => sim.createAccount({ username: `pc_${++seq}`, ...opts });
+const account = (opts: Parameters<Sim['createAccount']>[0] = {}) =>
+  sim.createAccount({ username: `pc_${++seq}`, ...opts });
 /** A long-lived token old enough to be refreshed (R-TOK-5). */
-const longLived = (id: string) => sim.issueLongLivedToken(id, { issuedAt: new Date(sim.clock.now().getTime() - 2 * DAY) });
+const longLived = (id: string) =>
+  sim.issueLongLivedToken(id, { issuedAt: new Date(sim.clock.now().getTime() - 2 * DAY) });
 
 beforeAll(async () => {
   sim = await startSimulator({});
@@ -71,7 +73,11 @@ describe('tokens against the simulator', () => {
     const grant = await client().exchangeToken(short);
     const [r] = graphRequests();
     expect(r).toMatchObject({ method: 'GET', path: gp('/access_token') });
-    expect(r!.query).toMatchObject({ grant_type: 'ig_exchange_token', client_secret: sim.appSecret, access_token: short });
+    expect(r!.query).toMatchObject({
+      grant_type: 'ig_exchange_token',
+      client_secret: sim.appSecret,
+      access_token: short,
+    });
     expect(grant.accessToken).not.toBe(short);
     expect(grant.expiresIn).toBeGreaterThan(50 * 24 * 3600);
     expect(grant.expiresAt.getTime()).toBe(sim.clock.now().getTime() + grant.expiresIn * 1000);
@@ -95,7 +101,14 @@ describe('tokens against the simulator', () => {
     const redirectUri = 'https://app.example/callback';
     sim.autoApprove = id;
     const authorize = new URL(sim.authorizeUrl);
-    for (const [k, v] of Object.entries({ client_id: sim.appId, redirect_uri: redirectUri, scope: SCOPE, response_type: 'code', state: 'st' })) authorize.searchParams.set(k, v);
+    for (const [k, v] of Object.entries({
+      client_id: sim.appId,
+      redirect_uri: redirectUri,
+      scope: SCOPE,
+      response_type: 'code',
+      state: 'st',
+    }))
+      authorize.searchParams.set(k, v);
     const login = await fetch(authorize, { redirect: 'manual' });
     sim.autoApprove = null;
     const code = new URL(login.headers.get('location')!).searchParams.get('code')!;
@@ -104,11 +117,19 @@ describe('tokens against the simulator', () => {
     expect(grant.userId).toBe(id); // a 17-digit id keeps every digit
     expect(grant.permissions).toContain(SCOPE);
     const form = sim.requests.find((r) => r.host === 'oauth' && r.path.endsWith('/access_token'))!.form!;
-    expect(form).toMatchObject({ client_id: sim.appId, client_secret: sim.appSecret, grant_type: 'authorization_code', redirect_uri: redirectUri, code });
+    expect(form).toMatchObject({
+      client_id: sim.appId,
+      client_secret: sim.appSecret,
+      grant_type: 'authorization_code',
+      redirect_uri: redirectUri,
+      code,
+    });
     // the short-lived token exchanges for a long-lived one (R-TOK-1)
     expect((await client().exchangeToken(grant.accessToken)).accessToken).toBeTruthy();
     sim.requests.length = 0;
-    const again = await client().exchangeCode(code, redirectUri).catch((e: unknown) => e);
+    const again = await client()
+      .exchangeCode(code, redirectUri)
+      .catch((e: unknown) => e);
     expect(again).toBeInstanceOf(PlatformError);
     expect((again as Error).message).not.toContain(code);
     expect(sim.requests.filter((r) => r.host === 'oauth')).toHaveLength(1);
@@ -124,14 +145,18 @@ describe('tokens against the simulator', () => {
     const a = account();
     const token = longLived(a.id);
     sim.setPasswordChanged(a.id, true);
-    const changed = (await client().listMedia(token).catch((e: unknown) => e)) as PasswordChangedError;
+    const changed = (await client()
+      .listMedia(token)
+      .catch((e: unknown) => e)) as PasswordChangedError;
     expect(changed).toBeInstanceOf(PasswordChangedError);
     expect([changed.code, changed.subcode]).toEqual([190, 460]);
 
     const b = account();
     const old = sim.issueLongLivedToken(b.id, { issuedAt: new Date(sim.clock.now().getTime() - 61 * DAY) });
     sim.requests.length = 0;
-    const expired = (await client().refreshToken(old).catch((e: unknown) => e)) as TokenExpiredError;
+    const expired = (await client()
+      .refreshToken(old)
+      .catch((e: unknown) => e)) as TokenExpiredError;
     expect(expired).toBeInstanceOf(TokenExpiredError);
     expect([expired.code, expired.subcode]).toEqual([190, 463]);
     expect(graphRequests()).toHaveLength(1);
@@ -146,7 +171,9 @@ describe('tokens against the simulator', () => {
 
   it('R-TOK-14 an account without the tester role => InsufficientDeveloperRoleError', async () => {
     const { id } = account({ tester: false });
-    const err = await client().listMedia(longLived(id)).catch((e: unknown) => e);
+    const err = await client()
+      .listMedia(longLived(id))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InsufficientDeveloperRoleError);
     expect((err as Error).message).toMatch(/tester/);
   });
@@ -182,7 +209,12 @@ describe('media edge against the simulator', () => {
     expect(new Set(listing.items.map((i) => i.id)).size).toBe(23);
     expect(listing.pages).toBeGreaterThanOrEqual(5);
     expect(listing.calls).toBe(graphRequests().length);
-    expect(sim.posts(id).map((p) => p.id).sort()).toEqual(listing.items.map((i) => i.id).sort());
+    expect(
+      sim
+        .posts(id)
+        .map((p) => p.id)
+        .sort(),
+    ).toEqual(listing.items.map((i) => i.id).sort());
   });
 
   it('R-MED-7 a post added while paging does not duplicate an item', async () => {
@@ -280,19 +312,30 @@ describe('failures against the simulator', () => {
     sim.injectFault({ path: '/me', kind: 'reset', times: 1 });
     expect((await client().getProfile(token)).id).toBe(id);
     sim.injectFault({ path: '/me', kind: 'timeout', times: 1 });
-    const err = await client({ timeoutMs: 200, maxRetries: 0 }).getProfile(token).catch((e: unknown) => e);
+    const err = await client({ timeoutMs: 200, maxRetries: 0 })
+      .getProfile(token)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransientError);
   });
 
-  it.each(['malformed-json', 'html', 'huge'] as const)('%s => MalformedResponseError after bounded retries', async (kind) => {
-    const { id } = account({ posts: 1 });
-    sim.injectFault({ path: '/me/media', kind, status: kind === 'html' ? 200 : undefined, sizeBytes: 20_000_000, times: Infinity });
-    const listing = await client({ maxRetries: 1, maxResponseBytes: 1_000_000 }).listMedia(longLived(id));
-    expect(listing.complete).toBe(false);
-    expect(listing.error).toBeInstanceOf(MalformedResponseError);
-    expect(listing.error!.message).toMatch(/^media list: /);
-    expect(graphRequests()).toHaveLength(2);
-  });
+  it.each(['malformed-json', 'html', 'huge'] as const)(
+    '%s => MalformedResponseError after bounded retries',
+    async (kind) => {
+      const { id } = account({ posts: 1 });
+      sim.injectFault({
+        path: '/me/media',
+        kind,
+        status: kind === 'html' ? 200 : undefined,
+        sizeBytes: 20_000_000,
+        times: Infinity,
+      });
+      const listing = await client({ maxRetries: 1, maxResponseBytes: 1_000_000 }).listMedia(longLived(id));
+      expect(listing.complete).toBe(false);
+      expect(listing.error).toBeInstanceOf(MalformedResponseError);
+      expect(listing.error!.message).toMatch(/^media list: /);
+      expect(graphRequests()).toHaveLength(2);
+    },
+  );
 
   it('R-TOK-11 R-LNK-7 R-MED-6 no token, app secret or access_token= in the log or errors across failing calls', async () => {
     const lines: string[] = [];
@@ -319,7 +362,13 @@ describe('failures against the simulator', () => {
     for (const f of faults) {
       sim.clearFaults();
       sim.injectFault({ ...f, match: () => true, times: Infinity });
-      for (const call of [() => c.listMedia(token), () => c.getProfile(token), () => c.refreshToken(token), () => c.exchangeToken(short), () => c.getMedia(token, '1')]) {
+      for (const call of [
+        () => c.listMedia(token),
+        () => c.getProfile(token),
+        () => c.refreshToken(token),
+        () => c.exchangeToken(short),
+        () => c.getMedia(token, '1'),
+      ]) {
         try {
           const r = (await call()) as { error?: PlatformError };
           if (r?.error) errors.push(r.error);
@@ -328,7 +377,9 @@ describe('failures against the simulator', () => {
         }
       }
     }
-    const text = lines.join('') + errors.map((e) => JSON.stringify({ m: e.message, p: e.platformMessage, s: e.stack, j: e })).join('\n');
+    const text =
+      lines.join('') +
+      errors.map((e) => JSON.stringify({ m: e.message, p: e.platformMessage, s: e.stack, j: e })).join('\n');
     recordCaptured('platform-client-integration', text);
     expect(errors.length).toBeGreaterThanOrEqual(faults.length * 4);
     expect(lines.length).toBeGreaterThan(10);

@@ -9,7 +9,13 @@ import { saveToken } from '../../src/store/tokens.ts';
 import { DAY, MINUTE, ManualClock } from '../../src/util/clock.ts';
 import { createLogger } from '../../src/util/logger.ts';
 import { createMetrics } from '../../src/metrics/index.ts';
-import { JOBS, refreshSchedulerId, scheduleAccount, syncSchedulerId, type ScheduleSettings } from '../../jobs/catalogue.ts';
+import {
+  JOBS,
+  refreshSchedulerId,
+  scheduleAccount,
+  syncSchedulerId,
+  type ScheduleSettings,
+} from '../../jobs/catalogue.ts';
 import { createQueues, type Queues } from '../../jobs/queues.ts';
 import { Reconciler, reconcileOnce, type ReconcileDeps } from '../../jobs/reconcile.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
@@ -25,11 +31,29 @@ let drop: () => Promise<void>;
 let queues: Queues;
 const metrics = createMetrics({ processMetrics: false });
 
-const deps = (): ReconcileDeps => ({ db: pool, queues, schedules: settings, dailyJobs: [JOBS.expirySweep, JOBS.housekeeping], clock, logger, repairs: metrics.scheduleRepairs });
+const deps = (): ReconcileDeps => ({
+  db: pool,
+  queues,
+  schedules: settings,
+  dailyJobs: [JOBS.expirySweep, JOBS.housekeeping],
+  clock,
+  logger,
+  repairs: metrics.scheduleRepairs,
+});
 
 async function account(id: string, status: 'active' | 'reauth_required' = 'active'): Promise<void> {
   await upsertAccount(pool, { id, username: `u${id}` }, clock.now());
-  await saveToken(pool, cipher, { accountId: id, accessToken: `IGAA${randomBytes(16).toString('hex')}`, obtainedAt: clock.now(), expiresAt: new Date(clock.now().getTime() + 50 * DAY) }, 'imported');
+  await saveToken(
+    pool,
+    cipher,
+    {
+      accountId: id,
+      accessToken: `IGAA${randomBytes(16).toString('hex')}`,
+      obtainedAt: clock.now(),
+      expiresAt: new Date(clock.now().getTime() + 50 * DAY),
+    },
+    'imported',
+  );
   if (status !== 'active') await setAccountStatus(pool, id, status, 'code 190', { at: clock.now() });
 }
 
@@ -48,7 +72,7 @@ afterAll(async () => {
 });
 
 describe('schedule reconciler', () => {
-  it('adds what is missing, fixes a wrong interval, removes the schedulers of accounts that are not active, queues the day\'s jobs', async () => {
+  it("adds what is missing, fixes a wrong interval, removes the schedulers of accounts that are not active, queues the day's jobs", async () => {
     await account('2001');
     await account('2002');
     await account('2003', 'reauth_required');
@@ -59,10 +83,16 @@ describe('schedule reconciler', () => {
     await scheduleAccount(queues, '2999', settings);
 
     const repairs = await reconcileOnce(deps());
-    const by = (kind: string) => repairs.filter((r) => r.kind === kind).map((r) => r.id).sort();
+    const by = (kind: string) =>
+      repairs
+        .filter((r) => r.kind === kind)
+        .map((r) => r.id)
+        .sort();
     expect(by('scheduler_added')).toEqual([syncSchedulerId('2002'), refreshSchedulerId('2002')].sort());
     expect(by('scheduler_updated')).toEqual([syncSchedulerId('2001')]);
-    expect(by('scheduler_removed')).toEqual([refreshSchedulerId('2003'), syncSchedulerId('2003'), refreshSchedulerId('2999'), syncSchedulerId('2999')].sort());
+    expect(by('scheduler_removed')).toEqual(
+      [refreshSchedulerId('2003'), syncSchedulerId('2003'), refreshSchedulerId('2999'), syncSchedulerId('2999')].sort(),
+    );
     expect(by('daily_job_added')).toEqual(['expiry-sweep-2026-08-03', 'housekeeping-2026-08-03']);
     expect((await queues.feedSync.getJobScheduler(syncSchedulerId('2001')))?.every).toBe(60 * MINUTE);
 

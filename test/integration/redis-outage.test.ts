@@ -24,13 +24,17 @@ describe('Redis outage in the logs', () => {
     const logs: Array<{ level: number; msg: string }> = [];
     const sink = new Writable({
       write(chunk: Buffer, _enc, done) {
-        for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) logs.push(JSON.parse(line) as { level: number; msg: string });
+        for (const line of chunk.toString('utf8').split('\n').filter(Boolean))
+          logs.push(JSON.parse(line) as { level: number; msg: string });
         done();
       },
     });
     const logger = createLogger({ level: 'info', destination: sink });
     const settings: RedisSettings = { url: `redis://:pw-not-logged@127.0.0.1:${proxy.port}`, prefix: redis.prefix };
-    const queues = [createQueue(QUEUE.feedSync, settings, undefined, redisOutage(settings, logger)), createQueue(QUEUE.tokenRefresh, settings, undefined, redisOutage(settings, logger))];
+    const queues = [
+      createQueue(QUEUE.feedSync, settings, undefined, redisOutage(settings, logger)),
+      createQueue(QUEUE.tokenRefresh, settings, undefined, redisOutage(settings, logger)),
+    ];
     let rawErrors = 0;
     for (const q of queues) q.on('error', () => rawErrors++);
     try {

@@ -3,7 +3,13 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, PutBucketCorsCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutBucketCorsCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
@@ -55,14 +61,29 @@ describe('README: Running with S3, as followed', () => {
   });
 
   it('steps 1 to 8', async () => {
-    const client = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: S3RVER_CREDENTIALS });
+    const client = new S3Client({
+      endpoint: s3.endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: S3RVER_CREDENTIALS,
+    });
     // 2. The bucket, with CORS for GETs from any origin (s3rver has no bucket policies: it serves
     //    objects to anonymous GETs, as the policy of step 2 makes AWS do under the three prefixes).
     await client.send(new CreateBucketCommand({ Bucket: bucket }));
     await client.send(
       new PutBucketCorsCommand({
         Bucket: bucket,
-        CORSConfiguration: { CORSRules: [{ AllowedOrigins: ['*'], AllowedMethods: ['GET', 'HEAD'], AllowedHeaders: ['*'], ExposeHeaders: ['ETag', 'Last-Modified'], MaxAgeSeconds: 3600 }] },
+        CORSConfiguration: {
+          CORSRules: [
+            {
+              AllowedOrigins: ['*'],
+              AllowedMethods: ['GET', 'HEAD'],
+              AllowedHeaders: ['*'],
+              ExposeHeaders: ['ETag', 'Last-Modified'],
+              MaxAgeSeconds: 3600,
+            },
+          ],
+        },
       }),
     );
 
@@ -73,7 +94,11 @@ describe('README: Running with S3, as followed', () => {
     await admin.end();
 
     // 4. init, then fill in what it says is left, as an operator edits the file.
-    const init = await runFeedmirror(['init', '--storage', `s3://${bucket}/feedmirror`, '--s3-endpoint', s3.endpoint], {}, { cwd: dir });
+    const init = await runFeedmirror(
+      ['init', '--storage', `s3://${bucket}/feedmirror`, '--s3-endpoint', s3.endpoint],
+      {},
+      { cwd: dir },
+    );
     expect(init.code, init.stderr).toBe(0);
     expect(init.stdout).toMatch(/S3 credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY/);
     const port = await closedPort();
@@ -103,9 +128,19 @@ describe('README: Running with S3, as followed', () => {
       text = re.test(text) ? text.replace(re, `${k}=${v}`) : `${text}\n${k}=${v}\n`;
     }
     writeFileSync(join(dir, '.env'), text);
-    const sh = spawnSync('bash', ['--norc', '--noprofile', '-c', 'set -a; . ./.env; set +a; env -0'], { cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const sh = spawnSync('bash', ['--norc', '--noprofile', '-c', 'set -a; . ./.env; set +a; env -0'], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     expect(sh.stderr).toBe('');
-    const env = Object.fromEntries(sh.stdout.split('\0').filter((e) => e.includes('=')).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+    const env = Object.fromEntries(
+      sh.stdout
+        .split('\0')
+        .filter((e) => e.includes('='))
+        .map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
+    );
     registerSecretForAudit(env.TOKEN_ENCRYPTION_KEY!);
     registerSecretForAudit(env.DASHBOARD_PASSWORD!);
     const run = (args: string[], stdin?: string) => runFeedmirror(args, env, { cwd: dir, ...(stdin ? { stdin } : {}) });
@@ -113,14 +148,31 @@ describe('README: Running with S3, as followed', () => {
     // 5. doctor: ready (warnings allowed: no SMTP, this Redis's own settings).
     const doctor = await run(['doctor']);
     expect(doctor.code, doctor.stdout).toBe(0);
-    for (const check of ['storage reachable', 'storage write, read, delete', 'MEDIA_PUBLIC_URL serves the copies', 'feeds readable cross-origin', 'database exists', 'Redis reachable']) {
+    for (const check of [
+      'storage reachable',
+      'storage write, read, delete',
+      'MEDIA_PUBLIC_URL serves the copies',
+      'feeds readable cross-origin',
+      'database exists',
+      'Redis reachable',
+    ]) {
       expect(doctor.stdout).toMatch(new RegExp(`^ok {4}${check}: `, 'm'));
     }
 
     // 6. worker and serve; the worker publishes the widget script when it starts.
     procs.push(spawnFeedmirror(['worker'], env, { cwd: dir }), spawnFeedmirror(['serve'], env, { cwd: dir }));
     await until(() => procs[1]!.output().includes('feedmirror serving on'), 'serve listening', 30_000);
-    await until(async () => (await client.send(new HeadObjectCommand({ Bucket: bucket, Key: 'feedmirror/widget/feedmirror-widget.js' })).then(() => true, () => false)), 'the widget script in the bucket', 30_000);
+    await until(
+      async () =>
+        await client
+          .send(new HeadObjectCommand({ Bucket: bucket, Key: 'feedmirror/widget/feedmirror-widget.js' }))
+          .then(
+            () => true,
+            () => false,
+          ),
+      'the widget script in the bucket',
+      30_000,
+    );
 
     // 7. An account, then one sync here and now.
     const acc = sim.createAccount({ username: 'bucket.bakery', posts: 4 });
@@ -140,9 +192,12 @@ describe('README: Running with S3, as followed', () => {
     if (!feed.ok) return;
     expect(feed.feed.posts).toHaveLength(4);
     // ... the thumbnails point at the public prefix ...
-    for (const p of feed.feed.posts) if (p.thumbnailUrl) expect(p.thumbnailUrl.startsWith(`${s3.endpoint}/${bucket}/feedmirror/media/`)).toBe(true);
+    for (const p of feed.feed.posts)
+      if (p.thumbnailUrl) expect(p.thumbnailUrl.startsWith(`${s3.endpoint}/${bucket}/feedmirror/media/`)).toBe(true);
     // ... what browsers fetch, cross-origin ...
-    const res = await fetch(`${env.MEDIA_PUBLIC_URL}feeds/${acc.id}.json`, { headers: { origin: 'https://some-site.example' } });
+    const res = await fetch(`${env.MEDIA_PUBLIC_URL}feeds/${acc.id}.json`, {
+      headers: { origin: 'https://some-site.example' },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toMatch(/^(\*|https:\/\/some-site\.example)$/);
     const img = await fetch(feed.feed.posts.find((p) => p.thumbnailUrl)!.thumbnailUrl!);

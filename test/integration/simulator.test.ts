@@ -12,9 +12,13 @@ import type { CliIO } from '../../src/cli/io.ts';
  */
 
 /** Answers are navigated freely in assertions; a wrong path fails the assertion anyway. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- see above
 type Json = Record<string, any>;
 
-async function getJson(url: string | URL, init?: RequestInit): Promise<{ status: number; body: Json; headers: Headers }> {
+async function getJson(
+  url: string | URL,
+  init?: RequestInit,
+): Promise<{ status: number; body: Json; headers: Headers }> {
   const res = await fetch(url, init);
   const text = await res.text();
   return { status: res.status, body: text ? (JSON.parse(text) as Json) : {}, headers: res.headers };
@@ -47,16 +51,30 @@ describe('platform simulator', () => {
     it('exchange needs the app secret and an unexpired short-lived token (R-TOK-1, R-TOK-3)', async () => {
       const { id } = sim.createAccount({ posts: 1 });
       const short = sim.issueShortLivedToken(id);
-      const bad = await getJson(graph(sim, '/access_token', { grant_type: 'ig_exchange_token', client_secret: 'wrong', access_token: short }));
+      const bad = await getJson(
+        graph(sim, '/access_token', { grant_type: 'ig_exchange_token', client_secret: 'wrong', access_token: short }),
+      );
       expect(bad.status).toBe(400);
       expect(bad.body.error.code).toBe(101);
-      const ok = await getJson(graph(sim, '/access_token', { grant_type: 'ig_exchange_token', client_secret: sim.appSecret, access_token: short }));
+      const ok = await getJson(
+        graph(sim, '/access_token', {
+          grant_type: 'ig_exchange_token',
+          client_secret: sim.appSecret,
+          access_token: short,
+        }),
+      );
       expect(ok.status).toBe(200);
       expect(ok.body.token_type).toBe('bearer');
       expect(ok.body.access_token).not.toBe(short);
       expect(ok.body.expires_in).toBeGreaterThan(59 * 86400);
       expect(ok.body.expires_in).toBeLessThanOrEqual(60 * 86400);
-      const unknown = await getJson(graph(sim, '/access_token', { grant_type: 'ig_exchange_token', client_secret: sim.appSecret, access_token: 'nope' }));
+      const unknown = await getJson(
+        graph(sim, '/access_token', {
+          grant_type: 'ig_exchange_token',
+          client_secret: sim.appSecret,
+          access_token: 'nope',
+        }),
+      );
       expect(unknown.body.error.code).toBe(190);
       expect(unknown.body.error.error_subcode).toBeUndefined();
     });
@@ -65,7 +83,13 @@ describe('platform simulator', () => {
       const { id } = sim.createAccount();
       const short = sim.issueShortLivedToken(id);
       sim.clock.advance(HOUR);
-      const r = await getJson(graph(sim, '/access_token', { grant_type: 'ig_exchange_token', client_secret: sim.appSecret, access_token: short }));
+      const r = await getJson(
+        graph(sim, '/access_token', {
+          grant_type: 'ig_exchange_token',
+          client_secret: sim.appSecret,
+          access_token: short,
+        }),
+      );
       expect(r.status).toBe(400);
       expect(r.body.error).toMatchObject({ type: 'OAuthException', code: 190, error_subcode: 463 });
       expect(r.body.error.fbtrace_id).toBeTruthy();
@@ -74,11 +98,15 @@ describe('platform simulator', () => {
     it('refresh is refused before 24 hours, works after, returns a new token; the old one lives on (R-TOK-2, R-TOK-5, R-TOK-6)', async () => {
       const { id } = sim.createAccount();
       const long = sim.issueLongLivedToken(id);
-      const young = await getJson(graph(sim, '/refresh_access_token', { grant_type: 'ig_refresh_token', access_token: long }));
+      const young = await getJson(
+        graph(sim, '/refresh_access_token', { grant_type: 'ig_refresh_token', access_token: long }),
+      );
       expect(young.status).toBe(400);
       expect(young.body.error.message).toMatch(/too young/);
       sim.clock.advance(DAY);
-      const ok = await getJson(graph(sim, '/refresh_access_token', { grant_type: 'ig_refresh_token', access_token: long }));
+      const ok = await getJson(
+        graph(sim, '/refresh_access_token', { grant_type: 'ig_refresh_token', access_token: long }),
+      );
       expect(ok.status).toBe(200);
       expect(ok.body.access_token).not.toBe(long);
       expect(ok.body.expires_in).toBeGreaterThan(59 * 86400);
@@ -86,16 +114,28 @@ describe('platform simulator', () => {
       expect(old.status).toBe(200);
       // 60 days after the first token's issue it is dead; the refreshed one (issued a day later) is not.
       sim.clock.advance(59 * DAY);
-      expect((await getJson(graph(sim, '/v25.0/me', { access_token: long }))).body.error).toMatchObject({ code: 190, error_subcode: 463 });
-      expect((await getJson(graph(sim, '/v25.0/me', { access_token: ok.body.access_token as string }))).status).toBe(200);
-      const revive = await getJson(graph(sim, '/refresh_access_token', { grant_type: 'ig_refresh_token', access_token: long }));
+      expect((await getJson(graph(sim, '/v25.0/me', { access_token: long }))).body.error).toMatchObject({
+        code: 190,
+        error_subcode: 463,
+      });
+      expect((await getJson(graph(sim, '/v25.0/me', { access_token: ok.body.access_token as string }))).status).toBe(
+        200,
+      );
+      const revive = await getJson(
+        graph(sim, '/refresh_access_token', { grant_type: 'ig_refresh_token', access_token: long }),
+      );
       expect(revive.body.error).toMatchObject({ code: 190, error_subcode: 463 });
     });
 
     it('refresh needs the business_basic scope (R-TOK-5)', async () => {
       const { id } = sim.createAccount();
-      const long = sim.issueLongLivedToken(id, { issuedAt: new Date(sim.clock.now().getTime() - 2 * DAY), scopes: ['instagram_business_manage_messages'] });
-      const r = await getJson(graph(sim, '/refresh_access_token', { grant_type: 'ig_refresh_token', access_token: long }));
+      const long = sim.issueLongLivedToken(id, {
+        issuedAt: new Date(sim.clock.now().getTime() - 2 * DAY),
+        scopes: ['instagram_business_manage_messages'],
+      });
+      const r = await getJson(
+        graph(sim, '/refresh_access_token', { grant_type: 'ig_refresh_token', access_token: long }),
+      );
       expect(r.status).toBe(400);
       expect(r.body.error.code).toBe(10);
     });
@@ -104,11 +144,17 @@ describe('platform simulator', () => {
       const { id } = sim.createAccount();
       const t = sim.issueLongLivedToken(id);
       sim.setPasswordChanged(id, true);
-      expect((await getJson(graph(sim, '/v25.0/me/media', { access_token: t }))).body.error).toMatchObject({ code: 190, error_subcode: 460 });
+      expect((await getJson(graph(sim, '/v25.0/me/media', { access_token: t }))).body.error).toMatchObject({
+        code: 190,
+        error_subcode: 460,
+      });
       const after = sim.issueLongLivedToken(id);
       expect((await getJson(graph(sim, '/v25.0/me', { access_token: after }))).status).toBe(200);
       sim.revokeTokens(id);
-      expect((await getJson(graph(sim, '/v25.0/me', { access_token: after }))).body.error).toMatchObject({ code: 190, error_subcode: 467 });
+      expect((await getJson(graph(sim, '/v25.0/me', { access_token: after }))).body.error).toMatchObject({
+        code: 190,
+        error_subcode: 467,
+      });
     });
 
     it('an account without the tester role answers "Insufficient developer role" (R-TOK-14)', async () => {
@@ -132,10 +178,22 @@ describe('platform simulator', () => {
       const { id, username } = sim.createAccount({ username: 'profile_owner', accountType: 'MEDIA_CREATOR', posts: 3 });
       const t = sim.issueLongLivedToken(id);
       expect((await getJson(graph(sim, '/v25.0/me', { access_token: t }))).body).toEqual({ id });
-      const r = await getJson(graph(sim, '/v25.0/me', { access_token: t, fields: 'user_id,username,account_type,profile_picture_url,media_count' }));
+      const r = await getJson(
+        graph(sim, '/v25.0/me', {
+          access_token: t,
+          fields: 'user_id,username,account_type,profile_picture_url,media_count',
+        }),
+      );
       expect(r.body).toMatchObject({ id, user_id: id, username, account_type: 'MEDIA_CREATOR', media_count: 3 });
       expect(new URL(r.body.profile_picture_url as string).host).toBe(sim.imageHost);
-      expect(Object.keys(r.body).sort()).toEqual(['account_type', 'id', 'media_count', 'profile_picture_url', 'user_id', 'username']);
+      expect(Object.keys(r.body).sort()).toEqual([
+        'account_type',
+        'id',
+        'media_count',
+        'profile_picture_url',
+        'user_id',
+        'username',
+      ]);
     });
 
     it('without fields each item holds only id; with fields only those named (R-MED-2)', async () => {
@@ -168,7 +226,11 @@ describe('platform simulator', () => {
     it('pages until paging.next is absent, some middle pages short; limit capped (R-MED-5, R-MED-6, R-OWN-3)', async () => {
       const { id } = sim.createAccount({ posts: 23 });
       const t = sim.issueLongLivedToken(id);
-      let next: string | undefined = graph(sim, '/v25.0/me/media', { access_token: t, fields: 'id,caption', limit: '5' }).toString();
+      let next: string | undefined = graph(sim, '/v25.0/me/media', {
+        access_token: t,
+        fields: 'id,caption',
+        limit: '5',
+      }).toString();
       const seen: string[] = [];
       const sizes: number[] = [];
       let shortWithNext = false;
@@ -193,7 +255,9 @@ describe('platform simulator', () => {
       const capped = await startSimulator({ maxLimit: 10, shortPages: false });
       try {
         const c = capped.createAccount({ posts: 12 });
-        const page = await getJson(graph(capped, '/v25.0/me/media', { access_token: capped.issueLongLivedToken(c.id), limit: '50' }));
+        const page = await getJson(
+          graph(capped, '/v25.0/me/media', { access_token: capped.issueLongLivedToken(c.id), limit: '50' }),
+        );
         expect(page.body.data).toHaveLength(10);
         expect(page.body.paging.next).toBeTruthy();
       } finally {
@@ -204,13 +268,25 @@ describe('platform simulator', () => {
     it('refused fields answer 100, omitted fields are silently left out (R-MED-4)', async () => {
       const refusing = sim.createAccount({ posts: 2, refuseFields: ['caption'] });
       const omitting = sim.createAccount({ posts: 2, omitFields: ['caption', 'media_product_type'] });
-      const r = await getJson(graph(sim, '/v25.0/me/media', { access_token: sim.issueLongLivedToken(refusing.id), fields: 'id,caption,media_type' }));
+      const r = await getJson(
+        graph(sim, '/v25.0/me/media', {
+          access_token: sim.issueLongLivedToken(refusing.id),
+          fields: 'id,caption,media_type',
+        }),
+      );
       expect(r.status).toBe(400);
       expect(r.body.error.code).toBe(100);
       expect(r.body.error.message).toContain('(#100) Tried accessing nonexisting field (caption)');
-      const ok = await getJson(graph(sim, '/v25.0/me/media', { access_token: sim.issueLongLivedToken(refusing.id), fields: 'id,media_type' }));
+      const ok = await getJson(
+        graph(sim, '/v25.0/me/media', { access_token: sim.issueLongLivedToken(refusing.id), fields: 'id,media_type' }),
+      );
       expect(ok.status).toBe(200);
-      const o = await getJson(graph(sim, '/v25.0/me/media', { access_token: sim.issueLongLivedToken(omitting.id), fields: 'id,caption,media_product_type,media_type' }));
+      const o = await getJson(
+        graph(sim, '/v25.0/me/media', {
+          access_token: sim.issueLongLivedToken(omitting.id),
+          fields: 'id,caption,media_product_type,media_type',
+        }),
+      );
       expect(o.status).toBe(200);
       for (const item of o.body.data) {
         expect(item).not.toHaveProperty('caption');
@@ -222,7 +298,8 @@ describe('platform simulator', () => {
     it('every shape: reel, video, copyright, carousel children, missing counts (R-MED-9, R-MED-10, R-MED-11, R-CNV-12)', async () => {
       const { id } = sim.createAccount({ posts: 10 });
       const t = sim.issueLongLivedToken(id);
-      const fields = 'id,caption,media_type,media_product_type,media_url,thumbnail_url,permalink,timestamp,username,like_count,comments_count,is_shared_to_feed,children{media_type,media_url,thumbnail_url}';
+      const fields =
+        'id,caption,media_type,media_product_type,media_url,thumbnail_url,permalink,timestamp,username,like_count,comments_count,is_shared_to_feed,children{media_type,media_url,thumbnail_url}';
       const r = await getJson(graph(sim, '/v25.0/me/media', { access_token: t, fields, limit: '50' }));
       const items = r.body.data as Json[];
       const reel = items.find((i) => i.media_product_type === 'REELS');
@@ -245,7 +322,9 @@ describe('platform simulator', () => {
       expect(videoSlide?.thumbnail_url).toBeTruthy();
       expect(slides.some((s) => s.media_type === 'IMAGE' && !s.media_url)).toBe(true);
       for (const s of slides) expect(s).not.toHaveProperty('permalink');
-      const plain = await getJson(graph(sim, '/v25.0/me/media', { access_token: t, fields: 'media_type,children', limit: '50' }));
+      const plain = await getJson(
+        graph(sim, '/v25.0/me/media', { access_token: t, fields: 'media_type,children', limit: '50' }),
+      );
       const album = (plain.body.data as Json[]).find((i) => i.media_type === 'CAROUSEL_ALBUM');
       for (const s of album?.children.data as Json[]) expect(Object.keys(s)).toEqual(['id']);
     });
@@ -279,7 +358,9 @@ describe('platform simulator', () => {
       // Listing again does not renew the link; the single-media call does.
       const again = await getJson(graph(sim, '/v25.0/me/media', { access_token: t, fields: 'media_url' }));
       expect(again.body.data[0].media_url).toBe(link);
-      const single = await getJson(graph(sim, `/v25.0/${mediaId}`, { access_token: t, fields: 'media_url,thumbnail_url' }));
+      const single = await getJson(
+        graph(sim, `/v25.0/${mediaId}`, { access_token: t, fields: 'media_url,thumbnail_url' }),
+      );
       expect(Object.keys(single.body).sort()).toEqual(['id', 'media_url']);
       const fresh = single.body.media_url as string;
       expect(oeOf(fresh)).toBe(sim.clock.now().getTime() + 5 * DAY);
@@ -292,7 +373,9 @@ describe('platform simulator', () => {
       sim.addPost(id, { kind: 'image' });
       sim.addPost(id, { kind: 'video', width: 640, height: 360 });
       const t = sim.issueLongLivedToken(id);
-      const r = await getJson(graph(sim, '/v25.0/me/media', { access_token: t, fields: 'media_type,media_url,thumbnail_url' }));
+      const r = await getJson(
+        graph(sim, '/v25.0/me/media', { access_token: t, fields: 'media_type,media_url,thumbnail_url' }),
+      );
       const [video, img2, img1] = r.body.data as Json[];
       const buffers: Buffer[] = [];
       for (const link of [img1?.media_url, img2?.media_url, video?.thumbnail_url] as string[]) {
@@ -305,14 +388,19 @@ describe('platform simulator', () => {
       expect((await sharp(buffers[2]).metadata()).width).toBe(640);
       const mp4 = await fetch(video?.media_url as string);
       expect(mp4.headers.get('content-type')).toBe('video/mp4');
-      expect(Buffer.from(await mp4.arrayBuffer()).subarray(4, 8).toString()).toBe('ftyp');
+      expect(
+        Buffer.from(await mp4.arrayBuffer())
+          .subarray(4, 8)
+          .toString(),
+      ).toBe('ftyp');
     });
 
     it('a deleted post disappears from the listing and its files answer 404 (R-LNK-6)', async () => {
       const { id } = sim.createAccount();
       const mediaId = sim.addPost(id, { kind: 'image' });
       const t = sim.issueLongLivedToken(id);
-      const link = (await getJson(graph(sim, '/v25.0/me/media', { access_token: t, fields: 'media_url' }))).body.data[0].media_url as string;
+      const link = (await getJson(graph(sim, '/v25.0/me/media', { access_token: t, fields: 'media_url' }))).body.data[0]
+        .media_url as string;
       sim.deletePost(id, mediaId);
       expect((await getJson(graph(sim, '/v25.0/me/media', { access_token: t }))).body.data).toEqual([]);
       expect((await fetch(link)).status).toBe(404);
@@ -381,7 +469,15 @@ describe('platform simulator', () => {
     const redirectUri = 'http://127.0.0.1:9/callback';
     function authorize(scope = 'instagram_business_basic', extra: Record<string, string> = {}): URL {
       const u = new URL(sim.authorizeUrl);
-      for (const [k, v] of Object.entries({ client_id: sim.appId, redirect_uri: redirectUri, scope, response_type: 'code', state: 'st4te', ...extra })) u.searchParams.set(k, v);
+      for (const [k, v] of Object.entries({
+        client_id: sim.appId,
+        redirect_uri: redirectUri,
+        scope,
+        response_type: 'code',
+        state: 'st4te',
+        ...extra,
+      }))
+        u.searchParams.set(k, v);
       return u;
     }
 
@@ -404,11 +500,19 @@ describe('platform simulator', () => {
       expect(location.origin + location.pathname).toBe(redirectUri);
       expect(location.searchParams.get('state')).toBe('st4te');
       const code = location.searchParams.get('code') ?? '';
-      const form = { client_id: sim.appId, client_secret: sim.appSecret, grant_type: 'authorization_code', redirect_uri: redirectUri, code };
+      const form = {
+        client_id: sim.appId,
+        client_secret: sim.appSecret,
+        grant_type: 'authorization_code',
+        redirect_uri: redirectUri,
+        code,
+      };
       const ok = await getJson(sim.oauthTokenUrl, { method: 'POST', body: new URLSearchParams(form) });
       expect(ok.status).toBe(200);
       expect(ok.body).toMatchObject({ user_id: id, permissions: ['instagram_business_basic'] });
-      const me = await getJson(graph(sim, '/v25.0/me', { access_token: ok.body.access_token as string, fields: 'username' }));
+      const me = await getJson(
+        graph(sim, '/v25.0/me', { access_token: ok.body.access_token as string, fields: 'username' }),
+      );
       expect(me.body.username).toBe(username);
       const reused = await getJson(sim.oauthTokenUrl, { method: 'POST', body: new URLSearchParams(form) });
       expect(reused.status).toBe(400);
@@ -419,13 +523,27 @@ describe('platform simulator', () => {
       const { id } = sim.createAccount();
       sim.autoApprove = id;
       try {
-        const codeOf = async () => new URL((await fetch(authorize(), { redirect: 'manual' })).headers.get('location') ?? '').searchParams.get('code') ?? '';
+        const codeOf = async () =>
+          new URL((await fetch(authorize(), { redirect: 'manual' })).headers.get('location') ?? '').searchParams.get(
+            'code',
+          ) ?? '';
         const code = await codeOf();
-        const form = { client_id: sim.appId, client_secret: sim.appSecret, grant_type: 'authorization_code', redirect_uri: `${redirectUri}/other`, code };
-        expect(JSON.stringify((await getJson(sim.oauthTokenUrl, { method: 'POST', body: new URLSearchParams(form) })).body)).toMatch(/redirect_uri/);
+        const form = {
+          client_id: sim.appId,
+          client_secret: sim.appSecret,
+          grant_type: 'authorization_code',
+          redirect_uri: `${redirectUri}/other`,
+          code,
+        };
+        expect(
+          JSON.stringify((await getJson(sim.oauthTokenUrl, { method: 'POST', body: new URLSearchParams(form) })).body),
+        ).toMatch(/redirect_uri/);
         const code2 = await codeOf();
         sim.clock.advance(HOUR + MINUTE);
-        const late = await getJson(sim.oauthTokenUrl, { method: 'POST', body: new URLSearchParams({ ...form, redirect_uri: redirectUri, code: code2 }) });
+        const late = await getJson(sim.oauthTokenUrl, {
+          method: 'POST',
+          body: new URLSearchParams({ ...form, redirect_uri: redirectUri, code: code2 }),
+        });
         expect(late.status).toBe(400);
         expect(JSON.stringify(late.body)).toContain('has expired');
       } finally {
@@ -456,11 +574,25 @@ describe('platform simulator', () => {
         const { id } = other.createAccount();
         other.autoApprove = id;
         const u = new URL(other.authorizeUrl);
-        u.search = new URLSearchParams({ client_id: other.appId, redirect_uri: redirectUri, scope: 'instagram_business_basic', response_type: 'code', state: 's' }).toString();
-        const code = new URL((await fetch(u, { redirect: 'manual' })).headers.get('location') ?? '').searchParams.get('code') ?? '';
+        u.search = new URLSearchParams({
+          client_id: other.appId,
+          redirect_uri: redirectUri,
+          scope: 'instagram_business_basic',
+          response_type: 'code',
+          state: 's',
+        }).toString();
+        const code =
+          new URL((await fetch(u, { redirect: 'manual' })).headers.get('location') ?? '').searchParams.get('code') ??
+          '';
         const r = await getJson(other.oauthTokenUrl, {
           method: 'POST',
-          body: new URLSearchParams({ client_id: other.appId, client_secret: other.appSecret, grant_type: 'authorization_code', redirect_uri: redirectUri, code }),
+          body: new URLSearchParams({
+            client_id: other.appId,
+            client_secret: other.appSecret,
+            grant_type: 'authorization_code',
+            redirect_uri: redirectUri,
+            code,
+          }),
         });
         expect(r.body.data[0]).toMatchObject({ user_id: id, permissions: 'instagram_business_basic' });
         expect(typeof r.body.data[0].access_token).toBe('string');
@@ -478,9 +610,21 @@ describe('platform simulator', () => {
       await fetch(graph(sim, '/v25.0/me', { access_token: t, fields: 'username' }));
       await fetch(sim.oauthTokenUrl, { method: 'POST', body: new URLSearchParams({ client_id: 'x' }) });
       const [g, o] = sim.requests.slice(before);
-      expect(g).toMatchObject({ method: 'GET', host: 'graph', path: '/graph/v25.0/me', status: 200, query: { access_token: t, fields: 'username' } });
+      expect(g).toMatchObject({
+        method: 'GET',
+        host: 'graph',
+        path: '/graph/v25.0/me',
+        status: 200,
+        query: { access_token: t, fields: 'username' },
+      });
       expect(g?.at.getTime()).toBe(sim.clock.now().getTime());
-      expect(o).toMatchObject({ method: 'POST', host: 'oauth', path: '/oauth/access_token', status: 400, form: { client_id: 'x' } });
+      expect(o).toMatchObject({
+        method: 'POST',
+        host: 'oauth',
+        path: '/oauth/access_token',
+        status: 400,
+        form: { client_id: 'x' },
+      });
     });
 
     it('moves the clock and shows the record without tokens (R-TOK-11)', async () => {
@@ -488,10 +632,15 @@ describe('platform simulator', () => {
       const t = sim.issueLongLivedToken(id);
       await fetch(graph(sim, '/v25.0/me', { access_token: t }));
       const now = sim.clock.now().getTime();
-      const moved = await getJson(`${sim.url}/__sim/clock`, { method: 'POST', body: JSON.stringify({ advanceMs: 5000 }) });
+      const moved = await getJson(`${sim.url}/__sim/clock`, {
+        method: 'POST',
+        body: JSON.stringify({ advanceMs: 5000 }),
+      });
       expect(moved.status).toBe(200);
       expect(sim.clock.now().getTime()).toBe(now + 5000);
-      expect((await getJson(`${sim.url}/__sim/clock`, { method: 'POST', body: JSON.stringify({ advanceMs: -1 }) })).status).toBe(400);
+      expect(
+        (await getJson(`${sim.url}/__sim/clock`, { method: 'POST', body: JSON.stringify({ advanceMs: -1 }) })).status,
+      ).toBe(400);
       const rec = await fetch(`${sim.url}/__sim/requests`);
       const text = await rec.text();
       expect(text).toContain('/graph/v25.0/me');
@@ -503,7 +652,13 @@ describe('platform simulator', () => {
 
   it('the simulator command prints the settings and a ready token, then stops', async () => {
     let out = '';
-    const io: CliIO = { stdout: { write: (s: string) => (out += s) }, stderr: { write: (s: string) => (out += s) }, stdin: new PassThrough(), env: { APP_SECRET: 'cli-secret-value' }, cwd: process.cwd() };
+    const io: CliIO = {
+      stdout: { write: (s: string) => (out += s) },
+      stderr: { write: (s: string) => (out += s) },
+      stdin: new PassThrough(),
+      env: { APP_SECRET: 'cli-secret-value' },
+      cwd: process.cwd(),
+    };
     let seen: Simulator | undefined;
     const code = await runSimulator({ accounts: '2', posts: '3', clock: 'manual' }, io, async (s) => {
       seen = s;

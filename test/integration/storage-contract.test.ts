@@ -28,9 +28,12 @@ const made: Record<string, ObjectStorage> = {};
 beforeAll(async () => {
   s3 = await startS3();
   localRoot = await mkdtemp(path.join(os.tmpdir(), 'feedmirror-local-'));
-  made.s3 = createStorage(loadConfig({ STORAGE_URL: `s3://${s3.bucket}/contract`, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: 'true' }), {
-    credentials: S3RVER_CREDENTIALS,
-  });
+  made.s3 = createStorage(
+    loadConfig({ STORAGE_URL: `s3://${s3.bucket}/contract`, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: 'true' }),
+    {
+      credentials: S3RVER_CREDENTIALS,
+    },
+  );
   made.local = createStorage(loadConfig({ STORAGE_URL: localRoot }));
 });
 
@@ -71,7 +74,10 @@ describe.each(['s3', 'local'] as const)('ObjectStorage contract: %s', (kind) => 
   });
 
   it('an empty object is fine', async () => {
-    await storage().put('media/acc/m1/empty.json', Buffer.alloc(0), { contentType: 'application/json', cacheControl: 'no-cache' });
+    await storage().put('media/acc/m1/empty.json', Buffer.alloc(0), {
+      contentType: 'application/json',
+      cacheControl: 'no-cache',
+    });
     expect((await storage().get('media/acc/m1/empty.json'))?.body.length).toBe(0);
     expect((await storage().head('media/acc/m1/empty.json'))?.size).toBe(0);
   });
@@ -138,7 +144,12 @@ describe.each(['s3', 'local'] as const)('ObjectStorage contract: %s', (kind) => 
 describe('S3 specifics', () => {
   it('MEDIA_PUBLIC_URL wins over the endpoint address', () => {
     const s = createStorage(
-      loadConfig({ STORAGE_URL: 's3://bucket/p', S3_ENDPOINT: 'http://127.0.0.1:9', S3_FORCE_PATH_STYLE: 'true', MEDIA_PUBLIC_URL: 'https://cdn.example.com/m/' }),
+      loadConfig({
+        STORAGE_URL: 's3://bucket/p',
+        S3_ENDPOINT: 'http://127.0.0.1:9',
+        S3_FORCE_PATH_STYLE: 'true',
+        MEDIA_PUBLIC_URL: 'https://cdn.example.com/m/',
+      }),
       { credentials: S3RVER_CREDENTIALS },
     );
     expect(s.publicUrl('media/a/b/c.jpg')).toBe('https://cdn.example.com/m/media/a/b/c.jpg');
@@ -147,14 +158,22 @@ describe('S3 specifics', () => {
 
   it('storage down: put and ping throw StorageUnavailableError naming the endpoint, never credentials; back up: works again', async () => {
     const down = await startS3('down-test');
-    const storage = createStorage(loadConfig({ STORAGE_URL: `s3://${down.bucket}`, S3_ENDPOINT: down.endpoint, S3_FORCE_PATH_STYLE: 'true' }), {
-      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'very-secret-value-123' },
-      maxAttempts: 2,
-    });
+    const storage = createStorage(
+      loadConfig({ STORAGE_URL: `s3://${down.bucket}`, S3_ENDPOINT: down.endpoint, S3_FORCE_PATH_STYLE: 'true' }),
+      {
+        credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'very-secret-value-123' },
+        maxAttempts: 2,
+      },
+    );
     try {
-      await storage.put('feeds/a.json', Buffer.from('{}'), { contentType: 'application/json', cacheControl: 'no-cache' });
+      await storage.put('feeds/a.json', Buffer.from('{}'), {
+        contentType: 'application/json',
+        cacheControl: 'no-cache',
+      });
       await down.stop();
-      const err = await storage.put('feeds/a.json', Buffer.from('{}'), { contentType: 'application/json', cacheControl: 'no-cache' }).catch((e: unknown) => e);
+      const err = await storage
+        .put('feeds/a.json', Buffer.from('{}'), { contentType: 'application/json', cacheControl: 'no-cache' })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(StorageUnavailableError);
       expect((err as StorageUnavailableError).retryable).toBe(true);
       expect((err as Error).message).toContain(down.endpoint);
@@ -187,7 +206,11 @@ describe('local specifics', () => {
     let writing = true;
     // One writer overwriting in turn while readers read in a loop until the writer is done.
     const writer = (async () => {
-      for (let i = 0; i < 30; i++) await storage().put('feeds/race.json', i % 2 ? a : b, { contentType: 'application/json', cacheControl: 'no-cache' });
+      for (let i = 0; i < 30; i++)
+        await storage().put('feeds/race.json', i % 2 ? a : b, {
+          contentType: 'application/json',
+          cacheControl: 'no-cache',
+        });
       writing = false;
     })();
     const reader = async () => {
@@ -238,7 +261,10 @@ describe('local specifics', () => {
  * (400, like servers that still require it); 'unsupported' answers 501 NotImplemented.
  * Everything else is forwarded untouched (same Host, so s3rver's signature check still passes).
  */
-async function strictProxy(upstream: string, rule: 'md5' | 'unsupported'): Promise<{ endpoint: string; bulkDeletes: () => number; close: () => Promise<void> }> {
+async function strictProxy(
+  upstream: string,
+  rule: 'md5' | 'unsupported',
+): Promise<{ endpoint: string; bulkDeletes: () => number; close: () => Promise<void> }> {
   const { createServer, request } = await import('node:http');
   const { createHash } = await import('node:crypto');
   const target = new URL(upstream);
@@ -252,16 +278,22 @@ async function strictProxy(upstream: string, rule: 'md5' | 'unsupported'): Promi
         bulk++;
         const refuse = (status: number, code: string) => {
           res.writeHead(status, { 'content-type': 'application/xml' });
-          res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${code}</Message></Error>`);
+          res.end(
+            `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${code}</Message></Error>`,
+          );
         };
         if (rule === 'unsupported') return refuse(501, 'NotImplemented');
         const md5 = req.headers['content-md5'];
-        if (md5 !== createHash('md5').update(body).digest('base64')) return refuse(400, md5 ? 'BadDigest' : 'InvalidRequest');
+        if (md5 !== createHash('md5').update(body).digest('base64'))
+          return refuse(400, md5 ? 'BadDigest' : 'InvalidRequest');
       }
-      const fwd = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        up.pipe(res);
-      });
+      const fwd = request(
+        { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+        (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+        },
+      );
       fwd.on('error', () => res.destroy());
       fwd.end(body);
     });
@@ -281,17 +313,29 @@ async function strictProxy(upstream: string, rule: 'md5' | 'unsupported'): Promi
 describe('S3 deletePrefix works on every S3-compatible server (S3_CHECKSUMS=when_required)', () => {
   // A post's folder holds its copies, variants and manifests: many objects sharing folders.
   const postKeys = (acc: string) =>
-    Array.from({ length: 8 }, (_, m) => ['cover-0123456789abcdef.jpg', 'cover-0123456789abcdef-w320.webp', 'cover.json', 'slide-1.json'].map((n) => `media/${acc}/m${m}/${n}`)).flat();
+    Array.from({ length: 8 }, (_, m) =>
+      ['cover-0123456789abcdef.jpg', 'cover-0123456789abcdef-w320.webp', 'cover.json', 'slide-1.json'].map(
+        (n) => `media/${acc}/m${m}/${n}`,
+      ),
+    ).flat();
 
   async function fill(storage: ObjectStorage, keys: string[]) {
     for (const k of keys) await storage.put(k, Buffer.from(k), opts);
   }
 
   const s3For = (endpoint: string, bucket: string) =>
-    createStorage(loadConfig({ STORAGE_URL: `s3://${bucket}/dp`, S3_ENDPOINT: endpoint, S3_FORCE_PATH_STYLE: 'true', S3_CHECKSUMS: 'when_required' }), {
-      credentials: S3RVER_CREDENTIALS,
-      maxAttempts: 1, // no SDK retry hiding a refused request
-    }) as S3Storage;
+    createStorage(
+      loadConfig({
+        STORAGE_URL: `s3://${bucket}/dp`,
+        S3_ENDPOINT: endpoint,
+        S3_FORCE_PATH_STYLE: 'true',
+        S3_CHECKSUMS: 'when_required',
+      }),
+      {
+        credentials: S3RVER_CREDENTIALS,
+        maxAttempts: 1, // no SDK retry hiding a refused request
+      },
+    ) as S3Storage;
 
   it('against s3rver: a folder of many objects is deleted whole, with an exact count, no HTTP 500', async () => {
     const storage = s3For(s3.endpoint, s3.bucket);

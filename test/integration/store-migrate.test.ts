@@ -2,9 +2,14 @@ import { cp, mkdtemp, readdir, rm, writeFile, appendFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { checkDatabase, createPool, withTransaction } from '../../src/store/db.ts';
-import { DatabaseNewerError, DatabaseUnavailableError, MigrationChecksumError, MigrationError } from '../../src/store/errors.ts';
+import {
+  DatabaseNewerError,
+  DatabaseUnavailableError,
+  MigrationChecksumError,
+  MigrationError,
+} from '../../src/store/errors.ts';
 import { DEFAULT_MIGRATIONS_DIR, migrate } from '../../src/store/migrate.ts';
 import { freshDatabase } from '../support/services.ts';
 
@@ -40,11 +45,15 @@ describe('migrate', () => {
     expect(first.current).toBe(files.at(-1));
     const second = await migrate(pool);
     expect(second).toEqual({ applied: [], current: files.at(-1) });
-    const { rows } = await pool.query<{ name: string; checksum: string }>('SELECT name, checksum FROM schema_migrations ORDER BY name');
+    const { rows } = await pool.query<{ name: string; checksum: string }>(
+      'SELECT name, checksum FROM schema_migrations ORDER BY name',
+    );
     expect(rows.map((r) => r.name)).toEqual(files);
     expect(rows[0]!.checksum).toMatch(/^[0-9a-f]{64}$/);
     // The schema is really there.
-    const t = await pool.query(`SELECT to_regclass('accounts') AS a, to_regclass('tokens') AS t, to_regclass('alerts_sent') AS s, to_regclass('token_events') AS e, to_regclass('login_states') AS l`);
+    const t = await pool.query(
+      `SELECT to_regclass('accounts') AS a, to_regclass('tokens') AS t, to_regclass('alerts_sent') AS s, to_regclass('token_events') AS e, to_regclass('login_states') AS l`,
+    );
     expect(Object.values(t.rows[0] as object).every((v) => v !== null)).toBe(true);
   });
 
@@ -74,7 +83,9 @@ describe('migrate', () => {
     await pool.query(`INSERT INTO schema_migrations (name, checksum) VALUES ('005_x.sql', 'abc')`);
     const err = await migrate(pool).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DatabaseNewerError);
-    expect((err as Error).message).toBe('database is newer than this feedmirror: migration 005_x.sql is applied but unknown; upgrade feedmirror');
+    expect((err as Error).message).toBe(
+      'database is newer than this feedmirror: migration 005_x.sql is applied but unknown; upgrade feedmirror',
+    );
   });
 
   it('refuses when an applied file was edited afterwards (checksum)', async () => {
@@ -85,12 +96,16 @@ describe('migrate', () => {
     const err = await migrate(pool, { dir }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MigrationChecksumError);
     expect((err as Error).message).toContain('migration 001_accounts_tokens.sql was changed after it was applied');
-    const col = await pool.query(`SELECT 1 FROM information_schema.columns WHERE table_name = 'accounts' AND column_name = 'sneaky'`);
+    const col = await pool.query(
+      `SELECT 1 FROM information_schema.columns WHERE table_name = 'accounts' AND column_name = 'sneaky'`,
+    );
     expect(col.rowCount).toBe(0);
   });
 
   it('a failing migration is rolled back whole and names itself; earlier ones stay', async () => {
-    const dir = await tmpMigrations({ '902_broken.sql': 'CREATE TABLE half_done (id int); SELECT * FROM no_such_table;' });
+    const dir = await tmpMigrations({
+      '902_broken.sql': 'CREATE TABLE half_done (id int); SELECT * FROM no_such_table;',
+    });
     const { pool } = await db('migfail');
     const err = await migrate(pool, { dir }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MigrationError);
@@ -108,12 +123,16 @@ describe('database errors', () => {
   });
 
   it('an unreachable database gives DatabaseUnavailableError naming host, cause and URL without the password', async () => {
-    const pool = createPool('postgres://feedmirror:Sup3rSecretPw@127.0.0.1:1/feedmirror', { connectionTimeoutMillis: 3000 });
+    const pool = createPool('postgres://feedmirror:Sup3rSecretPw@127.0.0.1:1/feedmirror', {
+      connectionTimeoutMillis: 3000,
+    });
     pools.push(pool);
     const err = await migrate(pool).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DatabaseUnavailableError);
     const msg = (err as Error).message;
-    expect(msg).toBe('cannot reach PostgreSQL at 127.0.0.1:1 (ECONNREFUSED); is it running? DATABASE_URL=postgres://feedmirror@127.0.0.1:1/feedmirror');
+    expect(msg).toBe(
+      'cannot reach PostgreSQL at 127.0.0.1:1 (ECONNREFUSED); is it running? DATABASE_URL=postgres://feedmirror@127.0.0.1:1/feedmirror',
+    );
     expect(msg).not.toContain('Sup3rSecretPw');
     await expect(checkDatabase(pool)).rejects.toBeInstanceOf(DatabaseUnavailableError);
     await expect(withTransaction(pool, async () => 1)).rejects.toBeInstanceOf(DatabaseUnavailableError);

@@ -13,7 +13,14 @@ import { upsertAccount } from '../../src/store/accounts.ts';
 import { TokenCipher } from '../../src/store/crypto.ts';
 import { createPool } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
-import { copySourceKey, getPostForCopy, getPosts, listCopySources, saveMediaCopy, upsertPosts } from '../../src/store/posts.ts';
+import {
+  copySourceKey,
+  getPostForCopy,
+  getPosts,
+  listCopySources,
+  saveMediaCopy,
+  upsertPosts,
+} from '../../src/store/posts.ts';
 import { saveToken } from '../../src/store/tokens.ts';
 import { demoFeed } from '../../src/demo/demo-feed.ts';
 import { DAY } from '../../src/util/clock.ts';
@@ -80,7 +87,12 @@ describe('store: what a copy and a sync read', () => {
 
   beforeAll(async () => {
     await upsertAccount(db, { id: 'acc-s', username: 'store.shop' }, at);
-    await upsertPosts(db, 'acc-s', ['m1', 'm2', 'm3'].map((id) => ({ mediaId: id, post: post(id), contentHash: `h-${id}`, earliestOe: null })), at);
+    await upsertPosts(
+      db,
+      'acc-s',
+      ['m1', 'm2', 'm3'].map((id) => ({ mediaId: id, post: post(id), contentHash: `h-${id}`, earliestOe: null })),
+      at,
+    );
     await saveMediaCopy(db, copy('m1', 'cover', 'src-a'));
     await saveMediaCopy(db, copy('m1', 'slide-1', 'src-b'));
   });
@@ -99,7 +111,12 @@ describe('store: what a copy and a sync read', () => {
 
   it('listCopySources: every recorded copy of the account by media and slot; getPosts: the posts asked for that exist', async () => {
     const sources = await listCopySources(db, 'acc-s');
-    expect([...sources]).toEqual(expect.arrayContaining([[copySourceKey('m1', 'cover'), 'src-a'], [copySourceKey('m1', 'slide-1'), 'src-b']]));
+    expect([...sources]).toEqual(
+      expect.arrayContaining([
+        [copySourceKey('m1', 'cover'), 'src-a'],
+        [copySourceKey('m1', 'slide-1'), 'src-b'],
+      ]),
+    );
     expect(sources.size).toBe(2);
     expect((await listCopySources(db, 'other-account')).size).toBe(0);
     expect((await getPosts(db, 'acc-s', ['m3', 'm1', 'missing'])).map((p) => p.mediaId).sort()).toEqual(['m1', 'm3']);
@@ -109,18 +126,44 @@ describe('store: what a copy and a sync read', () => {
 
 describe('a sync reads the database a fixed number of times, not once per post or image', () => {
   it('first and unchanged syncs of a 10-post and a 40-post account (videos and carousels among them) make the same number of queries', async () => {
-    const platform = new PlatformClient({ graphUrl: sim.graphUrl, apiVersion: 'v25.0', oauthTokenUrl: sim.oauthTokenUrl, clock: sim.clock, maxRetries: 1, sleep: async () => undefined });
+    const platform = new PlatformClient({
+      graphUrl: sim.graphUrl,
+      apiVersion: 'v25.0',
+      oauthTokenUrl: sim.oauthTokenUrl,
+      clock: sim.clock,
+      maxRetries: 1,
+      sleep: async () => undefined,
+    });
     const storage = new LocalStorage(mkdtempSync(join(tmpdir(), 'fm-syncqueries-')));
     const queries = async (posts: number) => {
       const acc = sim.createAccount({ posts });
       await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
-      await saveToken(db, cipher, { accountId: acc.id, accessToken: sim.issueLongLivedToken(acc.id), obtainedAt: sim.clock.now(), expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY) }, 'imported');
+      await saveToken(
+        db,
+        cipher,
+        {
+          accountId: acc.id,
+          accessToken: sim.issueLongLivedToken(acc.id),
+          obtainedAt: sim.clock.now(),
+          expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY),
+        },
+        'imported',
+      );
       const c = counting(db);
-      const deps: FeedDeps = { db: c.db, cipher, platform, storage, limits: { allowedHosts: [sim.imageHost], maxBytes: 1e7, maxPixels: 1e8, timeoutMs: 5_000, variantWidths: [] }, clock: sim.clock, logger: silentLogger };
+      const deps: FeedDeps = {
+        db: c.db,
+        cipher,
+        platform,
+        storage,
+        limits: { allowedHosts: [sim.imageHost], maxBytes: 1e7, maxPixels: 1e8, timeoutMs: 5_000, variantWidths: [] },
+        clock: sim.clock,
+        logger: silentLogger,
+      };
       const first = await syncAccount(deps, acc.id);
       const afterFirst = c.count();
       const second = await syncAccount(deps, acc.id);
-      if (first.outcome !== 'synced' || second.outcome !== 'synced') throw new Error(`sync did not run: ${first.outcome}, ${second.outcome}`);
+      if (first.outcome !== 'synced' || second.outcome !== 'synced')
+        throw new Error(`sync did not run: ${first.outcome}, ${second.outcome}`);
       return { first: afterFirst, second: c.count() - afterFirst, posts: first.posts, copies: first.copies.length };
     };
     const small = await queries(10);

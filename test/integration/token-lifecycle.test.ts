@@ -53,14 +53,33 @@ describe('token lifecycle end to end (R-TOK-1..10)', () => {
     registerSecretForAudit(key);
     cipher = TokenCipher.fromEnv(key);
     smtp = await startSmtpCapture();
-    platform = new PlatformClient({ graphUrl: sim.graphUrl, apiVersion: 'v25.0', oauthTokenUrl: sim.oauthTokenUrl, appId: sim.appId, appSecret: sim.appSecret, clock: sim.clock, logger, sleep: async () => {} });
+    platform = new PlatformClient({
+      graphUrl: sim.graphUrl,
+      apiVersion: 'v25.0',
+      oauthTokenUrl: sim.oauthTokenUrl,
+      appId: sim.appId,
+      appSecret: sim.appSecret,
+      clock: sim.clock,
+      logger,
+      sleep: async () => {},
+    });
     // The redirect_uri is this server's own address: listen first, then mount the app on it.
     server = createServer();
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const app = createApp({
       logger,
-      connect: { db, cipher, platform, clock: sim.clock, logger, appId: sim.appId, authorizeUrl: sim.authorizeUrl, publicUrl: baseUrl, open: true }, // self-service (CONNECT_OPEN=true); invitations: test/security
+      connect: {
+        db,
+        cipher,
+        platform,
+        clock: sim.clock,
+        logger,
+        appId: sim.appId,
+        authorizeUrl: sim.authorizeUrl,
+        publicUrl: baseUrl,
+        open: true,
+      }, // self-service (CONNECT_OPEN=true); invitations: test/security
     });
     server.on('request', app);
   });
@@ -74,7 +93,16 @@ describe('token lifecycle end to end (R-TOK-1..10)', () => {
   });
 
   const mailer = () =>
-    createMailer({ SMTP_URL: smtp.url, ALERT_EMAIL_TO: 'ops@example.test', ALERT_EMAIL_FROM: 'feedmirror@example.test', OUTBOX_DIR: '/nonexistent' }, logger, { clock: sim.clock });
+    createMailer(
+      {
+        SMTP_URL: smtp.url,
+        ALERT_EMAIL_TO: 'ops@example.test',
+        ALERT_EMAIL_FROM: 'feedmirror@example.test',
+        OUTBOX_DIR: '/nonexistent',
+      },
+      logger,
+      { clock: sim.clock },
+    );
   const sweepDeps = () => ({ db, mailer: mailer(), clock: sim.clock, logger, publicUrl: baseUrl });
   const refreshDeps = (): TokenRefreshDeps => ({
     db,

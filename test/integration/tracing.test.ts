@@ -42,14 +42,21 @@ async function startReceiver(): Promise<{ url: string; spans: ExportedSpan[]; cl
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       if (req.url === '/v1/traces') {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans?: Array<{ scopeSpans?: Array<{ spans?: ExportedSpan[] }> }> };
-        for (const rs of body.resourceSpans ?? []) for (const ss of rs.scopeSpans ?? []) spans.push(...(ss.spans ?? []));
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+          resourceSpans?: Array<{ scopeSpans?: Array<{ spans?: ExportedSpan[] }> }>;
+        };
+        for (const rs of body.resourceSpans ?? [])
+          for (const ss of rs.scopeSpans ?? []) spans.push(...(ss.spans ?? []));
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    spans,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 describe('tracing (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
@@ -82,16 +89,45 @@ describe('tracing (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       drop = database.drop;
       db = addSpans(createPool(database.url, { max: 5 }), 'db', ['query']);
       await migrate(db);
-      const config = loadConfig({ STORAGE_URL: mkdtempSync(join(tmpdir(), 'fm-tracing-')), MEDIA_ALLOWED_HOSTS: sim.imageHost, MEDIA_VARIANT_WIDTHS: '160', MEDIA_PUBLIC_URL: 'http://media.test' });
+      const config = loadConfig({
+        STORAGE_URL: mkdtempSync(join(tmpdir(), 'fm-tracing-')),
+        MEDIA_ALLOWED_HOSTS: sim.imageHost,
+        MEDIA_VARIANT_WIDTHS: '160',
+        MEDIA_PUBLIC_URL: 'http://media.test',
+      });
       const storage = addSpans(createStorage(config), 'storage', ['put', 'get', 'head', 'delete']);
       const logger = createLogger({ level: 'info', destination: { write: (s: string) => void lines.push(s) } });
       const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
-      const platform = new PlatformClient({ graphUrl: sim.graphUrl, apiVersion: 'v25.0', oauthTokenUrl: sim.oauthTokenUrl, clock: sim.clock, maxRetries: 0 });
-      const deps: FeedDeps = { db, cipher, platform, storage, limits: mirrorLimitsFromConfig(config), clock: sim.clock, logger };
+      const platform = new PlatformClient({
+        graphUrl: sim.graphUrl,
+        apiVersion: 'v25.0',
+        oauthTokenUrl: sim.oauthTokenUrl,
+        clock: sim.clock,
+        maxRetries: 0,
+      });
+      const deps: FeedDeps = {
+        db,
+        cipher,
+        platform,
+        storage,
+        limits: mirrorLimitsFromConfig(config),
+        clock: sim.clock,
+        logger,
+      };
       const acc = sim.createAccount({ username: 'traced.shop', posts: [{ kind: 'image', width: 120, height: 150 }] });
       accountId = acc.id;
       await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
-      await saveToken(db, cipher, { accountId: acc.id, accessToken: sim.issueLongLivedToken(acc.id), obtainedAt: sim.clock.now(), expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY) }, 'imported');
+      await saveToken(
+        db,
+        cipher,
+        {
+          accountId: acc.id,
+          accessToken: sim.issueLongLivedToken(acc.id),
+          obtainedAt: sim.clock.now(),
+          expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY),
+        },
+        'imported',
+      );
       workers = await startFeedWorkers({ ...deps, redis });
     }, 60_000);
 
@@ -113,7 +149,11 @@ describe('tracing (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     it('a sync job traced through BullMQ: platform, storage and database spans in its trace, and log lines with its trace id', async () => {
       const queue = createQueue(QUEUE.feedSync, redis);
       await queue.add('feed-sync', { accountId });
-      await until(async () => (await getFeedPublication(db, accountId))?.demo === false, 'the feed to be published', 30_000);
+      await until(
+        async () => (await getFeedPublication(db, accountId))?.demo === false,
+        'the feed to be published',
+        30_000,
+      );
       await queue.close();
       await tracing.shutdown(); // flushes every span to the receiver
       disableJobTelemetry();

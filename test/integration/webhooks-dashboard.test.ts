@@ -4,7 +4,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorkerFromContext, type RunningWorkerProcess } from '../../src/cli/start/worker.ts';
 import { webhookEventSink } from '../../jobs/webhook-events.ts';
 import { verifySignature, SIGNATURE_HEADER } from '../../src/webhooks/signature.ts';
-import { DASHBOARD_USER, nonLoopbackAddress, postLogin, sessionCookie, startServeForTest, type ServeUnderTest } from '../security/support.ts';
+import {
+  DASHBOARD_USER,
+  nonLoopbackAddress,
+  postLogin,
+  sessionCookie,
+  startServeForTest,
+  type ServeUnderTest,
+} from '../security/support.ts';
 import { until } from '../support/wait.ts';
 
 /**
@@ -25,7 +32,10 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      bodies.push({ body: Buffer.concat(chunks).toString('utf8'), signature: String(req.headers[SIGNATURE_HEADER.toLowerCase()] ?? '') });
+      bodies.push({
+        body: Buffer.concat(chunks).toString('utf8'),
+        signature: String(req.headers[SIGNATURE_HEADER.toLowerCase()] ?? ''),
+      });
       if (failures-- > 0) res.writeHead(503).end('busy');
       else res.writeHead(204).end();
     });
@@ -48,7 +58,8 @@ describe('webhooks in the dashboard', () => {
   it('add an endpoint (secret shown once); the worker delivers a signed event; the delivery log page shows it; rotate signs with both; remove; CSRF required', async () => {
     const login = await postLogin(serve.url, '198.51.100.20', DASHBOARD_USER, serve.env.DASHBOARD_PASSWORD!);
     const cookie = sessionCookie(login);
-    const get = (path: string) => fetch(`${serve.url}${path}`, { headers: { cookie, 'x-forwarded-for': '198.51.100.20' } });
+    const get = (path: string) =>
+      fetch(`${serve.url}${path}`, { headers: { cookie, 'x-forwarded-for': '198.51.100.20' } });
     const page = await get('/dashboard/webhooks');
     expect(page.status).toBe(200);
     const html = await page.text();
@@ -59,8 +70,19 @@ describe('webhooks in the dashboard', () => {
 
     const added = await fetch(`${serve.url}/dashboard/webhooks`, {
       method: 'POST',
-      headers: { cookie, origin: serve.url, 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': '198.51.100.20' },
-      body: new URLSearchParams([['_csrf', csrf], ['url', hookUrl], ['events', 'feed.updated'], ['events', 'account.removed'], ['description', 'marketing site']]),
+      headers: {
+        cookie,
+        origin: serve.url,
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-forwarded-for': '198.51.100.20',
+      },
+      body: new URLSearchParams([
+        ['_csrf', csrf],
+        ['url', hookUrl],
+        ['events', 'feed.updated'],
+        ['events', 'account.removed'],
+        ['description', 'marketing site'],
+      ]),
     });
     expect(added.status).toBe(200);
     const secret = /id="secret" readonly size="70" value="(whsec_[A-Za-z0-9_-]+)"/.exec(await added.text())?.[1];
@@ -70,8 +92,17 @@ describe('webhooks in the dashboard', () => {
     expect(list).toContain(hookUrl);
     expect(list).not.toContain(secret!); // shown once, never again
 
-    await webhookEventSink({ db: serve.ctx.db, queues: serve.ctx.queues, clock: serve.ctx.clock, logger: serve.ctx.logger }).emit({ type: 'account.removed', data: { accountId: '17841400000000042' } });
-    await until(async () => (await (await get(`/dashboard/webhooks/${id}`)).text()).includes('data-status="delivered"'), 'the delivery to show as delivered', 30_000);
+    await webhookEventSink({
+      db: serve.ctx.db,
+      queues: serve.ctx.queues,
+      clock: serve.ctx.clock,
+      logger: serve.ctx.logger,
+    }).emit({ type: 'account.removed', data: { accountId: '17841400000000042' } });
+    await until(
+      async () => (await (await get(`/dashboard/webhooks/${id}`)).text()).includes('data-status="delivered"'),
+      'the delivery to show as delivered',
+      30_000,
+    );
     expect(bodies).toHaveLength(1);
     for (const b of bodies) expect(verifySignature(secret!, b.signature, b.body, new Date()).ok).toBe(true);
     const log = await (await get(`/dashboard/webhooks/${id}`)).text();
@@ -84,7 +115,12 @@ describe('webhooks in the dashboard', () => {
       fetch(`${serve.url}${path}`, {
         method: 'POST',
         redirect: 'manual',
-        headers: { cookie, origin: serve.url, 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': '198.51.100.20' },
+        headers: {
+          cookie,
+          origin: serve.url,
+          'content-type': 'application/x-www-form-urlencoded',
+          'x-forwarded-for': '198.51.100.20',
+        },
         body: new URLSearchParams({ _csrf: csrf }),
       });
     const rotated = await post(`/dashboard/webhooks/${id}/rotate`);
@@ -92,7 +128,12 @@ describe('webhooks in the dashboard', () => {
     const newSecret = /id="secret" readonly size="70" value="(whsec_[A-Za-z0-9_-]+)"/.exec(await rotated.text())?.[1];
     expect(newSecret).toBeTruthy();
     expect(newSecret).not.toBe(secret);
-    await webhookEventSink({ db: serve.ctx.db, queues: serve.ctx.queues, clock: serve.ctx.clock, logger: serve.ctx.logger }).emit({ type: 'account.removed', data: { accountId: '17841400000000043' } });
+    await webhookEventSink({
+      db: serve.ctx.db,
+      queues: serve.ctx.queues,
+      clock: serve.ctx.clock,
+      logger: serve.ctx.logger,
+    }).emit({ type: 'account.removed', data: { accountId: '17841400000000043' } });
     await until(() => bodies.length === 2, 'the second delivery', 30_000);
     expect(verifySignature(secret!, bodies[1]!.signature, bodies[1]!.body, new Date()).ok).toBe(true);
     expect(verifySignature(newSecret!, bodies[1]!.signature, bodies[1]!.body, new Date()).ok).toBe(true);
@@ -107,7 +148,12 @@ describe('webhooks in the dashboard', () => {
     const forged = await fetch(`${serve.url}/dashboard/webhooks`, {
       method: 'POST',
       redirect: 'manual',
-      headers: { cookie, origin: serve.url, 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': '198.51.100.20' },
+      headers: {
+        cookie,
+        origin: serve.url,
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-forwarded-for': '198.51.100.20',
+      },
       body: new URLSearchParams({ url: hookUrl }),
     });
     expect(forged.status).toBe(403);

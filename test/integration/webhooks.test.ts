@@ -60,12 +60,15 @@ beforeAll(async () => {
       const path = req.url ?? '/';
       const body = Buffer.concat(chunks).toString('utf8');
       const verified: Record<string, boolean> = {};
-      for (const s of secretsOf.get(path) ?? []) verified[s] = verifySignature(s, req.headers[SIGNATURE_HEADER.toLowerCase()] as string, body, new Date()).ok;
+      for (const s of secretsOf.get(path) ?? [])
+        verified[s] = verifySignature(s, req.headers[SIGNATURE_HEADER.toLowerCase()] as string, body, new Date()).ok;
       const list = received.get(path) ?? [];
       list.push({ body, headers: req.headers, verified });
       received.set(path, list);
       const fails = failFirst.get(path) ?? 0;
-      res.writeHead(list.length <= fails ? 500 : 200, { 'content-type': 'text/plain' }).end(list.length <= fails ? 'boom' : 'ok');
+      res
+        .writeHead(list.length <= fails ? 500 : 200, { 'content-type': 'text/plain' })
+        .end(list.length <= fails ? 'boom' : 'ok');
     });
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
@@ -73,7 +76,12 @@ beforeAll(async () => {
 
   const redis = redisForTest('webhooks');
   queues = createQueues(redis);
-  const platform = new PlatformClient({ graphUrl: 'http://127.0.0.1:9', apiVersion: 'v25.0', oauthTokenUrl: 'http://127.0.0.1:9/oauth', logger: silentLogger });
+  const platform = new PlatformClient({
+    graphUrl: 'http://127.0.0.1:9',
+    apiVersion: 'v25.0',
+    oauthTokenUrl: 'http://127.0.0.1:9/oauth',
+    logger: silentLogger,
+  });
   const mailer = { send: async () => ({ delivered: 'outbox' }), close: () => undefined } as unknown as Mailer;
   worker = await startWorker({
     db,
@@ -107,16 +115,40 @@ const sink = () => webhookEventSink({ db, queues, clock: systemClock, logger: si
 
 describe('outgoing webhooks', () => {
   it('a signed feed.updated reaches a real receiver; after two failures (HTTP 500) the third attempt is delivered; the log shows three attempts', async () => {
-    const { endpoint, secret } = await registerEndpoint({ db, cipher, now: now(), allowPrivate: true }, { url: `${base}/retry`, events: 'feed.updated', description: 'site' });
+    const { endpoint, secret } = await registerEndpoint(
+      { db, cipher, now: now(), allowPrivate: true },
+      { url: `${base}/retry`, events: 'feed.updated', description: 'site' },
+    );
     expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
     secretsOf.set('/retry', [secret, 'whsec_wrong']);
     failFirst.set('/retry', 2);
 
-    await sink().emit({ type: 'feed.updated', data: { accountId: '17841400000000001', feedKey: 'feeds/17841400000000001.json', feedUrl: 'https://cdn.example/feeds/17841400000000001.json', added: ['1'], changed: ['2'], removed: ['3'] } });
+    await sink().emit({
+      type: 'feed.updated',
+      data: {
+        accountId: '17841400000000001',
+        feedKey: 'feeds/17841400000000001.json',
+        feedUrl: 'https://cdn.example/feeds/17841400000000001.json',
+        added: ['1'],
+        changed: ['2'],
+        removed: ['3'],
+      },
+    });
     // Not subscribed to token events: no delivery for this endpoint.
-    await sink().emit({ type: 'token.expiring', data: { accountId: '17841400000000001', username: 'shop', thresholdDays: 7, expiresAt: '2026-05-01T00:00:00.000Z' } });
+    await sink().emit({
+      type: 'token.expiring',
+      data: {
+        accountId: '17841400000000001',
+        username: 'shop',
+        thresholdDays: 7,
+        expiresAt: '2026-05-01T00:00:00.000Z',
+      },
+    });
 
-    await until(async () => (await listDeliveries(db, endpoint.id))[0]?.status === 'delivered', 'the delivery to succeed after retries');
+    await until(
+      async () => (await listDeliveries(db, endpoint.id))[0]?.status === 'delivered',
+      'the delivery to succeed after retries',
+    );
     const got = received.get('/retry')!;
     expect(got).toHaveLength(3);
     for (const r of got) {
@@ -127,30 +159,57 @@ describe('outgoing webhooks', () => {
     }
     // Every attempt carries the same event (same id and body): receivers de-duplicate on it.
     expect(new Set(got.map((r) => r.body)).size).toBe(1);
-    const body = JSON.parse(got[0]!.body) as { id: string; type: string; createdAt: string; data: Record<string, unknown> };
-    expect(body).toMatchObject({ type: 'feed.updated', data: { accountId: '17841400000000001', added: ['1'], changed: ['2'], removed: ['3'] } });
+    const body = JSON.parse(got[0]!.body) as {
+      id: string;
+      type: string;
+      createdAt: string;
+      data: Record<string, unknown>;
+    };
+    expect(body).toMatchObject({
+      type: 'feed.updated',
+      data: { accountId: '17841400000000001', added: ['1'], changed: ['2'], removed: ['3'] },
+    });
     expect(got[0]!.headers[DELIVERY_HEADER.toLowerCase()]).toBe(body.id);
 
     const log = await listDeliveries(db, endpoint.id);
     expect(log).toHaveLength(1);
-    expect(log[0]).toMatchObject({ eventType: 'feed.updated', eventId: body.id, status: 'delivered', attempts: 3, lastHttpStatus: 200, lastError: null });
+    expect(log[0]).toMatchObject({
+      eventType: 'feed.updated',
+      eventId: body.id,
+      status: 'delivered',
+      attempts: 3,
+      lastHttpStatus: 200,
+      lastError: null,
+    });
     expect(log[0]!.deliveredAt).toBeInstanceOf(Date);
   });
 
   it('a receiver that always fails: every attempt is made, then the delivery is marked failed with the last error', async () => {
-    const { endpoint, secret } = await registerEndpoint({ db, cipher, now: now(), allowPrivate: true }, { url: `${base}/down` });
+    const { endpoint, secret } = await registerEndpoint(
+      { db, cipher, now: now(), allowPrivate: true },
+      { url: `${base}/down` },
+    );
     secretsOf.set('/down', [secret]);
     failFirst.set('/down', Infinity);
     await sink().emit({ type: 'account.removed', data: { accountId: '17841400000000009' } });
     await until(async () => (await listDeliveries(db, endpoint.id))[0]?.status === 'failed', 'the delivery to give up');
     const [row] = await listDeliveries(db, endpoint.id);
-    expect(row).toMatchObject({ status: 'failed', attempts: 10, lastHttpStatus: 500, lastError: 'endpoint answered HTTP 500', deliveredAt: null });
+    expect(row).toMatchObject({
+      status: 'failed',
+      attempts: 10,
+      lastHttpStatus: 500,
+      lastError: 'endpoint answered HTTP 500',
+      deliveredAt: null,
+    });
     expect(received.get('/down')).toHaveLength(10);
     expect(received.get('/down')!.every((r) => r.verified[secret])).toBe(true);
   });
 
   it('rotation: both secrets sign until the overlap ends, so a receiver on either one accepts', async () => {
-    const { endpoint, secret: oldSecret } = await registerEndpoint({ db, cipher, now: now(), allowPrivate: true }, { url: `${base}/rotate`, events: 'account.removed' });
+    const { endpoint, secret: oldSecret } = await registerEndpoint(
+      { db, cipher, now: now(), allowPrivate: true },
+      { url: `${base}/rotate`, events: 'account.removed' },
+    );
     const rotated = await rotateSecret({ db, cipher, now: now() }, endpoint.id);
     expect(rotated!.secret).not.toBe(oldSecret);
     expect(rotated!.previousValidUntil.getTime() - now().getTime()).toBeGreaterThan(23 * 3_600_000);
@@ -168,26 +227,60 @@ describe('outgoing webhooks', () => {
     const header = r.headers[SIGNATURE_HEADER.toLowerCase()] as string;
     const t = Number(/t=(\d+)/.exec(header)![1]);
     expect(verifySignature(secret, header, r.body, new Date((t + 299) * 1000)).ok).toBe(true);
-    expect(verifySignature(secret, header, r.body, new Date((t + 301) * 1000))).toEqual({ ok: false, reason: 'timestamp outside the 300 s replay window' });
+    expect(verifySignature(secret, header, r.body, new Date((t + 301) * 1000))).toEqual({
+      ok: false,
+      reason: 'timestamp outside the 300 s replay window',
+    });
     // A body changed in transit no longer matches.
-    expect(verifySignature(secret, header, r.body.replace('feed.updated', 'feed.updatex'), new Date(t * 1000)).ok).toBe(false);
+    expect(verifySignature(secret, header, r.body.replace('feed.updated', 'feed.updatex'), new Date(t * 1000)).ok).toBe(
+      false,
+    );
   });
 
   it('private addresses are refused unless allowed: at registration, and at delivery time', async () => {
-    for (const url of [`${base}/x`, 'http://localhost:8080/x', 'http://10.1.2.3/x', 'http://[::1]/x', 'http://169.254.169.254/latest/meta-data', 'http://192.168.0.10/x']) {
-      await expect(registerEndpoint({ db, cipher, now: now(), allowPrivate: false }, { url })).rejects.toThrow(/private or local address/);
+    for (const url of [
+      `${base}/x`,
+      'http://localhost:8080/x',
+      'http://10.1.2.3/x',
+      'http://[::1]/x',
+      'http://169.254.169.254/latest/meta-data',
+      'http://192.168.0.10/x',
+    ]) {
+      await expect(registerEndpoint({ db, cipher, now: now(), allowPrivate: false }, { url })).rejects.toThrow(
+        /private or local address/,
+      );
     }
-    await expect(registerEndpoint({ db, cipher, now: now(), allowPrivate: false }, { url: 'ftp://example.com/x' })).rejects.toBeInstanceOf(EndpointInputError);
-    await expect(registerEndpoint({ db, cipher, now: now(), allowPrivate: true }, { url: `${base}/x`, events: 'feed.updated,post.liked' })).rejects.toThrow(/unknown event post\.liked/);
+    await expect(
+      registerEndpoint({ db, cipher, now: now(), allowPrivate: false }, { url: 'ftp://example.com/x' }),
+    ).rejects.toBeInstanceOf(EndpointInputError);
+    await expect(
+      registerEndpoint(
+        { db, cipher, now: now(), allowPrivate: true },
+        { url: `${base}/x`, events: 'feed.updated,post.liked' },
+      ),
+    ).rejects.toThrow(/unknown event post\.liked/);
 
     // Registered while allowed, delivered by a worker that does not allow it: refused, nothing sent.
     const { deliverWebhook } = await import('../../src/webhooks/deliver.ts');
-    const { endpoint } = await registerEndpoint({ db, cipher, now: now(), allowPrivate: true }, { url: `${base}/private`, events: 'account.reauth_required' });
+    const { endpoint } = await registerEndpoint(
+      { db, cipher, now: now(), allowPrivate: true },
+      { url: `${base}/private`, events: 'account.reauth_required' },
+    );
     const { recordEvent } = await import('../../src/webhooks/events.ts');
-    const { deliveryIds } = await recordEvent(db, { type: 'account.reauth_required', data: { accountId: '1', username: 'x', reason: null } }, now());
+    const { deliveryIds } = await recordEvent(
+      db,
+      { type: 'account.reauth_required', data: { accountId: '1', username: 'x', reason: null } },
+      now(),
+    );
     const mine = (await listDeliveries(db, endpoint.id))[0]!;
     expect(deliveryIds).toContain(mine.id);
-    await expect(deliverWebhook({ db, cipher, clock: systemClock, logger: silentLogger, allowPrivate: false, timeoutMs: 2_000 }, mine.id, { final: true })).rejects.toThrow(/private or local address/);
+    await expect(
+      deliverWebhook(
+        { db, cipher, clock: systemClock, logger: silentLogger, allowPrivate: false, timeoutMs: 2_000 },
+        mine.id,
+        { final: true },
+      ),
+    ).rejects.toThrow(/private or local address/);
     expect(received.get('/private')).toBeUndefined();
     expect((await listDeliveries(db, endpoint.id))[0]).toMatchObject({ status: 'failed', attempts: 1 });
     expect(await removeEndpoint(db, endpoint.id)).toBe(true);
@@ -205,7 +298,17 @@ describe('outgoing webhooks', () => {
     const mailer = { send: async () => ({ delivered: 'outbox' }), close: () => undefined } as unknown as Mailer;
     const add = async (id: string, username: string, expiresInMs: number) => {
       await upsertAccount(db, { id, username }, clock.now());
-      await saveToken(db, cipher, { accountId: id, accessToken: `tok-${randomBytes(8).toString('hex')}`, obtainedAt: clock.now(), expiresAt: new Date(clock.now().getTime() + expiresInMs) }, 'exchanged');
+      await saveToken(
+        db,
+        cipher,
+        {
+          accountId: id,
+          accessToken: `tok-${randomBytes(8).toString('hex')}`,
+          obtainedAt: clock.now(),
+          expiresAt: new Date(clock.now().getTime() + expiresInMs),
+        },
+        'exchanged',
+      );
     };
     await add('17841400000000101', 'soon.shop', 6 * DAY + 3_600_000); // 7-day threshold due
     await add('17841400000000102', 'gone.shop', -3_600_000); // expired an hour ago
@@ -213,11 +316,24 @@ describe('outgoing webhooks', () => {
     await runExpirySweep(deps);
     await runExpirySweep(deps); // once per threshold and token life: nothing new
     // The sweep visits accounts in its own order: compare as a set.
-    expect(seen.map((e) => `${e.type} ${String(e.data.accountId)}`).sort()).toEqual(['account.reauth_required 17841400000000102', 'token.expiring 17841400000000101']);
-    expect(seen.find((e) => e.type === 'token.expiring')!.data).toMatchObject({ username: 'soon.shop', thresholdDays: 7 });
+    expect(seen.map((e) => `${e.type} ${String(e.data.accountId)}`).sort()).toEqual([
+      'account.reauth_required 17841400000000102',
+      'token.expiring 17841400000000101',
+    ]);
+    expect(seen.find((e) => e.type === 'token.expiring')!.data).toMatchObject({
+      username: 'soon.shop',
+      thresholdDays: 7,
+    });
     expect(seen.find((e) => e.type === 'account.reauth_required')!.data).toMatchObject({ username: 'gone.shop' });
 
-    const lifecycle = new AccountLifecycle({ db, clock, logger: silentLogger, schedules: NO_SCHEDULES, alertReauth: async () => null, events });
+    const lifecycle = new AccountLifecycle({
+      db,
+      clock,
+      logger: silentLogger,
+      schedules: NO_SCHEDULES,
+      alertReauth: async () => null,
+      events,
+    });
     expect((await lifecycle.apply('17841400000000101', 'removed')).changed).toBe(true);
     expect((await lifecycle.apply('17841400000000101', 'removed')).changed).toBe(false); // already gone: no second event
     expect(seen.slice(2)).toEqual([{ type: 'account.removed', data: { accountId: '17841400000000101' } }]);

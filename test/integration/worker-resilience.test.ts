@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,9 +53,23 @@ describe('worker resilience', () => {
     db = createPool(database.url, { logger });
     await migrate(db, { logger });
     cipher = TokenCipher.fromEnv(key);
-    platform = new PlatformClient({ graphUrl: sim.graphUrl, apiVersion: 'v25.0', oauthTokenUrl: sim.oauthTokenUrl, appId: sim.appId, appSecret: sim.appSecret, clock: sim.clock, logger, sleep: async () => {} });
+    platform = new PlatformClient({
+      graphUrl: sim.graphUrl,
+      apiVersion: 'v25.0',
+      oauthTokenUrl: sim.oauthTokenUrl,
+      appId: sim.appId,
+      appSecret: sim.appSecret,
+      clock: sim.clock,
+      logger,
+      sleep: async () => {},
+    });
     const acc = sim.createAccount({ username: 'florist', posts: 2 });
-    accountId = (await connectWithShortLivedToken({ db, cipher, platform, clock: sim.clock, logger }, sim.issueShortLivedToken(acc.id))).id;
+    accountId = (
+      await connectWithShortLivedToken(
+        { db, cipher, platform, clock: sim.clock, logger },
+        sim.issueShortLivedToken(acc.id),
+      )
+    ).id;
   });
 
   afterEach(async () => {
@@ -73,7 +87,10 @@ describe('worker resilience', () => {
   });
 
   function startWorker(redis: { url: string; prefix: string }): Spawned {
-    const w = spawnFeedmirror(['worker'], workerEnv({ sim, databaseUrl, redis, key, clockFile, storageDir: mkdtempSync(join(tmpdir(), 'fm-storage-')) }));
+    const w = spawnFeedmirror(
+      ['worker'],
+      workerEnv({ sim, databaseUrl, redis, key, clockFile, storageDir: mkdtempSync(join(tmpdir(), 'fm-storage-')) }),
+    );
     running.push(w);
     return w;
   }
@@ -90,7 +107,11 @@ describe('worker resilience', () => {
     // The platform issues the new token, but its answer never reaches the worker.
     sim.injectFault({ path: '/refresh_access_token', kind: 'answered-unsent', times: 1 });
     const first = startWorker(redis); // its start-up catch-up runs the due refresh check at once
-    await until(() => sim.requests.some((r) => r.path.endsWith('/refresh_access_token') && r.status === 200), 'the platform to answer the refresh', 30_000);
+    await until(
+      () => sim.requests.some((r) => r.path.endsWith('/refresh_access_token') && r.status === 200),
+      'the platform to answer the refresh',
+      30_000,
+    );
     first.child.kill('SIGKILL');
     await first.exited;
     running.splice(running.indexOf(first), 1);
@@ -105,7 +126,11 @@ describe('worker resilience', () => {
     const tokenRefresh = createQueue(QUEUE.tokenRefresh, redis);
     queues.push(tokenRefresh);
     await tokenRefresh.add(QUEUE.tokenRefresh, { accountId }, { jobId: 'after-crash' });
-    await until(async () => (await getTokenInfo(db, accountId))!.generation === before!.generation + 1, 'the refresh after the crash', 30_000);
+    await until(
+      async () => (await getTokenInfo(db, accountId))!.generation === before!.generation + 1,
+      'the refresh after the crash',
+      30_000,
+    );
     const info = await getTokenInfo(db, accountId);
     expect(info!.expiresAt.getTime()).toBeGreaterThan(before!.expiresAt.getTime());
     expect((await listEvents(db, accountId)).filter((e) => e.kind === 'refreshed')).toHaveLength(1);
@@ -136,7 +161,9 @@ describe('worker resilience', () => {
       moveTo(T0 + 30 * DAY);
       const job = await tokenRefresh.add(QUEUE.tokenRefresh, { accountId }, { jobId: 'after-restart' });
       await until(async () => (await job.getState()) === 'completed', 'the job after the restart to complete', 30_000);
-      expect(((await tokenRefresh.getJob('after-restart'))!.returnvalue as { outcome: string }).outcome).toBe('refreshed');
+      expect(((await tokenRefresh.getJob('after-restart'))!.returnvalue as { outcome: string }).outcome).toBe(
+        'refreshed',
+      );
       expect(worker.child.exitCode).toBeNull(); // the worker survived the outage
     } finally {
       for (const q of queues.splice(0)) await q.close().catch(() => undefined);

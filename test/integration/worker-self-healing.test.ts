@@ -58,7 +58,12 @@ describe('worker self-healing and bounded shutdown', () => {
       const token = sim.issueLongLivedToken(acc.id);
       registerSecretForAudit(token);
       await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
-      await saveToken(db, cipher, { accountId: acc.id, accessToken: token, obtainedAt: sim.clock.now(), expiresAt: new Date(T0 + 60 * DAY) }, 'imported');
+      await saveToken(
+        db,
+        cipher,
+        { accountId: acc.id, accessToken: token, obtainedAt: sim.clock.now(), expiresAt: new Date(T0 + 60 * DAY) },
+        'imported',
+      );
       accounts.push(acc.id);
       tokenOf.set(acc.id, token);
     }
@@ -81,18 +86,30 @@ describe('worker self-healing and bounded shutdown', () => {
   function startWorker(redis: { url: string; prefix: string }, extra: Record<string, string> = {}): Spawned {
     const storageDir = mkdtempSync(join(tmpdir(), 'fm-heal-storage-'));
     dirs.push(storageDir);
-    const w = spawnFeedmirror(['worker'], workerEnv({ sim, databaseUrl, redis, key, clockFile, storageDir, extra: { MEDIA_VARIANT_WIDTHS: '160', ...extra } }));
+    const w = spawnFeedmirror(
+      ['worker'],
+      workerEnv({
+        sim,
+        databaseUrl,
+        redis,
+        key,
+        clockFile,
+        storageDir,
+        extra: { MEDIA_VARIANT_WIDTHS: '160', ...extra },
+      }),
+    );
     running.push(w);
     return w;
   }
 
   /** Listing calls the platform received for one account (told apart by its token). */
-  const listings = (accountId: string) => sim.requests.filter((r) => r.path.endsWith('/me/media') && r.query.access_token === tokenOf.get(accountId)).length;
+  const listings = (accountId: string) =>
+    sim.requests.filter((r) => r.path.endsWith('/me/media') && r.query.access_token === tokenOf.get(accountId)).length;
 
   it('Redis flushed under a running worker: within RECONCILE_INTERVAL_SECONDS every active account has its schedulers again and its next sync runs', async () => {
     requireRedisServer();
     const port = await freePort();
-    let redisProc: ChildProcess | undefined = await spawnRedis(port);
+    const redisProc: ChildProcess | undefined = await spawnRedis(port);
     const redis = { url: `redis://127.0.0.1:${port}`, prefix: 'fmtest:heal' };
     const tokenRefresh = createQueue(QUEUE.tokenRefresh, redis);
     const feedSync = createQueue(QUEUE.feedSync, redis);
@@ -101,9 +118,14 @@ describe('worker self-healing and bounded shutdown', () => {
     try {
       // Syncs every minute: a repaired scheduler keeps its account's place in the interval (spread by
       // a hash of the id, as scheduleAccount does), so the next sync comes within a minute.
-      const worker = startWorker(redis, { RECONCILE_INTERVAL_SECONDS: String(RECONCILE_SECONDS), SYNC_INTERVAL_MINUTES: '1', METRICS_PORT: '0' });
+      const worker = startWorker(redis, {
+        RECONCILE_INTERVAL_SECONDS: String(RECONCILE_SECONDS),
+        SYNC_INTERVAL_MINUTES: '1',
+        METRICS_PORT: '0',
+      });
       await until(() => worker.output().includes('worker started'), 'the worker to start', 30_000);
-      const schedulerIds = async () => [...(await tokenRefresh.getJobSchedulers()), ...(await feedSync.getJobSchedulers())].map((s) => s.key).sort();
+      const schedulerIds = async () =>
+        [...(await tokenRefresh.getJobSchedulers()), ...(await feedSync.getJobSchedulers())].map((s) => s.key).sort();
       const expected = accounts.flatMap((id) => [refreshSchedulerId(id), syncSchedulerId(id)]).sort();
       await until(async () => (await schedulerIds()).length === expected.length, 'the schedulers at start');
       // Each account's first sync (the scheduler's first run is immediate).
@@ -114,13 +136,19 @@ describe('worker self-healing and bounded shutdown', () => {
       const before = new Map(accounts.map((id) => [id, listings(id)]));
       const flushedAt = Date.now();
 
-      await until(async () => JSON.stringify(await schedulerIds()) === JSON.stringify(expected), 'the schedulers to come back', (RECONCILE_SECONDS + 8) * 1000);
+      await until(
+        async () => JSON.stringify(await schedulerIds()) === JSON.stringify(expected),
+        'the schedulers to come back',
+        (RECONCILE_SECONDS + 8) * 1000,
+      );
       // Within the interval (plus the time a tick takes on a loaded machine).
       expect(Date.now() - flushedAt).toBeLessThan((RECONCILE_SECONDS + 5) * 1000);
       // And every account's next sync runs.
-      await until(() => accounts.every((id) => listings(id) > before.get(id)!), 'the next syncs', 80_000).catch((err: Error) => {
-        throw new Error(`${err.message}; the worker said:\n${worker.output().split('\n').slice(-25).join('\n')}`);
-      });
+      await until(() => accounts.every((id) => listings(id) > before.get(id)!), 'the next syncs', 80_000).catch(
+        (err: Error) => {
+          throw new Error(`${err.message}; the worker said:\n${worker.output().split('\n').slice(-25).join('\n')}`);
+        },
+      );
       // The day's jobs are back too, and the repairs are logged and counted.
       expect(await maintenance.getJob(`expiry-sweep-${new Date(T0).toISOString().slice(0, 10)}`)).toBeDefined();
       await until(() => /reconciler repaired \d+ schedule/.test(worker.output()), 'the repairs in the log');
@@ -134,7 +162,6 @@ describe('worker self-healing and bounded shutdown', () => {
       admin.disconnect();
       for (const q of [tokenRefresh, feedSync, maintenance]) await q.close().catch(() => undefined);
       if (redisProc) await stopRedis(redisProc);
-      redisProc = undefined;
     }
   }, 150_000);
 
@@ -149,7 +176,8 @@ describe('worker self-healing and bounded shutdown', () => {
       // An interval far beyond the test: only Redis's return can explain a repair.
       const worker = startWorker(redis, { RECONCILE_INTERVAL_SECONDS: '3600' });
       await until(() => worker.output().includes('worker started'), 'the worker to start', 30_000);
-      const schedulerIds = async () => [...(await tokenRefresh.getJobSchedulers()), ...(await feedSync.getJobSchedulers())].map((s) => s.key).sort();
+      const schedulerIds = async () =>
+        [...(await tokenRefresh.getJobSchedulers()), ...(await feedSync.getJobSchedulers())].map((s) => s.key).sort();
       const expected = accounts.flatMap((id) => [refreshSchedulerId(id), syncSchedulerId(id)]).sort();
       await until(async () => (await schedulerIds()).length === expected.length, 'the schedulers at start');
 
@@ -157,11 +185,18 @@ describe('worker self-healing and bounded shutdown', () => {
       await stopRedis(redisProc);
       redisProc = await spawnRedis(port);
       const backAt = Date.now();
-      await until(async () => JSON.stringify(await schedulerIds().catch(() => [])) === JSON.stringify(expected), 'the schedulers after Redis came back', 30_000).catch((err: Error) => {
+      await until(
+        async () => JSON.stringify(await schedulerIds().catch(() => [])) === JSON.stringify(expected),
+        'the schedulers after Redis came back',
+        30_000,
+      ).catch((err: Error) => {
         throw new Error(`${err.message}; the worker said:\n${worker.output().split('\n').slice(-15).join('\n')}`);
       });
       expect(Date.now() - backAt).toBeLessThan(30_000); // not the hour-long interval
-      await until(() => worker.output().includes('Redis is back: reconciling the schedules now'), 'the reason in the log');
+      await until(
+        () => worker.output().includes('Redis is back: reconciling the schedules now'),
+        'the reason in the log',
+      );
       expect(worker.child.exitCode).toBeNull();
     } finally {
       for (const q of [tokenRefresh, feedSync]) await q.close().catch(() => undefined);
@@ -173,7 +208,11 @@ describe('worker self-healing and bounded shutdown', () => {
     const redis = redisForTest('shutdown');
     // The listing of the first account never answers (and the HTTP timeout is far away).
     const stuck = accounts[0]!;
-    sim.injectFault({ match: (r) => r.path.endsWith('/me/media') && r.query.access_token === tokenOf.get(stuck), kind: 'timeout', times: 1 });
+    sim.injectFault({
+      match: (r) => r.path.endsWith('/me/media') && r.query.access_token === tokenOf.get(stuck),
+      kind: 'timeout',
+      times: 1,
+    });
     const seen = listings(stuck);
     const worker = startWorker(redis, { SHUTDOWN_TIMEOUT_SECONDS: '2', HTTP_TIMEOUT_MS: '600000' });
     await until(() => listings(stuck) > seen, 'the stuck listing to start', 30_000);

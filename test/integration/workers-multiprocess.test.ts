@@ -62,15 +62,32 @@ describe('three workers, 50 accounts, 90 simulated days (R-TOK-8, R-TOK-9)', () 
     await migrate(db, { logger });
     smtp = await startSmtpCapture();
     const cipher = TokenCipher.fromEnv(key);
-    const platform = new PlatformClient({ graphUrl: sim.graphUrl, apiVersion: 'v25.0', oauthTokenUrl: sim.oauthTokenUrl, appId: sim.appId, appSecret: sim.appSecret, clock: sim.clock, logger, sleep: async () => {} });
+    const platform = new PlatformClient({
+      graphUrl: sim.graphUrl,
+      apiVersion: 'v25.0',
+      oauthTokenUrl: sim.oauthTokenUrl,
+      appId: sim.appId,
+      appSecret: sim.appSecret,
+      clock: sim.clock,
+      logger,
+      sleep: async () => {},
+    });
     for (let i = 0; i < ACCOUNTS; i++) {
       const acc = sim.createAccount({ username: `shop${i}`, posts: 1 });
-      await connectWithShortLivedToken({ db, cipher, platform, clock: sim.clock, logger }, sim.issueShortLivedToken(acc.id));
+      await connectWithShortLivedToken(
+        { db, cipher, platform, clock: sim.clock, logger },
+        sim.issueShortLivedToken(acc.id),
+      );
       accountIds.push(acc.id);
       usernames.set(acc.id, `shop${i}`);
     }
     for (const id of accountIds.slice(0, FAILING)) failingTokens.add((await loadToken(db, cipher, id))!.accessToken);
-    sim.injectFault({ match: (r) => r.path.endsWith('/refresh_access_token') && failingTokens.has(r.query.access_token ?? ''), kind: 'status', status: 500, times: Infinity });
+    sim.injectFault({
+      match: (r) => r.path.endsWith('/refresh_access_token') && failingTokens.has(r.query.access_token ?? ''),
+      kind: 'status',
+      status: 500,
+      times: Infinity,
+    });
 
     const env = workerEnv({
       sim,
@@ -91,7 +108,7 @@ describe('three workers, 50 accounts, 90 simulated days (R-TOK-8, R-TOK-9)', () 
   afterAll(async () => {
     for (const w of workers) w.child.kill('SIGTERM');
     await Promise.all(workers.map((w) => w.exited));
-    expect(workers.map((w) => w.output()).join("")).toContain("worker stopped");
+    expect(workers.map((w) => w.output()).join('')).toContain('worker stopped');
     await tokenRefresh?.obliterate({ force: true }).catch(() => undefined);
     await maintenance?.obliterate({ force: true }).catch(() => undefined);
     await tokenRefresh?.close();
@@ -109,7 +126,13 @@ describe('three workers, 50 accounts, 90 simulated days (R-TOK-8, R-TOK-9)', () 
       FileClock.write(clockFile, now);
       // A scheduler tick and a manual refresh racing it, for every account.
       await tokenRefresh.addBulk(
-        accountIds.flatMap((id) => ['tick', 'manual'].map((kind) => ({ name: QUEUE.tokenRefresh, data: { accountId: id }, opts: { jobId: `d${day}-${kind}-${id}`, attempts: 1 } }))),
+        accountIds.flatMap((id) =>
+          ['tick', 'manual'].map((kind) => ({
+            name: QUEUE.tokenRefresh,
+            data: { accountId: id },
+            opts: { jobId: `d${day}-${kind}-${id}`, attempts: 1 },
+          })),
+        ),
       );
       const sweepId = await enqueueDaily({ maintenance }, JOBS.expirySweep, new FileClock(clockFile));
       await until(async () => {
@@ -127,7 +150,9 @@ describe('three workers, 50 accounts, 90 simulated days (R-TOK-8, R-TOK-9)', () 
     const refreshCalls = sim.requests.filter((r) => r.path.endsWith('/refresh_access_token'));
     const healthyCalls = refreshCalls.filter((r) => !failingTokens.has(r.query.access_token ?? ''));
     expect(healthyCalls).toHaveLength((ACCOUNTS - FAILING) * 3);
-    const { rows } = await db.query<{ account_id: string; n: string }>(`SELECT account_id, count(*) AS n FROM token_events WHERE kind = 'refreshed' GROUP BY account_id`);
+    const { rows } = await db.query<{ account_id: string; n: string }>(
+      `SELECT account_id, count(*) AS n FROM token_events WHERE kind = 'refreshed' GROUP BY account_id`,
+    );
     const refreshed = new Map(rows.map((r) => [r.account_id, Number(r.n)]));
     for (const id of accountIds.slice(FAILING)) expect(refreshed.get(id), `refreshes of ${id}`).toBe(3);
     // Failing accounts were retried at most once a day while their token lived (R-TOK-7).
@@ -152,7 +177,12 @@ describe('three workers, 50 accounts, 90 simulated days (R-TOK-8, R-TOK-9)', () 
       expect(user, `email subject names an account: ${m.subject}`).toBeDefined();
       perAccount.set(user!, [...(perAccount.get(user!) ?? []), m.subject]);
     }
-    expect([...perAccount.keys()].sort()).toEqual(accountIds.slice(0, FAILING).map((id) => usernames.get(id)).sort());
+    expect([...perAccount.keys()].sort()).toEqual(
+      accountIds
+        .slice(0, FAILING)
+        .map((id) => usernames.get(id))
+        .sort(),
+    );
     for (const [user, subjects] of perAccount) {
       expect(subjects, `emails for ${user}`).toHaveLength(5);
       expect(new Set(subjects).size, `distinct emails for ${user}`).toBe(5);

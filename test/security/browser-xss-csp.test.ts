@@ -30,7 +30,12 @@ const dialogs: string[] = [];
 const OWNER = 'evil.owner';
 const EVIL_USER = 'x"><img src=x onerror="window.__xss=\'username\'">';
 const EVIL_NAME = '</title><script>window.__xss="name"</script>';
-const EVIL_CAPTIONS = ['<img src=x onerror="window.__xss=\'caption\'">', '</script><script>window.__xss="caption2"</script>', '"><svg onload="window.__xss=\'caption3\'">', 'javascript:window.__xss="caption4"'];
+const EVIL_CAPTIONS = [
+  '<img src=x onerror="window.__xss=\'caption\'">',
+  '</script><script>window.__xss="caption2"</script>',
+  '"><svg onload="window.__xss=\'caption3\'">',
+  'javascript:window.__xss="caption4"',
+];
 
 async function freePort(): Promise<number> {
   const srv = createServer();
@@ -43,7 +48,8 @@ async function freePort(): Promise<number> {
 const xss = () => page.evaluate(() => (window as unknown as { __xss?: string }).__xss ?? null);
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (this test never downloads a browser)`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (this test never downloads a browser)`);
   // The server runs on the wall clock: so does the simulator's signed links' oe.
   sim = await startSimulator({ start: Date.now() });
   const port = await freePort();
@@ -60,7 +66,18 @@ beforeAll(async () => {
     AUTHORIZE_URL: sim.authorizeUrl,
     OAUTH_TOKEN_URL: sim.oauthTokenUrl,
   });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
   page = await (await browser.newContext()).newPage();
   page.on('console', (m: ConsoleMessage) => {
     if (m.type() === 'error') consoleErrors.push(m.text());
@@ -70,7 +87,11 @@ beforeAll(async () => {
     void d.dismiss();
   });
   page.on('response', (r) => {
-    if ((r.headers()['content-type'] ?? '').startsWith('text/html')) void r.text().then((t) => recordCaptured('http', t)).catch(() => undefined);
+    if ((r.headers()['content-type'] ?? '').startsWith('text/html'))
+      void r
+        .text()
+        .then((t) => recordCaptured('http', t))
+        .catch(() => undefined);
   });
 }, 60_000);
 
@@ -88,11 +109,18 @@ describe('XSS through user names, captions and permalinks, in Chromium', () => {
     await page.fill('#password', s.env.DASHBOARD_PASSWORD!);
     await Promise.all([page.waitForURL(`${s.url}/dashboard`), page.click('button[type=submit]')]);
 
-    await Promise.all([page.waitForURL(`${s.url}/dashboard/invitations`), page.click('button:has-text("Invite an owner")')]);
+    await Promise.all([
+      page.waitForURL(`${s.url}/dashboard/invitations`),
+      page.click('button:has-text("Invite an owner")'),
+    ]);
     const link = await page.inputValue('#invitation');
     expect(link).toMatch(/\/connect\?invite=[A-Za-z0-9_-]{43}$/);
 
-    const owner = sim.createAccount({ username: OWNER, name: EVIL_NAME, posts: EVIL_CAPTIONS.map((caption) => ({ kind: 'image' as const, caption })) });
+    const owner = sim.createAccount({
+      username: OWNER,
+      name: EVIL_NAME,
+      posts: EVIL_CAPTIONS.map((caption) => ({ kind: 'image' as const, caption })),
+    });
     sim.autoApprove = owner.id;
     await page.goto(link);
     expect(await page.locator('h1').textContent()).toBe('Account connected');
@@ -105,7 +133,13 @@ describe('XSS through user names, captions and permalinks, in Chromium', () => {
     await upsertAccount(s.ctx.db, { id: owner.id, username: EVIL_USER, displayName: EVIL_NAME }, new Date());
 
     // A stored error text with markup, as a platform message could carry.
-    await setAccountStatus(s.ctx.db, owner.id, 'reauth_required', '<svg onload="window.__xss=\'reason\'"> (code 190/460)', { at: new Date() });
+    await setAccountStatus(
+      s.ctx.db,
+      owner.id,
+      'reauth_required',
+      '<svg onload="window.__xss=\'reason\'"> (code 190/460)',
+      { at: new Date() },
+    );
     await page.goto(`${s.url}/dashboard`);
     const row = page.locator(`tr[data-account-id="${owner.id}"]`);
     expect(await row.locator('strong').textContent()).toBe(`@${EVIL_USER}`);
@@ -116,9 +150,16 @@ describe('XSS through user names, captions and permalinks, in Chromium', () => {
   it('captions in the feed preview (the widget) are text', async () => {
     const owner = (await s.ctx.db.query<{ id: string }>('SELECT id FROM accounts')).rows[0]!.id;
     await page.goto(`${s.url}/dashboard/accounts/${owner}/preview?layout=list`);
-    await page.waitForFunction(() => document.querySelector('#feed')?.getAttribute('data-feedmirror-state') === 'ready');
+    await page.waitForFunction(
+      () => document.querySelector('#feed')?.getAttribute('data-feedmirror-state') === 'ready',
+    );
     // Image posts carry their caption's first words as alt text: literally, markup and all.
-    const text = await page.evaluate(() => [document.querySelector<HTMLElement>('#feed')!.innerText, ...[...document.querySelectorAll('#feed img')].map((i) => i.getAttribute('alt') ?? '')].join('\n'));
+    const text = await page.evaluate(() =>
+      [
+        document.querySelector<HTMLElement>('#feed')!.innerText,
+        ...[...document.querySelectorAll('#feed img')].map((i) => i.getAttribute('alt') ?? ''),
+      ].join('\n'),
+    );
     for (const marker of ['<img', '<script>', '<svg']) expect(text).toContain(marker);
     expect(await page.locator('#feed script, #feed svg[onload], #feed img[onerror]').count()).toBe(0);
     expect(await xss()).toBeNull();
@@ -132,8 +173,18 @@ describe('XSS through user names, captions and permalinks, in Chromium', () => {
       source: 'instagram',
       demo: false,
       fetchedAt: new Date().toISOString(),
-      origin: { kind: 'profile', id, name: 'links.test', displayName: 'links', url: 'javascript:window.__xss="origin"' },
-      posts: ['javascript:window.__xss="permalink"', 'JaVaScRiPt:window.__xss="permalink2"', 'data:text/html,<script>window.__xss=1</script>'].map((url, i) => ({
+      origin: {
+        kind: 'profile',
+        id,
+        name: 'links.test',
+        displayName: 'links',
+        url: 'javascript:window.__xss="origin"',
+      },
+      posts: [
+        'javascript:window.__xss="permalink"',
+        'JaVaScRiPt:window.__xss="permalink2"',
+        'data:text/html,<script>window.__xss=1</script>',
+      ].map((url, i) => ({
         id: `p${i}`,
         source: 'instagram',
         type: 'text',
@@ -145,12 +196,20 @@ describe('XSS through user names, captions and permalinks, in Chromium', () => {
         publishedAt: new Date().toISOString(),
       })),
     };
-    await s.ctx.storage.put(`feeds/${id}.json`, Buffer.from(JSON.stringify(feed)), { contentType: 'application/json; charset=utf-8', cacheControl: 'no-store' });
+    await s.ctx.storage.put(`feeds/${id}.json`, Buffer.from(JSON.stringify(feed)), {
+      contentType: 'application/json; charset=utf-8',
+      cacheControl: 'no-store',
+    });
     await page.goto(`${s.url}/dashboard/accounts/${id}/preview?layout=list`);
-    await page.waitForFunction(() => ['ready', 'error'].includes(document.querySelector('#feed')?.getAttribute('data-feedmirror-state') ?? ''));
-    const hrefs = await page.evaluate(() => [...document.querySelectorAll('#feed a')].map((a) => a.getAttribute('href') ?? ''));
+    await page.waitForFunction(() =>
+      ['ready', 'error'].includes(document.querySelector('#feed')?.getAttribute('data-feedmirror-state') ?? ''),
+    );
+    const hrefs = await page.evaluate(() =>
+      [...document.querySelectorAll('#feed a')].map((a) => a.getAttribute('href') ?? ''),
+    );
     for (const h of hrefs) expect(h).toMatch(/^(https?:|\/|#|$)/);
-    for (const a of await page.locator('#feed a').all()) await a.click({ force: true, timeout: 2_000 }).catch(() => undefined);
+    for (const a of await page.locator('#feed a').all())
+      await a.click({ force: true, timeout: 2_000 }).catch(() => undefined);
     expect(await xss()).toBeNull();
   });
 

@@ -6,7 +6,15 @@ import { createInvitation } from '../../src/store/invitations.ts';
 import { main } from '../../src/cli/main.ts';
 import { memoryIO } from '../support/memory-io.ts';
 import { recordCaptured } from '../support/capture.ts';
-import { cookiesOf, DASHBOARD_USER, nonLoopbackAddress, postLogin, sessionCookie, startServeForTest, type ServeUnderTest } from './support.ts';
+import {
+  cookiesOf,
+  DASHBOARD_USER,
+  nonLoopbackAddress,
+  postLogin,
+  sessionCookie,
+  startServeForTest,
+  type ServeUnderTest,
+} from './support.ts';
 
 /**
  * Issue 11, item 3, against `feedmirror serve` on 0.0.0.0 with the simulator as the platform.
@@ -25,8 +33,10 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-const loginStates = async () => Number((await s.ctx.db.query<{ n: string }>('SELECT count(*) AS n FROM login_states')).rows[0]!.n);
-const accounts = async () => Number((await s.ctx.db.query<{ n: string }>('SELECT count(*) AS n FROM accounts')).rows[0]!.n);
+const loginStates = async () =>
+  Number((await s.ctx.db.query<{ n: string }>('SELECT count(*) AS n FROM login_states')).rows[0]!.n);
+const accounts = async () =>
+  Number((await s.ctx.db.query<{ n: string }>('SELECT count(*) AS n FROM accounts')).rows[0]!.n);
 
 async function fetchText(url: string, init: RequestInit = {}): Promise<{ res: Response; text: string }> {
   const res = await fetch(url, { redirect: 'manual', ...init });
@@ -95,7 +105,12 @@ describe('connecting by invitation', () => {
 
     const bogus = await connectWith(`${s.url}/connect?invite=${'A'.repeat(43)}`);
     expect(bogus.status).toBe(403);
-    const old = await createInvitation(s.ctx.db, new Date(s.ctx.clock.now().getTime() - 2 * 86_400_000), 86_400_000, 'cli');
+    const old = await createInvitation(
+      s.ctx.db,
+      new Date(s.ctx.clock.now().getTime() - 2 * 86_400_000),
+      86_400_000,
+      'cli',
+    );
     const expired = await connectWith(`${s.url}/connect?invite=${old.token}`);
     expect(expired.status).toBe(403);
     expect(expired.text).toContain('expired');
@@ -125,8 +140,15 @@ describe('connecting by invitation', () => {
     const inv = await createInvitation(s.ctx.db, s.ctx.clock.now(), 86_400_000, 'cli');
     const link = `${s.url}/connect?invite=${inv.token}`;
     // Both start (the invitation is only checked then), both come back: one wins.
-    const starts = await Promise.all([fetch(link, { redirect: 'manual', headers: { 'x-forwarded-for': '198.51.100.61' } }), fetch(link, { redirect: 'manual', headers: { 'x-forwarded-for': '198.51.100.62' } })]);
-    const callbacks = await Promise.all(starts.map(async (r) => (await fetch(r.headers.get('location')!, { redirect: 'manual' })).headers.get('location')!));
+    const starts = await Promise.all([
+      fetch(link, { redirect: 'manual', headers: { 'x-forwarded-for': '198.51.100.61' } }),
+      fetch(link, { redirect: 'manual', headers: { 'x-forwarded-for': '198.51.100.62' } }),
+    ]);
+    const callbacks = await Promise.all(
+      starts.map(async (r) =>
+        (await fetch(r.headers.get('location')!, { redirect: 'manual' })).headers.get('location')!,
+      ),
+    );
     const done = await Promise.all(callbacks.map(async (c) => (await fetchText(c)).res.status));
     expect(done.sort()).toEqual([200, 403]);
   });
@@ -135,10 +157,15 @@ describe('connecting by invitation', () => {
     const owner = sim.createAccount({ username: 'declined.shop', posts: 1 });
     sim.autoApprove = owner.id;
     const inv = await createInvitation(s.ctx.db, s.ctx.clock.now(), 86_400_000, 'cli');
-    const start = await fetch(`${s.url}/connect?invite=${inv.token}`, { redirect: 'manual', headers: { 'x-forwarded-for': '198.51.100.63' } });
+    const start = await fetch(`${s.url}/connect?invite=${inv.token}`, {
+      redirect: 'manual',
+      headers: { 'x-forwarded-for': '198.51.100.63' },
+    });
     const state = new URL(start.headers.get('location')!).searchParams.get('state')!;
     const phishing = 'Your account is locked. Call +1 555 0100 to unlock it.';
-    const cb = await fetchText(`${s.url}/callback?state=${encodeURIComponent(state)}&error=server_error&error_description=${encodeURIComponent(phishing)}`);
+    const cb = await fetchText(
+      `${s.url}/callback?state=${encodeURIComponent(state)}&error=server_error&error_description=${encodeURIComponent(phishing)}`,
+    );
     expect(cb.res.status).toBe(403);
     expect(cb.text).toContain('The platform did not complete the login.');
     expect(cb.text).not.toContain('555');
@@ -153,11 +180,14 @@ describe('connecting by invitation', () => {
     const link = `${s.url}/connect?invite=${inv.token}`;
     const before = await loginStates();
     const statuses: number[] = [];
-    for (let i = 0; i < 15; i++) statuses.push((await fetch(link, { redirect: 'manual', headers: { 'x-forwarded-for': '203.0.113.91' } })).status);
+    for (let i = 0; i < 15; i++)
+      statuses.push((await fetch(link, { redirect: 'manual', headers: { 'x-forwarded-for': '203.0.113.91' } })).status);
     expect(statuses.filter((x) => x === 302)).toHaveLength(10);
     expect(statuses.slice(10)).toEqual(Array(5).fill(429));
     expect(await loginStates()).toBe(before + 10);
-    expect((await fetch(link, { redirect: 'manual', headers: { 'x-forwarded-for': '203.0.113.92' } })).status).toBe(302);
+    expect((await fetch(link, { redirect: 'manual', headers: { 'x-forwarded-for': '203.0.113.92' } })).status).toBe(
+      302,
+    );
   });
 
   it('from the dashboard session, connect works without an invitation; the dashboard makes invitations', async () => {
@@ -174,19 +204,35 @@ describe('connecting by invitation', () => {
     expect(done.text).toContain('@operator.own is connected');
 
     // Without the session: no.
-    expect((await fetch(`${s.url}/dashboard/connect`, { redirect: 'manual', headers: { accept: 'application/json' } })).status).toBe(401);
+    expect(
+      (await fetch(`${s.url}/dashboard/connect`, { redirect: 'manual', headers: { accept: 'application/json' } }))
+        .status,
+    ).toBe(401);
 
     // An invitation made in the dashboard (CSRF-protected form) is a working link.
     const page = await fetchText(`${s.url}/dashboard`, { headers: { cookie } });
     const csrf = /name="_csrf" value="([^"]+)"/.exec(page.text)![1]!;
-    const made = await fetchText(`${s.url}/dashboard/invitations`, { method: 'POST', headers: { cookie: [cookie, cookiesOf(page.res)].filter(Boolean).join('; '), origin: s.url, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: csrf, expires: '1d' }) });
+    const made = await fetchText(`${s.url}/dashboard/invitations`, {
+      method: 'POST',
+      headers: {
+        cookie: [cookie, cookiesOf(page.res)].filter(Boolean).join('; '),
+        origin: s.url,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: new URLSearchParams({ _csrf: csrf, expires: '1d' }),
+    });
     expect(made.res.status).toBe(200);
     const link = /value="(http[^"]+\/connect\?invite=[^"]+)"/.exec(made.text)![1]!.replace(/&amp;/g, '&');
     const other = sim.createAccount({ username: 'from.dashboard', posts: 1 });
     sim.autoApprove = other.id;
     expect((await connectWith(link, '198.51.100.65')).status).toBe(200);
     // Without the form token the dashboard makes none.
-    const refused = await fetch(`${s.url}/dashboard/invitations`, { method: 'POST', redirect: 'manual', headers: { cookie, origin: s.url, 'content-type': 'application/x-www-form-urlencoded' }, body: 'expires=1d' });
+    const refused = await fetch(`${s.url}/dashboard/invitations`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie, origin: s.url, 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'expires=1d',
+    });
     expect(refused.status).toBe(403);
   });
 });

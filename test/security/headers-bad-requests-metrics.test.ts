@@ -21,8 +21,14 @@ const METRICS_TOKEN = 'metrics-token-for-the-security-test';
 beforeAll(async () => {
   s = await startServeForTest('sec-headers', { TRUST_PROXY: '1', METRICS_TOKEN });
   // A published feed and a mirrored image, so feeds and media are real responses.
-  await s.ctx.storage.put('feeds/17841400000000001.json', Buffer.from('{"schemaVersion":1}'), { contentType: 'application/json; charset=utf-8', cacheControl: 'public, max-age=60' });
-  await s.ctx.storage.put('media/17841400000000001/1/cover.jpg', Buffer.from([0xff, 0xd8, 0xff, 0xe0]), { contentType: 'image/jpeg', cacheControl: 'public, max-age=60' });
+  await s.ctx.storage.put('feeds/17841400000000001.json', Buffer.from('{"schemaVersion":1}'), {
+    contentType: 'application/json; charset=utf-8',
+    cacheControl: 'public, max-age=60',
+  });
+  await s.ctx.storage.put('media/17841400000000001/1/cover.jpg', Buffer.from([0xff, 0xd8, 0xff, 0xe0]), {
+    contentType: 'image/jpeg',
+    cacheControl: 'public, max-age=60',
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -53,7 +59,12 @@ describe('bad requests answer 4xx with a short body, logged below error level', 
 
   const loginPost = async (body: string, contentType = 'application/x-www-form-urlencoded') => {
     const form = await loginForm(s.url, '198.51.100.40');
-    const res = await fetch(`${s.url}/dashboard/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': contentType, cookie: form.cookie, origin: s.url, 'x-forwarded-for': '198.51.100.40' }, body });
+    const res = await fetch(`${s.url}/dashboard/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': contentType, cookie: form.cookie, origin: s.url, 'x-forwarded-for': '198.51.100.40' },
+      body,
+    });
     const text = await res.text();
     recordCaptured('http', text);
     return { status: res.status, text };
@@ -63,8 +74,14 @@ describe('bad requests answer 4xx with a short body, logged below error level', 
     const before = errorLines().length;
     const many = new URLSearchParams(Array.from({ length: 30 }, (_, i) => [`p${i}`, 'x'])).toString();
     expect(await loginPost(many)).toMatchObject({ status: 413, text: 'The request has too many parameters.\n' });
-    expect(await loginPost(`user=a&password=${'x'.repeat(9000)}`)).toMatchObject({ status: 413, text: 'The request body is too large.\n' });
-    expect(await loginPost('user=a&password=b', 'application/x-www-form-urlencoded; charset=utf-7')).toMatchObject({ status: 415, text: 'Unsupported charset: send UTF-8.\n' });
+    expect(await loginPost(`user=a&password=${'x'.repeat(9000)}`)).toMatchObject({
+      status: 413,
+      text: 'The request body is too large.\n',
+    });
+    expect(await loginPost('user=a&password=b', 'application/x-www-form-urlencoded; charset=utf-7')).toMatchObject({
+      status: 415,
+      text: 'Unsupported charset: send UTF-8.\n',
+    });
     expect(errorLines().length).toBe(before);
   });
 });
@@ -84,7 +101,16 @@ describe('security headers on every response', () => {
   });
 
   it('feeds, media, the callback, bull-board, 404s and errors carry nosniff and the CSP', async () => {
-    for (const p of ['/feeds/17841400000000001.json', '/media/17841400000000001/1/cover.jpg', '/callback', '/connect', '/dashboard/queues/', '/nope', '/feeds/%ff.json', '/healthz']) {
+    for (const p of [
+      '/feeds/17841400000000001.json',
+      '/media/17841400000000001/1/cover.jpg',
+      '/callback',
+      '/connect',
+      '/dashboard/queues/',
+      '/nope',
+      '/feeds/%ff.json',
+      '/healthz',
+    ]) {
       const res = await fetch(`${s.url}${p}`, { redirect: 'manual' });
       await res.arrayBuffer();
       expect(res.headers.get('x-content-type-options'), p).toBe('nosniff');
@@ -116,7 +142,9 @@ describe('security headers on every response', () => {
 describe('/metrics is for the scraper only', () => {
   it('on 0.0.0.0 it needs METRICS_TOKEN as a bearer token', async () => {
     expect((await fetch(`${s.url}/metrics`)).status).toBe(401);
-    expect((await fetch(`${s.url}/metrics`, { headers: { authorization: 'Bearer wrong-token-wrong-token' } })).status).toBe(401);
+    expect(
+      (await fetch(`${s.url}/metrics`, { headers: { authorization: 'Bearer wrong-token-wrong-token' } })).status,
+    ).toBe(401);
     const ok = await fetch(`${s.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
     expect(ok.status).toBe(200);
     expect(await ok.text()).toContain('feedmirror_');
@@ -136,8 +164,18 @@ describe('/metrics is for the scraper only', () => {
   it('scrapes are cheap: within the cache window no store is read again', async () => {
     const clock = new ManualClock();
     let reads = 0;
-    const metrics = createMetrics({ clock, processMetrics: false, tokenExpiries: async () => (reads++, [{ accountId: '1', expiresAt: new Date(clock.now().getTime() + 86_400_000) }]) });
-    const app = createApp({ logger: silentLogger, health: { metrics, metricsAccess: 'open', clock, metricsCacheMs: 5_000 } });
+    const metrics = createMetrics({
+      clock,
+      processMetrics: false,
+      tokenExpiries: async () => (
+        reads++,
+        [{ accountId: '1', expiresAt: new Date(clock.now().getTime() + 86_400_000) }]
+      ),
+    });
+    const app = createApp({
+      logger: silentLogger,
+      health: { metrics, metricsAccess: 'open', clock, metricsCacheMs: 5_000 },
+    });
     const server: Server = createServer(app);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -8,7 +8,14 @@ import { DisallowedHostError, ImageTooLargeError, InvalidImageError } from '../.
 import { processImage } from '../../src/mirror/image.ts';
 import { upsertAccount } from '../../src/store/accounts.ts';
 import { recordCaptured } from '../support/capture.ts';
-import { DASHBOARD_USER, loginForm, postLogin, sessionCookie, startServeForTest, type ServeUnderTest } from './support.ts';
+import {
+  DASHBOARD_USER,
+  loginForm,
+  postLogin,
+  sessionCookie,
+  startServeForTest,
+  type ServeUnderTest,
+} from './support.ts';
 
 /**
  * The attacks of issue 11's review that were already refused on main, kept as tests so they keep
@@ -24,7 +31,10 @@ const ACCOUNT = '17841400000000042';
 beforeAll(async () => {
   s = await startServeForTest('sec-held', { TRUST_PROXY: '1' });
   await upsertAccount(s.ctx.db, { id: ACCOUNT, username: 'held.test' }, new Date());
-  await s.ctx.storage.put(`media/${ACCOUNT}/1/cover.jpg`, Buffer.from([0xff, 0xd8, 0xff]), { contentType: 'image/jpeg', cacheControl: 'public, max-age=60' });
+  await s.ctx.storage.put(`media/${ACCOUNT}/1/cover.jpg`, Buffer.from([0xff, 0xd8, 0xff]), {
+    contentType: 'image/jpeg',
+    cacheControl: 'public, max-age=60',
+  });
   const login = await postLogin(s.url, '198.51.100.90', DASHBOARD_USER, s.env.DASHBOARD_PASSWORD!);
   cookie = sessionCookie(login);
   const html = await (await fetch(`${s.url}/dashboard`, { headers: { cookie } })).text();
@@ -37,28 +47,54 @@ afterAll(async () => {
 });
 
 describe('CSRF: 13 variants, none queues anything', () => {
-  const waiting = async () => (await s.ctx.queues.feedSync.getJobCounts('waiting', 'delayed', 'prioritized')) as Record<string, number>;
+  const waiting = async () =>
+    (await s.ctx.queues.feedSync.getJobCounts('waiting', 'delayed', 'prioritized')) as Record<string, number>;
   const sync = (headers: Record<string, string>, body: string, opts: { method?: string; path?: string } = {}) =>
-    fetch(`${s.url}${opts.path ?? `/dashboard/accounts/${ACCOUNT}/sync`}`, { method: opts.method ?? 'POST', redirect: 'manual', headers, body: opts.method === 'GET' ? null : body });
+    fetch(`${s.url}${opts.path ?? `/dashboard/accounts/${ACCOUNT}/sync`}`, {
+      method: opts.method ?? 'POST',
+      redirect: 'manual',
+      headers,
+      body: opts.method === 'GET' ? null : body,
+    });
   const form = { 'content-type': 'application/x-www-form-urlencoded' };
 
   it('each is refused', async () => {
-    const otherSession = sessionCookie(await postLogin(s.url, '198.51.100.91', DASHBOARD_USER, s.env.DASHBOARD_PASSWORD!));
-    const otherCsrf = /name="_csrf" value="([^"]+)"/.exec(await (await fetch(`${s.url}/dashboard`, { headers: { cookie: otherSession } })).text())![1]!;
+    const otherSession = sessionCookie(
+      await postLogin(s.url, '198.51.100.91', DASHBOARD_USER, s.env.DASHBOARD_PASSWORD!),
+    );
+    const otherCsrf = /name="_csrf" value="([^"]+)"/.exec(
+      await (await fetch(`${s.url}/dashboard`, { headers: { cookie: otherSession } })).text(),
+    )![1]!;
     const before = await waiting();
     const variants: Array<[string, () => Promise<Response>]> = [
       ['no token', () => sync({ ...form, cookie, origin: s.url }, '')],
       ['empty token', () => sync({ ...form, cookie, origin: s.url }, '_csrf=')],
       ['wrong token', () => sync({ ...form, cookie, origin: s.url }, `_csrf=${'x'.repeat(43)}`)],
       ["another session's token", () => sync({ ...form, cookie, origin: s.url }, `_csrf=${otherCsrf}`)],
-      ['token in the query string', () => sync({ ...form, cookie, origin: s.url }, '', { path: `/dashboard/accounts/${ACCOUNT}/sync?_csrf=${csrf}` })],
+      [
+        'token in the query string',
+        () =>
+          sync({ ...form, cookie, origin: s.url }, '', { path: `/dashboard/accounts/${ACCOUNT}/sync?_csrf=${csrf}` }),
+      ],
       ['right token, foreign Origin', () => sync({ ...form, cookie, origin: 'https://evil.example' }, `_csrf=${csrf}`)],
       ['right token, Origin null', () => sync({ ...form, cookie, origin: 'null' }, `_csrf=${csrf}`)],
-      ['right token, Sec-Fetch-Site cross-site', () => sync({ ...form, cookie, 'sec-fetch-site': 'cross-site' }, `_csrf=${csrf}`)],
-      ['right token, Sec-Fetch-Site same-site (a sibling subdomain)', () => sync({ ...form, cookie, 'sec-fetch-site': 'same-site', origin: s.url }, `_csrf=${csrf}`)],
+      [
+        'right token, Sec-Fetch-Site cross-site',
+        () => sync({ ...form, cookie, 'sec-fetch-site': 'cross-site' }, `_csrf=${csrf}`),
+      ],
+      [
+        'right token, Sec-Fetch-Site same-site (a sibling subdomain)',
+        () => sync({ ...form, cookie, 'sec-fetch-site': 'same-site', origin: s.url }, `_csrf=${csrf}`),
+      ],
       ['right token, neither Origin nor Sec-Fetch-Site', () => sync({ ...form, cookie }, `_csrf=${csrf}`)],
-      ['token in a JSON body', () => sync({ 'content-type': 'application/json', cookie, origin: s.url }, JSON.stringify({ _csrf: csrf }))],
-      ['no session cookie (another site cannot send a SameSite=Strict cookie)', () => sync({ ...form, origin: s.url }, `_csrf=${csrf}`)],
+      [
+        'token in a JSON body',
+        () => sync({ 'content-type': 'application/json', cookie, origin: s.url }, JSON.stringify({ _csrf: csrf })),
+      ],
+      [
+        'no session cookie (another site cannot send a SameSite=Strict cookie)',
+        () => sync({ ...form, origin: s.url }, `_csrf=${csrf}`),
+      ],
       ['GET on the action', () => sync({ cookie }, '', { method: 'GET' })],
     ];
     expect(variants).toHaveLength(13);
@@ -75,21 +111,55 @@ describe('CSRF: 13 variants, none queues anything', () => {
   it('login CSRF: a login form posted without its nonce cookie, or from another site, is refused', async () => {
     const f = await loginForm(s.url, '198.51.100.92');
     const body = new URLSearchParams({ user: DASHBOARD_USER, password: s.env.DASHBOARD_PASSWORD!, _csrf: f.csrf });
-    const noNonce = await fetch(`${s.url}/dashboard/login`, { method: 'POST', redirect: 'manual', headers: { ...form, origin: s.url }, body });
+    const noNonce = await fetch(`${s.url}/dashboard/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { ...form, origin: s.url },
+      body,
+    });
     expect(noNonce.status).toBe(403);
-    const foreign = await fetch(`${s.url}/dashboard/login`, { method: 'POST', redirect: 'manual', headers: { ...form, origin: 'https://evil.example', cookie: f.cookie }, body });
+    const foreign = await fetch(`${s.url}/dashboard/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { ...form, origin: 'https://evil.example', cookie: f.cookie },
+      body,
+    });
     expect(foreign.status).toBe(403);
   });
 });
 
 describe('path traversal: 30 variants, none reaches a file outside storage', () => {
   const paths = [
-    '/media/../package.json', '/media/..%2F..%2Fpackage.json', '/media/%2e%2e/%2e%2e/package.json', '/media/%252e%252e/package.json', '/media/..%5c..%5cpackage.json',
-    '/media/....//....//package.json', `/media/${ACCOUNT}/1/../../../../etc/passwd`, `/media/${ACCOUNT}/.meta/x.json`, '/media/.tmp-upload', '/media/%00/x.jpg',
-    '/media//etc/passwd', '/media/%2Fetc%2Fpasswd', '/media/..\\..\\package.json', '/media/%c0%ae%c0%ae/package.json', '/media/%ef%bc%8e%ef%bc%8e/package.json',
-    '/widget/../package.json', '/widget/..%2Fpackage.json', '/widget/.%2e/package.json', '/widget/%2e%2e%2f%2e%2e%2fetc%2fpasswd', '/widget/.env',
-    '/feeds/..%2F..%2Fpackage.json', '/feeds/../package.json', '/feeds/%2e%2e%2fpackage.json', '/feeds/..json', '/feeds/.json',
-    `/dashboard/accounts/..%2F..%2Fetc/preview`, '/dashboard/accounts/%2e%2e/preview', '/dashboard/widget.js/../../package.json', '/dashboard/queues/../../package.json', '/dashboard/queues/static/../../../package.json',
+    '/media/../package.json',
+    '/media/..%2F..%2Fpackage.json',
+    '/media/%2e%2e/%2e%2e/package.json',
+    '/media/%252e%252e/package.json',
+    '/media/..%5c..%5cpackage.json',
+    '/media/....//....//package.json',
+    `/media/${ACCOUNT}/1/../../../../etc/passwd`,
+    `/media/${ACCOUNT}/.meta/x.json`,
+    '/media/.tmp-upload',
+    '/media/%00/x.jpg',
+    '/media//etc/passwd',
+    '/media/%2Fetc%2Fpasswd',
+    '/media/..\\..\\package.json',
+    '/media/%c0%ae%c0%ae/package.json',
+    '/media/%ef%bc%8e%ef%bc%8e/package.json',
+    '/widget/../package.json',
+    '/widget/..%2Fpackage.json',
+    '/widget/.%2e/package.json',
+    '/widget/%2e%2e%2f%2e%2e%2fetc%2fpasswd',
+    '/widget/.env',
+    '/feeds/..%2F..%2Fpackage.json',
+    '/feeds/../package.json',
+    '/feeds/%2e%2e%2fpackage.json',
+    '/feeds/..json',
+    '/feeds/.json',
+    `/dashboard/accounts/..%2F..%2Fetc/preview`,
+    '/dashboard/accounts/%2e%2e/preview',
+    '/dashboard/widget.js/../../package.json',
+    '/dashboard/queues/../../package.json',
+    '/dashboard/queues/static/../../../package.json',
   ];
 
   it('every one answers 400 or 404 (or a redirect inside the dashboard), never a file', async () => {
@@ -122,25 +192,55 @@ describe('SSRF through image links and redirects', () => {
   });
 
   const targets = [
-    'http://127.0.0.1/', 'http://localhost/', 'http://169.254.169.254/latest/meta-data/', 'http://[::1]/', 'http://0x7f000001/', 'http://2130706433/',
-    'http://0177.0.0.1/', 'http://metadata.google.internal/', 'http://scontent.cdninstagram.com.evil.example/x.jpg', 'http://scontent.cdninstagram.com@127.0.0.1/x.jpg',
-    'http://cdninstagram.com/x.jpg', 'http://10.0.0.1/', 'http://192.168.0.1/', 'file:///etc/passwd', 'ftp://scontent.cdninstagram.com/x.jpg', 'gopher://127.0.0.1:6379/_INFO',
+    'http://127.0.0.1/',
+    'http://localhost/',
+    'http://169.254.169.254/latest/meta-data/',
+    'http://[::1]/',
+    'http://0x7f000001/',
+    'http://2130706433/',
+    'http://0177.0.0.1/',
+    'http://metadata.google.internal/',
+    'http://scontent.cdninstagram.com.evil.example/x.jpg',
+    'http://scontent.cdninstagram.com@127.0.0.1/x.jpg',
+    'http://cdninstagram.com/x.jpg',
+    'http://10.0.0.1/',
+    'http://192.168.0.1/',
+    'file:///etc/passwd',
+    'ftp://scontent.cdninstagram.com/x.jpg',
+    'gopher://127.0.0.1:6379/_INFO',
   ];
 
   it.each(targets)('%s is refused before any connection', async (url) => {
-    const err = await downloadImage(url, { allowedHosts: ['.cdninstagram.com', '.fbcdn.net'], maxBytes: 1024, timeoutMs: 2_000 }).catch((e: unknown) => e);
+    const err = await downloadImage(url, {
+      allowedHosts: ['.cdninstagram.com', '.fbcdn.net'],
+      maxBytes: 1024,
+      timeoutMs: 2_000,
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DisallowedHostError);
   });
 
-  it.each(['http://169.254.169.254/latest/meta-data/', 'http://127.0.0.1:6379/', 'file:///etc/passwd', 'http://[::1]:5432/'])('a redirect from an allowed host to %s is not followed', async (to) => {
-    const err = await downloadImage(`http://${allowed}/r?to=${encodeURIComponent(to)}`, { allowedHosts: [allowed], maxBytes: 1024, timeoutMs: 2_000 }).catch((e: unknown) => e);
+  it.each([
+    'http://169.254.169.254/latest/meta-data/',
+    'http://127.0.0.1:6379/',
+    'file:///etc/passwd',
+    'http://[::1]:5432/',
+  ])('a redirect from an allowed host to %s is not followed', async (to) => {
+    const err = await downloadImage(`http://${allowed}/r?to=${encodeURIComponent(to)}`, {
+      allowedHosts: [allowed],
+      maxBytes: 1024,
+      timeoutMs: 2_000,
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DisallowedHostError);
   });
 });
 
 describe('pixel bombs', () => {
   async function pngDeclaring(width: number, height: number): Promise<Buffer> {
-    const png = Buffer.from(await sharp({ create: { width: 1, height: 1, channels: 3, background: '#000' } }).png().toBuffer());
+    const png = Buffer.from(
+      await sharp({ create: { width: 1, height: 1, channels: 3, background: '#000' } })
+        .png()
+        .toBuffer(),
+    );
     png.writeUInt32BE(width, 16);
     png.writeUInt32BE(height, 20);
     png.writeUInt32BE(zlib.crc32(png.subarray(12, 29)) >>> 0, 29);
@@ -158,7 +258,9 @@ describe('pixel bombs', () => {
   });
 
   it('a real, highly compressible 8000 x 8000 image (64 MP, a few hundred KB) is refused', async () => {
-    const big = await sharp({ create: { width: 8000, height: 8000, channels: 3, background: '#fff' } }).png({ compressionLevel: 9 }).toBuffer();
+    const big = await sharp({ create: { width: 8000, height: 8000, channels: 3, background: '#fff' } })
+      .png({ compressionLevel: 9 })
+      .toBuffer();
     expect(big.length).toBeLessThan(2_000_000);
     await expect(processImage(big, limits)).rejects.toBeInstanceOf(ImageTooLargeError);
   });

@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DASHBOARD_USER, loginForm, postLogin, sessionCookie, startServeForTest, type ServeUnderTest } from './support.ts';
+import {
+  DASHBOARD_USER,
+  loginForm,
+  postLogin,
+  sessionCookie,
+  startServeForTest,
+  type ServeUnderTest,
+} from './support.ts';
 import { recordCaptured } from '../support/capture.ts';
 
 /**
@@ -20,7 +27,11 @@ let password = '';
 beforeAll(async () => {
   a = await startServeForTest('sec-login', { TRUST_PROXY: '1' });
   password = a.env.DASHBOARD_PASSWORD!;
-  b = await startServeForTest('sec-login-b', { TRUST_PROXY: '1', DASHBOARD_PASSWORD: password, TOKEN_ENCRYPTION_KEY: a.env.TOKEN_ENCRYPTION_KEY! }, { databaseUrl: a.env.DATABASE_URL!, redisPrefix: a.env.REDIS_PREFIX! });
+  b = await startServeForTest(
+    'sec-login-b',
+    { TRUST_PROXY: '1', DASHBOARD_PASSWORD: password, TOKEN_ENCRYPTION_KEY: a.env.TOKEN_ENCRYPTION_KEY! },
+    { databaseUrl: a.env.DATABASE_URL!, redisPrefix: a.env.REDIS_PREFIX! },
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -64,7 +75,8 @@ describe('login throttle behind a proxy (TRUST_PROXY=1)', () => {
   it('changing X-Forwarded-For does not walk around it: the address the proxy appended counts', async () => {
     const real = '203.0.113.77';
     const statuses: number[] = [];
-    for (let i = 0; i < 12; i++) statuses.push((await postLogin(a.url, `10.9.${i}.1, ${real}`, DASHBOARD_USER, `guess-${i}`)).status);
+    for (let i = 0; i < 12; i++)
+      statuses.push((await postLogin(a.url, `10.9.${i}.1, ${real}`, DASHBOARD_USER, `guess-${i}`)).status);
     expect(statuses.filter((s) => s === 429)).toHaveLength(2);
   });
 
@@ -76,7 +88,8 @@ describe('login throttle behind a proxy (TRUST_PROXY=1)', () => {
 });
 
 describe('server-side sessions', () => {
-  const get = (base: string, path: string, cookie: string, accept = 'text/html') => fetch(`${base}${path}`, { redirect: 'manual', headers: { cookie, accept } });
+  const get = (base: string, path: string, cookie: string, accept = 'text/html') =>
+    fetch(`${base}${path}`, { redirect: 'manual', headers: { cookie, accept } });
 
   async function logIn(base: string, client: string): Promise<string> {
     const res = await postLogin(base, client, DASHBOARD_USER, password);
@@ -91,10 +104,15 @@ describe('server-side sessions', () => {
   }
 
   async function post(base: string, path: string, cookie: string, csrf: string): Promise<Response> {
-    return fetch(`${base}${path}`, { method: 'POST', redirect: 'manual', headers: { cookie, origin: base, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: csrf }) });
+    return fetch(`${base}${path}`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie, origin: base, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ _csrf: csrf }),
+    });
   }
 
-  it('a cookie saved before logout answers 401 after it, on the dashboard and on bull-board\'s API, on every replica', async () => {
+  it("a cookie saved before logout answers 401 after it, on the dashboard and on bull-board's API, on every replica", async () => {
     const saved = await logIn(a.url, '198.51.100.20');
     expect((await get(a.url, '/dashboard', saved)).status).toBe(200);
     expect((await get(a.url, '/dashboard/queues/api/queues', saved, 'application/json')).status).toBe(200);
@@ -119,7 +137,8 @@ describe('server-side sessions', () => {
     expect((await get(b.url, '/dashboard', one)).status).toBe(200);
     const res = await post(b.url, '/dashboard/logout-everywhere', two, await csrfFor(b.url, two));
     expect(res.status).toBe(303);
-    for (const c of [one, two]) expect((await get(a.url, '/dashboard/queues/api/queues', c, 'application/json')).status).toBe(401);
+    for (const c of [one, two])
+      expect((await get(a.url, '/dashboard/queues/api/queues', c, 'application/json')).status).toBe(401);
   });
 
   it('a session cookie is an opaque random id: forged and tampered values never pass', async () => {
@@ -132,7 +151,10 @@ describe('server-side sessions', () => {
       'x'.repeat(43),
       '',
     ];
-    for (const f of forged) expect((await get(a.url, '/dashboard/queues/api/queues', `fm_session=${f}`, 'application/json')).status, f).toBe(401);
+    for (const f of forged)
+      expect((await get(a.url, '/dashboard/queues/api/queues', `fm_session=${f}`, 'application/json')).status, f).toBe(
+        401,
+      );
     expect((await get(a.url, '/dashboard/queues/api/queues', good, 'application/json')).status).toBe(200);
   });
 
@@ -155,15 +177,29 @@ describe('Redis out of reach', () => {
     try {
       const form = await fetch(`${down.url}/dashboard/login`);
       const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
-      const cookie = form.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+      const cookie = form.headers
+        .getSetCookie()
+        .map((c) => c.split(';')[0])
+        .join('; ');
       const started = Date.now();
-      const res = await fetch(`${down.url}/dashboard/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, origin: down.url }, body: new URLSearchParams({ user: DASHBOARD_USER, password, _csrf: csrf }) });
+      const res = await fetch(`${down.url}/dashboard/login`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, origin: down.url },
+        body: new URLSearchParams({ user: DASHBOARD_USER, password, _csrf: csrf }),
+      });
       const text = await res.text();
       recordCaptured('http', text);
       expect(res.status).toBe(503);
       expect(text).toContain('cannot reach its session store (Redis)');
       expect(Date.now() - started).toBeLessThan(10_000);
-      expect((await fetch(`${down.url}/dashboard/queues/api/queues`, { headers: { cookie: 'fm_session=' + 'a'.repeat(43), accept: 'application/json' } })).status).toBe(503);
+      expect(
+        (
+          await fetch(`${down.url}/dashboard/queues/api/queues`, {
+            headers: { cookie: 'fm_session=' + 'a'.repeat(43), accept: 'application/json' },
+          })
+        ).status,
+      ).toBe(503);
     } finally {
       await down.close();
       await down.drop();

@@ -67,7 +67,27 @@ describe('SMTP never sends credentials without TLS', () => {
   beforeAll(async () => {
     // A certificate of our own for the smtps:// server (smtp-server's bundled one has expired).
     const host = nonLoopbackAddress();
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${host}`, '-addext', `subjectAltName=IP:${host}`, '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        `/CN=${host}`,
+        '-addext',
+        `subjectAltName=IP:${host}`,
+        '-keyout',
+        path.join(dir, 'key.pem'),
+        '-out',
+        path.join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
     cert = readFileSync(path.join(dir, 'cert.pem'));
     plain = await smtpServer({ secure: false });
     tls = await smtpServer({ secure: true, key: readFileSync(path.join(dir, 'key.pem')), cert });
@@ -79,8 +99,19 @@ describe('SMTP never sends credentials without TLS', () => {
   });
 
   it('smtp:// to a server without STARTTLS: refused before AUTH, nothing sent', async () => {
-    const mailer = createMailer({ SMTP_URL: `smtp://alerts:${SMTP_PASSWORD}@${nonLoopbackAddress()}:${plain.port}`, ALERT_EMAIL_TO: 'ops@example.test', ALERT_EMAIL_FROM: 'feedmirror@example.test', OUTBOX_DIR: dir }, silentLogger);
-    const err = await mailer.send({ subject: 'test', text: 'body', html: '<p>body</p>' }).then(() => null, (e: unknown) => e as Error);
+    const mailer = createMailer(
+      {
+        SMTP_URL: `smtp://alerts:${SMTP_PASSWORD}@${nonLoopbackAddress()}:${plain.port}`,
+        ALERT_EMAIL_TO: 'ops@example.test',
+        ALERT_EMAIL_FROM: 'feedmirror@example.test',
+        OUTBOX_DIR: dir,
+      },
+      silentLogger,
+    );
+    const err = await mailer.send({ subject: 'test', text: 'body', html: '<p>body</p>' }).then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
     mailer.close();
     expect(err).not.toBeNull();
     expect(err!.message).not.toContain(SMTP_PASSWORD);
@@ -89,14 +120,26 @@ describe('SMTP never sends credentials without TLS', () => {
   });
 
   it('the options say so: STARTTLS required for smtp:// off this machine, TLS from the start for smtps://', () => {
-    expect(smtpOptions('smtp://u:p@mail.example:587')).toMatchObject({ secure: false, requireTLS: true, ignoreTLS: false });
+    expect(smtpOptions('smtp://u:p@mail.example:587')).toMatchObject({
+      secure: false,
+      requireTLS: true,
+      ignoreTLS: false,
+    });
     expect(smtpOptions('smtps://u:p@mail.example')).toMatchObject({ secure: true, port: 465 });
     expect(smtpOptions('smtp://127.0.0.1:25')).toMatchObject({ requireTLS: false, ignoreTLS: true }); // never leaves the machine
   });
 
   it('smtps:// works: the mail and the credentials go over TLS', async () => {
-    const transport = nodemailer.createTransport({ ...smtpOptions(`smtps://alerts:${SMTP_PASSWORD}@${nonLoopbackAddress()}:${tls.port}`), tls: { ca: [cert] } });
-    await transport.sendMail({ from: 'feedmirror@example.test', to: 'ops@example.test', subject: 'over TLS', text: 'ok' });
+    const transport = nodemailer.createTransport({
+      ...smtpOptions(`smtps://alerts:${SMTP_PASSWORD}@${nonLoopbackAddress()}:${tls.port}`),
+      tls: { ca: [cert] },
+    });
+    await transport.sendMail({
+      from: 'feedmirror@example.test',
+      to: 'ops@example.test',
+      subject: 'over TLS',
+      text: 'ok',
+    });
     transport.close();
     expect(tls.auths).toEqual(['alerts']);
     expect(tls.messages).toBe(1);
@@ -144,7 +187,15 @@ describe('accounts add caps standard input (issue 9 owns the cap; it must hold)'
 
   it('30 MB on stdin is refused at once; the platform is never called with it', async () => {
     const before = sim.requests.length;
-    const io = memoryIO({ env: { GRAPH_URL: sim.graphUrl, OAUTH_TOKEN_URL: sim.oauthTokenUrl, TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'), DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }, stdin: 'A'.repeat(30 * 1024 * 1024) });
+    const io = memoryIO({
+      env: {
+        GRAPH_URL: sim.graphUrl,
+        OAUTH_TOKEN_URL: sim.oauthTokenUrl,
+        TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
+        DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none',
+      },
+      stdin: 'A'.repeat(30 * 1024 * 1024),
+    });
     const code = await main(['accounts', 'add'], io);
     expect(code).not.toBe(0);
     expect(io.err()).toMatch(/standard input is larger than 8192 bytes/);

@@ -39,7 +39,11 @@ export interface ServeUnderTest {
 
 export const DASHBOARD_USER = 'operator';
 
-export async function startServeForTest(label: string, env: Record<string, string> = {}, shared?: { databaseUrl: string; redisPrefix: string }): Promise<ServeUnderTest & { drop: () => Promise<void> }> {
+export async function startServeForTest(
+  label: string,
+  env: Record<string, string> = {},
+  shared?: { databaseUrl: string; redisPrefix: string },
+): Promise<ServeUnderTest & { drop: () => Promise<void> }> {
   const db = shared ? { url: shared.databaseUrl, drop: async () => undefined } : await freshDatabase(label);
   const redis = redisForTest(label);
   const key = randomBytes(32).toString('base64');
@@ -102,7 +106,10 @@ export function cookiesOf(res: Response): string {
 }
 
 /** GET the login page as a client behind the proxy: its nonce cookie and the form's CSRF token. */
-export async function loginForm(base: string, forwardedFor: string): Promise<{ cookie: string; csrf: string; html: string; res: Response }> {
+export async function loginForm(
+  base: string,
+  forwardedFor: string,
+): Promise<{ cookie: string; csrf: string; html: string; res: Response }> {
   const res = await fetch(`${base}/dashboard/login`, { headers: { 'x-forwarded-for': forwardedFor } });
   const html = await res.text();
   recordCaptured('http', html);
@@ -117,7 +124,12 @@ export async function postLogin(base: string, forwardedFor: string, user: string
   const res = await fetch(`${base}/dashboard/login`, {
     method: 'POST',
     redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: form.cookie, origin: base, 'x-forwarded-for': forwardedFor },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      cookie: form.cookie,
+      origin: base,
+      'x-forwarded-for': forwardedFor,
+    },
     body: new URLSearchParams({ user, password, _csrf: form.csrf }),
   });
   recordCaptured('http', await res.clone().text());

@@ -43,12 +43,15 @@ export function parseComposeEnvFile(text: string, vars: Record<string, string> =
 
 /** Compose's `${VAR}`, `${VAR:-default}`, `${VAR-default}`, `$VAR` and `$$` (a literal $). */
 export function interpolate(value: string, vars: Record<string, string | undefined>): string {
-  return value.replace(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (all, braced?: string, op?: string, def?: string, bare?: string) => {
-    if (all === '$$') return '$';
-    const name = (braced ?? bare)!;
-    const v = vars[name];
-    if (op === ':-') return v === undefined || v === '' ? (def ?? '') : v;
-    if (op === '-') return v === undefined ? (def ?? '') : v;
-    return v ?? '';
-  });
+  return value.replace(
+    /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+    (all, braced?: string, op?: string, def?: string, bare?: string) => {
+      if (all === '$$') return '$';
+      const name = (braced ?? bare)!;
+      const v = vars[name];
+      if (op === ':-') return v === undefined || v === '' ? (def ?? '') : v;
+      if (op === '-') return v === undefined ? (def ?? '') : v;
+      return v ?? '';
+    },
+  );
 }

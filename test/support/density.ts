@@ -35,8 +35,15 @@ export function cssRgb(hex: string): string {
   return `rgb(${n(1)}, ${n(3)}, ${n(5)})`;
 }
 
-export async function measureDensity(browser: Browser, url: string, viewport: { width: number; height: number; dpr: number }): Promise<DensityReport> {
-  const context = await browser.newContext({ viewport: { width: viewport.width, height: viewport.height }, deviceScaleFactor: viewport.dpr });
+export async function measureDensity(
+  browser: Browser,
+  url: string,
+  viewport: { width: number; height: number; dpr: number },
+): Promise<DensityReport> {
+  const context = await browser.newContext({
+    viewport: { width: viewport.width, height: viewport.height },
+    deviceScaleFactor: viewport.dpr,
+  });
   const held: Route[] = [];
   let holding = true;
   await context.route(
@@ -54,8 +61,14 @@ export async function measureDensity(browser: Browser, url: string, viewport: { 
       return nodes.length > 0 && nodes.every((n) => n.getAttribute('data-feedmirror-state') === 'ready');
     });
     // The placeholder colours the feed asks for, by post id.
-    const feedUrl = await page.evaluate(() => new URL(document.querySelector('[data-feedmirror-feed]')!.getAttribute('data-feedmirror-feed')!, location.href).href);
-    const feed = (await (await context.request.get(feedUrl)).json()) as { posts: Array<{ id: string; thumbnailPlaceholder?: { color?: string } }> };
+    const feedUrl = await page.evaluate(
+      () =>
+        new URL(document.querySelector('[data-feedmirror-feed]')!.getAttribute('data-feedmirror-feed')!, location.href)
+          .href,
+    );
+    const feed = (await (await context.request.get(feedUrl)).json()) as {
+      posts: Array<{ id: string; thumbnailPlaceholder?: { color?: string } }>;
+    };
     const wanted = new Map(feed.posts.map((p) => [p.id, p.thumbnailPlaceholder?.color ?? null]));
     // Images are held: nothing has loaded, what shows is the placeholder.
     const painted = await page.evaluate(() =>
@@ -65,7 +78,11 @@ export async function measureDensity(browser: Browser, url: string, viewport: { 
         complete: img.complete && img.naturalWidth > 0,
       })),
     );
-    const placeholders = painted.map((p) => ({ expected: wanted.get(p.id) ?? null, painted: p.painted, complete: p.complete }));
+    const placeholders = painted.map((p) => ({
+      expected: wanted.get(p.id) ?? null,
+      painted: p.painted,
+      complete: p.complete,
+    }));
 
     holding = false;
     for (const r of held.splice(0)) await r.continue();
@@ -83,7 +100,10 @@ export async function measureDensity(browser: Browser, url: string, viewport: { 
         probe.src = img.currentSrc;
         await probe.decode();
         const box = img.getBoundingClientRect();
-        out.push({ ratio: Math.min(probe.naturalWidth / (box.width * dpr), probe.naturalHeight / (box.height * dpr)), src: img.currentSrc });
+        out.push({
+          ratio: Math.min(probe.naturalWidth / (box.width * dpr), probe.naturalHeight / (box.height * dpr)),
+          src: img.currentSrc,
+        });
       }
       return out;
     });

@@ -43,7 +43,8 @@ export default async function setup(project: TestProject) {
       }
     } catch (err) {
       const msg = (err as Error).message ?? String(err);
-      if (!/container runtime strategy/i.test(msg)) console.warn(`[test] testcontainers unavailable (${msg.split('\n')[0]}); using local services`);
+      if (!/container runtime strategy/i.test(msg))
+        console.warn(`[test] testcontainers unavailable (${msg.split('\n')[0]}); using local services`);
     }
   }
   project.provide('databaseUrl', databaseUrl);

@@ -15,7 +15,11 @@ export function spawnFeedmirror(args: string[], env: NodeJS.ProcessEnv, opts: { 
   // The child logs to stdout (not to the capture folder); what it prints is captured here instead.
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
   delete childEnv.FEEDMIRROR_CAPTURE_DIR;
-  const child = spawn(process.execPath, [BIN, ...args], { env: childEnv, cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: childEnv,
+    cwd: opts.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   const keep = (b: Buffer) => {
     const s = b.toString('utf8');
@@ -39,15 +43,29 @@ export interface Finished {
  * Run `feedmirror <args>` to the end as a real process, standard input given, stdout and stderr
  * kept apart (both captured for the secrets audit); killed after `timeoutMs`.
  */
-export function runFeedmirror(args: string[], env: NodeJS.ProcessEnv, opts: { stdin?: string; cwd?: string; timeoutMs?: number } = {}): Promise<Finished> {
+export function runFeedmirror(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  opts: { stdin?: string; cwd?: string; timeoutMs?: number } = {},
+): Promise<Finished> {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
   delete childEnv.FEEDMIRROR_CAPTURE_DIR;
   const started = Date.now();
-  const child = spawn(process.execPath, [BIN, ...args], { env: childEnv, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: childEnv,
+    cwd: opts.cwd,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
-  child.stdout!.on('data', (b: Buffer) => ((stdout += b.toString('utf8')), recordCaptured('process', b.toString('utf8'))));
-  child.stderr!.on('data', (b: Buffer) => ((stderr += b.toString('utf8')), recordCaptured('process', b.toString('utf8'))));
+  child.stdout!.on(
+    'data',
+    (b: Buffer) => ((stdout += b.toString('utf8')), recordCaptured('process', b.toString('utf8'))),
+  );
+  child.stderr!.on(
+    'data',
+    (b: Buffer) => ((stderr += b.toString('utf8')), recordCaptured('process', b.toString('utf8'))),
+  );
   child.stdin!.on('error', () => undefined);
   child.stdin!.end(opts.stdin ?? '');
   const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 30_000);

@@ -21,13 +21,38 @@ export async function freePort(): Promise<number> {
 }
 
 export function requireRedisServer(): void {
-  if (!existsSync('/usr/bin/redis-server') && !process.env.PATH?.split(':').some((d) => existsSync(join(d, 'redis-server')))) {
-    throw new Error('this test runs its own redis-server: install it (apt-get install redis-server); infra/ensure.sh does');
+  if (
+    !existsSync('/usr/bin/redis-server') &&
+    !process.env.PATH?.split(':').some((d) => existsSync(join(d, 'redis-server')))
+  ) {
+    throw new Error(
+      'this test runs its own redis-server: install it (apt-get install redis-server); infra/ensure.sh does',
+    );
   }
 }
 
-export async function spawnRedis(port: number, dir: string = mkdtempSync(join(tmpdir(), 'fm-redis-'))): Promise<ChildProcess> {
-  const p = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir], { stdio: 'ignore' });
+export async function spawnRedis(
+  port: number,
+  dir: string = mkdtempSync(join(tmpdir(), 'fm-redis-')),
+): Promise<ChildProcess> {
+  const p = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'always',
+      '--dir',
+      dir,
+    ],
+    { stdio: 'ignore' },
+  );
   await until(
     () =>
       new Promise<boolean>((resolve) => {

@@ -37,14 +37,23 @@ export interface TestS3 {
  * s3rver on a free port with a data folder of its own (removed by close). `parentDir`: where that
  * folder goes (the OS temp folder by default; the benchmark puts it in memory, /dev/shm).
  */
-export async function startS3(bucket = 'feedmirror-test', opts: { createBucket?: boolean; parentDir?: string } = {}): Promise<TestS3> {
+export async function startS3(
+  bucket = 'feedmirror-test',
+  opts: { createBucket?: boolean; parentDir?: string } = {},
+): Promise<TestS3> {
   const directory = await mkdtemp(path.join(opts.parentDir ?? os.tmpdir(), 'feedmirror-s3rver-'));
   let port = 0;
   let running: S3rverInstance | undefined;
 
   const start = async () => {
     if (running) return;
-    const server = new S3rver({ address: '127.0.0.1', port, silent: true, directory, configureBuckets: opts.createBucket === false ? [] : [{ name: bucket, configs: [] }] });
+    const server = new S3rver({
+      address: '127.0.0.1',
+      port,
+      silent: true,
+      directory,
+      configureBuckets: opts.createBucket === false ? [] : [{ name: bucket, configs: [] }],
+    });
     const addr = await server.run();
     port = addr.port;
     running = server;

@@ -6,7 +6,10 @@ import { setTimeout as delay } from 'node:timers/promises';
 /** A fresh, empty database on the test Postgres; dropped by the returned `drop`. */
 export async function freshDatabase(label = 'test'): Promise<{ url: string; drop: () => Promise<void> }> {
   const adminUrl = inject('databaseUrl');
-  const name = `fm_${label.replace(/[^a-z0-9]/gi, '').toLowerCase().slice(0, 20)}_${randomBytes(4).toString('hex')}`;
+  const name = `fm_${label
+    .replace(/[^a-z0-9]/gi, '')
+    .toLowerCase()
+    .slice(0, 20)}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
@@ -25,7 +28,10 @@ export async function freshDatabase(label = 'test'): Promise<{ url: string; drop
         // Let the test's own connections finish closing first: FORCE terminating a connection that
         // is half-way through its own goodbye makes pg raise an error nobody listens to any more.
         for (let i = 0; i < 100; i++) {
-          const { rows } = await c.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1', [name]);
+          const { rows } = await c.query<{ n: string }>(
+            'SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1',
+            [name],
+          );
           if (Number(rows[0]?.n ?? 0) === 0) break;
           await delay(20);
         }

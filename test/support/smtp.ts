@@ -142,7 +142,10 @@ function decodeWords(s: string): string {
     .replace(/\?=\s+=\?/g, '?==?')
     .replace(/=\?([^?]+)\?([QB])\?([^?]*)\?=/gi, (_m, _cs: string, enc: string, data: string) => {
       if (enc.toUpperCase() === 'B') return Buffer.from(data, 'base64').toString('utf8');
-      const bytes = Buffer.from(data.replace(/_/g, ' ').replace(/=([0-9A-F]{2})/gi, (_x, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1');
+      const bytes = Buffer.from(
+        data.replace(/_/g, ' ').replace(/=([0-9A-F]{2})/gi, (_x, h: string) => String.fromCharCode(parseInt(h, 16))),
+        'latin1',
+      );
       return bytes.toString('utf8');
     });
 }

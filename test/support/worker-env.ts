@@ -24,7 +24,9 @@ export function workerEnv(o: {
     STORAGE_URL: o.storageDir,
     MEDIA_PUBLIC_URL: 'http://media.example.test/',
     MEDIA_ALLOWED_HOSTS: o.sim.imageHost,
-    ...(o.smtpUrl ? { SMTP_URL: o.smtpUrl, ALERT_EMAIL_TO: 'ops@example.test' } : { OUTBOX_DIR: `${o.storageDir}/outbox` }),
+    ...(o.smtpUrl
+      ? { SMTP_URL: o.smtpUrl, ALERT_EMAIL_TO: 'ops@example.test' }
+      : { OUTBOX_DIR: `${o.storageDir}/outbox` }),
     PUBLIC_URL: 'http://feedmirror.example.test',
     FEEDMIRROR_CLOCK_FILE: o.clockFile,
     HTTP_MAX_RETRIES: '0',

@@ -21,14 +21,22 @@ describe('account lifecycle transition table', () => {
   });
 
   it('token_expired (R-TOK-5, R-TOK-10): active -> reauth_required; schedules stop, then the operator is alerted', () => {
-    expect(decide('active', 'token_expired')).toMatchObject({ to: 'reauth_required', effects: ['unschedule', 'alert_reauth'], event: 'expired' });
+    expect(decide('active', 'token_expired')).toMatchObject({
+      to: 'reauth_required',
+      effects: ['unschedule', 'alert_reauth'],
+      event: 'expired',
+    });
     // Already waiting for its owner: nothing happens twice (no second email, no second event).
     expect(decide('reauth_required', 'token_expired')).toBeNull();
     expect(decide('none', 'token_expired')).toBeNull();
   });
 
   it('owner_must_act (R-TOK-10, R-OWN-4): active -> reauth_required with the same effects as an expiry', () => {
-    expect(decide('active', 'owner_must_act')).toMatchObject({ to: 'reauth_required', effects: ['unschedule', 'alert_reauth'], event: 'reauth_required' });
+    expect(decide('active', 'owner_must_act')).toMatchObject({
+      to: 'reauth_required',
+      effects: ['unschedule', 'alert_reauth'],
+      event: 'reauth_required',
+    });
     expect(decide('reauth_required', 'owner_must_act')).toBeNull();
   });
 
@@ -39,7 +47,9 @@ describe('account lifecycle transition table', () => {
   });
 
   it('every transition that leaves a schedulable state stops the schedules; only connected starts them', () => {
-    for (const [event, t] of Object.entries(TRANSITIONS) as Array<[LifecycleEvent, (typeof TRANSITIONS)[LifecycleEvent]]>) {
+    for (const [event, t] of Object.entries(TRANSITIONS) as Array<
+      [LifecycleEvent, (typeof TRANSITIONS)[LifecycleEvent]]
+    >) {
       if (t.to === 'reauth_required' || t.to === 'removed') expect(t.effects[0], event).toBe('unschedule');
       expect(t.effects.includes('schedule'), event).toBe(event === 'connected');
       expect(t.rule, event).toMatch(/R-[A-Z]+-\d+/);

@@ -24,14 +24,29 @@ const LAYERS: Array<{ from: string; mayImport: string[] }> = [
   { from: 'src/demo/', mayImport: ['src/platform/', 'src/schema/', 'src/util/'] },
   { from: 'src/widget/', mayImport: ['src/storage/', 'src/util/'] },
   { from: 'src/simulator/', mayImport: ['src/platform/', 'src/util/'] },
-  { from: 'src/accounts/', mayImport: ['src/platform/', 'src/store/', 'src/storage/', 'src/mirror/', 'src/webhooks/', 'src/util/'] },
+  {
+    from: 'src/accounts/',
+    mayImport: ['src/platform/', 'src/store/', 'src/storage/', 'src/mirror/', 'src/webhooks/', 'src/util/'],
+  },
   {
     from: 'src/feeds/',
-    mayImport: ['src/accounts/', 'src/convert/', 'src/demo/', 'src/metrics/', 'src/mirror/', 'src/platform/', 'src/schema/', 'src/storage/', 'src/store/', 'src/webhooks/', 'src/util/'],
+    mayImport: [
+      'src/accounts/',
+      'src/convert/',
+      'src/demo/',
+      'src/metrics/',
+      'src/mirror/',
+      'src/platform/',
+      'src/schema/',
+      'src/storage/',
+      'src/store/',
+      'src/webhooks/',
+      'src/util/',
+    ],
   },
   { from: 'src/alerts/', mayImport: ['src/accounts/', 'src/config.ts', 'src/store/', 'src/webhooks/', 'src/util/'] },
   // The top: jobs/ and src/http/ use the rest; src/cli/ (the composition root) uses everything.
-  { from: 'jobs/', mayImport: ['jobs/', 'src/'], },
+  { from: 'jobs/', mayImport: ['jobs/', 'src/'] },
   { from: 'src/http/', mayImport: ['src/', 'jobs/'] },
 ];
 // What the top layers must still never import.
@@ -64,24 +79,34 @@ export function layerRules(): IForbiddenRuleType[] {
     });
   }
   for (const from of NO_OUTSIDE_SYSTEMS) {
-    rules.push({ name: `no-outside-systems:${from}`, severity: 'error', comment: `${from} knows nothing of Redis, Postgres, queues, storage or images`, from: { path: `^${esc(from)}` }, to: { path: OUTSIDE_SYSTEMS } });
+    rules.push({
+      name: `no-outside-systems:${from}`,
+      severity: 'error',
+      comment: `${from} knows nothing of Redis, Postgres, queues, storage or images`,
+      from: { path: `^${esc(from)}` },
+      to: { path: OUTSIDE_SYSTEMS },
+    });
   }
-  for (const n of NEVER) rules.push({ name: `never:${n.from}->${n.to}`, severity: 'error', comment: n.why, from: { path: n.from }, to: { path: n.to } });
+  for (const n of NEVER)
+    rules.push({
+      name: `never:${n.from}->${n.to}`,
+      severity: 'error',
+      comment: n.why,
+      from: { path: n.from },
+      to: { path: n.to },
+    });
   return rules;
 }
 
 async function violations(files: string[], baseDir?: string): Promise<string[]> {
-  const result = await cruise(
-    files,
-    {
-      validate: true,
-      ruleSet: { forbidden: layerRules() },
-      // node_modules stay in the graph as leaves (not followed), so imports of packages can be judged.
-      doNotFollow: { path: 'node_modules' },
-      tsPreCompilationDeps: true,
-      ...(baseDir ? { baseDir } : {}),
-    },
-  );
+  const result = await cruise(files, {
+    validate: true,
+    ruleSet: { forbidden: layerRules() },
+    // node_modules stay in the graph as leaves (not followed), so imports of packages can be judged.
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    ...(baseDir ? { baseDir } : {}),
+  });
   const out = result.output as ICruiseResult;
   return out.summary.violations.map((v) => `${v.from} -> ${v.to} (${v.rule.name})`);
 }
@@ -97,12 +122,18 @@ describe('architecture: the layer table of the README', () => {
       await mkdir(join(dir, 'src', 'store'), { recursive: true });
       await mkdir(join(dir, 'src', 'http'), { recursive: true });
       await mkdir(join(dir, 'src', 'util'), { recursive: true });
-      await writeFile(join(dir, 'src', 'store', 'bad.ts'), "import { page } from '../http/page.ts';\nexport const x = page;\n");
-      await writeFile(join(dir, 'src', 'http', 'page.ts'), "export const page = 1;\n");
+      await writeFile(
+        join(dir, 'src', 'store', 'bad.ts'),
+        "import { page } from '../http/page.ts';\nexport const x = page;\n",
+      );
+      await writeFile(join(dir, 'src', 'http', 'page.ts'), 'export const page = 1;\n');
       await writeFile(join(dir, 'src', 'util', 'a.ts'), "import { b } from './b.ts';\nexport const a = b;\n");
       await writeFile(join(dir, 'src', 'util', 'b.ts'), "import { a } from './a.ts';\nexport const b = () => a;\n");
       await mkdir(join(dir, 'src', 'platform'), { recursive: true });
-      await writeFile(join(dir, 'src', 'platform', 'pace.ts'), "import type { Redis } from 'ioredis';\nexport type R = Redis;\n");
+      await writeFile(
+        join(dir, 'src', 'platform', 'pace.ts'),
+        "import type { Redis } from 'ioredis';\nexport type R = Redis;\n",
+      );
       const found = await violations(['src'], dir);
       expect(found).toContain('src/store/bad.ts -> src/http/page.ts (layer:src/store/)');
       expect(found.some((v) => v.includes('(no-circular)'))).toBe(true);

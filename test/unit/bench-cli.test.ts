@@ -15,11 +15,20 @@ describe('bench command line', () => {
   let env: NodeJS.ProcessEnv;
   beforeAll(async () => {
     const port = await closedPort();
-    env = { ...process.env, DATABASE_URL: `postgres://nobody@127.0.0.1:${port}/none`, REDIS_URL: `redis://127.0.0.1:${port}` };
+    env = {
+      ...process.env,
+      DATABASE_URL: `postgres://nobody@127.0.0.1:${port}/none`,
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+    };
   });
   const bench = (...args: string[]) => {
     const started = Date.now();
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', ...args], { cwd: root, env, encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', ...args], {
+      cwd: root,
+      env,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     return { ...r, ms: Date.now() - started };
   };
 
@@ -27,7 +36,8 @@ describe('bench command line', () => {
     const r = bench(flag);
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/^usage: npm run bench -- \[options\]/);
-    for (const f of ['--accounts', '--rounds', '--curve', '--scale', '--downtime', '--workers-compare', '--json']) expect(r.stdout).toContain(f);
+    for (const f of ['--accounts', '--rounds', '--curve', '--scale', '--downtime', '--workers-compare', '--json'])
+      expect(r.stdout).toContain(f);
     expect(r.stderr).toBe('');
     expect(r.ms).toBeLessThan(15_000);
   });

@@ -15,7 +15,9 @@ import { closedPort } from '../support/closed-port.ts';
  * hang); unknown options are refused with the usage, exit 2.
  */
 function commandPaths(cmd: Command, prefix: string[] = []): string[][] {
-  return cmd.commands.filter((c) => c.name() !== 'help').flatMap((c) => [[...prefix, c.name()], ...commandPaths(c, [...prefix, c.name()])]);
+  return cmd.commands
+    .filter((c) => c.name() !== 'help')
+    .flatMap((c) => [[...prefix, c.name()], ...commandPaths(c, [...prefix, c.name()])]);
 }
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -36,12 +38,40 @@ describe('feedmirror --help', () => {
 
   it('knows every command (a new command module must be listed in src/cli/commands/index.ts)', () => {
     const names = paths.map((p) => p.join(' '));
-    for (const n of ['validate', 'demo', 'simulator', 'migrate', 'accounts add', 'accounts invite', 'accounts list', 'accounts remove', 'refresh', 'check-expiry', 'keys rotate', 'sync', 'feeds get', 'media rebuild', 'webhooks add', 'webhooks list', 'webhooks remove', 'webhooks rotate', 'webhooks deliveries', 'worker', 'serve', 'demo-run']) {
+    for (const n of [
+      'validate',
+      'demo',
+      'simulator',
+      'migrate',
+      'accounts add',
+      'accounts invite',
+      'accounts list',
+      'accounts remove',
+      'refresh',
+      'check-expiry',
+      'keys rotate',
+      'sync',
+      'feeds get',
+      'media rebuild',
+      'webhooks add',
+      'webhooks list',
+      'webhooks remove',
+      'webhooks rotate',
+      'webhooks deliveries',
+      'worker',
+      'serve',
+      'demo-run',
+    ]) {
       expect(names).toContain(n);
     }
   });
 
-  it.each(paths.flatMap((p) => [[p.join(' '), '--help'], [p.join(' '), '-h']]))('feedmirror %s %s: usage, options and an example on stdout, exit 0', async (path, flag) => {
+  it.each(
+    paths.flatMap((p) => [
+      [p.join(' '), '--help'],
+      [p.join(' '), '-h'],
+    ]),
+  )('feedmirror %s %s: usage, options and an example on stdout, exit 0', async (path, flag) => {
     const io = memoryIO({ env });
     const started = Date.now();
     expect(await main([...path.split(' '), flag], io)).toBe(0);
@@ -52,13 +82,16 @@ describe('feedmirror --help', () => {
     expect(io.err()).toBe('');
   });
 
-  it.each(paths.map((p) => p.join(' ')))('feedmirror %s --no-such-option: refused with the usage on stderr, exit 2', async (path) => {
-    const io = memoryIO({ env });
-    expect(await main([...path.split(' '), '--no-such-option'], io)).toBe(2);
-    expect(io.err()).toMatch(/unknown option '--no-such-option'/);
-    expect(io.err()).toMatch(/Usage: feedmirror /);
-    expect(io.out()).toBe('');
-  });
+  it.each(paths.map((p) => p.join(' ')))(
+    'feedmirror %s --no-such-option: refused with the usage on stderr, exit 2',
+    async (path) => {
+      const io = memoryIO({ env });
+      expect(await main([...path.split(' '), '--no-such-option'], io)).toBe(2);
+      expect(io.err()).toMatch(/unknown option '--no-such-option'/);
+      expect(io.err()).toMatch(/Usage: feedmirror /);
+      expect(io.out()).toBe('');
+    },
+  );
 
   it('feedmirror, help and --help list the commands and exit codes; no command is a usage error (exit 2)', async () => {
     for (const argv of [['--help'], ['help'], ['-h']]) {
@@ -77,12 +110,31 @@ describe('feedmirror --help', () => {
 
   it('every read command has --json', () => {
     const program = buildProgram({ io: memoryIO(), setExit: () => undefined });
-    const find = (path: string) => path.split(' ').reduce<Command | undefined>((c, name) => c?.commands.find((x) => x.name() === name), program);
-    const reads = ['validate', 'doctor', 'migrate', 'accounts list', 'accounts add', 'accounts remove', 'accounts invite', 'refresh', 'check-expiry', 'keys rotate', 'sync', 'feeds get', 'webhooks list', 'webhooks deliveries'];
+    const find = (path: string) =>
+      path.split(' ').reduce<Command | undefined>((c, name) => c?.commands.find((x) => x.name() === name), program);
+    const reads = [
+      'validate',
+      'doctor',
+      'migrate',
+      'accounts list',
+      'accounts add',
+      'accounts remove',
+      'accounts invite',
+      'refresh',
+      'check-expiry',
+      'keys rotate',
+      'sync',
+      'feeds get',
+      'webhooks list',
+      'webhooks deliveries',
+    ];
     for (const path of reads) {
       const cmd = find(path);
       expect(cmd, path).toBeDefined();
-      expect(cmd!.options.map((o) => o.long), path).toContain('--json');
+      expect(
+        cmd!.options.map((o) => o.long),
+        path,
+      ).toContain('--json');
     }
   });
 
@@ -110,11 +162,18 @@ codes.push(await main(['validate', ${JSON.stringify(join(root, 'test/fixtures/fe
 process.stdout.write(JSON.stringify({ codes, loaded: Object.keys(createRequire(import.meta.url).cache) }));
 `,
     );
-    const r = spawnSync(process.execPath, ['--import', 'tsx', script, JSON.stringify(paths)], { cwd: root, env: { ...process.env, ...env, FEEDMIRROR_CAPTURE_DIR: '' }, encoding: 'utf8', timeout: 20_000 });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', script, JSON.stringify(paths)], {
+      cwd: root,
+      env: { ...process.env, ...env, FEEDMIRROR_CAPTURE_DIR: '' },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
     expect(r.status).toBe(0);
     const { codes, loaded } = JSON.parse(r.stdout) as { codes: number[]; loaded: string[] };
     expect(codes.every((c) => c === 0)).toBe(true);
-    const heavy = loaded.filter((f) => /node_modules\/(pg|pg-pool|ioredis|bullmq|sharp|@aws-sdk\/client-s3|nodemailer|express)\//.test(f));
+    const heavy = loaded.filter((f) =>
+      /node_modules\/(pg|pg-pool|ioredis|bullmq|sharp|@aws-sdk\/client-s3|nodemailer|express)\//.test(f),
+    );
     expect(heavy).toEqual([]);
   });
 });

@@ -14,23 +14,36 @@ import { registerSecretForAudit } from '../support/capture.ts';
 const fresh = () => mkdtempSync(path.join(tmpdir(), 'fm-init-'));
 
 function bashEnv(file: string): Record<string, string> {
-  const r = spawnSync('bash', ['--norc', '--noprofile', '-c', `set -a; . "${file}"; set +a; env -0`], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const r = spawnSync('bash', ['--norc', '--noprofile', '-c', `set -a; . "${file}"; set +a; env -0`], {
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   expect(r.stderr).toBe('');
-  return Object.fromEntries(r.stdout.split('\0').filter((e) => e.includes('=')).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+  return Object.fromEntries(
+    r.stdout
+      .split('\0')
+      .filter((e) => e.includes('='))
+      .map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
+  );
 }
 
 describe('feedmirror init', () => {
   it('writes .env (mode 600) with a fresh key and dashboard login and the storage named; worker and serve accept it in bash and compose alike', async () => {
     const dir = fresh();
     const io = memoryIO({ cwd: dir });
-    expect(await main(['init', '--storage', 's3://my-feeds/feedmirror', '--public-url', 'https://feeds.example.com/'], io)).toBe(0);
+    expect(
+      await main(['init', '--storage', 's3://my-feeds/feedmirror', '--public-url', 'https://feeds.example.com/'], io),
+    ).toBe(0);
     const file = path.join(dir, '.env');
     expect(statSync(file).mode & 0o777).toBe(0o600);
     const text = readFileSync(file, 'utf8');
     const env = bashEnv(file);
     registerSecretForAudit(env.TOKEN_ENCRYPTION_KEY!);
     registerSecretForAudit(env.DASHBOARD_PASSWORD!);
-    expect(parseComposeEnvFile(text)).toEqual(Object.fromEntries(Object.keys(parseComposeEnvFile(text)).map((k) => [k, env[k]])));
+    expect(parseComposeEnvFile(text)).toEqual(
+      Object.fromEntries(Object.keys(parseComposeEnvFile(text)).map((k) => [k, env[k]])),
+    );
     expect(Buffer.from(env.TOKEN_ENCRYPTION_KEY!, 'base64')).toHaveLength(32);
     expect(() => TokenCipher.fromEnv(env.TOKEN_ENCRYPTION_KEY)).not.toThrow();
     expect(env.DASHBOARD_USER).toBe('admin');
@@ -73,7 +86,11 @@ describe('feedmirror init', () => {
   });
 
   it('a malformed storage or URL is a usage error and writes nothing', async () => {
-    for (const argv of [['--storage', 's3://Bad_Bucket/x'], ['--public-url', 'not a url'], ['--s3-endpoint', 'minio 9000']]) {
+    for (const argv of [
+      ['--storage', 's3://Bad_Bucket/x'],
+      ['--public-url', 'not a url'],
+      ['--s3-endpoint', 'minio 9000'],
+    ]) {
       const dir = fresh();
       const io = memoryIO({ cwd: dir });
       expect(await main(['init', ...argv], io), argv.join(' ')).toBe(2);

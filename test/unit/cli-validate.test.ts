@@ -54,7 +54,10 @@ describe('feedmirror validate', () => {
     const r = JSON.parse(bad.out());
     expect(r.valid).toBe(false);
     expect(r.problems).toHaveLength(6);
-    expect(r.problems[1]).toEqual({ path: '$.posts[0].thumbnailUrl', message: 'required when type is image, video or carousel' });
+    expect(r.problems[1]).toEqual({
+      path: '$.posts[0].thumbnailUrl',
+      message: 'required when type is image, video or carousel',
+    });
   });
 
   it('reads stdin with -', async () => {

@@ -24,6 +24,9 @@ describe('redaction (R-TOK-11, R-LNK-7, R-MED-6)', () => {
     expect(redactUrl('https://a/b?c=d#e')).toBe('https://a/b?…');
   });
   it('replaces secret-named keys in objects', () => {
-    expect(redactValue({ accessToken: 'x', nested: { token: 'y', ok: 1 } })).toEqual({ accessToken: '[redacted]', nested: { token: '[redacted]', ok: 1 } });
+    expect(redactValue({ accessToken: 'x', nested: { token: 'y', ok: 1 } })).toEqual({
+      accessToken: '[redacted]',
+      nested: { token: '[redacted]', ok: 1 },
+    });
   });
 });

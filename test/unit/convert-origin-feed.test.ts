@@ -8,7 +8,12 @@ import type { Post } from '../../src/schema/v1.ts';
 describe('originFromProfile (R-OWN-5, R-SCH-2)', () => {
   it('reads username, name and picture when offered', () => {
     expect(
-      originFromProfile({ id: '1784', username: 'harbour.cafe', name: 'Harbour Café', profilePictureUrl: 'https://scontent.cdninstagram.com/a.jpg?oe=1' }),
+      originFromProfile({
+        id: '1784',
+        username: 'harbour.cafe',
+        name: 'Harbour Café',
+        profilePictureUrl: 'https://scontent.cdninstagram.com/a.jpg?oe=1',
+      }),
     ).toEqual({
       kind: 'profile',
       id: '1784',
@@ -34,19 +39,39 @@ describe('originFromProfile (R-OWN-5, R-SCH-2)', () => {
   });
 
   it('says so clearly when no username exists anywhere', () => {
-    expect(() => originFromProfile({ id: '1', username: '' }, { items: [{}] })).toThrow(/neither the profile nor its media items carry a username/);
+    expect(() => originFromProfile({ id: '1', username: '' }, { items: [{}] })).toThrow(
+      /neither the profile nor its media items carry a username/,
+    );
   });
 });
 
 describe('buildFeed', () => {
   const origin = originFromProfile({ id: '1', username: 'harbour.cafe' });
   const { posts } = convertItems([
-    { id: '1', media_type: 'IMAGE', media_url: 'https://cdn.example/1.jpg', permalink: 'https://www.instagram.com/p/1/', timestamp: '2026-01-01T00:00:00+0000' },
+    {
+      id: '1',
+      media_type: 'IMAGE',
+      media_url: 'https://cdn.example/1.jpg',
+      permalink: 'https://www.instagram.com/p/1/',
+      timestamp: '2026-01-01T00:00:00+0000',
+    },
   ]);
 
   it('assembles a valid schema v1 feed (R-SCH-1)', () => {
-    const feed = buildFeed({ origin, posts, fetchedAt: new Date('2026-03-01T12:00:00Z'), demo: false, nextCursor: 'abc' });
-    expect(feed).toMatchObject({ schemaVersion: 1, source: 'instagram', demo: false, fetchedAt: '2026-03-01T12:00:00.000Z', nextCursor: 'abc' });
+    const feed = buildFeed({
+      origin,
+      posts,
+      fetchedAt: new Date('2026-03-01T12:00:00Z'),
+      demo: false,
+      nextCursor: 'abc',
+    });
+    expect(feed).toMatchObject({
+      schemaVersion: 1,
+      source: 'instagram',
+      demo: false,
+      fetchedAt: '2026-03-01T12:00:00.000Z',
+      nextCursor: 'abc',
+    });
     expect(feed.posts).toHaveLength(1);
     expect(validateFeed(feed).ok).toBe(true);
   });
@@ -64,6 +89,9 @@ describe('buildFeed', () => {
       err = e;
     }
     expect(err).toBeInstanceOf(SchemaViolationError);
-    expect((err as SchemaViolationError).problems.map((p) => p.path)).toEqual(['$.posts[0].thumbnailUrl', '$.nextCursor']);
+    expect((err as SchemaViolationError).problems.map((p) => p.path)).toEqual([
+      '$.posts[0].thumbnailUrl',
+      '$.nextCursor',
+    ]);
   });
 });

@@ -193,13 +193,17 @@ describe('R-CNV-6 publishedAt', () => {
     expect(post({ ...IMAGE, timestamp }).publishedAt).toBe(iso);
   });
 
-  it.each(['2026-02-30T09:15:00+0000', '2026-02-28T09:15:00', '2026-02-28', 'yesterday', '', '2026-02-28T25:00:00+0000'])(
-    'invalid timestamp %j: dropped with a reason',
-    (timestamp) => {
-      expect(normalizeTimestamp(timestamp)).toBeUndefined();
-      expect(dropped({ ...IMAGE, timestamp })).toMatch(/timestamp .* is not a valid date-time/);
-    },
-  );
+  it.each([
+    '2026-02-30T09:15:00+0000',
+    '2026-02-28T09:15:00',
+    '2026-02-28',
+    'yesterday',
+    '',
+    '2026-02-28T25:00:00+0000',
+  ])('invalid timestamp %j: dropped with a reason', (timestamp) => {
+    expect(normalizeTimestamp(timestamp)).toBeUndefined();
+    expect(dropped({ ...IMAGE, timestamp })).toMatch(/timestamp .* is not a valid date-time/);
+  });
 
   it('missing timestamp: dropped with a reason', () => {
     const { timestamp: _, ...noTimestamp } = IMAGE;
@@ -223,7 +227,10 @@ describe('R-CNV-7 media[]', () => {
   });
   it('a slide without media_url gives no entry', () => {
     const slides = CAROUSEL.children!.data;
-    const p = post({ ...CAROUSEL, children: { data: [slides[0]!, { id: 's2', media_type: 'VIDEO', thumbnail_url: cover(9) }, slides[2]!] } });
+    const p = post({
+      ...CAROUSEL,
+      children: { data: [slides[0]!, { id: 's2', media_type: 'VIDEO', thumbnail_url: cover(9) }, slides[2]!] },
+    });
     expect(p.media.map((m) => m.url)).toEqual([photo(41), photo(43)]);
   });
 });
@@ -236,7 +243,15 @@ describe('R-CNV-8 mime derived from media_type (assumption)', () => {
     expect(post(item).media[0]!.mime).toBe(mime);
   });
   it('slides follow their own media_type; a slide with none is taken as a photo', () => {
-    const p = post({ ...CAROUSEL, children: { data: [{ id: 'a', media_url: photo(7) }, { id: 'b', media_type: 'VIDEO', media_url: video(8), thumbnail_url: cover(8) }] } });
+    const p = post({
+      ...CAROUSEL,
+      children: {
+        data: [
+          { id: 'a', media_url: photo(7) },
+          { id: 'b', media_type: 'VIDEO', media_url: video(8), thumbnail_url: cover(8) },
+        ],
+      },
+    });
     expect(p.media.map((m) => m.mime)).toEqual(['image/jpeg', 'video/mp4']);
   });
 });
@@ -285,7 +300,11 @@ describe('R-CNV-11 width, height, aspectRatio never set by conversion', () => {
 describe('R-CNV-12 no determinable cover (copyright-flagged)', () => {
   const { media_url: _m, ...flaggedImage } = IMAGE;
   const { thumbnail_url: _t, media_url: _v, ...flaggedVideo } = VIDEO;
-  const flaggedCarousel: MediaItem = { ...CAROUSEL, media_url: undefined, children: { data: [{ id: 'x', media_type: 'IMAGE' }] } };
+  const flaggedCarousel: MediaItem = {
+    ...CAROUSEL,
+    media_url: undefined,
+    children: { data: [{ id: 'x', media_type: 'IMAGE' }] },
+  };
   delete flaggedCarousel.media_url;
 
   it.each([
@@ -318,7 +337,13 @@ describe('R-CNV-12 no determinable cover (copyright-flagged)', () => {
 describe('convertItems', () => {
   it('keeps order, collects drops with reasons', () => {
     const { media_url: _, ...flagged } = IMAGE;
-    const r = convertItems([IMAGE, { ...flagged, id: 'f1' }, VIDEO, { ...IMAGE, id: 'u1', media_type: 'STORY_HIGHLIGHT' }, CAROUSEL]);
+    const r = convertItems([
+      IMAGE,
+      { ...flagged, id: 'f1' },
+      VIDEO,
+      { ...IMAGE, id: 'u1', media_type: 'STORY_HIGHLIGHT' },
+      CAROUSEL,
+    ]);
     expect(r.posts.map((p) => p.id)).toEqual([IMAGE.id, VIDEO.id, CAROUSEL.id]);
     expect(r.dropped.map((d) => d.id)).toEqual(['f1', 'u1']);
     expect(r.dropped.every((d) => d.reason.length > 0)).toBe(true);
@@ -332,11 +357,21 @@ describe('convertItems', () => {
     const r = convertItem({ ...IMAGE, id: '' });
     expect(r).toEqual({ dropped: { id: '', reason: expect.stringMatching(/^malformed id ""/) } });
     // An id that would not fit a key or a path (seen in the wild: 1799.1) is dropped the same way.
-    expect(convertItem({ ...IMAGE, id: '1799.1' })).toEqual({ dropped: { id: '1799.1', reason: expect.stringMatching(/^malformed id "1799\.1"/) } });
+    expect(convertItem({ ...IMAGE, id: '1799.1' })).toEqual({
+      dropped: { id: '1799.1', reason: expect.stringMatching(/^malformed id "1799\.1"/) },
+    });
   });
 
   it('a slide link that is not http(s) counts as absent', () => {
-    const p = post({ ...CAROUSEL, children: { data: [{ id: 'a', media_type: 'IMAGE', media_url: 'ftp://x/y.jpg' }, { id: 'b', media_type: 'IMAGE', media_url: photo(2) }] } });
+    const p = post({
+      ...CAROUSEL,
+      children: {
+        data: [
+          { id: 'a', media_type: 'IMAGE', media_url: 'ftp://x/y.jpg' },
+          { id: 'b', media_type: 'IMAGE', media_url: photo(2) },
+        ],
+      },
+    });
     expect(p.thumbnailUrl).toBe(photo(2));
     expect(p.media).toEqual([{ url: photo(2), mime: 'image/jpeg' }]);
   });

@@ -85,7 +85,9 @@ describe('TokenCipher', () => {
     const sealed = TokenCipher.fromEnv(`gone:${b64A}`).encrypt(TOKEN, 'acct-1');
     const e = thrown(() => TokenCipher.fromEnv(`k2:${hexB}`).decrypt(sealed, 'acct-1'));
     expect((e as TokenDecryptError).reason).toBe('unknown-key');
-    expect(e.message).toContain('token of account acct-1 was encrypted with key gone, which TOKEN_ENCRYPTION_KEY does not contain');
+    expect(e.message).toContain(
+      'token of account acct-1 was encrypted with key gone, which TOKEN_ENCRYPTION_KEY does not contain',
+    );
   });
 
   it('binds the ciphertext to its account (AAD): a row moved to another account fails', () => {

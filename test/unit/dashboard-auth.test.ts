@@ -1,20 +1,46 @@
 import { describe, expect, it } from 'vitest';
 import type { Request } from 'express';
-import { DashboardAuthConfigError, deriveSessionSecret, isLoopbackHost, resolveDashboardAuth, safeNext, signValue, issueSession, verifySession, verifyValue, parseCookies } from '../../src/http/auth.ts';
+import {
+  DashboardAuthConfigError,
+  deriveSessionSecret,
+  isLoopbackHost,
+  resolveDashboardAuth,
+  safeNext,
+  signValue,
+  issueSession,
+  verifySession,
+  verifyValue,
+  parseCookies,
+} from '../../src/http/auth.ts';
 import { MemorySessionStore } from '../../src/http/sessions.ts';
 import { LoginThrottle } from '../../src/http/throttle.ts';
 import { csrfMatches, csrfTokenFor, hasSameOrigin } from '../../src/http/csrf.ts';
 import { explainError, lastProblem } from '../../src/http/dashboard/explain.ts';
 import { syncSummary } from '../../src/accounts/sync-summary.ts';
 import { errorKind } from '../../src/accounts/error-kind.ts';
-import { InsufficientDeveloperRoleError, PersonalAccountError, RateLimitedError, TokenExpiredError, TokenInvalidError, TransientError } from '../../src/platform/errors.ts';
+import {
+  InsufficientDeveloperRoleError,
+  PersonalAccountError,
+  RateLimitedError,
+  TokenExpiredError,
+  TokenInvalidError,
+  TransientError,
+} from '../../src/platform/errors.ts';
 import { StorageError } from '../../src/storage/errors.ts';
 import { formatBytes } from '../../src/http/dashboard/data.ts';
 import { ManualClock, MINUTE } from '../../src/util/clock.ts';
 
 const clock = new ManualClock();
 const auth = (over: Partial<Parameters<typeof resolveDashboardAuth>[0]> = {}) =>
-  resolveDashboardAuth({ host: '0.0.0.0', user: 'operator', password: 'correct horse', secret: 's3cret', publicUrl: 'https://feeds.example', clock, ...over });
+  resolveDashboardAuth({
+    host: '0.0.0.0',
+    user: 'operator',
+    password: 'correct horse',
+    secret: 's3cret',
+    publicUrl: 'https://feeds.example',
+    clock,
+    ...over,
+  });
 
 function req(headers: Record<string, string>, host = 'feeds.example', protocol = 'https'): Request {
   return { headers: { host, ...headers }, protocol } as unknown as Request;
@@ -22,8 +48,10 @@ function req(headers: Record<string, string>, host = 'feeds.example', protocol =
 
 describe('dashboard start-up rule', () => {
   it('loopback addresses are 127.0.0.0/8, ::1 and localhost only', () => {
-    for (const h of ['127.0.0.1', '127.1.2.3', '::1', '[::1]', 'localhost', 'LOCALHOST']) expect(isLoopbackHost(h), h).toBe(true);
-    for (const h of ['0.0.0.0', '::', '10.0.0.1', '192.168.1.2', 'example.com', '127.0.0.1.evil.com']) expect(isLoopbackHost(h), h).toBe(false);
+    for (const h of ['127.0.0.1', '127.1.2.3', '::1', '[::1]', 'localhost', 'LOCALHOST'])
+      expect(isLoopbackHost(h), h).toBe(true);
+    for (const h of ['0.0.0.0', '::', '10.0.0.1', '192.168.1.2', 'example.com', '127.0.0.1.evil.com'])
+      expect(isLoopbackHost(h), h).toBe(false);
   });
 
   it('refuses a non-loopback host without credentials, naming both variables', () => {
@@ -56,7 +84,12 @@ describe('credentials and sessions', () => {
     expect(cookie).toMatch(/^[A-Za-z0-9_-]{43}$/); // a random id, nothing readable or signable
     expect((await verifySession(a, cookie))?.u).toBe('operator');
     expect(await verifySession(a, `${cookie.slice(0, -1)}${cookie.endsWith('A') ? 'B' : 'A'}`)).toBeNull();
-    expect(await verifySession(a, Buffer.from(JSON.stringify({ sid: 'a'.repeat(24), u: 'operator', exp: Date.now() * 2 })).toString('base64url'))).toBeNull();
+    expect(
+      await verifySession(
+        a,
+        Buffer.from(JSON.stringify({ sid: 'a'.repeat(24), u: 'operator', exp: Date.now() * 2 })).toString('base64url'),
+      ),
+    ).toBeNull();
     // A password change ends it (the record carries the credentials' fingerprint).
     expect(await verifySession(auth({ sessions, password: 'another password' }), cookie)).toBeNull();
     // Activity keeps it alive up to the absolute lifetime; idleness ends it sooner.
@@ -92,7 +125,9 @@ describe('credentials and sessions', () => {
     expect(deriveSessionSecret(undefined, undefined)).toBeUndefined();
     // Flash cookies signed with one key do not verify under another.
     const a = auth({ secret: derived });
-    expect(verifyValue(auth({ secret: 'other' }).sessionKey, 'flash', signValue(a.sessionKey, 'flash', { x: 1 }))).toBeUndefined();
+    expect(
+      verifyValue(auth({ secret: 'other' }).sessionKey, 'flash', signValue(a.sessionKey, 'flash', { x: 1 })),
+    ).toBeUndefined();
     expect(verifyValue(a.sessionKey, 'session', signValue(a.sessionKey, 'flash', { x: 1 }))).toBeUndefined();
   });
 
@@ -115,7 +150,10 @@ describe('credentials and sessions', () => {
   });
 
   it('a user name under attack from many addresses: addresses that failed wait, a clean one may still log in', async () => {
-    const t = new LoginThrottle({ prefix: 'unit' }, { perClient: 10, perClientWindowS: 900, perClientDaily: 100, perUserUnderAttack: 5 });
+    const t = new LoginThrottle(
+      { prefix: 'unit' },
+      { perClient: 10, perClientWindowS: 900, perClientDaily: 100, perUserUnderAttack: 5 },
+    );
     for (let i = 0; i < 6; i++) await t.fail(`10.0.0.${i}`, 'Operator');
     expect((await t.check('10.0.0.1', 'operator')).allowed).toBe(false); // NFKC + lower-case: the same name
     expect((await t.check('10.0.0.1', 'other')).allowed).toBe(true);
@@ -124,7 +162,8 @@ describe('credentials and sessions', () => {
 
   it('redirects after login stay inside the dashboard', () => {
     expect(safeNext('/dashboard/accounts/1/preview?layout=list')).toBe('/dashboard/accounts/1/preview?layout=list');
-    for (const bad of ['https://evil.example', '//evil.example', '/dashboardx', '/feeds/1.json', '/dashboard/../x', 42]) expect(safeNext(bad)).toBe('/dashboard');
+    for (const bad of ['https://evil.example', '//evil.example', '/dashboardx', '/feeds/1.json', '/dashboard/../x', 42])
+      expect(safeNext(bad)).toBe('/dashboard');
   });
 });
 
@@ -145,7 +184,9 @@ describe('CSRF', () => {
     expect(hasSameOrigin(req({ 'sec-fetch-site': 'cross-site' }), [])).toBe(false);
     expect(hasSameOrigin(req({ origin: 'https://feeds.example' }), [])).toBe(true);
     expect(hasSameOrigin(req({ origin: 'https://evil.example' }), [])).toBe(false);
-    expect(hasSameOrigin(req({ origin: 'https://public.example' }, 'internal:8080', 'http'), ['https://public.example'])).toBe(true);
+    expect(
+      hasSameOrigin(req({ origin: 'https://public.example' }, 'internal:8080', 'http'), ['https://public.example']),
+    ).toBe(true);
     expect(hasSameOrigin(req({ origin: 'null' }), [])).toBe(false);
     expect(hasSameOrigin(req({}), [])).toBe(false);
   });
@@ -156,7 +197,9 @@ describe('errors in operator words (R-TOK-10, R-TOK-13, R-TOK-14, R-OWN-1, R-OWN
     const explain = (err: Error) => explainError(errorKind(err), err.message)?.summary;
     expect(explain(new TokenInvalidError('rejected', { code: 190, subcode: 460 }))).toMatch(/changed their password/);
     expect(explain(new TokenExpiredError('whatever the text', { code: 190, subcode: 463 }))).toMatch(/expired/);
-    expect(explain(new TokenInvalidError('Invalid OAuth access token', { code: 190, subcode: 467 }))).toMatch(/no longer accepts/);
+    expect(explain(new TokenInvalidError('Invalid OAuth access token', { code: 190, subcode: 467 }))).toMatch(
+      /no longer accepts/,
+    );
     expect(explain(new TokenInvalidError('no subcode', { code: 190 }))).toMatch(/no longer accepts/); // R-OWN-4
     expect(explain(new InsufficientDeveloperRoleError('x'))).toMatch(/tester role/);
     expect(explain(new PersonalAccountError('x'))).toMatch(/personal account/);
@@ -174,12 +217,34 @@ describe('errors in operator words (R-TOK-10, R-TOK-13, R-TOK-14, R-OWN-1, R-OWN
   });
 
   it('the most pressing problem comes first', () => {
-    const base = { status: 'active' as const, statusReason: null, statusReasonKind: null, lastSyncError: null, lastSyncErrorKind: null, lastRefreshError: null, lastRefreshErrorKind: null, hasToken: true, daysLeft: 20 };
+    const base = {
+      status: 'active' as const,
+      statusReason: null,
+      statusReasonKind: null,
+      lastSyncError: null,
+      lastSyncErrorKind: null,
+      lastRefreshError: null,
+      lastRefreshErrorKind: null,
+      hasToken: true,
+      daysLeft: 20,
+    };
     expect(lastProblem(base)).toBeNull();
     expect(lastProblem({ ...base, daysLeft: -1 })?.summary).toMatch(/expired/);
     expect(lastProblem({ ...base, hasToken: false })?.summary).toMatch(/No access/);
-    expect(lastProblem({ ...base, lastSyncError: 'user request limit reached', lastSyncErrorKind: 'rate_limit' as const })?.summary).toMatch(/rate limit/);
-    expect(lastProblem({ ...base, status: 'reauth_required', statusReason: 'rejected', statusReasonKind: 'password_changed' as const, lastSyncError: 'rate limited', lastSyncErrorKind: 'rate_limit' as const })?.summary).toMatch(/password/);
+    expect(
+      lastProblem({ ...base, lastSyncError: 'user request limit reached', lastSyncErrorKind: 'rate_limit' as const })
+        ?.summary,
+    ).toMatch(/rate limit/);
+    expect(
+      lastProblem({
+        ...base,
+        status: 'reauth_required',
+        statusReason: 'rejected',
+        statusReasonKind: 'password_changed' as const,
+        lastSyncError: 'rate limited',
+        lastSyncErrorKind: 'rate_limit' as const,
+      })?.summary,
+    ).toMatch(/password/);
   });
 
   it('never says ok about a sync that failed or skipped items', () => {
@@ -187,8 +252,12 @@ describe('errors in operator words (R-TOK-10, R-TOK-13, R-TOK-14, R-OWN-1, R-OWN
     const base = { lastSyncAt: at, lastSyncError: null, lastSyncErrorKind: null, skippedItems: 0, skippedReasons: [] };
     expect(syncSummary({ ...base, lastSyncAt: null })).toEqual({ state: 'never', text: 'not synced yet' });
     expect(syncSummary(base)).toEqual({ state: 'ok', text: 'ok' });
-    expect(syncSummary({ ...base, lastSyncError: 'media list: HTTP 500', lastSyncErrorKind: 'platform' as const })).toEqual({ state: 'failed', text: 'sync failed: platform: media list: HTTP 500' });
-    expect(syncSummary({ ...base, skippedItems: 1, skippedReasons: [{ id: '1799.1', reason: 'malformed id' }] })).toEqual({ state: 'skipped', text: '1 item skipped: 1799.1: malformed id' });
+    expect(
+      syncSummary({ ...base, lastSyncError: 'media list: HTTP 500', lastSyncErrorKind: 'platform' as const }),
+    ).toEqual({ state: 'failed', text: 'sync failed: platform: media list: HTTP 500' });
+    expect(
+      syncSummary({ ...base, skippedItems: 1, skippedReasons: [{ id: '1799.1', reason: 'malformed id' }] }),
+    ).toEqual({ state: 'skipped', text: '1 item skipped: 1799.1: malformed id' });
   });
 
   it('formats bytes', () => {

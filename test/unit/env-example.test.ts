@@ -24,7 +24,11 @@ const KEYS = EXAMPLE.split('\n')
 
 /** What bash makes of an env file: `set -a; . file`, then every exported variable. */
 function loadInBash(file: string): { env: Record<string, string>; stderr: string; status: number | null } {
-  const r = spawnSync('bash', ['--norc', '--noprofile', '-c', `set -a; . "${file}"; set +a; env -0`], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const r = spawnSync('bash', ['--norc', '--noprofile', '-c', `set -a; . "${file}"; set +a; env -0`], {
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const env: Record<string, string> = {};
   for (const entry of r.stdout.split('\0')) {
     const eq = entry.indexOf('=');
@@ -65,14 +69,18 @@ describe('.env.example', () => {
   });
 
   it('the config module accepts the documented default sender feedmirror@localhost and names a bad address without echoing it', () => {
-    expect(loadConfig({ ALERT_EMAIL_FROM: 'feedmirror@localhost', ALERT_EMAIL_TO: 'ops@mail.internal' }).ALERT_EMAIL_FROM).toBe('feedmirror@localhost');
+    expect(
+      loadConfig({ ALERT_EMAIL_FROM: 'feedmirror@localhost', ALERT_EMAIL_TO: 'ops@mail.internal' }).ALERT_EMAIL_FROM,
+    ).toBe('feedmirror@localhost');
     expect(() => loadConfig({ ALERT_EMAIL_TO: 'not an address' })).toThrow(/ALERT_EMAIL_TO: must be an email address/);
     expect(() => loadConfig({ ALERT_EMAIL_TO: 'ops@' })).toThrow(/ALERT_EMAIL_TO/);
   });
 });
 
 describe('infra/compose.yaml services, resolved as compose does', () => {
-  const doc = parse(readFileSync(path.join(ROOT, 'infra', 'compose.yaml'), 'utf8'), { merge: true }) as { services: Record<string, { command?: string[]; environment?: Record<string, unknown> }> };
+  const doc = parse(readFileSync(path.join(ROOT, 'infra', 'compose.yaml'), 'utf8'), { merge: true }) as {
+    services: Record<string, { command?: string[]; environment?: Record<string, unknown> }>;
+  };
   const ROLE: Record<string, Role> = { migrate: 'migrate', worker: 'worker', serve: 'serve' };
 
   /** The service's environment: the env file, then `environment:` (which wins), interpolated from the env file (`--env-file .env`). */

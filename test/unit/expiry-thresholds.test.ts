@@ -51,12 +51,27 @@ describe('alert emails', () => {
   const connectUrl = connectUrlFor('https://feeds.example.com/');
 
   it('expiry email names the account, the date (ISO and human), the days left, why, what to do and the link', () => {
-    const m = expiryEmail({ account, expiresAt: new Date('2026-02-21T15:00:00Z'), daysLeft: 6, reason: 'the last 2 refresh attempts failed.', connectUrl });
+    const m = expiryEmail({
+      account,
+      expiresAt: new Date('2026-02-21T15:00:00Z'),
+      daysLeft: 6,
+      reason: 'the last 2 refresh attempts failed.',
+      connectUrl,
+    });
     expect(connectUrl).toBe('https://feeds.example.com/dashboard');
     expect(m.subject).toContain('@studio.north');
     expect(m.subject).toContain('in 6 days');
     expect(m.subject).toContain('2026-02-21');
-    for (const s of ['17841400000000001', '2026-02-21', 'Saturday, 21 February 2026, 15:00 UTC', 'in 6 days', 'the last 2 refresh attempts failed', 'log in', 'feedmirror accounts invite', connectUrl]) {
+    for (const s of [
+      '17841400000000001',
+      '2026-02-21',
+      'Saturday, 21 February 2026, 15:00 UTC',
+      'in 6 days',
+      'the last 2 refresh attempts failed',
+      'log in',
+      'feedmirror accounts invite',
+      connectUrl,
+    ]) {
       expect(m.text).toContain(s);
     }
     expect(m.html).toContain(`href="${connectUrl}"`);
@@ -69,7 +84,11 @@ describe('alert emails', () => {
   });
 
   it('reauth email says why and what to do, and escapes HTML', () => {
-    const m = reauthEmail({ account: { id: '1', username: 'a<b>' }, reason: 'the account password was changed', connectUrl });
+    const m = reauthEmail({
+      account: { id: '1', username: 'a<b>' },
+      reason: 'the account password was changed',
+      connectUrl,
+    });
     expect(m.subject).toBe('feedmirror: @a<b> must log in again');
     expect(m.text).toContain('the account password was changed');
     expect(m.text).toContain(connectUrl);

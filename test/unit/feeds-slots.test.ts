@@ -4,7 +4,15 @@ import { feedCacheControl } from '../../src/feeds/publish.ts';
 import type { Post } from '../../src/schema/v1.ts';
 
 const link = (path: string, oe = '6960d200') => `https://cdn.example.com/${path}?oe=${oe}&sig=abc`;
-const base = { id: '1', source: 'instagram', format: 'post', status: 'published' as const, url: 'https://x.example/p/1/', text: '', publishedAt: '2026-01-01T00:00:00.000Z' };
+const base = {
+  id: '1',
+  source: 'instagram',
+  format: 'post',
+  status: 'published' as const,
+  url: 'https://x.example/p/1/',
+  text: '',
+  publishedAt: '2026-01-01T00:00:00.000Z',
+};
 
 describe('imageSlots (R-LNK-5)', () => {
   it('copies the cover and every photo slide once; video files are not copied', () => {
@@ -12,12 +20,24 @@ describe('imageSlots (R-LNK-5)', () => {
       ...base,
       type: 'carousel',
       thumbnailUrl: link('a.jpg'),
-      media: [{ url: link('a.jpg', '1'), mime: 'image/jpeg' }, { url: link('v.mp4'), mime: 'video/mp4' }, { url: link('c.jpg'), mime: 'image/jpeg' }],
+      media: [
+        { url: link('a.jpg', '1'), mime: 'image/jpeg' },
+        { url: link('v.mp4'), mime: 'video/mp4' },
+        { url: link('c.jpg'), mime: 'image/jpeg' },
+      ],
     };
-    expect(imageSlots(post).map((s) => [s.slot, s.mediaIndexes])).toEqual([['cover', [0]], ['slide-2', [2]]]);
+    expect(imageSlots(post).map((s) => [s.slot, s.mediaIndexes])).toEqual([
+      ['cover', [0]],
+      ['slide-2', [2]],
+    ]);
   });
   it('a video post copies only its cover frame', () => {
-    const post: Post = { ...base, type: 'video', thumbnailUrl: link('t.jpg'), media: [{ url: link('v.mp4'), mime: 'video/mp4' }] };
+    const post: Post = {
+      ...base,
+      type: 'video',
+      thumbnailUrl: link('t.jpg'),
+      media: [{ url: link('v.mp4'), mime: 'video/mp4' }],
+    };
     expect(imageSlots(post).map((s) => s.slot)).toEqual(['cover']);
   });
 });

@@ -16,11 +16,15 @@ const OUTSIDE_CONFIG = new Set(['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'N
 const SECRET_KEYS = ['APP_SECRET', 'TOKEN_ENCRYPTION_KEY', 'DASHBOARD_PASSWORD', 'SMTP_URL', 'DATABASE_URL'];
 
 // Parsed YAML of arbitrary shape: `any` keeps the many nested key checks readable.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- see above
 type Obj = Record<string, any>;
 
 async function k8s(): Promise<Obj[]> {
   const dir = path.join(INFRA, 'k8s');
-  const files = [...(await readdir(dir)).filter((f) => f.endsWith('.yaml')).map((f) => path.join(dir, f)), path.join(dir, 'templates', 'secret.yaml')];
+  const files = [
+    ...(await readdir(dir)).filter((f) => f.endsWith('.yaml')).map((f) => path.join(dir, f)),
+    path.join(dir, 'templates', 'secret.yaml'),
+  ];
   const docs: Obj[] = [];
   for (const f of files) {
     for (const d of parseAllDocuments(await readFile(f, 'utf8'))) {
@@ -47,9 +51,19 @@ describe('compose file', () => {
     const text = await readFile(path.join(INFRA, 'compose.yaml'), 'utf8');
     const doc = parse(text, { merge: true }) as Obj;
     const s = doc.services as Obj;
-    expect(Object.keys(s).sort()).toEqual(['mailpit', 'migrate', 'minio', 'minio-init', 'postgres', 'redis', 'server', 'worker']);
+    expect(Object.keys(s).sort()).toEqual([
+      'mailpit',
+      'migrate',
+      'minio',
+      'minio-init',
+      'postgres',
+      'redis',
+      'server',
+      'worker',
+    ]);
     for (const name of Object.keys(s)) expect(typeof s[name].image, `${name} image`).toBe('string');
-    for (const name of ['redis', 'postgres', 'minio', 'mailpit', 'server']) expect(s[name].healthcheck?.test, `${name} healthcheck`).toBeDefined();
+    for (const name of ['redis', 'postgres', 'minio', 'mailpit', 'server'])
+      expect(s[name].healthcheck?.test, `${name} healthcheck`).toBeDefined();
     expect(s['minio-init'].command.join(' ')).toMatch(/mc mb --ignore-existing local\/feedmirror/);
     expect(s.worker.command).toEqual(['worker']);
     expect(s.worker.deploy.replicas).toBe(2);
@@ -79,23 +93,30 @@ describe('compose file', () => {
     // The worker's own environment still carries the shared service addresses.
     expect(s.worker.environment.REDIS_URL).toBe('redis://redis:6379');
     // Published ports listen on loopback only.
-    for (const svc of Object.values(s)) for (const p of (svc.ports ?? []) as string[]) expect(p).toMatch(/^127\.0\.0\.1:/);
+    for (const svc of Object.values(s))
+      for (const p of (svc.ports ?? []) as string[]) expect(p).toMatch(/^127\.0\.0\.1:/);
   });
 
   it('names only variables that src/config.ts knows (or the AWS SDK reads), and the app secrets come from .env', async () => {
     const doc = parse(await readFile(path.join(INFRA, 'compose.yaml'), 'utf8'), { merge: true }) as Obj;
     for (const name of ['worker', 'server', 'migrate']) {
       for (const key of Object.keys(doc.services[name].environment)) {
-        expect(CONFIG_KEYS.has(key) || OUTSIDE_CONFIG.has(key), `${name}: ${key} is not a feedmirror setting`).toBe(true);
+        expect(CONFIG_KEYS.has(key) || OUTSIDE_CONFIG.has(key), `${name}: ${key} is not a feedmirror setting`).toBe(
+          true,
+        );
       }
       // Never inlined: these come from .env.
-      for (const key of ['APP_SECRET', 'TOKEN_ENCRYPTION_KEY', 'DASHBOARD_PASSWORD']) expect(doc.services[name].environment[key]).toBeUndefined();
+      for (const key of ['APP_SECRET', 'TOKEN_ENCRYPTION_KEY', 'DASHBOARD_PASSWORD'])
+        expect(doc.services[name].environment[key]).toBeUndefined();
     }
   });
 
   it('.env.example lists only known settings, so env_file wiring passes config validation', async () => {
     const text = await readFile(path.resolve('.env.example'), 'utf8');
-    const keys = text.split('\n').map((l) => /^([A-Z0-9_]+)=/.exec(l)?.[1]).filter((k): k is string => !!k);
+    const keys = text
+      .split('\n')
+      .map((l) => /^([A-Z0-9_]+)=/.exec(l)?.[1])
+      .filter((k): k is string => !!k);
     expect(keys.length).toBeGreaterThan(10);
     for (const k of keys) expect(CONFIG_KEYS.has(k), k).toBe(true);
   });
@@ -111,7 +132,8 @@ describe('Dockerfile', () => {
     // sharp + glibc: fewer malloc arenas keep the worker's memory flat (README, benchmarks).
     expect(text).toMatch(/^ENV MALLOC_ARENA_MAX=2$/m);
     expect(text).toMatch(/^ENTRYPOINT \["node", "bin\/feedmirror\.js"\]$/m);
-    for (const dir of ['bin', 'src', 'jobs', 'migrations']) expect(text).toMatch(new RegExp(`^COPY ${dir} \\./${dir}$`, 'm'));
+    for (const dir of ['bin', 'src', 'jobs', 'migrations'])
+      expect(text).toMatch(new RegExp(`^COPY ${dir} \\./${dir}$`, 'm'));
   });
 });
 
@@ -138,7 +160,10 @@ describe('Kubernetes manifests', () => {
     // kustomization applies everything but the Secret template (placeholders never overwrite real values).
     const kust = docs.find((d) => d.kind === 'Kustomization')!;
     const listed = (kust.resources as string[]).sort();
-    const files = docs.filter((d) => d.kind !== 'Kustomization' && d.kind !== 'Secret').map((d) => path.basename(d.__file)).sort();
+    const files = docs
+      .filter((d) => d.kind !== 'Kustomization' && d.kind !== 'Secret')
+      .map((d) => path.basename(d.__file))
+      .sort();
     expect(listed).toEqual(files);
   });
 
@@ -208,12 +233,16 @@ describe('Kubernetes manifests', () => {
     }
     for (const v of Object.values(secret.stringData as Record<string, string>)) expect(v).toMatch(/^REPLACE_ME/);
     const cm = byKindName(docs, 'ConfigMap', 'feedmirror-config');
-    for (const key of [...SECRET_KEYS, 'REDIS_URL', 'AWS_SECRET_ACCESS_KEY']) expect(cm.data[key], `${key} must not be in the ConfigMap`).toBeUndefined();
+    for (const key of [...SECRET_KEYS, 'REDIS_URL', 'AWS_SECRET_ACCESS_KEY'])
+      expect(cm.data[key], `${key} must not be in the ConfigMap`).toBeUndefined();
     // Redis Cluster: the prefix is in braces, so a queue's keys share one hash slot.
     expect(cm.data.REDIS_PREFIX).toMatch(/^\{[^{}]+\}$/);
     for (const d of docs.filter((x) => x.kind === 'Deployment' || x.kind === 'Job')) {
       for (const c of podSpec(d).containers as Obj[]) {
-        expect(c.envFrom, `${d.metadata.name}`).toEqual([{ configMapRef: { name: 'feedmirror-config' } }, { secretRef: { name: 'feedmirror-secrets' } }]);
+        expect(c.envFrom, `${d.metadata.name}`).toEqual([
+          { configMapRef: { name: 'feedmirror-config' } },
+          { secretRef: { name: 'feedmirror-secrets' } },
+        ]);
         // Any single env entry must come from a reference, not a literal secret value.
         for (const e of (c.env ?? []) as Obj[]) {
           if (SECRET_KEYS.includes(e.name)) expect(e.valueFrom?.secretKeyRef, e.name).toBeDefined();
@@ -228,10 +257,12 @@ describe('Kubernetes manifests', () => {
     for (const d of docs) {
       if (d.kind === 'ConfigMap') Object.keys(d.data).forEach((k) => names.add(k));
       if (d.kind === 'Secret') Object.keys(d.stringData ?? d.data).forEach((k) => names.add(k));
-      if (d.kind === 'Deployment' || d.kind === 'Job') for (const c of podSpec(d).containers as Obj[]) for (const e of (c.env ?? []) as Obj[]) names.add(e.name);
+      if (d.kind === 'Deployment' || d.kind === 'Job')
+        for (const c of podSpec(d).containers as Obj[]) for (const e of (c.env ?? []) as Obj[]) names.add(e.name);
     }
     expect(names.size).toBeGreaterThan(10);
-    for (const n of names) expect(CONFIG_KEYS.has(n) || OUTSIDE_CONFIG.has(n), `${n} is not a feedmirror setting`).toBe(true);
+    for (const n of names)
+      expect(CONFIG_KEYS.has(n) || OUTSIDE_CONFIG.has(n), `${n} is not a feedmirror setting`).toBe(true);
     for (const key of SECRET_KEYS) expect(names.has(key), key).toBe(true);
   });
 });

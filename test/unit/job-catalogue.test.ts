@@ -9,7 +9,12 @@ import { ManualClock } from '../../src/util/clock.ts';
 /** A queue double that records what was added (the catalogue's own logic is under test, not BullMQ). */
 function recordingQueue() {
   const added: Array<{ name: string; data: unknown; opts: unknown }> = [];
-  const queue = { add: async (name: string, data: unknown, opts: unknown) => (added.push({ name, data, opts }), { id: '1', name, data } as unknown as Job) };
+  const queue = {
+    add: async (name: string, data: unknown, opts: unknown) => (
+      added.push({ name, data, opts }),
+      { id: '1', name, data } as unknown as Job
+    ),
+  };
   return { queue: queue as unknown as Queue, added };
 }
 
@@ -21,14 +26,22 @@ describe('job catalogue', () => {
   });
 
   it('refuses two definitions of one name on a queue', () => {
-    const a = defineJob({ name: 'x', queue: 'maintenance', payload: z.object({}), options: {}, process: async () => 1 });
+    const a = defineJob({
+      name: 'x',
+      queue: 'maintenance',
+      payload: z.object({}),
+      options: {},
+      process: async () => 1,
+    });
     expect(() => jobsOfQueue('maintenance', [a, a])).toThrow(/two job definitions named x/);
   });
 
-  it('enqueues with the definition\'s options and a validated payload', async () => {
+  it("enqueues with the definition's options and a validated payload", async () => {
     const { queue, added } = recordingQueue();
     await enqueue({ feedSync: queue }, JOBS.feedSync, { accountId: '17841400000000001' }, { jobId: 'j1' });
-    expect(added).toEqual([{ name: 'feed-sync', data: { accountId: '17841400000000001' }, opts: { ...JOBS.feedSync.options, jobId: 'j1' } }]);
+    expect(added).toEqual([
+      { name: 'feed-sync', data: { accountId: '17841400000000001' }, opts: { ...JOBS.feedSync.options, jobId: 'j1' } },
+    ]);
     // The CLI, the dashboard and the scheduler share these options (they used to drift: 30 s vs 60 s).
     expect(JOBS.feedSync.options).toMatchObject({ attempts: 3, backoff: { type: 'exponential', delay: 60_000 } });
   });
@@ -44,7 +57,9 @@ describe('job catalogue', () => {
     const run = queueProcessor('maintenance', {} as never);
     await expect(run({ name: 'nope', data: {} } as Job)).rejects.toMatchObject({ name: 'UnrecoverableError' });
     const runSync = queueProcessor('feedSync', {} as never);
-    await expect(runSync({ name: 'feed-sync', data: { accountId: 'a/b' } } as Job)).rejects.toThrow(/malformed payload: accountId/);
+    await expect(runSync({ name: 'feed-sync', data: { accountId: 'a/b' } } as Job)).rejects.toThrow(
+      /malformed payload: accountId/,
+    );
   });
 
   it('names daily and manual jobs from the clock', () => {

@@ -3,13 +3,18 @@ import { earliestExpiry, itemLinks, parseOe } from '../../src/platform/links.ts'
 import { linkExpiry } from '../../src/feeds/expiry.ts';
 
 const at = (iso: string) => new Date(iso);
-const hex = (d: Date) => Math.floor(d.getTime() / 1000).toString(16).toUpperCase();
+const hex = (d: Date) =>
+  Math.floor(d.getTime() / 1000)
+    .toString(16)
+    .toUpperCase();
 const link = (expires: Date | undefined, name = 'a') =>
   `https://scontent.cdninstagram.com/v/${name}.jpg?stp=dst-jpg&_nc_ht=x${expires ? `&oe=${hex(expires)}` : ''}&_nc_sid=1`;
 
 describe('parseOe (R-LNK-1)', () => {
   it('R-LNK-1 reads oe as Unix seconds in hex', () => {
-    expect(parseOe('https://cdn.example/a.jpg?oe=6553F100')?.toISOString()).toBe(new Date(0x6553f100 * 1000).toISOString());
+    expect(parseOe('https://cdn.example/a.jpg?oe=6553F100')?.toISOString()).toBe(
+      new Date(0x6553f100 * 1000).toISOString(),
+    );
     expect(parseOe(link(at('2026-03-01T12:00:00Z')))?.toISOString()).toBe('2026-03-01T12:00:00.000Z');
     // lowercase hex is the same moment
     expect(parseOe('https://cdn.example/a.jpg?oe=6553f100')?.getTime()).toBe(0x6553f100 * 1000);
@@ -31,7 +36,12 @@ describe('itemLinks / earliestExpiry (R-LNK-4, R-MED-9)', () => {
   const late = at('2026-01-07T00:00:00Z');
   const carousel = {
     media_url: link(late, 'cover'),
-    children: { data: [{ id: 'c1', media_url: link(mid, 's1') }, { id: 'c2', media_url: link(late, 's2'), thumbnail_url: link(early, 's2t') }] },
+    children: {
+      data: [
+        { id: 'c1', media_url: link(mid, 's1') },
+        { id: 'c2', media_url: link(late, 's2'), thumbnail_url: link(early, 's2t') },
+      ],
+    },
   };
 
   it('lists media_url, thumbnail_url and every slide link', () => {
@@ -41,10 +51,17 @@ describe('itemLinks / earliestExpiry (R-LNK-4, R-MED-9)', () => {
   });
   it('R-LNK-4 the earliest oe counts, including a video slide thumbnail', () => {
     expect(earliestExpiry(carousel)?.toISOString()).toBe(early.toISOString());
-    expect(earliestExpiry([{ media_url: link(late) }, { media_url: link(mid), thumbnail_url: link(undefined) }])?.toISOString()).toBe(mid.toISOString());
+    expect(
+      earliestExpiry([
+        { media_url: link(late) },
+        { media_url: link(mid), thumbnail_url: link(undefined) },
+      ])?.toISOString(),
+    ).toBe(mid.toISOString());
   });
   it('R-LNK-4 thumbnail_url expires like media_url', () => {
-    expect(earliestExpiry({ media_url: link(late), thumbnail_url: link(early) })?.toISOString()).toBe(early.toISOString());
+    expect(earliestExpiry({ media_url: link(late), thumbnail_url: link(early) })?.toISOString()).toBe(
+      early.toISOString(),
+    );
   });
   it('no oe anywhere => undefined', () => {
     expect(earliestExpiry([{ media_url: link(undefined) }, {}])).toBeUndefined();

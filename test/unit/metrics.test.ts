@@ -8,7 +8,12 @@ import { DAY, HOUR, ManualClock } from '../../src/util/clock.ts';
 function queue(name: string, counts: Record<string, number> | Error | 'hang'): JobCountsSource {
   return {
     name,
-    getJobCounts: () => (counts === 'hang' ? new Promise(() => {}) : counts instanceof Error ? Promise.reject(counts) : Promise.resolve(counts)),
+    getJobCounts: () =>
+      counts === 'hang'
+        ? new Promise(() => {})
+        : counts instanceof Error
+          ? Promise.reject(counts)
+          : Promise.resolve(counts),
   };
 }
 
@@ -46,7 +51,11 @@ describe('metrics', () => {
     expect(sample(f('feedmirror_jobs'), { queue: 'feed-sync', state: 'failed' })).toBe(2);
     expect(sample(f('feedmirror_jobs'), { queue: 'token-refresh', state: 'delayed' })).toBe(5);
     // Every state is reported, zero when BullMQ did not mention it.
-    expect(f('feedmirror_jobs')?.samples.filter((s) => s.labels.queue === 'feed-sync').map((s) => s.labels.state)).toEqual([...JOB_STATES]);
+    expect(
+      f('feedmirror_jobs')
+        ?.samples.filter((s) => s.labels.queue === 'feed-sync')
+        .map((s) => s.labels.state),
+    ).toEqual([...JOB_STATES]);
     expect(sample(f('feedmirror_jobs'), { queue: 'token-refresh', state: 'active' })).toBe(0);
 
     // R-TOK-9: days left from the stored expiry, on the injected clock; an account without a token has no series.
@@ -60,9 +69,23 @@ describe('metrics', () => {
     expect(f('feedmirror_job_failures_total')?.type).toBe('counter');
     expect(sample(f('feedmirror_job_failures_total'), { queue: 'feed-sync' })).toBe(1);
     expect(f('feedmirror_sync_duration_seconds')?.type).toBe('histogram');
-    expect(sample(f('feedmirror_sync_duration_seconds'), { outcome: 'ok' }, 'feedmirror_sync_duration_seconds_count')).toBe(1);
-    expect(sample(f('feedmirror_sync_duration_seconds'), { outcome: 'ok', le: '5' }, 'feedmirror_sync_duration_seconds_bucket')).toBe(1);
-    expect(sample(f('feedmirror_sync_duration_seconds'), { outcome: 'ok', le: '2' }, 'feedmirror_sync_duration_seconds_bucket')).toBe(0);
+    expect(
+      sample(f('feedmirror_sync_duration_seconds'), { outcome: 'ok' }, 'feedmirror_sync_duration_seconds_count'),
+    ).toBe(1);
+    expect(
+      sample(
+        f('feedmirror_sync_duration_seconds'),
+        { outcome: 'ok', le: '5' },
+        'feedmirror_sync_duration_seconds_bucket',
+      ),
+    ).toBe(1);
+    expect(
+      sample(
+        f('feedmirror_sync_duration_seconds'),
+        { outcome: 'ok', le: '2' },
+        'feedmirror_sync_duration_seconds_bucket',
+      ),
+    ).toBe(0);
     expect(sample(f('feedmirror_images_copied_total'), {})).toBe(4);
     expect(sample(f('feedmirror_images_copied_bytes_total'), {})).toBe(123_456);
     expect(sample(f('feedmirror_platform_calls_total'), { operation: 'media_list', outcome: 'ok' })).toBe(7);
@@ -90,7 +113,11 @@ describe('metrics', () => {
     const m = createMetrics({
       processMetrics: false,
       collectTimeoutMs: 20,
-      queues: [queue('feed-sync', new Error('Connection is closed.')), queue('mirror-media', 'hang'), queue('publish-feed', { waiting: 1 })],
+      queues: [
+        queue('feed-sync', new Error('Connection is closed.')),
+        queue('mirror-media', 'hang'),
+        queue('publish-feed', { waiting: 1 }),
+      ],
       tokenExpiries: () => Promise.reject(new Error('connect ECONNREFUSED')),
     });
     const families = parseExposition(await m.metricsText());

@@ -7,7 +7,8 @@ import { thumbHashToAverageRGBA, thumbHashToApproximateAspectRatio } from 'thumb
 import { processImage, variantLadder } from '../../src/mirror/image.ts';
 import { loadConfig } from '../../src/config.ts';
 
-const solid = (width: number, height: number) => sharp({ create: { width, height, channels: 3, background: { r: 200, g: 40, b: 90 } } });
+const solid = (width: number, height: number) =>
+  sharp({ create: { width, height, channels: 3, background: { r: 200, g: 40, b: 90 } } });
 
 /** A PNG whose header declares width x height, made by patching a tiny real PNG's IHDR (no pixels behind it). */
 async function pngDeclaring(width: number, height: number): Promise<Buffer> {
@@ -53,8 +54,17 @@ describe('processImage', () => {
     const png = await solid(50, 40).png().toBuffer();
     const webp = await solid(50, 40).webp().toBuffer();
     const tiff = await solid(50, 40).tiff().toBuffer();
-    const gif = await sharp({ create: { width: 50, height: 40, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } }).gif().toBuffer();
-    expect((await processImage(png, opts)).original).toMatchObject({ contentType: 'image/png', ext: 'png', width: 50, height: 40 });
+    const gif = await sharp({
+      create: { width: 50, height: 40, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } },
+    })
+      .gif()
+      .toBuffer();
+    expect((await processImage(png, opts)).original).toMatchObject({
+      contentType: 'image/png',
+      ext: 'png',
+      width: 50,
+      height: 40,
+    });
     expect((await processImage(webp, opts)).original).toMatchObject({ contentType: 'image/webp', ext: 'webp' });
     const fromTiff = await processImage(tiff, opts);
     expect(fromTiff.original).toMatchObject({ contentType: 'image/jpeg', ext: 'jpg', width: 50, height: 40 });
@@ -65,12 +75,16 @@ describe('processImage', () => {
   });
 
   it('refuses bytes that are not an image', async () => {
-    await expect(processImage(Buffer.from('<html>URL signature expired</html>'), opts)).rejects.toBeInstanceOf(InvalidImageError);
+    await expect(processImage(Buffer.from('<html>URL signature expired</html>'), opts)).rejects.toBeInstanceOf(
+      InvalidImageError,
+    );
     await expect(processImage(Buffer.alloc(0), opts)).rejects.toBeInstanceOf(InvalidImageError);
   });
 
   it('refuses SVG (script could ride along when served from our origin)', async () => {
-    const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>');
+    const svg = Buffer.from(
+      '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>',
+    );
     await expect(processImage(svg, opts)).rejects.toThrow(/unsupported image format svg/);
   });
 
@@ -86,13 +100,17 @@ describe('processImage', () => {
 
   it('refuses a real image above maxPixels', async () => {
     const jpeg = await solid(100, 100).jpeg().toBuffer();
-    await expect(processImage(jpeg, { maxPixels: 9_999, variantWidths: [] })).rejects.toBeInstanceOf(ImageTooLargeError);
+    await expect(processImage(jpeg, { maxPixels: 9_999, variantWidths: [] })).rejects.toBeInstanceOf(
+      ImageTooLargeError,
+    );
     await expect(processImage(jpeg, { maxPixels: 10_000, variantWidths: [] })).resolves.toBeTruthy();
   });
 
   it('refuses a truncated image', async () => {
     const jpeg = await solid(300, 300).png().toBuffer();
-    await expect(processImage(jpeg.subarray(0, Math.floor(jpeg.length / 2)), opts)).rejects.toBeInstanceOf(InvalidImageError);
+    await expect(processImage(jpeg.subarray(0, Math.floor(jpeg.length / 2)), opts)).rejects.toBeInstanceOf(
+      InvalidImageError,
+    );
   });
 
   it('issue 12: the default ladder steps about 1.5x from 160 px to the original, never upscaled, none within 15% of it', () => {
@@ -123,17 +141,33 @@ describe('processImage', () => {
   });
 
   it('issue 12: a greyscale or transparent image gets a placeholder too', async () => {
-    const grey = await sharp({ create: { width: 300, height: 200, channels: 3, background: { r: 128, g: 128, b: 128 } } }).toColourspace('b-w').jpeg().toBuffer();
+    const grey = await sharp({
+      create: { width: 300, height: 200, channels: 3, background: { r: 128, g: 128, b: 128 } },
+    })
+      .toColourspace('b-w')
+      .jpeg()
+      .toBuffer();
     expect((await sharp(grey).metadata()).channels).toBe(1);
     const g = await processImage(grey, { ...opts, variantWidths: [160] });
     expect(g.placeholder.color).toMatch(/^#[0-9a-f]{6}$/);
     expect(g.variants.map((v) => v.width)).toEqual([160]);
-    const clear = await sharp({ create: { width: 200, height: 200, channels: 4, background: { r: 10, g: 200, b: 10, alpha: 0.5 } } }).png().toBuffer();
-    expect((await processImage(clear, { ...opts, variantWidths: [160] })).placeholder.thumbhash.length).toBeGreaterThan(10);
+    const clear = await sharp({
+      create: { width: 200, height: 200, channels: 4, background: { r: 10, g: 200, b: 10, alpha: 0.5 } },
+    })
+      .png()
+      .toBuffer();
+    expect((await processImage(clear, { ...opts, variantWidths: [160] })).placeholder.thumbhash.length).toBeGreaterThan(
+      10,
+    );
   });
 
   it('a 16-bit PNG gets 8-bit variants and a placeholder of its colour', async () => {
-    const deep = await sharp({ create: { width: 400, height: 300, channels: 3, background: { r: 20, g: 120, b: 220 } } }).png().toColourspace('rgb16').toBuffer();
+    const deep = await sharp({
+      create: { width: 400, height: 300, channels: 3, background: { r: 20, g: 120, b: 220 } },
+    })
+      .png()
+      .toColourspace('rgb16')
+      .toBuffer();
     expect((await sharp(deep).metadata()).depth).toBe('ushort');
     const out = await processImage(deep, { ...opts, variantWidths: [160] });
     expect(out.variants.map((v) => v.width)).toEqual([160]);
@@ -150,6 +184,7 @@ describe('processImage', () => {
       [240, 'image/webp', 'webp'],
       [240, 'image/avif', 'avif'],
     ]);
-    for (const v of out.variants) expect((await sharp(v.buffer).metadata()).format).toBe(v.ext === 'avif' ? 'heif' : 'webp');
+    for (const v of out.variants)
+      expect((await sharp(v.buffer).metadata()).format).toBe(v.ext === 'avif' ? 'heif' : 'webp');
   });
 });

@@ -27,7 +27,9 @@ describe('which syncs queue a publish job', () => {
     expect(needsPublish({ ...unchanged, changedPosts: 1 })).toBe(true);
     expect(needsPublish({ ...unchanged, pruned: ['1790'] })).toBe(true);
     expect(needsPublish({ ...unchanged, renewedVideos: 1 })).toBe(true);
-    expect(needsPublish({ ...unchanged, copies: [{ accountId: '1', mediaId: '2', slot: 'cover', deadline: null }] })).toBe(true);
+    expect(
+      needsPublish({ ...unchanged, copies: [{ accountId: '1', mediaId: '2', slot: 'cover', deadline: null }] }),
+    ).toBe(true);
     // R-SCH-11: the demo feed is replaced by the first complete sync, even of an empty account.
     expect(needsPublish({ ...unchanged, posts: 0, feedDue: true })).toBe(true);
     // An incomplete listing never replaces the demo feed on its own.

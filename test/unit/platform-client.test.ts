@@ -53,7 +53,12 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(JSON.stringify(body));
 }
-const item = (id: string, extra: Record<string, unknown> = {}) => ({ id, media_type: 'IMAGE', media_url: `https://scontent.cdninstagram.com/${id}.jpg?oe=6A000000`, ...extra });
+const item = (id: string, extra: Record<string, unknown> = {}) => ({
+  id,
+  media_type: 'IMAGE',
+  media_url: `https://scontent.cdninstagram.com/${id}.jpg?oe=6A000000`,
+  ...extra,
+});
 
 let sleeps: number[];
 let clock: ManualClock;
@@ -98,7 +103,12 @@ describe('tokens', () => {
     expect(r.query.get('grant_type')).toBe('ig_exchange_token');
     expect(r.query.get('client_secret')).toBe(APP_SECRET);
     expect(r.query.get('access_token')).toBe('SHORT');
-    expect(grant).toEqual({ accessToken: 'LONG', tokenType: 'bearer', expiresIn: 5_183_944, expiresAt: new Date(Date.UTC(2026, 0, 1) + 5_183_944 * SECOND) });
+    expect(grant).toEqual({
+      accessToken: 'LONG',
+      tokenType: 'bearer',
+      expiresIn: 5_183_944,
+      expiresAt: new Date(Date.UTC(2026, 0, 1) + 5_183_944 * SECOND),
+    });
   });
 
   it('R-TOK-2 refresh: unversioned GET without the app secret; token_type defaults to bearer', async () => {
@@ -117,7 +127,9 @@ describe('tokens', () => {
 
   it('R-TOK-3 a 200 without access_token is a failure naming the field', async () => {
     handle = (_r, res) => json(res, 200, { token_type: 'bearer', expires_in: 10 });
-    const err = await client({ maxRetries: 0 }).refreshToken(TOKEN).catch((e: unknown) => e);
+    const err = await client({ maxRetries: 0 })
+      .refreshToken(TOKEN)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MalformedResponseError);
     expect((err as Error).message).toMatch(/token refresh: .*access_token/);
   });
@@ -128,8 +140,18 @@ describe('tokens', () => {
   });
 
   it('R-TOK-3 R-TOK-10 HTTP non-success => typed failure from status, code, subcode, message', async () => {
-    handle = (_r, res) => json(res, 400, { error: { message: 'Error validating access token: Session has expired', type: 'OAuthException', code: 190, error_subcode: 463 } });
-    const err = (await client().refreshToken(TOKEN).catch((e: unknown) => e)) as TokenExpiredError;
+    handle = (_r, res) =>
+      json(res, 400, {
+        error: {
+          message: 'Error validating access token: Session has expired',
+          type: 'OAuthException',
+          code: 190,
+          error_subcode: 463,
+        },
+      });
+    const err = (await client()
+      .refreshToken(TOKEN)
+      .catch((e: unknown) => e)) as TokenExpiredError;
     expect(err).toBeInstanceOf(TokenExpiredError);
     expect([err.status, err.code, err.subcode]).toEqual([400, 190, 463]);
     expect(err.platformMessage).toMatch(/Session has expired/);
@@ -152,12 +174,21 @@ describe('tokens', () => {
       redirect_uri: 'https://app.example/callback',
       code: 'CODE123',
     });
-    expect(grant).toEqual({ accessToken: 'SHORT', userId: '17841405793187218', permissions: ['instagram_business_basic', 'other'] });
+    expect(grant).toEqual({
+      accessToken: 'SHORT',
+      userId: '17841405793187218',
+      permissions: ['instagram_business_basic', 'other'],
+    });
   });
 
   it('code exchange: the {data:[...]} answer is accepted too', async () => {
-    handle = (_r, res) => json(res, 200, { data: [{ access_token: 'SHORT', user_id: '42', permissions: ['instagram_business_basic'] }] });
-    expect(await client().exchangeCode('C', 'https://a/cb')).toEqual({ accessToken: 'SHORT', userId: '42', permissions: ['instagram_business_basic'] });
+    handle = (_r, res) =>
+      json(res, 200, { data: [{ access_token: 'SHORT', user_id: '42', permissions: ['instagram_business_basic'] }] });
+    expect(await client().exchangeCode('C', 'https://a/cb')).toEqual({
+      accessToken: 'SHORT',
+      userId: '42',
+      permissions: ['instagram_business_basic'],
+    });
   });
 
   it('code exchange: the single-use code is never sent twice, even after a 5xx or a reset', async () => {
@@ -178,21 +209,46 @@ describe('tokens', () => {
 
 describe('profile (R-OWN-5)', () => {
   it('R-OWN-5 R-MED-1 asks for user_id, username, name, account_type, profile_picture_url on the versioned /me', async () => {
-    handle = (_r, res) => json(res, 200, { id: 'app-scoped', user_id: '1784', username: 'shop', name: 'Shop', account_type: 'BUSINESS', profile_picture_url: 'https://cdn/p.jpg' });
+    handle = (_r, res) =>
+      json(res, 200, {
+        id: 'app-scoped',
+        user_id: '1784',
+        username: 'shop',
+        name: 'Shop',
+        account_type: 'BUSINESS',
+        profile_picture_url: 'https://cdn/p.jpg',
+      });
     const p = await client().getProfile(TOKEN);
     expect(requests[0]!.path).toBe('/v25.0/me');
     expect(requests[0]!.query.get('fields')).toBe('user_id,username,name,account_type,profile_picture_url');
-    expect(p).toEqual({ id: '1784', username: 'shop', name: 'Shop', accountType: 'BUSINESS', profilePictureUrl: 'https://cdn/p.jpg' });
+    expect(p).toEqual({
+      id: '1784',
+      username: 'shop',
+      name: 'Shop',
+      accountType: 'BUSINESS',
+      profilePictureUrl: 'https://cdn/p.jpg',
+    });
   });
   it('R-OWN-5 refused optional fields => asks again with fewer; no username => the media items username', async () => {
     handle = (r, res) => {
       if (r.path === '/v25.0/me/media') return json(res, 200, { data: [{ id: 'm1', username: 'fromMedia' }] });
-      if (r.query.get('fields')!.split(',').includes('name')) return json(res, 400, { error: { message: 'Tried accessing nonexisting field (name)', code: 100 } });
+      if (r.query.get('fields')!.split(',').includes('name'))
+        return json(res, 400, { error: { message: 'Tried accessing nonexisting field (name)', code: 100 } });
       return json(res, 200, { id: '77', account_type: 'CREATOR' });
     };
     const p = await client().getProfile(TOKEN);
-    expect(requests.map((r) => r.query.get('fields'))).toEqual(['user_id,username,name,account_type,profile_picture_url', 'user_id,username,account_type', 'username']);
-    expect(p).toEqual({ id: '77', username: 'fromMedia', accountType: 'CREATOR', name: undefined, profilePictureUrl: undefined });
+    expect(requests.map((r) => r.query.get('fields'))).toEqual([
+      'user_id,username,name,account_type,profile_picture_url',
+      'user_id,username,account_type',
+      'username',
+    ]);
+    expect(p).toEqual({
+      id: '77',
+      username: 'fromMedia',
+      accountType: 'CREATOR',
+      name: undefined,
+      profilePictureUrl: undefined,
+    });
   });
 });
 
@@ -214,7 +270,8 @@ describe('media list', () => {
   it('R-MED-5 R-MED-7 follows paging.next through short pages until absent; merges by id, first wins', async () => {
     handle = (r, res) => {
       const after = r.query.get('after');
-      if (!after) return json(res, 200, { data: [item('1', { caption: 'first' }), item('2')], paging: { next: pageUrl('p2') } });
+      if (!after)
+        return json(res, 200, { data: [item('1', { caption: 'first' }), item('2')], paging: { next: pageUrl('p2') } });
       if (after === 'p2') return json(res, 200, { data: [item('3')], paging: { next: pageUrl('p3') } }); // short page, not the end
       if (after === 'p3') return json(res, 200, { data: [], paging: { next: pageUrl('p4') } }); // empty page, not the end
       return json(res, 200, { data: [item('1', { caption: 'dup' }), item('4')], paging: {} });
@@ -236,7 +293,11 @@ describe('media list', () => {
     });
     await new Promise<void>((resolve) => foreign.listen(0, '127.0.0.1', resolve));
     const foreignBase = `http://localhost:${(foreign.address() as AddressInfo).port}`;
-    handle = (_r, res) => json(res, 200, { data: [item('1')], paging: { next: `${foreignBase}/v25.0/me/media?access_token=${TOKEN}&after=x` } });
+    handle = (_r, res) =>
+      json(res, 200, {
+        data: [item('1')],
+        paging: { next: `${foreignBase}/v25.0/me/media?access_token=${TOKEN}&after=x` },
+      });
     const listing = await client().listMedia(TOKEN);
     await new Promise((resolve) => foreign.close(resolve));
     expect(foreignHit).toBe(false);
@@ -250,21 +311,28 @@ describe('media list', () => {
   it('R-MED-4 a refused caption, then media_product_type, is dropped one at a time and reported', async () => {
     handle = (r, res) => {
       const fields = r.query.get('fields')!.split(',');
-      if (fields.includes('caption')) return json(res, 400, { error: { message: '(#100) Tried accessing nonexisting field (caption) on node type (Media)', code: 100 } });
-      if (fields.includes('media_product_type')) return json(res, 400, { error: { message: 'Invalid parameter', code: 100 } });
+      if (fields.includes('caption'))
+        return json(res, 400, {
+          error: { message: '(#100) Tried accessing nonexisting field (caption) on node type (Media)', code: 100 },
+        });
+      if (fields.includes('media_product_type'))
+        return json(res, 400, { error: { message: 'Invalid parameter', code: 100 } });
       return json(res, 200, { data: [item('1')] });
     };
     const listing = await client().listMedia(TOKEN);
     expect(listing.complete).toBe(true);
     expect(listing.refusedFields).toEqual(['caption', 'media_product_type']);
     expect(requests).toHaveLength(3);
-    expect(requests[2]!.query.get('fields')).toBe(FULL_FEED_FIELDS.filter((f) => f !== 'caption' && f !== 'media_product_type').join(','));
+    expect(requests[2]!.query.get('fields')).toBe(
+      FULL_FEED_FIELDS.filter((f) => f !== 'caption' && f !== 'media_product_type').join(','),
+    );
     expect(listing.calls).toBe(3);
   });
 
   it('R-MED-4 the field the message names is dropped first; known refused fields are not asked for', async () => {
     handle = (r, res) => {
-      if (r.query.get('fields')!.includes('media_product_type')) return json(res, 400, { error: { message: 'nonexisting field (media_product_type)', code: 100 } });
+      if (r.query.get('fields')!.includes('media_product_type'))
+        return json(res, 400, { error: { message: 'nonexisting field (media_product_type)', code: 100 } });
       return json(res, 200, { data: [item('1')] });
     };
     const listing = await client().listMedia(TOKEN);
@@ -299,8 +367,18 @@ describe('media list', () => {
   });
 
   it('R-OWN-1 code 4 with a usage header on a single call is thrown with the estimate, no retry', async () => {
-    const buc = JSON.stringify({ '1784': [{ type: 'instagram', call_count: 100, total_time: 20, total_cputime: 5, estimated_time_to_regain_access: 3 }] });
-    handle = (_r, res) => json(res, 400, { error: { message: 'Application request limit reached', code: 4 } }, { 'x-business-use-case-usage': buc });
+    const buc = JSON.stringify({
+      '1784': [
+        { type: 'instagram', call_count: 100, total_time: 20, total_cputime: 5, estimated_time_to_regain_access: 3 },
+      ],
+    });
+    handle = (_r, res) =>
+      json(
+        res,
+        400,
+        { error: { message: 'Application request limit reached', code: 4 } },
+        { 'x-business-use-case-usage': buc },
+      );
     const c = client();
     const err = (await c.getMedia(TOKEN, '17890').catch((e: unknown) => e)) as RateLimitedError;
     expect(err).toBeInstanceOf(RateLimitedError);
@@ -324,7 +402,10 @@ describe('media list', () => {
 
   it('transient 5xx is retried with jittered backoff, then succeeds; calls count the retries', async () => {
     let n = 0;
-    handle = (_r, res) => (++n <= 2 ? json(res, 503, { error: { message: 'Please retry', code: 2 } }) : json(res, 200, { data: [item('1')] }));
+    handle = (_r, res) =>
+      ++n <= 2
+        ? json(res, 503, { error: { message: 'Please retry', code: 2 } })
+        : json(res, 200, { data: [item('1')] });
     const listing = await client().listMedia(TOKEN);
     expect(listing).toMatchObject({ complete: true, calls: 3 });
     expect(sleeps).toEqual([250, 500]); // random 0.5 * 500 * 2^attempt
@@ -342,7 +423,10 @@ describe('media list', () => {
   });
 
   it('an item of the wrong shape is skipped with the field named; the rest of the page is used', async () => {
-    handle = (_r, res) => json(res, 200, { data: [item('1'), item('2'), item('3'), item('4', { like_count: 'many' }), { caption: 'no id at all' }] });
+    handle = (_r, res) =>
+      json(res, 200, {
+        data: [item('1'), item('2'), item('3'), item('4', { like_count: 'many' }), { caption: 'no id at all' }],
+      });
     const listing = await client({ maxRetries: 1 }).listMedia(TOKEN);
     expect(listing.complete).toBe(true);
     expect(listing.error).toBeUndefined();
@@ -360,7 +444,9 @@ describe('media list', () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{"data": [ {"id": "1"');
     };
-    const err = await client().getMedia(TOKEN, '1').catch((e: unknown) => e);
+    const err = await client()
+      .getMedia(TOKEN, '1')
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MalformedResponseError);
     expect((err as Error).message).toMatch(/media item: .*not valid JSON/);
     expect(requests).toHaveLength(4);
@@ -371,7 +457,9 @@ describe('media list', () => {
       res.writeHead(200, { 'content-type': 'text/html' });
       res.end(`<!doctype html><html><body>Login <a href="${base}/x?access_token=${TOKEN}">x</a></body></html>`);
     };
-    const err = await client({ maxRetries: 0 }).getProfile(TOKEN).catch((e: unknown) => e);
+    const err = await client({ maxRetries: 0 })
+      .getProfile(TOKEN)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MalformedResponseError);
     expect((err as Error).message).toMatch(/HTML/);
     expect((err as Error).message).not.toContain(TOKEN);
@@ -389,7 +477,9 @@ describe('media list', () => {
       res.on('close', () => res.off('drain', pump));
       pump();
     };
-    const err = await client({ maxRetries: 0, maxResponseBytes: 100_000 }).getMedia(TOKEN, '1').catch((e: unknown) => e);
+    const err = await client({ maxRetries: 0, maxResponseBytes: 100_000 })
+      .getMedia(TOKEN, '1')
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MalformedResponseError);
     expect((err as Error).message).toMatch(/exceeds 100000 bytes/);
     expect(written).toBeLessThan(50_000_000);
@@ -406,7 +496,9 @@ describe('media list', () => {
     handle = () => {
       /* never answers */
     };
-    const err = await client({ timeoutMs: 150, maxRetries: 1 }).getMedia(TOKEN, '1').catch((e: unknown) => e);
+    const err = await client({ timeoutMs: 150, maxRetries: 1 })
+      .getMedia(TOKEN, '1')
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransientError);
     expect((err as Error).message).toMatch(/no answer within 150 ms/);
     expect(requests).toHaveLength(2);
@@ -423,7 +515,8 @@ describe('media list', () => {
 
   it('a connection reset => TransientError, retried then succeeding', async () => {
     let n = 0;
-    handle = (_r, res, raw) => (++n === 1 ? raw.socket.destroy() : json(res, 200, { id: '1', media_url: 'https://cdn/x.jpg' }));
+    handle = (_r, res, raw) =>
+      ++n === 1 ? raw.socket.destroy() : json(res, 200, { id: '1', media_url: 'https://cdn/x.jpg' });
     const renewed = await client().getMedia(TOKEN, '1');
     expect(renewed.media_url).toBe('https://cdn/x.jpg');
     expect(requests).toHaveLength(2);
@@ -452,7 +545,9 @@ describe('single media (R-MED-8)', () => {
     handle = (_r, res) => json(res, 200, { id: '17890', media_url: 'https://cdn/new.jpg?oe=6B000000' });
     const m = await client().getMedia(TOKEN, '17890');
     expect(requests[0]!.path).toBe('/v25.0/17890');
-    expect(requests[0]!.query.get('fields')).toBe('media_url,thumbnail_url,children{media_type,media_url,thumbnail_url}');
+    expect(requests[0]!.query.get('fields')).toBe(
+      'media_url,thumbnail_url,children{media_type,media_url,thumbnail_url}',
+    );
     expect(m.media_url).toContain('oe=6B000000');
   });
   it('a media id that is not one path segment is refused before any request', async () => {
@@ -475,7 +570,8 @@ describe('usage headers and logs (R-OWN-1, R-TOK-11, R-LNK-7, R-MED-6)', () => {
 
   it('R-OWN-1 keeps the latest usage and warns above 80%', async () => {
     const { lines, logger } = capture();
-    handle = (_r, res) => json(res, 200, { id: '1' }, { 'x-app-usage': '{"call_count":91,"total_time":5,"total_cputime":2}' });
+    handle = (_r, res) =>
+      json(res, 200, { id: '1' }, { 'x-app-usage': '{"call_count":91,"total_time":5,"total_cputime":2}' });
     const c = client({ logger });
     await c.getMedia(TOKEN, '1');
     expect(c.lastUsage?.maxPercent).toBe(91);
@@ -489,21 +585,35 @@ describe('usage headers and logs (R-OWN-1, R-TOK-11, R-LNK-7, R-MED-6)', () => {
     const c = client({ logger, maxRetries: 1, timeoutMs: 150 });
     const errors: unknown[] = [];
     const scenarios: Handler[] = [
-      (_r, res) => json(res, 400, { error: { message: `Invalid OAuth access token ${TOKEN} (client_secret=${APP_SECRET})`, code: 190 } }),
+      (_r, res) =>
+        json(res, 400, {
+          error: { message: `Invalid OAuth access token ${TOKEN} (client_secret=${APP_SECRET})`, code: 190 },
+        }),
       (_r, res) => json(res, 500, { error: { message: `boom ${base}/v25.0/me?access_token=${TOKEN}`, code: 2 } }),
       (_r, res) => json(res, 429, { error: { message: 'slow down', code: 4 } }, { 'retry-after': '1' }),
       (_r, res) => {
         res.writeHead(200, { 'content-type': 'text/html' });
         res.end(`<html>${TOKEN}</html>`);
       },
-      (_r, res) => json(res, 200, { data: [{ id: 1, like_count: TOKEN }], paging: { next: `http://evil.example/x?access_token=${TOKEN}` } }),
-      (_r, res) => json(res, 200, { data: [item('1')], paging: { next: `http://evil.example/x?access_token=${TOKEN}` } }),
+      (_r, res) =>
+        json(res, 200, {
+          data: [{ id: 1, like_count: TOKEN }],
+          paging: { next: `http://evil.example/x?access_token=${TOKEN}` },
+        }),
+      (_r, res) =>
+        json(res, 200, { data: [item('1')], paging: { next: `http://evil.example/x?access_token=${TOKEN}` } }),
       (_r, _res, raw) => raw.socket.destroy(),
       () => undefined, // timeout
     ];
     for (const scenario of scenarios) {
       handle = scenario;
-      const calls: Array<() => Promise<unknown>> = [() => c.listMedia(TOKEN), () => c.getProfile(TOKEN), () => c.refreshToken(TOKEN), () => c.exchangeToken(TOKEN), () => c.getMedia(TOKEN, '1')];
+      const calls: Array<() => Promise<unknown>> = [
+        () => c.listMedia(TOKEN),
+        () => c.getProfile(TOKEN),
+        () => c.refreshToken(TOKEN),
+        () => c.exchangeToken(TOKEN),
+        () => c.getMedia(TOKEN, '1'),
+      ];
       for (const call of calls) {
         try {
           const listing = (await call()) as { error?: unknown } | undefined;
@@ -513,7 +623,19 @@ describe('usage headers and logs (R-OWN-1, R-TOK-11, R-LNK-7, R-MED-6)', () => {
         }
       }
     }
-    const text = lines.join('\n') + errors.map((e) => JSON.stringify({ m: (e as Error).message, p: (e as PlatformError).platformMessage, s: (e as Error).stack, c: String((e as Error).cause), j: e })).join('\n');
+    const text =
+      lines.join('\n') +
+      errors
+        .map((e) =>
+          JSON.stringify({
+            m: (e as Error).message,
+            p: (e as PlatformError).platformMessage,
+            s: (e as Error).stack,
+            c: String((e as Error).cause),
+            j: e,
+          }),
+        )
+        .join('\n');
     // Also feed the suite-wide secrets audit (test/audit/no-secrets.test.ts).
     registerSecretForAudit(TOKEN);
     registerSecretForAudit(APP_SECRET);

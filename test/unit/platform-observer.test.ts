@@ -31,7 +31,14 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
 function client(onCall: (op: string, outcome: PlatformCallOutcome) => void) {
-  return new PlatformClient({ graphUrl: base, apiVersion: 'v25.0', oauthTokenUrl: `${base}/oauth`, maxRetries: 2, sleep: async () => undefined, observer: { onCall } });
+  return new PlatformClient({
+    graphUrl: base,
+    apiVersion: 'v25.0',
+    oauthTokenUrl: `${base}/oauth`,
+    maxRetries: 2,
+    sleep: async () => undefined,
+    observer: { onCall },
+  });
 }
 
 describe('platform call observer', () => {
@@ -49,7 +56,9 @@ describe('platform call observer', () => {
     const seen: PlatformCallOutcome[] = [];
     replies = [(res) => json(res, 429, { error: { message: '(#17) User request limit reached', code: 17 } })];
     await expect(client((_, o) => seen.push(o)).getMedia(TOKEN, '17900001')).rejects.toBeInstanceOf(RateLimitedError);
-    replies = [(res) => json(res, 400, { error: { message: 'Error validating access token', code: 190, error_subcode: 463 } })];
+    replies = [
+      (res) => json(res, 400, { error: { message: 'Error validating access token', code: 190, error_subcode: 463 } }),
+    ];
     await expect(client((_, o) => seen.push(o)).getMedia(TOKEN, '17900001')).rejects.toBeInstanceOf(TokenInvalidError);
     expect(seen).toEqual(['rate_limited', 'error']);
   });
@@ -70,7 +79,8 @@ describe('platform call observer', () => {
     replies = [(res) => json(res, 503, { error: { message: 'later', code: 1, is_transient: true } })];
     await client((op, o) => platformCallObserver(m).onCall(op, o)).getMedia(TOKEN, '17900001');
     const fam = parseExposition(await m.metricsText()).get('feedmirror_platform_calls_total');
-    const value = (outcome: string) => fam?.samples.find((s) => s.labels.operation === 'media_item' && s.labels.outcome === outcome)?.value;
+    const value = (outcome: string) =>
+      fam?.samples.find((s) => s.labels.operation === 'media_item' && s.labels.outcome === outcome)?.value;
     expect(value('transient')).toBe(1);
     expect(value('ok')).toBe(1);
   });

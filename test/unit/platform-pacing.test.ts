@@ -21,7 +21,12 @@ describe('R-OWN-1: pacing and slow-down', () => {
     clock.advance(2 * MINUTE); // 11:01: a fixed window would have reset at 11:00
     expect(await pacer.take('a')).toBe(58 * MINUTE);
     clock.advance(58 * MINUTE); // 11:59: the 10:59 calls have left the hour
-    expect([await pacer.take('a'), await pacer.take('a'), await pacer.take('a'), await pacer.take('a')]).toEqual([0, 0, 0, 60 * MINUTE]);
+    expect([await pacer.take('a'), await pacer.take('a'), await pacer.take('a'), await pacer.take('a')]).toEqual([
+      0,
+      0,
+      0,
+      60 * MINUTE,
+    ]);
   });
 
   it('slows down only past the threshold, more the closer usage is to 100%', () => {
@@ -34,7 +39,10 @@ describe('R-OWN-1: pacing and slow-down', () => {
   });
 
   it('the app share of usage is X-App-Usage alone; one busy account does not make the app look busy', () => {
-    const h = new Headers({ 'x-app-usage': '{"call_count":12}', 'x-business-use-case-usage': '{"1":[{"call_count":95}]}' });
+    const h = new Headers({
+      'x-app-usage': '{"call_count":12}',
+      'x-business-use-case-usage': '{"1":[{"call_count":95}]}',
+    });
     const u = parseUsage(h, new Date())!;
     expect(u.appPercent).toBe(12);
     expect(u.maxPercent).toBe(95);

@@ -16,7 +16,8 @@ async function files(dir: string): Promise<string[]> {
     if (SKIP.has(e.name)) continue;
     const full = path.join(dir, e.name);
     if (e.isDirectory()) out.push(...(await files(full)));
-    else if (/\.(ts|js|mjs|json|md|ya?ml|sh|sql|html|css|txt)$|Dockerfile$|\.env\.example$/.test(e.name)) out.push(full);
+    else if (/\.(ts|js|mjs|json|md|ya?ml|sh|sql|html|css|txt)$|Dockerfile$|\.env\.example$/.test(e.name))
+      out.push(full);
   }
   return out;
 }
@@ -41,7 +42,8 @@ describe('a self-contained repository', () => {
         for (const m of body.matchAll(/\bR-([A-Z]{3})-(\d+)(?:\.\.(\d+))?/g)) {
           const [group, from, to] = [m[1]!, Number(m[2]), m[3] ? Number(m[3]) : Number(m[2])];
           cited++;
-          for (let n = from; n <= to; n++) if (!known.has(`R-${group}-${n}`)) missing.push(`${path.relative(ROOT, f)}: R-${group}-${n}`);
+          for (let n = from; n <= to; n++)
+            if (!known.has(`R-${group}-${n}`)) missing.push(`${path.relative(ROOT, f)}: R-${group}-${n}`);
         }
       }
     }
@@ -55,7 +57,8 @@ describe('a self-contained repository', () => {
       if (f === __filename || f.endsWith('rules-self-contained.test.ts')) continue;
       const body = await readFile(f, 'utf8');
       body.split('\n').forEach((line, i) => {
-        if (/\.\.\/shared\b|\/work\/shared\b|DESIGN\.md|ENVIRONMENT\.md|platform-and-schema-v1/.test(line)) offenders.push(`${path.relative(ROOT, f)}:${i + 1}: ${line.trim()}`);
+        if (/\.\.\/shared\b|\/work\/shared\b|DESIGN\.md|ENVIRONMENT\.md|platform-and-schema-v1/.test(line))
+          offenders.push(`${path.relative(ROOT, f)}:${i + 1}: ${line.trim()}`);
       });
     }
     expect(offenders).toEqual([]);

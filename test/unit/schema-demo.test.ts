@@ -9,7 +9,6 @@ import { demoFeed } from '../../src/demo/demo-feed.ts';
 import { validateFeed } from '../../src/schema/validate.ts';
 import { ManualClock } from '../../src/util/clock.ts';
 
-
 describe('demoFeed', () => {
   const now = new Date('2026-03-01T12:00:00Z');
   const feed = demoFeed(now);
@@ -22,7 +21,9 @@ describe('demoFeed', () => {
 
   it('holds every kind of post: image, video, carousel with image and video media, reel, text, link', () => {
     const types = feed.posts.map((p) => `${p.type}/${p.format}`);
-    expect(types).toEqual(expect.arrayContaining(['image/post', 'video/post', 'carousel/post', 'video/reel', 'text/post', 'link/post']));
+    expect(types).toEqual(
+      expect.arrayContaining(['image/post', 'video/post', 'carousel/post', 'video/reel', 'text/post', 'link/post']),
+    );
     const carousel = feed.posts.find((p) => p.type === 'carousel')!;
     expect(carousel.media.length).toBeGreaterThan(1);
     expect(new Set(carousel.media.map((m) => m.mime.split('/')[0]))).toEqual(new Set(['image', 'video']));

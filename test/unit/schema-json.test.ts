@@ -66,7 +66,31 @@ interface JsonSchema {
   oneOf?: JsonSchema[];
   anyOf?: JsonSchema[];
 }
-const KNOWN = new Set(['$schema', '$id', '$ref', '$defs', 'title', 'description', 'type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'const', 'pattern', 'format', 'minLength', 'maxLength', 'minItems', 'minimum', 'maximum', 'exclusiveMinimum', 'oneOf', 'anyOf']);
+const KNOWN = new Set([
+  '$schema',
+  '$id',
+  '$ref',
+  '$defs',
+  'title',
+  'description',
+  'type',
+  'properties',
+  'required',
+  'additionalProperties',
+  'items',
+  'enum',
+  'const',
+  'pattern',
+  'format',
+  'minLength',
+  'maxLength',
+  'minItems',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'oneOf',
+  'anyOf',
+]);
 
 function conforms(value: unknown, s: JsonSchema, root: JsonSchema): boolean {
   for (const k of Object.keys(s)) if (!KNOWN.has(k)) throw new Error(`tiny checker: unsupported keyword ${k}`);
@@ -139,18 +163,42 @@ describe('the JSON Schema and zod agree', () => {
     // Extension fields (issue 12): optional, validated when present.
     ['extended fixture', () => undefined],
     ['extended broken fixture', () => undefined],
-    ['sizes on a plain feed', (f) => (f.posts[0].media[0].sizes = [{ url: 'https://m.example/a-w160.webp', width: 160, height: 160, mime: 'image/webp' }])],
+    [
+      'sizes on a plain feed',
+      (f) =>
+        (f.posts[0].media[0].sizes = [
+          { url: 'https://m.example/a-w160.webp', width: 160, height: 160, mime: 'image/webp' },
+        ]),
+    ],
     ['sizes empty', (f) => (f.posts[0].thumbnailSizes = [])],
-    ['size width fractional', (f) => (f.posts[0].thumbnailSizes = [{ url: 'https://m.example/a.webp', width: 160.5, height: 160, mime: 'image/webp' }])],
-    ['size mime video', (f) => (f.posts[0].thumbnailSizes = [{ url: 'https://m.example/a.webp', width: 160, height: 160, mime: 'video/mp4' }])],
+    [
+      'size width fractional',
+      (f) =>
+        (f.posts[0].thumbnailSizes = [
+          { url: 'https://m.example/a.webp', width: 160.5, height: 160, mime: 'image/webp' },
+        ]),
+    ],
+    [
+      'size mime video',
+      (f) =>
+        (f.posts[0].thumbnailSizes = [{ url: 'https://m.example/a.webp', width: 160, height: 160, mime: 'video/mp4' }]),
+    ],
     ['size without url', (f) => (f.posts[0].thumbnailSizes = [{ width: 160, height: 160, mime: 'image/webp' }])],
     ['placeholder colour only', (f) => (f.posts[0].thumbnailPlaceholder = { color: '#aabbcc' })],
     ['placeholder colour name', (f) => (f.posts[0].thumbnailPlaceholder = { color: 'red' })],
-    ['placeholder thumbhash not base64', (f) => (f.posts[0].thumbnailPlaceholder = { color: '#aabbcc', thumbhash: 'no!' })],
+    [
+      'placeholder thumbhash not base64',
+      (f) => (f.posts[0].thumbnailPlaceholder = { color: '#aabbcc', thumbhash: 'no!' }),
+    ],
   ];
 
-  const fixture = (name: string) => JSON.parse(readFileSync(new URL(`../fixtures/${name}.json`, import.meta.url), 'utf8'));
-  const named: Record<string, string> = { 'broken fixture': 'feed-v1-broken', 'extended fixture': 'feed-v1-extended', 'extended broken fixture': 'feed-v1-extended-broken' };
+  const fixture = (name: string) =>
+    JSON.parse(readFileSync(new URL(`../fixtures/${name}.json`, import.meta.url), 'utf8'));
+  const named: Record<string, string> = {
+    'broken fixture': 'feed-v1-broken',
+    'extended fixture': 'feed-v1-extended',
+    'extended broken fixture': 'feed-v1-extended-broken',
+  };
 
   it.each(cases)('%s', (name, mutate) => {
     const doc = named[name] ? fixture(named[name]) : base();

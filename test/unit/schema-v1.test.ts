@@ -7,7 +7,8 @@ import { jsonPath, validateFeed, validatePost } from '../../src/schema/validate.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
 
-const fixture = (): Json => JSON.parse(readFileSync(new URL('../fixtures/feed-v1-valid.json', import.meta.url), 'utf8'));
+const fixture = (): Json =>
+  JSON.parse(readFileSync(new URL('../fixtures/feed-v1-valid.json', import.meta.url), 'utf8'));
 // Index of each kind of post in the valid fixture (the demo feed plus a converted-looking post).
 const IMAGE = 0;
 const VIDEO = 1;
@@ -39,7 +40,12 @@ function check(c: Case): void {
   if (c.message) expect(hit!.message).toMatch(c.message);
 }
 
-const rejects = (name: string, path: string, mutate: (f: Json) => void, message?: RegExp): Case => ({ name, path, mutate, message });
+const rejects = (name: string, path: string, mutate: (f: Json) => void, message?: RegExp): Case => ({
+  name,
+  path,
+  mutate,
+  message,
+});
 const accepts = (name: string, mutate: (f: Json) => void): Case => ({ name, mutate });
 
 describe('schema v1 fixture', () => {
@@ -72,7 +78,12 @@ describe('R-SCH-1 Feed', () => {
 
 describe('R-SCH-2 Origin', () => {
   it.each([
-    rejects('kind unknown', '$.origin.kind', (f) => (f.origin.kind = 'user'), /one of profile, hashtag, playlist, board, channel/),
+    rejects(
+      'kind unknown',
+      '$.origin.kind',
+      (f) => (f.origin.kind = 'user'),
+      /one of profile, hashtag, playlist, board, channel/,
+    ),
     rejects('id empty', '$.origin.id', (f) => (f.origin.id = '')),
     rejects('name empty', '$.origin.name', (f) => (f.origin.name = '')),
     rejects('displayName missing', '$.origin.displayName', (f) => delete f.origin.displayName, /required/),
@@ -86,14 +97,22 @@ describe('R-SCH-2 Origin', () => {
 describe('R-SCH-3 Media', () => {
   it.each([
     rejects('url not http(s)', '$.posts[0].media[0].url', (f) => (f.posts[IMAGE].media[0].url = '//cdn.example/x.jpg')),
-    rejects('mime text/plain', '$.posts[0].media[0].mime', (f) => (f.posts[IMAGE].media[0].mime = 'text/plain'), /image\/, video\/ or audio\//),
+    rejects(
+      'mime text/plain',
+      '$.posts[0].media[0].mime',
+      (f) => (f.posts[IMAGE].media[0].mime = 'text/plain'),
+      /image\/, video\/ or audio\//,
+    ),
     rejects('mime missing', '$.posts[0].media[0].mime', (f) => delete f.posts[IMAGE].media[0].mime, /required/),
     rejects('width 0', '$.posts[0].media[0].width', (f) => (f.posts[IMAGE].media[0].width = 0), /> 0/),
     rejects('height negative', '$.posts[0].media[0].height', (f) => (f.posts[IMAGE].media[0].height = -1)),
     rejects('durationSec 0', '$.posts[1].media[0].durationSec', (f) => (f.posts[VIDEO].media[0].durationSec = 0)),
     rejects('alt not a string', '$.posts[0].media[0].alt', (f) => (f.posts[IMAGE].media[0].alt = 3)),
     accepts('mime audio/mpeg', (f) => (f.posts[IMAGE].media[0].mime = 'audio/mpeg')),
-    accepts('width, height, alt absent', (f) => (f.posts[IMAGE].media[0] = { url: 'https://a.example/1.jpg', mime: 'image/jpeg' })),
+    accepts(
+      'width, height, alt absent',
+      (f) => (f.posts[IMAGE].media[0] = { url: 'https://a.example/1.jpg', mime: 'image/jpeg' }),
+    ),
   ])('$name', check);
 });
 
@@ -110,7 +129,12 @@ describe('R-SCH-5 Stats', () => {
   it.each([
     rejects('likes negative', '$.posts[0].stats.likes', (f) => (f.posts[IMAGE].stats.likes = -1), />= 0/),
     rejects('views a string', '$.posts[3].stats.views', (f) => (f.posts[REEL].stats.views = '10')),
-    rejects('another key', '$.posts[0].stats.saves', (f) => (f.posts[IMAGE].stats.saves = 1), /likes, comments, views, shares/),
+    rejects(
+      'another key',
+      '$.posts[0].stats.saves',
+      (f) => (f.posts[IMAGE].stats.saves = 1),
+      /likes, comments, views, shares/,
+    ),
     accepts('all four, zero', (f) => (f.posts[IMAGE].stats = { likes: 0, comments: 0, views: 0, shares: 0 })),
     accepts('empty stats', (f) => (f.posts[IMAGE].stats = {})),
   ])('$name', check);
@@ -124,15 +148,33 @@ describe('R-SCH-6 Post', () => {
   it.each([
     rejects('id empty', '$.posts[0].id', (f) => (f.posts[IMAGE].id = '')),
     rejects('source missing', '$.posts[0].source', (f) => delete f.posts[IMAGE].source),
-    rejects('type unknown', '$.posts[0].type', (f) => (f.posts[IMAGE].type = 'audio'), /one of image, video, carousel, text, link/),
+    rejects(
+      'type unknown',
+      '$.posts[0].type',
+      (f) => (f.posts[IMAGE].type = 'audio'),
+      /one of image, video, carousel, text, link/,
+    ),
     rejects('type missing', '$.posts[0].type', (f) => delete f.posts[IMAGE].type, /required/),
     rejects('format empty', '$.posts[0].format', (f) => (f.posts[IMAGE].format = '')),
-    rejects('status unknown', '$.posts[0].status', (f) => (f.posts[IMAGE].status = 'draft'), /published, live, upcoming/),
+    rejects(
+      'status unknown',
+      '$.posts[0].status',
+      (f) => (f.posts[IMAGE].status = 'draft'),
+      /published, live, upcoming/,
+    ),
     rejects('url not http(s)', '$.posts[0].url', (f) => (f.posts[IMAGE].url = 'instagram.com/p/x')),
     rejects('text missing', '$.posts[0].text', (f) => delete f.posts[IMAGE].text, /required/),
     rejects('media missing', '$.posts[4].media', (f) => delete f.posts[TEXT].media, /required/),
-    rejects('publishedAt with +0000', '$.posts[0].publishedAt', (f) => (f.posts[IMAGE].publishedAt = '2026-03-01T10:00:00+0000')),
-    rejects('publishedAt impossible date', '$.posts[0].publishedAt', (f) => (f.posts[IMAGE].publishedAt = '2026-02-30T10:00:00Z')),
+    rejects(
+      'publishedAt with +0000',
+      '$.posts[0].publishedAt',
+      (f) => (f.posts[IMAGE].publishedAt = '2026-03-01T10:00:00+0000'),
+    ),
+    rejects(
+      'publishedAt impossible date',
+      '$.posts[0].publishedAt',
+      (f) => (f.posts[IMAGE].publishedAt = '2026-02-30T10:00:00Z'),
+    ),
     accepts('text empty', (f) => (f.posts[IMAGE].text = '')),
     accepts('status live', (f) => (f.posts[VIDEO].status = 'live')),
     accepts('status upcoming', (f) => (f.posts[VIDEO].status = 'upcoming')),
@@ -149,10 +191,30 @@ describe('R-SCH-6 Post', () => {
 
 describe('R-SCH-7 thumbnailUrl required for image, video, carousel', () => {
   it.each([
-    rejects('image without', '$.posts[0].thumbnailUrl', (f) => delete f.posts[IMAGE].thumbnailUrl, /required when type is image, video or carousel/),
-    rejects('video without', '$.posts[1].thumbnailUrl', (f) => delete f.posts[VIDEO].thumbnailUrl, /required when type is/),
-    rejects('carousel without', '$.posts[2].thumbnailUrl', (f) => delete f.posts[CAROUSEL].thumbnailUrl, /required when type is/),
-    rejects('image with non-http thumbnail', '$.posts[0].thumbnailUrl', (f) => (f.posts[IMAGE].thumbnailUrl = 'file:///x.jpg'), /http/),
+    rejects(
+      'image without',
+      '$.posts[0].thumbnailUrl',
+      (f) => delete f.posts[IMAGE].thumbnailUrl,
+      /required when type is image, video or carousel/,
+    ),
+    rejects(
+      'video without',
+      '$.posts[1].thumbnailUrl',
+      (f) => delete f.posts[VIDEO].thumbnailUrl,
+      /required when type is/,
+    ),
+    rejects(
+      'carousel without',
+      '$.posts[2].thumbnailUrl',
+      (f) => delete f.posts[CAROUSEL].thumbnailUrl,
+      /required when type is/,
+    ),
+    rejects(
+      'image with non-http thumbnail',
+      '$.posts[0].thumbnailUrl',
+      (f) => (f.posts[IMAGE].thumbnailUrl = 'file:///x.jpg'),
+      /http/,
+    ),
     accepts('text without', (f) => delete f.posts[TEXT].thumbnailUrl),
     accepts('link without', (f) => delete f.posts[LINK].thumbnailUrl),
     rejects('text with non-http thumbnail', '$.posts[4].thumbnailUrl', (f) => (f.posts[TEXT].thumbnailUrl = 'x')),
@@ -161,7 +223,12 @@ describe('R-SCH-7 thumbnailUrl required for image, video, carousel', () => {
 
 describe('R-SCH-8 link required for type link', () => {
   it.each([
-    rejects('link post without link', '$.posts[5].link', (f) => delete f.posts[LINK].link, /required when type is link/),
+    rejects(
+      'link post without link',
+      '$.posts[5].link',
+      (f) => delete f.posts[LINK].link,
+      /required when type is link/,
+    ),
     rejects('link not an object', '$.posts[5].link', (f) => (f.posts[LINK].link = 'https://example.com'), /object/),
     accepts('text post without link', (f) => delete f.posts[TEXT].link),
     accepts('image post with a link', (f) => (f.posts[IMAGE].link = { url: 'https://example.com' })),
@@ -229,13 +296,22 @@ describe('validatePost and problem reporting', () => {
   it('validatePost paths start at the post', () => {
     const post = fixture().posts[LINK];
     delete post.link;
-    expect(validatePost(post)).toEqual({ ok: false, problems: [{ path: '$.link', message: 'required when type is link' }] });
+    expect(validatePost(post)).toEqual({
+      ok: false,
+      problems: [{ path: '$.link', message: 'required when type is link' }],
+    });
     expect(validatePost(fixture().posts[IMAGE]).ok).toBe(true);
   });
 
   it('a non-object says so at $', () => {
-    expect(validateFeed(null)).toEqual({ ok: false, problems: [{ path: '$', message: 'must be an object, got null' }] });
-    expect(validateFeed([])).toEqual({ ok: false, problems: [{ path: '$', message: 'must be an object, got an array' }] });
+    expect(validateFeed(null)).toEqual({
+      ok: false,
+      problems: [{ path: '$', message: 'must be an object, got null' }],
+    });
+    expect(validateFeed([])).toEqual({
+      ok: false,
+      problems: [{ path: '$', message: 'must be an object, got an array' }],
+    });
   });
 
   it('jsonPath quotes keys that are not identifiers', () => {
@@ -253,15 +329,23 @@ describe('validatePost and problem reporting', () => {
 });
 
 describe('issue 12: the sizes and placeholder extension fields', () => {
-  const load = (name: string): unknown => JSON.parse(readFileSync(new URL(`../fixtures/${name}.json`, import.meta.url), 'utf8'));
+  const load = (name: string): unknown =>
+    JSON.parse(readFileSync(new URL(`../fixtures/${name}.json`, import.meta.url), 'utf8'));
 
   it('a feed without them and a feed with them are both valid', () => {
     expect(validateFeed(load('feed-v1-valid')).ok).toBe(true);
     const extended = validateFeed(load('feed-v1-extended'));
     if (!extended.ok) throw new Error(JSON.stringify(extended.problems));
     // Kept, not stripped: readers downstream of validation still see them.
-    expect(extended.feed.posts[0]!.thumbnailSizes?.at(-1)).toMatchObject({ width: 1080, height: 1080, mime: 'image/jpeg' });
-    expect(extended.feed.posts[0]!.thumbnailPlaceholder).toEqual({ color: '#c8285a', thumbhash: '3OcRJYB4d3h/iIeHeEh3eIhw+j3A' });
+    expect(extended.feed.posts[0]!.thumbnailSizes?.at(-1)).toMatchObject({
+      width: 1080,
+      height: 1080,
+      mime: 'image/jpeg',
+    });
+    expect(extended.feed.posts[0]!.thumbnailPlaceholder).toEqual({
+      color: '#c8285a',
+      thumbhash: '3OcRJYB4d3h/iIeHeEh3eIhw+j3A',
+    });
   });
 
   it('malformed ones are refused, each with its JSON path', () => {

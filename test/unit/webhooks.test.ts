@@ -25,17 +25,34 @@ describe('webhooks (pure parts)', () => {
     expect(header).toMatch(/^t=1772359200,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
     expect(verifySignature('whsec_a', header, '{"x":1}', at).ok).toBe(true);
     expect(verifySignature('whsec_b', header, '{"x":1}', at).ok).toBe(true);
-    expect(verifySignature('whsec_c', header, '{"x":1}', at)).toEqual({ ok: false, reason: 'no signature matches this secret' });
+    expect(verifySignature('whsec_c', header, '{"x":1}', at)).toEqual({
+      ok: false,
+      reason: 'no signature matches this secret',
+    });
     expect(verifySignature('whsec_a', header, '{"x":2}', at).ok).toBe(false);
     expect(verifySignature('whsec_a', undefined, '{"x":1}', at).ok).toBe(false);
     expect(verifySignature('whsec_a', 'v1=abc', '{"x":1}', at).ok).toBe(false);
   });
 
   it('private addresses: loopback, private, link-local, CGNAT, unique-local, mapped; public ones pass', () => {
-    for (const a of ['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fc00::1', 'fe80::1', '::ffff:127.0.0.1', '224.0.0.1']) {
+    for (const a of [
+      '127.0.0.1',
+      '10.0.0.1',
+      '172.16.5.4',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      'fc00::1',
+      'fe80::1',
+      '::ffff:127.0.0.1',
+      '224.0.0.1',
+    ]) {
       expect(isPublicAddress(a), a).toBe(false);
     }
-    for (const a of ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946', '1.1.1.1']) expect(isPublicAddress(a), a).toBe(true);
+    for (const a of ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946', '1.1.1.1'])
+      expect(isPublicAddress(a), a).toBe(true);
     expect(() => checkEndpointUrl('http://user:pw@example.com/', false)).toThrow(/user name or password/);
     expect(checkEndpointUrl('http://127.0.0.1:3000/hook', true).host).toBe('127.0.0.1:3000');
   });
@@ -48,7 +65,11 @@ describe('webhooks (pure parts)', () => {
   });
 
   it('feed.updated lists: added, changed, removed post ids; all added after a demo feed', () => {
-    expect(feedChanges({ a: '1', b: '2', c: '3' }, { a: '1', b: '9', d: '4' })).toEqual({ added: ['d'], changed: ['b'], removed: ['c'] });
+    expect(feedChanges({ a: '1', b: '2', c: '3' }, { a: '1', b: '9', d: '4' })).toEqual({
+      added: ['d'],
+      changed: ['b'],
+      removed: ['c'],
+    });
     expect(feedChanges(null, { a: '1' })).toEqual({ added: ['a'], changed: [], removed: [] });
   });
 });

@@ -6,7 +6,13 @@ import vm from 'node:vm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { rgbaToThumbHash, thumbHashToRGBA } from 'thumbhash';
 import { LocalStorage } from '../../src/storage/index.ts';
-import { publishWidget, widgetSource, WIDGET_CACHE_CONTROL, WIDGET_FILENAME, WIDGET_KEY } from '../../src/widget/index.ts';
+import {
+  publishWidget,
+  widgetSource,
+  WIDGET_CACHE_CONTROL,
+  WIDGET_FILENAME,
+  WIDGET_KEY,
+} from '../../src/widget/index.ts';
 
 /** The widget's pure helpers, run in a bare VM context (no document: the script only registers). */
 interface Helpers {
@@ -65,9 +71,9 @@ describe('widget helpers', () => {
     const feed = { origin: { displayName: 'Studio' } };
     expect(h.altText({ media: [{ alt: '  A cat  ' }], text: 'caption' }, feed)).toBe('A cat');
     expect(h.altText({ media: [{}], text: 'short   caption\nhere' }, feed)).toBe('short caption here');
-    expect(h.altText({ media: [], text: 'one two three four five six seven eight nine ten eleven twelve thirteen' }, feed)).toBe(
-      'one two three four five six seven eight nine ten eleven twelve\u2026',
-    );
+    expect(
+      h.altText({ media: [], text: 'one two three four five six seven eight nine ten eleven twelve thirteen' }, feed),
+    ).toBe('one two three four five six seven eight nine ten eleven twelve\u2026');
     expect(h.firstWords('x'.repeat(300)).length).toBeLessThanOrEqual(121);
     expect(h.altText({ media: [], text: '' }, feed)).toBe('Post by Studio');
     expect(h.altText({ media: [], text: '' }, {})).toBe('Post');
@@ -103,9 +109,13 @@ describe('widget helpers', () => {
       'nonsense',
     ]);
     expect(sizes.map((s) => s.width)).toEqual([160, 160, 360, 1080]);
-    expect(h.srcsetFor(sizes, 'image/webp')).toBe('https://m.example/a-w160.webp 160w, https://m.example/a-w360.webp 360w, https://m.example/a.jpg 1080w');
+    expect(h.srcsetFor(sizes, 'image/webp')).toBe(
+      'https://m.example/a-w160.webp 160w, https://m.example/a-w360.webp 360w, https://m.example/a.jpg 1080w',
+    );
     // The AVIF <source> keeps the ladder's other steps from the formats every browser shows.
-    expect(h.srcsetFor(sizes, 'image/avif')).toBe('https://m.example/a-w160.avif 160w, https://m.example/a-w360.webp 360w, https://m.example/a.jpg 1080w');
+    expect(h.srcsetFor(sizes, 'image/avif')).toBe(
+      'https://m.example/a-w160.avif 160w, https://m.example/a-w360.webp 360w, https://m.example/a.jpg 1080w',
+    );
     // A plain v1 feed: no sizes, no srcset (src alone).
     expect(h.imageSizes(undefined)).toEqual([]);
     expect(h.srcsetFor([], 'image/webp')).toBe('');
@@ -162,7 +172,11 @@ describe('widget helpers', () => {
     const storage = new LocalStorage(dir, 'https://media.example/');
     const first = await publishWidget(storage);
     expect(WIDGET_KEY).toBe(`widget/${WIDGET_FILENAME}`);
-    expect(first).toEqual({ key: 'widget/feedmirror-widget.js', url: storage.publicUrl('widget/feedmirror-widget.js'), written: true });
+    expect(first).toEqual({
+      key: 'widget/feedmirror-widget.js',
+      url: storage.publicUrl('widget/feedmirror-widget.js'),
+      written: true,
+    });
     const stored = await storage.get(WIDGET_KEY);
     expect(stored?.body.equals(await widgetSource())).toBe(true);
     expect(stored?.contentType).toMatch(/^application\/javascript/);
@@ -170,7 +184,10 @@ describe('widget helpers', () => {
     expect(WIDGET_CACHE_CONTROL).toBe('public, max-age=3600');
     // Unchanged content is not rewritten; changed content is.
     expect((await publishWidget(storage)).written).toBe(false);
-    await storage.put(WIDGET_KEY, Buffer.from('old'), { contentType: 'application/javascript', cacheControl: 'no-cache' });
+    await storage.put(WIDGET_KEY, Buffer.from('old'), {
+      contentType: 'application/javascript',
+      cacheControl: 'no-cache',
+    });
     expect((await publishWidget(storage)).written).toBe(true);
   });
 });

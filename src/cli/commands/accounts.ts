@@ -13,22 +13,40 @@ const SCHEDULE_TIMEOUT_MS = 5_000;
  * argument, where shells and process lists would keep it (R-TOK-11).
  */
 export function register(program: Command, cli: Cli): void {
-  const accounts = program.command('accounts').description('connect (token on standard input), invite an owner, list or remove accounts');
+  const accounts = program
+    .command('accounts')
+    .description('connect (token on standard input), invite an owner, list or remove accounts');
   withExamples(accounts, 'feedmirror accounts list --json');
 
   const add = accounts
     .command('add')
-    .description('connect an account with a short-lived token read from standard input (or a long-lived one with --long-lived)')
+    .description(
+      'connect an account with a short-lived token read from standard input (or a long-lived one with --long-lived)',
+    )
     .option('--json', 'print the connected account as JSON')
     .option('--long-lived', 'the token is already long-lived (imported as is, not exchanged)')
-    .addOption(new Option('--expires-at <date>', 'expiry of the long-lived token (ISO 8601), when known').implies({ longLived: true }))
+    .addOption(
+      new Option('--expires-at <date>', 'expiry of the long-lived token (ISO 8601), when known').implies({
+        longLived: true,
+      }),
+    )
     .action(async (opts: AddOptions) => cli.setExit(await addAccount(opts, cli.io)));
-  withExamples(add, 'feedmirror accounts add < short-lived-token.txt', 'pass show ig/token | feedmirror accounts add --long-lived --expires-at 2026-09-01T00:00:00Z --json');
+  withExamples(
+    add,
+    'feedmirror accounts add < short-lived-token.txt',
+    'pass show ig/token | feedmirror accounts add --long-lived --expires-at 2026-09-01T00:00:00Z --json',
+  );
 
   const invite = accounts
     .command('invite')
-    .description("create a one-time invitation link for an account's owner: they open it, log in on the platform and approve (/connect is closed to anyone without one)")
-    .addOption(new Option('--expires <duration>', `how long the link works (${DURATION_HINT}; at most 90d)`).argParser(invitationTtl).default(7 * 86_400_000, '7d'))
+    .description(
+      "create a one-time invitation link for an account's owner: they open it, log in on the platform and approve (/connect is closed to anyone without one)",
+    )
+    .addOption(
+      new Option('--expires <duration>', `how long the link works (${DURATION_HINT}; at most 90d)`)
+        .argParser(invitationTtl)
+        .default(7 * 86_400_000, '7d'),
+    )
     .option('--json', 'print {url, expiresAt} as JSON')
     .action(async (opts: { expires: number; json?: boolean }) => cli.setExit(await inviteCommand(opts, cli.io)));
   withExamples(invite, 'feedmirror accounts invite', 'feedmirror accounts invite --expires 2d --json');
@@ -38,7 +56,11 @@ export function register(program: Command, cli: Cli): void {
     .description('list the connected accounts, their status and token expiry')
     .option('--json', 'print the accounts as JSON')
     .action(async (opts: { json?: boolean }) => cli.setExit(await listAccountsCommand(opts, cli.io)));
-  withExamples(list, 'feedmirror accounts list', "feedmirror accounts list --json | jq -r '.[] | select(.daysLeft < 10) | .username'");
+  withExamples(
+    list,
+    'feedmirror accounts list',
+    "feedmirror accounts list --json | jq -r '.[] | select(.daysLeft < 10) | .username'",
+  );
 
   const remove = accounts
     .command('remove')
@@ -69,7 +91,9 @@ async function addAccount(opts: AddOptions, io: CliIO): Promise<number> {
     raw = await readAll(io.stdin, { maxBytes: STDIN_MAX_BYTES });
   } catch (err) {
     if (!(err instanceof InputTooLargeError)) throw err;
-    io.stderr.write(`standard input is larger than ${STDIN_MAX_BYTES} bytes (${STDIN_MAX_BYTES / 1024} KB): give the token alone, e.g. \`feedmirror accounts add < token.txt\`\n`);
+    io.stderr.write(
+      `standard input is larger than ${STDIN_MAX_BYTES} bytes (${STDIN_MAX_BYTES / 1024} KB): give the token alone, e.g. \`feedmirror accounts add < token.txt\`\n`,
+    );
     return EXIT.usage;
   }
   const token = raw.trim();
@@ -106,22 +130,37 @@ async function addAccount(opts: AddOptions, io: CliIO): Promise<number> {
           const { withTimeout } = await import('../context.ts');
           await withTimeout(scheduleAccount(queues, a.id, ctx.schedules), SCHEDULE_TIMEOUT_MS, 'Redis');
         } catch (err) {
-          throw new AccountNotAddedError(`could not create the jobs of @${a.username} (${redisUnavailable(ctx.redis, err).message}); nothing was stored. Run \`feedmirror accounts add\` again once Redis answers (with a new short-lived token if the platform refuses this one)`, { cause: err });
+          throw new AccountNotAddedError(
+            `could not create the jobs of @${a.username} (${redisUnavailable(ctx.redis, err).message}); nothing was stored. Run \`feedmirror accounts add\` again once Redis answers (with a new short-lived token if the platform refuses this one)`,
+            { cause: err },
+          );
         }
         scheduled = true;
       },
     };
     let account;
     try {
-      account = opts.longLived ? await importLongLivedToken(deps, token, { expiresAt }) : await connectWithShortLivedToken(deps, token);
+      account = opts.longLived
+        ? await importLongLivedToken(deps, token, { expiresAt })
+        : await connectWithShortLivedToken(deps, token);
     } catch (err) {
       if (scheduled && !(err instanceof AccountNotAddedError)) {
-        throw new AccountNotAddedError(`the account's jobs exist but its token was not stored (${(err as Error).message}); run \`feedmirror accounts add\` again (re-running is safe)`, { cause: err });
+        throw new AccountNotAddedError(
+          `the account's jobs exist but its token was not stored (${(err as Error).message}); run \`feedmirror accounts add\` again (re-running is safe)`,
+          { cause: err },
+        );
       }
       throw err;
     }
-    if (opts.json) io.stdout.write(JSON.stringify({ id: account.id, username: account.username, expiresAt: account.expiresAt.toISOString() }) + '\n');
-    else io.stdout.write(`connected @${account.username} (id ${account.id}); token valid until ${account.expiresAt.toISOString()}\n`);
+    if (opts.json)
+      io.stdout.write(
+        JSON.stringify({ id: account.id, username: account.username, expiresAt: account.expiresAt.toISOString() }) +
+          '\n',
+      );
+    else
+      io.stdout.write(
+        `connected @${account.username} (id ${account.id}); token valid until ${account.expiresAt.toISOString()}\n`,
+      );
     return EXIT.ok;
   });
 }
@@ -157,11 +196,17 @@ async function listAccountsCommand(opts: { json?: boolean }, io: CliIO): Promise
         })),
       );
     } else if (rows.length === 0) {
-      io.stdout.write('no accounts connected yet: invite an owner (`feedmirror accounts invite`), connect from the dashboard, or use `feedmirror accounts add`\n');
+      io.stdout.write(
+        'no accounts connected yet: invite an owner (`feedmirror accounts invite`), connect from the dashboard, or use `feedmirror accounts add`\n',
+      );
     } else {
       for (const a of rows) {
-        const expiry = a.expiresAt ? `expires ${a.expiresAt.toISOString().slice(0, 10)} (${a.daysLeft} days left)` : 'no token';
-        io.stdout.write(`${a.id}\t@${a.username}\t${a.status}\t${expiry}\t${syncSummary(a).text}${a.statusReason ? `\t${a.statusReason}` : ''}\n`);
+        const expiry = a.expiresAt
+          ? `expires ${a.expiresAt.toISOString().slice(0, 10)} (${a.daysLeft} days left)`
+          : 'no token';
+        io.stdout.write(
+          `${a.id}\t@${a.username}\t${a.status}\t${expiry}\t${syncSummary(a).text}${a.statusReason ? `\t${a.statusReason}` : ''}\n`,
+        );
       }
     }
     return EXIT.ok;

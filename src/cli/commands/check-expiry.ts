@@ -17,11 +17,21 @@ export function register(program: Command, cli: Cli): void {
         await ctx.ensureRedis();
         await ctx.ensureSmtp();
         const db = await ctx.migratedDb();
-        const result = await runExpirySweep({ db, mailer: ctx.mailer, clock: ctx.clock, logger: ctx.logger, publicUrl: ctx.config.PUBLIC_URL, lifecycle: ctx.lifecycle });
+        const result = await runExpirySweep({
+          db,
+          mailer: ctx.mailer,
+          clock: ctx.clock,
+          logger: ctx.logger,
+          publicUrl: ctx.config.PUBLIC_URL,
+          lifecycle: ctx.lifecycle,
+        });
         if (opts.json) io.stdout.write(JSON.stringify(result) + '\n');
         else {
           io.stdout.write(`checked ${result.checked} accounts; ${result.sent.length} alerts sent\n`);
-          for (const s of result.sent) io.stdout.write(`  ${s.kind} alert for ${s.accountId}${s.kind === 'expiry' ? ` (< ${s.thresholdDays} days left)` : ''}\n`);
+          for (const s of result.sent)
+            io.stdout.write(
+              `  ${s.kind} alert for ${s.accountId}${s.kind === 'expiry' ? ` (< ${s.thresholdDays} days left)` : ''}\n`,
+            );
           for (const f of result.failed) io.stdout.write(`  FAILED for ${f.accountId}: ${f.error}\n`);
         }
         return result.failed.length ? EXIT.failed : EXIT.ok;

@@ -6,7 +6,9 @@ import { printJson, withExamples, type Cli } from '../command.ts';
 export function register(program: Command, cli: Cli): void {
   const cmd = program
     .command('doctor')
-    .description('check configuration, PostgreSQL, Redis, storage, SMTP and the platform, one line each with what to do; exit 1 when a check fails')
+    .description(
+      'check configuration, PostgreSQL, Redis, storage, SMTP and the platform, one line each with what to do; exit 1 when a check fails',
+    )
     .option('--create', 'create the database when it does not exist')
     .option('--json', 'print the checks as JSON')
     .action(async (opts: { create?: boolean; json?: boolean }) => {
@@ -18,9 +20,17 @@ export function register(program: Command, cli: Cli): void {
       else {
         for (const r of results) io.stdout.write(formatCheck(r) + '\n');
         const warnings = results.filter((r) => r.status === 'warn').length;
-        io.stdout.write(failed ? `some checks failed\n` : `ready${warnings ? ` (${warnings} warning${warnings > 1 ? 's' : ''})` : ''}\n`);
+        io.stdout.write(
+          failed
+            ? `some checks failed\n`
+            : `ready${warnings ? ` (${warnings} warning${warnings > 1 ? 's' : ''})` : ''}\n`,
+        );
       }
       cli.setExit(failed ? EXIT.failed : EXIT.ok);
     });
-  withExamples(cmd, 'set -a; . ./.env; set +a; feedmirror doctor', 'feedmirror doctor --create --json | jq \'.checks[] | select(.status != "ok")\'');
+  withExamples(
+    cmd,
+    'set -a; . ./.env; set +a; feedmirror doctor',
+    'feedmirror doctor --create --json | jq \'.checks[] | select(.status != "ok")\'',
+  );
 }

@@ -11,8 +11,11 @@ export function register(program: Command, cli: Cli): void {
     .description('print the published feed (feeds/<account-id>.json) as stored')
     .addArgument(accountIdArgument())
     .option('--json', 'print it as one compact JSON line (it is JSON either way)')
-    .option('--raw-links', "put back each post's raw as the platform sent it, signed media links included (the published raw leaves them out)")
-    .option('--post <media-id>', 'with --raw-links: print only that post\'s stored platform item')
+    .option(
+      '--raw-links',
+      "put back each post's raw as the platform sent it, signed media links included (the published raw leaves them out)",
+    )
+    .option('--post <media-id>', "with --raw-links: print only that post's stored platform item")
     .action(async (id: string, opts: GetOptions) => cli.setExit(await getFeed(id, opts, cli.io)));
   withExamples(
     get,
@@ -58,7 +61,8 @@ async function getWithRawLinks(id: string, opts: GetOptions, io: CliIO): Promise
     const { readPublishedFeed } = await import('../../feeds/publish.ts');
     const { getPost, listPosts } = await import('../../store/posts.ts');
     const db = await ctx.migratedDb();
-    const print = (value: unknown) => io.stdout.write((opts.json ? JSON.stringify(value) : JSON.stringify(value, null, 2)) + '\n');
+    const print = (value: unknown) =>
+      io.stdout.write((opts.json ? JSON.stringify(value) : JSON.stringify(value, null, 2)) + '\n');
     if (opts.post !== undefined) {
       const stored = await getPost(db, id, opts.post);
       if (!stored) {

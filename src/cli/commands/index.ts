@@ -22,4 +22,22 @@ import { register as media } from './media.ts';
  * ./<name>.ts exporting `register(program, cli)` (see ../command.ts), import heavy modules only
  * inside its action, and add it here. test/unit/cli-help.test.ts then checks its --help.
  */
-export const commandModules: RegisterCommand[] = [init, doctor, validate, demo, simulator, migrate, accounts, refresh, checkExpiry, keys, sync, feeds, media, webhooks, worker, serve, demoRun];
+export const commandModules: RegisterCommand[] = [
+  init,
+  doctor,
+  validate,
+  demo,
+  simulator,
+  migrate,
+  accounts,
+  refresh,
+  checkExpiry,
+  keys,
+  sync,
+  feeds,
+  media,
+  webhooks,
+  worker,
+  serve,
+  demoRun,
+];

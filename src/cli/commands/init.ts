@@ -14,7 +14,9 @@ import { withExamples, type Cli } from '../command.ts';
 export function register(program: Command, cli: Cli): void {
   const cmd = program
     .command('init')
-    .description('write a new .env: a fresh encryption key and dashboard password, your storage, and what is left to fill in (never overwrites)')
+    .description(
+      'write a new .env: a fresh encryption key and dashboard password, your storage, and what is left to fill in (never overwrites)',
+    )
     .option('--storage <url|folder>', 's3://bucket/prefix, or a local folder', './data/storage')
     .option('--s3-endpoint <url>', 'S3-compatible endpoint (MinIO, R2, ...); also sets path-style addressing')
     .option('--public-url <url>', 'public address of `feedmirror serve` (the OAuth redirect is PUBLIC_URL/callback)')
@@ -22,7 +24,11 @@ export function register(program: Command, cli: Cli): void {
     .option('--redis-url <url>', 'Redis connection string')
     .option('--out <file>', 'file to write', '.env')
     .action(async (opts: InitOptions) => cli.setExit(await init(opts, cli.io)));
-  withExamples(cmd, 'feedmirror init --storage s3://my-feeds/feedmirror', 'feedmirror init --storage ./data/storage --public-url https://feeds.example.com');
+  withExamples(
+    cmd,
+    'feedmirror init --storage s3://my-feeds/feedmirror',
+    'feedmirror init --storage ./data/storage --public-url https://feeds.example.com',
+  );
 }
 
 export interface InitOptions {
@@ -74,11 +80,13 @@ async function init(opts: InitOptions, io: CliIO): Promise<number> {
       ? [
           'S3 credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY below, or AWS_PROFILE, or an instance role (README, "Running with S3")',
           'MEDIA_PUBLIC_URL: the public address of the bucket or its CDN, e.g. https://<bucket>.s3.<region>.amazonaws.com/<prefix>/',
-          ...(opts.s3Endpoint ? [] : ['S3_REGION: the bucket\'s region']),
+          ...(opts.s3Endpoint ? [] : ["S3_REGION: the bucket's region"]),
         ]
       : []),
     ...(opts.publicUrl ? [] : ['PUBLIC_URL: the public https address of `feedmirror serve` (for the OAuth redirect)']),
-    ...(opts.databaseUrl && opts.redisUrl ? [] : ['DATABASE_URL and REDIS_URL, unless PostgreSQL and Redis run on this machine with the defaults']),
+    ...(opts.databaseUrl && opts.redisUrl
+      ? []
+      : ['DATABASE_URL and REDIS_URL, unless PostgreSQL and Redis run on this machine with the defaults']),
     'SMTP_URL and ALERT_EMAIL_TO: where expiry alerts go (until then they are written to OUTBOX_DIR)',
   ];
   const header = [
@@ -97,15 +105,22 @@ async function init(opts: InitOptions, io: CliIO): Promise<number> {
     const re = new RegExp(`^${key}=.*$`, 'm');
     body = re.test(body) ? body.replace(re, line) : `${body.trimEnd()}\n${line}\n`;
   }
-  if (s3) body = body.replace(/^# AWS_ACCESS_KEY_ID=$/m, '# TODO (or AWS_PROFILE, or an instance role):\n# AWS_ACCESS_KEY_ID=');
-  for (const key of ['APP_ID', 'APP_SECRET', ...(s3 ? ['MEDIA_PUBLIC_URL'] : [])]) body = body.replace(new RegExp(`^${key}=$`, 'm'), `# TODO: fill in\n${key}=`);
+  if (s3)
+    body = body.replace(
+      /^# AWS_ACCESS_KEY_ID=$/m,
+      '# TODO (or AWS_PROFILE, or an instance role):\n# AWS_ACCESS_KEY_ID=',
+    );
+  for (const key of ['APP_ID', 'APP_SECRET', ...(s3 ? ['MEDIA_PUBLIC_URL'] : [])])
+    body = body.replace(new RegExp(`^${key}=$`, 'm'), `# TODO: fill in\n${key}=`);
 
   try {
     // 'wx': fails when the file exists, also if it appeared a moment ago; 0600: it holds secrets.
     await writeFile(target, header.join('\n') + body, { flag: 'wx', mode: 0o600 });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
-      io.stderr.write(`feedmirror init: ${opts.out} exists; not overwritten (its TOKEN_ENCRYPTION_KEY is what reads the stored tokens). Move it away or choose another --out.\n`);
+      io.stderr.write(
+        `feedmirror init: ${opts.out} exists; not overwritten (its TOKEN_ENCRYPTION_KEY is what reads the stored tokens). Move it away or choose another --out.\n`,
+      );
       return EXIT.failed;
     }
     throw err;

@@ -8,7 +8,9 @@ export function register(program: Command, cli: Cli): void {
   withExamples(keys, 'feedmirror keys rotate');
   const rotate = keys
     .command('rotate')
-    .description('re-encrypt every token with the first key of TOKEN_ENCRYPTION_KEY; keys listed after it can then be removed')
+    .description(
+      're-encrypt every token with the first key of TOKEN_ENCRYPTION_KEY; keys listed after it can then be removed',
+    )
     .option('--json', 'print the outcome as JSON')
     .action(async (opts: { json?: boolean }) => {
       const { io } = cli;

@@ -13,11 +13,17 @@ export function register(program: Command, cli: Cli): void {
   withExamples(media, 'feedmirror media rebuild --account 17841400000000001');
   const rebuild = media
     .command('rebuild')
-    .description('queue a re-encoding of the copies (every account, or one) with the current variant widths and formats; workers run it, then republish the feeds')
+    .description(
+      'queue a re-encoding of the copies (every account, or one) with the current variant widths and formats; workers run it, then republish the feeds',
+    )
     .option('--account <id>', 'only this account')
     .option('--json', 'print the queued jobs as JSON')
     .action(async (opts: { account?: string; json?: boolean }) => cli.setExit(await rebuildCommand(opts, cli.io)));
-  withExamples(rebuild, 'MEDIA_VARIANT_FORMATS=webp,avif feedmirror media rebuild', 'feedmirror media rebuild --account 17841400000000001 --json');
+  withExamples(
+    rebuild,
+    'MEDIA_VARIANT_FORMATS=webp,avif feedmirror media rebuild',
+    'feedmirror media rebuild --account 17841400000000001 --json',
+  );
 }
 
 async function rebuildCommand(opts: { account?: string; json?: boolean }, io: CliIO): Promise<number> {
@@ -42,13 +48,25 @@ async function rebuildCommand(opts: { account?: string; json?: boolean }, io: Cl
     const stamp = ctx.clock.now().getTime();
     const jobs: Array<{ accountId: string; jobId: string }> = [];
     for (const accountId of ids) {
-      const job = await enqueue(ctx.queues, JOBS.mediaRebuild, { accountId }, { jobId: `media-rebuild-${accountId}-${stamp}` });
+      const job = await enqueue(
+        ctx.queues,
+        JOBS.mediaRebuild,
+        { accountId },
+        { jobId: `media-rebuild-${accountId}-${stamp}` },
+      );
       jobs.push({ accountId, jobId: String(job.id) });
     }
     const settings = `widths ${ctx.config.MEDIA_VARIANT_WIDTHS.join(',')}, formats ${ctx.config.MEDIA_VARIANT_FORMATS.join(',')}`;
-    if (opts.json) printJson(io, { queued: jobs, widths: ctx.config.MEDIA_VARIANT_WIDTHS, formats: ctx.config.MEDIA_VARIANT_FORMATS });
+    if (opts.json)
+      printJson(io, {
+        queued: jobs,
+        widths: ctx.config.MEDIA_VARIANT_WIDTHS,
+        formats: ctx.config.MEDIA_VARIANT_FORMATS,
+      });
     else {
-      io.stdout.write(`queued a media rebuild for ${jobs.length} account${jobs.length === 1 ? '' : 's'} (${settings}); workers run it and republish each feed\n`);
+      io.stdout.write(
+        `queued a media rebuild for ${jobs.length} account${jobs.length === 1 ? '' : 's'} (${settings}); workers run it and republish each feed\n`,
+      );
       for (const j of jobs) io.stdout.write(`  ${j.accountId}: job ${j.jobId}\n`);
     }
     return EXIT.ok;

@@ -14,7 +14,12 @@ export function register(program: Command, cli: Cli): void {
         const { migrate } = await import('../../store/migrate.ts');
         const { applied, current } = await migrate(ctx.db, { logger: ctx.logger });
         if (opts.json) printJson(io, { applied, current });
-        else io.stdout.write(applied.length ? `applied ${applied.join(', ')}; database at ${current}\n` : `database already at ${current}\n`);
+        else
+          io.stdout.write(
+            applied.length
+              ? `applied ${applied.join(', ')}; database at ${current}\n`
+              : `database already at ${current}\n`,
+          );
         return EXIT.ok;
       });
       cli.setExit(code);

@@ -10,7 +10,9 @@ import { untilStopSignal } from '../signals.ts';
 export function register(program: Command, cli: Cli): void {
   const cmd = program
     .command('serve')
-    .description('run the HTTP server (dashboard, connect and callback, feeds, health, metrics) until SIGTERM or Ctrl-C')
+    .description(
+      'run the HTTP server (dashboard, connect and callback, feeds, health, metrics) until SIGTERM or Ctrl-C',
+    )
     .action(async () => {
       const { io } = cli;
       // Configuration first, before any service is touched: one line naming every variable at fault.
@@ -27,7 +29,8 @@ export function register(program: Command, cli: Cli): void {
         logStartChecks(ctx);
         const login = ctx.config.DASHBOARD_USER ? `log in as ${ctx.config.DASHBOARD_USER}` : 'no login: loopback only';
         io.stdout.write(`feedmirror serving on ${running.url} (dashboard: ${running.dashboardUrl}, ${login})\n`);
-        if (ctx.config.APP_ID) io.stdout.write('connect an account: invite its owner from the dashboard, or `feedmirror accounts invite`\n');
+        if (ctx.config.APP_ID)
+          io.stdout.write('connect an account: invite its owner from the dashboard, or `feedmirror accounts invite`\n');
         await untilStopSignal();
         await running.close();
         return EXIT.ok;

@@ -6,12 +6,18 @@ import type { SimulatorOptions } from '../start/simulator.ts';
 export function register(program: Command, cli: Cli): void {
   const cmd = program
     .command('simulator')
-    .description('run the platform simulator, print the settings that point feedmirror at it and a ready short-lived token')
+    .description(
+      'run the platform simulator, print the settings that point feedmirror at it and a ready short-lived token',
+    )
     .option('--port <port>', 'port to listen on (0: any free port)', '0')
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--accounts <n>', 'accounts to create (1-100)', '1')
     .option('--posts <n>', 'posts per account')
-    .option('--clock <real|manual>', 'real: simulated time follows the wall clock; manual: only through POST /__sim/clock', 'real')
+    .option(
+      '--clock <real|manual>',
+      'real: simulated time follows the wall clock; manual: only through POST /__sim/clock',
+      'real',
+    )
     .action(async (opts: SimulatorOptions) => {
       const { simulatorCommand } = await import('../start/simulator.ts');
       cli.setExit(await simulatorCommand(opts, cli.io));

@@ -11,7 +11,11 @@ export function register(program: Command, cli: Cli): void {
     .option('--wait', 'run the sync in this process (read, copy, publish), printing progress and a summary')
     .option('--json', 'print the outcome as JSON (no progress lines)')
     .action(async (id: string, opts: SyncOptions) => cli.setExit(await sync(id, opts, cli.io)));
-  withExamples(cmd, 'feedmirror sync 17841400000000001 --wait', 'feedmirror sync 17841400000000001          # queued for `feedmirror worker`');
+  withExamples(
+    cmd,
+    'feedmirror sync 17841400000000001 --wait',
+    'feedmirror sync 17841400000000001          # queued for `feedmirror worker`',
+  );
 }
 
 interface SyncOptions {
@@ -23,7 +27,12 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
   return withContext(io, async (ctx) => {
     if (!opts.wait) {
       const { JOBS, enqueue, manualJobId } = await import('../../../jobs/catalogue.ts');
-      const job = await enqueue(await ctx.readyQueues(), JOBS.feedSync, { accountId: id }, { jobId: manualJobId('sync', id, ctx.clock) });
+      const job = await enqueue(
+        await ctx.readyQueues(),
+        JOBS.feedSync,
+        { accountId: id },
+        { jobId: manualJobId('sync', id, ctx.clock) },
+      );
       if (opts.json) printJson(io, { accountId: id, queued: true, jobId: job.id ?? null });
       else io.stdout.write(`sync of ${id} queued (job ${job.id}); a running \`feedmirror worker\` picks it up\n`);
       return EXIT.ok;
@@ -33,7 +42,12 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
     await ctx.ensureStorage();
     const deps = await ctx.feedDeps();
     const r = await runSyncNow(deps, id, {
-      onProgress: opts.json ? undefined : (p) => io.stdout.write(`pages read ${p.pages}, posts ${p.posts}, images copied ${p.imagesCopied}/${p.imagesToCopy}\n`),
+      onProgress: opts.json
+        ? undefined
+        : (p) =>
+            io.stdout.write(
+              `pages read ${p.pages}, posts ${p.posts}, images copied ${p.imagesCopied}/${p.imagesToCopy}\n`,
+            ),
     });
     if (r.sync.outcome !== 'synced') {
       if (opts.json) printJson(io, { accountId: id, outcome: r.sync.outcome, reason: r.sync.reason });

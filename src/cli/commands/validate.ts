@@ -16,7 +16,11 @@ export function register(program: Command, cli: Cli): void {
     .argument('<file>', 'the feed file, or - for standard input')
     .option('--json', 'print the result as JSON')
     .action(async (file: string, opts: { json?: boolean }) => cli.setExit(await validateFile(file, opts, cli.io)));
-  withExamples(cmd, 'feedmirror validate feeds/17841400000000001.json', 'curl -s https://cdn.example.com/feeds/1784.json | feedmirror validate - --json');
+  withExamples(
+    cmd,
+    'feedmirror validate feeds/17841400000000001.json',
+    'curl -s https://cdn.example.com/feeds/1784.json | feedmirror validate - --json',
+  );
 }
 
 export async function validateFile(file: string, opts: { json?: boolean }, io: CliIO): Promise<number> {
@@ -50,7 +54,11 @@ export async function validateFile(file: string, opts: { json?: boolean }, io: C
   const result = validateFeed(input);
   if (result.ok) {
     const n = result.feed.posts.length;
-    io.stdout.write(opts.json ? JSON.stringify({ valid: true, file: label, posts: n }) + '\n' : `valid: ${label} (${n} post${n === 1 ? '' : 's'})\n`);
+    io.stdout.write(
+      opts.json
+        ? JSON.stringify({ valid: true, file: label, posts: n }) + '\n'
+        : `valid: ${label} (${n} post${n === 1 ? '' : 's'})\n`,
+    );
     return EXIT.ok;
   }
   const { problems } = result;

@@ -10,18 +10,28 @@ import { printJson, withContext, withExamples, type Cli } from '../command.ts';
 const ENDPOINT_ID = /^wh_[a-z0-9]{8,32}$/;
 
 export function register(program: Command, cli: Cli): void {
-  const webhooks = program.command('webhooks').description('endpoints that receive signed event notifications (feed.updated, ...)');
+  const webhooks = program
+    .command('webhooks')
+    .description('endpoints that receive signed event notifications (feed.updated, ...)');
   withExamples(webhooks, 'feedmirror webhooks add https://www.example.com/api/feedmirror --events feed.updated');
 
   const add = webhooks
     .command('add')
     .description('register an endpoint; prints its signing secret once')
     .argument('<url>', 'where events are POSTed (http or https; private addresses need WEBHOOK_ALLOW_PRIVATE=true)')
-    .option('--events <list>', 'comma list of feed.updated, account.reauth_required, token.expiring, account.removed (default: all)')
+    .option(
+      '--events <list>',
+      'comma list of feed.updated, account.reauth_required, token.expiring, account.removed (default: all)',
+    )
     .option('--description <text>', 'a note for the dashboard')
     .option('--json', 'print the endpoint and its secret as JSON')
-    .action(async (url: string, opts: { events?: string; description?: string; json?: boolean }) => cli.setExit(await addEndpoint(url, opts, cli.io)));
-  withExamples(add, 'feedmirror webhooks add https://www.example.com/api/feedmirror --events feed.updated --description "marketing site"');
+    .action(async (url: string, opts: { events?: string; description?: string; json?: boolean }) =>
+      cli.setExit(await addEndpoint(url, opts, cli.io)),
+    );
+  withExamples(
+    add,
+    'feedmirror webhooks add https://www.example.com/api/feedmirror --events feed.updated --description "marketing site"',
+  );
 
   const list = webhooks
     .command('list')
@@ -52,7 +62,9 @@ export function register(program: Command, cli: Cli): void {
     .argument('<endpoint-id>', 'wh_...')
     .option('--limit <n>', 'how many (default 20)')
     .option('--json', 'print them as JSON')
-    .action(async (id: string, opts: { limit?: string; json?: boolean }) => cli.setExit(await deliveriesCommand(id, opts, cli.io)));
+    .action(async (id: string, opts: { limit?: string; json?: boolean }) =>
+      cli.setExit(await deliveriesCommand(id, opts, cli.io)),
+    );
   withExamples(deliveries, 'feedmirror webhooks deliveries wh_0123456789abcdef --limit 50');
 }
 
@@ -62,18 +74,28 @@ function checkId(id: string, io: CliIO): boolean {
   return false;
 }
 
-async function addEndpoint(url: string, opts: { events?: string; description?: string; json?: boolean }, io: CliIO): Promise<number> {
+async function addEndpoint(
+  url: string,
+  opts: { events?: string; description?: string; json?: boolean },
+  io: CliIO,
+): Promise<number> {
   return withContext(io, async (ctx) => {
     const { registerEndpoint, EndpointInputError } = await import('../../webhooks/endpoints.ts');
     const db = await ctx.migratedDb();
     try {
       const { endpoint, secret } = await registerEndpoint(
         { db, cipher: ctx.cipher, now: ctx.clock.now(), allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE },
-        { url, ...(opts.events !== undefined ? { events: opts.events } : {}), ...(opts.description !== undefined ? { description: opts.description } : {}) },
+        {
+          url,
+          ...(opts.events !== undefined ? { events: opts.events } : {}),
+          ...(opts.description !== undefined ? { description: opts.description } : {}),
+        },
       );
       if (opts.json) printJson(io, { id: endpoint.id, url: endpoint.url, events: endpoint.events, secret });
       else {
-        io.stdout.write(`added ${endpoint.id} -> ${endpoint.url} (events: ${endpoint.events.length ? endpoint.events.join(', ') : 'all'})\n`);
+        io.stdout.write(
+          `added ${endpoint.id} -> ${endpoint.url} (events: ${endpoint.events.length ? endpoint.events.join(', ') : 'all'})\n`,
+        );
         io.stdout.write(`signing secret (shown once; put it in the receiver's environment): ${secret}\n`);
       }
       return EXIT.ok;
@@ -92,8 +114,13 @@ async function listCommand(opts: { json?: boolean }, io: CliIO): Promise<number>
     const { listEndpoints } = await import('../../store/webhooks.ts');
     const endpoints = await listEndpoints(await ctx.migratedDb());
     if (opts.json) printJson(io, endpoints);
-    else if (endpoints.length === 0) io.stdout.write('no webhook endpoints; add one with `feedmirror webhooks add <url>`\n');
-    else for (const e of endpoints) io.stdout.write(`${e.id}  ${e.url}  events: ${e.events.length ? e.events.join(',') : 'all'}${e.description ? `  (${e.description})` : ''}\n`);
+    else if (endpoints.length === 0)
+      io.stdout.write('no webhook endpoints; add one with `feedmirror webhooks add <url>`\n');
+    else
+      for (const e of endpoints)
+        io.stdout.write(
+          `${e.id}  ${e.url}  events: ${e.events.length ? e.events.join(',') : 'all'}${e.description ? `  (${e.description})` : ''}\n`,
+        );
     return EXIT.ok;
   });
 }
@@ -122,7 +149,10 @@ async function rotateCommand(id: string, opts: { json?: boolean }, io: CliIO): P
       return EXIT.failed;
     }
     if (opts.json) printJson(io, { id, secret: r.secret, previousValidUntil: r.previousValidUntil.toISOString() });
-    else io.stdout.write(`new signing secret for ${id} (shown once): ${r.secret}\nthe previous secret also signs until ${r.previousValidUntil.toISOString()}\n`);
+    else
+      io.stdout.write(
+        `new signing secret for ${id} (shown once): ${r.secret}\nthe previous secret also signs until ${r.previousValidUntil.toISOString()}\n`,
+      );
     return EXIT.ok;
   });
 }

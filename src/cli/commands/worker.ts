@@ -23,7 +23,10 @@ export function register(program: Command, cli: Cli): void {
         const { logStartChecks } = await import('../context.ts');
         logStartChecks(ctx);
         const signal = await untilStopSignal();
-        ctx.logger.info({ signal, shutdownTimeoutSeconds: ctx.config.SHUTDOWN_TIMEOUT_SECONDS }, 'shutting down: running jobs may finish, waiting jobs stay queued');
+        ctx.logger.info(
+          { signal, shutdownTimeoutSeconds: ctx.config.SHUTDOWN_TIMEOUT_SECONDS },
+          'shutting down: running jobs may finish, waiting jobs stay queued',
+        );
         const { cutOff } = await worker.close();
         if (cutOff.length > 0) {
           // The cut-off jobs' promises (a request that never answers, say) would keep the event

@@ -110,16 +110,23 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
         posts = feed.posts.length;
         break;
       }
-      if (Date.now() > deadline) throw new Error('the demo feed was not published within 2 minutes; run with LOG_LEVEL=info to see why');
+      if (Date.now() > deadline)
+        throw new Error('the demo feed was not published within 2 minutes; run with LOG_LEVEL=info to see why');
       await new Promise((r) => setTimeout(r, 250));
     }
     const feedPath = join(env.STORAGE_URL as string, key);
     // A plain page as a site would embed the widget, served next to the widget script.
     const snippet = `<div data-feedmirror-feed="${publicUrl}/feeds/${account.id}.json" data-layout="grid" data-limit="12"></div>\n<script defer src="${publicUrl}/widget/feedmirror-widget.js"></script>`;
-    await ctx.storage.put('widget/demo.html', Buffer.from(`<!doctype html>\n<meta charset="utf-8">\n<title>feedmirror widget demo</title>\n<h1>A site embedding the mirrored feed</h1>\n${snippet}\n`), {
-      contentType: 'text/html; charset=utf-8',
-      cacheControl: 'no-cache',
-    });
+    await ctx.storage.put(
+      'widget/demo.html',
+      Buffer.from(
+        `<!doctype html>\n<meta charset="utf-8">\n<title>feedmirror widget demo</title>\n<h1>A site embedding the mirrored feed</h1>\n${snippet}\n`,
+      ),
+      {
+        contentType: 'text/html; charset=utf-8',
+        cacheControl: 'no-cache',
+      },
+    );
     say(`synced, mirrored and published ${posts} posts`);
     say('');
     say(`dashboard:       ${server.dashboardUrl}   (user: demo, password: ${password})`);

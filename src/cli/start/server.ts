@@ -63,8 +63,15 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
   // /metrics names accounts and their days left: open only when nothing but this machine can
   // reach the server (loopback, no proxy in front); otherwise it needs METRICS_TOKEN.
   const loopbackOnly = isLoopbackHost(ctx.config.HOST) && ctx.config.TRUST_PROXY === false;
-  const metricsAccess = ctx.config.METRICS_TOKEN ? { bearer: ctx.config.METRICS_TOKEN } : loopbackOnly ? ('open' as const) : ('off' as const);
-  if (metricsAccess === 'off') ctx.logger.warn('METRICS_TOKEN is not set and serve is reachable from other machines: /metrics is off (set METRICS_TOKEN and give it to Prometheus as a bearer token)');
+  const metricsAccess = ctx.config.METRICS_TOKEN
+    ? { bearer: ctx.config.METRICS_TOKEN }
+    : loopbackOnly
+      ? ('open' as const)
+      : ('off' as const);
+  if (metricsAccess === 'off')
+    ctx.logger.warn(
+      'METRICS_TOKEN is not set and serve is reachable from other machines: /metrics is off (set METRICS_TOKEN and give it to Prometheus as a bearer token)',
+    );
   const publicUrl = ctx.config.PUBLIC_URL.replace(/\/+$/, '');
   let connect: ConnectRoutesDeps | undefined;
   if (ctx.config.APP_ID && ctx.config.APP_SECRET) {
@@ -83,10 +90,14 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
       throttle: new ConnectThrottle(store),
     };
   } else {
-    ctx.logger.warn('APP_ID and APP_SECRET are not set: /connect and /callback are off (accounts can still be added with `feedmirror accounts add`)');
+    ctx.logger.warn(
+      'APP_ID and APP_SECRET are not set: /connect and /callback are off (accounts can still be added with `feedmirror accounts add`)',
+    );
   }
   if (ctx.storage.kind === 'local' && !ctx.config.MEDIA_PUBLIC_URL) {
-    ctx.logger.warn(`local storage without MEDIA_PUBLIC_URL: feeds carry file:// image addresses that browsers cannot load; set MEDIA_PUBLIC_URL=${publicUrl}`);
+    ctx.logger.warn(
+      `local storage without MEDIA_PUBLIC_URL: feeds carry file:// image addresses that browsers cannot load; set MEDIA_PUBLIC_URL=${publicUrl}`,
+    );
   }
   const c = connect;
   const dashboardConnect: DashboardConnect | undefined = c
@@ -104,7 +115,15 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
     publicUrl: ctx.config.PUBLIC_URL,
     storage: ctx.storage,
     serveLocalFiles: true,
-    health: { redis: ctx.redisClient, db, storage: ctx.storage, metrics, metricsAccess, clock: ctx.clock, logger: ctx.logger },
+    health: {
+      redis: ctx.redisClient,
+      db,
+      storage: ctx.storage,
+      metrics,
+      metricsAccess,
+      clock: ctx.clock,
+      logger: ctx.logger,
+    },
     ...(connect ? { connect } : {}),
     dashboard: {
       auth,

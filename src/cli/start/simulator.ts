@@ -16,7 +16,12 @@ const optionsSchema = z.object({
   port: z.coerce.number().int().min(0).max(65535).default(0),
   host: z.string().min(1).default('127.0.0.1'),
   accounts: z.coerce.number().int().min(1).max(100).default(1),
-  posts: z.coerce.number().int().min(0).max(10_000).default(MIX_SIZE + 2),
+  posts: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(10_000)
+    .default(MIX_SIZE + 2),
   clock: z.enum(['real', 'manual']).default('real'),
 });
 
@@ -27,7 +32,11 @@ export const SIMULATOR_USAGE =
 /** Start, print, and keep running until `until` settles; then close. Exported for tests. */
 export type SimulatorOptions = Partial<Record<'port' | 'host' | 'accounts' | 'posts' | 'clock', string>>;
 
-export async function runSimulator(raw: SimulatorOptions, io: CliIO, until: (sim: Simulator) => Promise<void>): Promise<number> {
+export async function runSimulator(
+  raw: SimulatorOptions,
+  io: CliIO,
+  until: (sim: Simulator) => Promise<void>,
+): Promise<number> {
   const parsed = optionsSchema.safeParse(raw);
   if (!parsed.success) {
     const what = parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ');

@@ -16,7 +16,10 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
   applyHeapGrowthPercent(ctx.config.HEAP_GROWTH_PERCENT);
   // Tracing first: every queue and worker built from here on carries BullMQ's telemetry.
   const tracing = ctx.config.OTEL_EXPORTER_OTLP_ENDPOINT
-    ? await startTracing({ endpoint: ctx.config.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: ctx.config.OTEL_SERVICE_NAME })
+    ? await startTracing({
+        endpoint: ctx.config.OTEL_EXPORTER_OTLP_ENDPOINT,
+        serviceName: ctx.config.OTEL_SERVICE_NAME,
+      })
     : undefined;
   if (tracing) {
     await enableJobTelemetry();
@@ -33,7 +36,12 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
   let metricsServer: MetricsServer | undefined;
   if (ctx.config.METRICS_PORT !== undefined) {
     // Listening first: a port in use is a start-up error, before any job is taken.
-    metricsServer = await startMetricsServer({ metrics, host: ctx.config.METRICS_HOST, port: ctx.config.METRICS_PORT, logger: ctx.logger });
+    metricsServer = await startMetricsServer({
+      metrics,
+      host: ctx.config.METRICS_HOST,
+      port: ctx.config.METRICS_PORT,
+      logger: ctx.logger,
+    });
     ctx.logger.info({ url: metricsServer.url }, 'worker metrics listening (/metrics, /healthz)');
   }
   let worker: RunningWorker;
@@ -57,7 +65,10 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
       feed: { ...(await ctx.feedDeps()), metrics },
       lifecycle: ctx.lifecycle,
       metrics,
-      platformWaits: { slowdownPercent: ctx.config.PLATFORM_SLOWDOWN_PERCENT, slowdownMaxMs: ctx.config.PLATFORM_SLOWDOWN_MAX_SECONDS * 1000 },
+      platformWaits: {
+        slowdownPercent: ctx.config.PLATFORM_SLOWDOWN_PERCENT,
+        slowdownMaxMs: ctx.config.PLATFORM_SLOWDOWN_MAX_SECONDS * 1000,
+      },
       reconcileIntervalMs: ctx.config.RECONCILE_INTERVAL_SECONDS * 1000,
       shutdownTimeoutMs: ctx.config.SHUTDOWN_TIMEOUT_SECONDS * 1000,
       eventRetentionDays: ctx.config.EVENT_RETENTION_DAYS,

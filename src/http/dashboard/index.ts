@@ -13,16 +13,33 @@ import type { Clock } from '../../util/clock.ts';
 import type { Logger } from '../../util/logger.ts';
 import { redactText } from '../../util/redact.ts';
 import { widgetSource, WIDGET_CONTENT_TYPE } from '../../widget/index.ts';
-import { DASHBOARD_PATH, loginRoutes, logoutHandler, parseCookies, requireSession, sessionOf, setCookie, signValue, verifyValue, type DashboardAuth } from '../auth.ts';
+import {
+  DASHBOARD_PATH,
+  loginRoutes,
+  logoutHandler,
+  parseCookies,
+  requireSession,
+  sessionOf,
+  setCookie,
+  signValue,
+  verifyValue,
+  type DashboardAuth,
+} from '../auth.ts';
 import { csrfTokenFor, requireCsrfToken, requireSameOrigin } from '../csrf.ts';
 import { loadAccountOverviews } from './data.ts';
 import { describeRefreshOutcome } from '../../accounts/refresh-words.ts';
-import { accountsPage, invitationPage, previewPage, removeConfirmPage, type Flash, type LayoutOptions } from './views.ts';
+import {
+  accountsPage,
+  invitationPage,
+  previewPage,
+  removeConfirmPage,
+  type Flash,
+  type LayoutOptions,
+} from './views.ts';
 import { deliveriesPage, secretPage, webhooksPage } from './webhooks-views.ts';
 import type { TokenCipher } from '../../store/crypto.ts';
 import { getEndpoint, listDeliveries, listEndpoints, removeEndpoint } from '../../store/webhooks.ts';
 import { EndpointInputError, registerEndpoint, rotateSecret } from '../../webhooks/endpoints.ts';
-
 
 /**
  * The operator dashboard under /dashboard: the accounts page and its actions, the feed preview,
@@ -82,7 +99,14 @@ function pageHeaders(res: Response): void {
 /** bull-board with feedmirror's queues; its UI calls its own API under the same base path. */
 export function bullBoardRouter(queues: DashboardQueues): express.Express {
   const serverAdapter = new ExpressAdapter().setBasePath(BULL_BOARD_PATH);
-  const list = [queues.tokenRefresh, queues.feedSync, queues.mirrorMedia, queues.publishFeed, queues.maintenance, queues.webhooks].filter((q): q is Queue => q !== undefined);
+  const list = [
+    queues.tokenRefresh,
+    queues.feedSync,
+    queues.mirrorMedia,
+    queues.publishFeed,
+    queues.maintenance,
+    queues.webhooks,
+  ].filter((q): q is Queue => q !== undefined);
   createBullBoard({
     queues: list.map((q) => new BullMQAdapter(q)),
     serverAdapter,
@@ -117,7 +141,11 @@ export function dashboardRouter(deps: DashboardDeps): Router {
       // bull-board's page links web fonts on a public CDN: without internet (and under our CSP)
       // that is a failed request in every console. Its page is rendered without the link; the
       // UI falls back to the system fonts.
-      const render = res.render.bind(res) as (view: string, options: object, cb: (err: Error | null, html?: string) => void) => void;
+      const render = res.render.bind(res) as (
+        view: string,
+        options: object,
+        cb: (err: Error | null, html?: string) => void,
+      ) => void;
       (res as { render: unknown }).render = (view: string, options: object = {}) =>
         render(view, options, (err, html) => (err ? next(err) : res.type('html').send(stripWebFonts(html ?? ''))));
       next();
@@ -127,7 +155,10 @@ export function dashboardRouter(deps: DashboardDeps): Router {
   );
 
   // Our forms: body parsed, then token + origin checked on every POST.
-  guarded.use(form, requireCsrfToken(auth.sessionKey, auth.allowedOrigins, (res) => sessionOf(res).sid));
+  guarded.use(
+    form,
+    requireCsrfToken(auth.sessionKey, auth.allowedOrigins, (res) => sessionOf(res).sid),
+  );
 
   const flashTo = (res: Response, flash: Flash, to = DASHBOARD_PATH) => {
     setCookie(res, auth, FLASH_COOKIE, signValue(auth.sessionKey, 'flash', flash), 60_000);
@@ -151,7 +182,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
 
   const storageWarnings = (): string[] => {
     if (!deps.storage) return [];
-    let sample = '';
+    let sample: string;
     try {
       sample = deps.storage.publicUrl('widget/feedmirror-widget.js');
     } catch {
@@ -159,7 +190,9 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     }
     return /^https?:\/\//.test(sample)
       ? []
-      : ['Mirrored images are published with file:// addresses, which no browser loads from a web page. Set MEDIA_PUBLIC_URL (for local storage served by this server: MEDIA_PUBLIC_URL = PUBLIC_URL) and sync again.'];
+      : [
+          'Mirrored images are published with file:// addresses, which no browser loads from a web page. Set MEDIA_PUBLIC_URL (for local storage served by this server: MEDIA_PUBLIC_URL = PUBLIC_URL) and sync again.',
+        ];
   };
 
   /** The account named in the path, or a 404 page; ids are checked before any lookup. */
@@ -173,75 +206,127 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     return account;
   };
 
-  const wrap = (fn: (req: Request, res: Response) => Promise<void>) => (req: Request, res: Response, next: NextFunction) => {
-    fn(req, res).catch(next);
-  };
+  const wrap =
+    (fn: (req: Request, res: Response) => Promise<void>) => (req: Request, res: Response, next: NextFunction) => {
+      fn(req, res).catch(next);
+    };
 
-  guarded.get('/', wrap(async (req, res) => {
-    const accounts = await loadAccountOverviews(db, clock.now());
-    pageHeaders(res);
-    res.type('html').send(accountsPage(accounts, { ...layoutOf(req, res), warnings: storageWarnings() }));
-  }));
+  guarded.get(
+    '/',
+    wrap(async (req, res) => {
+      const accounts = await loadAccountOverviews(db, clock.now());
+      pageHeaders(res);
+      res.type('html').send(accountsPage(accounts, { ...layoutOf(req, res), warnings: storageWarnings() }));
+    }),
+  );
 
-  guarded.get('/widget.js', wrap(async (_req, res) => {
-    res.set({ 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }).type(WIDGET_CONTENT_TYPE).send(await widgetSource());
-  }));
+  guarded.get(
+    '/widget.js',
+    wrap(async (_req, res) => {
+      res
+        .set({ 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' })
+        .type(WIDGET_CONTENT_TYPE)
+        .send(await widgetSource());
+    }),
+  );
 
-  guarded.get('/accounts/:id/preview', wrap(async (req, res) => {
-    const account = await accountParam(req, res);
-    if (!account) return;
-    pageHeaders(res);
-    const layoutName = req.query.layout === 'list' ? 'list' : 'grid';
-    res.type('html').send(previewPage(account, { ...layoutOf(req, res), layout: layoutName, warnings: storageWarnings() }));
-  }));
+  guarded.get(
+    '/accounts/:id/preview',
+    wrap(async (req, res) => {
+      const account = await accountParam(req, res);
+      if (!account) return;
+      pageHeaders(res);
+      const layoutName = req.query.layout === 'list' ? 'list' : 'grid';
+      res
+        .type('html')
+        .send(previewPage(account, { ...layoutOf(req, res), layout: layoutName, warnings: storageWarnings() }));
+    }),
+  );
 
-  guarded.post('/accounts/:id/sync', wrap(async (req, res) => {
-    const account = await accountParam(req, res);
-    if (!account) return;
-    // The catalogue's definition, as the scheduler uses it; a unique id (manualJobId).
-    const job = await enqueue(queues, JOBS.feedSync, { accountId: account.id }, { jobId: manualJobId('sync', account.id, clock) });
-    logger.info({ accountId: account.id, jobId: job.id }, 'dashboard: sync queued');
-    flashTo(res, { kind: 'ok', text: `Sync of @${account.username} queued (job ${job.id}). It runs as soon as a worker is free.` });
-  }));
+  guarded.post(
+    '/accounts/:id/sync',
+    wrap(async (req, res) => {
+      const account = await accountParam(req, res);
+      if (!account) return;
+      // The catalogue's definition, as the scheduler uses it; a unique id (manualJobId).
+      const job = await enqueue(
+        queues,
+        JOBS.feedSync,
+        { accountId: account.id },
+        { jobId: manualJobId('sync', account.id, clock) },
+      );
+      logger.info({ accountId: account.id, jobId: job.id }, 'dashboard: sync queued');
+      flashTo(res, {
+        kind: 'ok',
+        text: `Sync of @${account.username} queued (job ${job.id}). It runs as soon as a worker is free.`,
+      });
+    }),
+  );
 
-  guarded.post('/accounts/:id/refresh', wrap(async (req, res) => {
-    const account = await accountParam(req, res);
-    if (!account) return;
-    // force: renew now rather than waiting for the 30-day cadence; R-TOK-5 (24 h, unexpired) still applies in the job.
-    const job = await enqueue(queues, JOBS.tokenRefresh, { accountId: account.id, force: true }, { jobId: manualJobId('refresh', account.id, clock) });
-    logger.info({ accountId: account.id, jobId: job.id }, 'dashboard: token refresh queued');
-    // The outcome, not just "queued": a refresh takes a second or two when a worker is free, and
-    // "not due until …" or an error is what the operator needs to see.
-    const done = await waitForJob(queues.tokenRefresh, String(job.id), 8_000);
-    if (done.state === 'completed') {
-      const outcome = done.returnvalue as Parameters<typeof describeRefreshOutcome>[0];
-      flashTo(res, { kind: outcome.outcome === 'refreshed' ? 'ok' : 'error', text: `@${account.username}: ${describeRefreshOutcome(outcome)}.` });
-    } else if (done.state === 'failed') {
-      flashTo(res, { kind: 'error', text: `Token refresh of @${account.username} failed: ${done.failedReason ?? 'unknown error'}` });
-    } else {
-      flashTo(res, { kind: 'ok', text: `Token refresh of @${account.username} queued (job ${job.id}); no worker has finished it yet (is \`feedmirror worker\` running?). Its outcome will show in Queues.` });
-    }
-  }));
+  guarded.post(
+    '/accounts/:id/refresh',
+    wrap(async (req, res) => {
+      const account = await accountParam(req, res);
+      if (!account) return;
+      // force: renew now rather than waiting for the 30-day cadence; R-TOK-5 (24 h, unexpired) still applies in the job.
+      const job = await enqueue(
+        queues,
+        JOBS.tokenRefresh,
+        { accountId: account.id, force: true },
+        { jobId: manualJobId('refresh', account.id, clock) },
+      );
+      logger.info({ accountId: account.id, jobId: job.id }, 'dashboard: token refresh queued');
+      // The outcome, not just "queued": a refresh takes a second or two when a worker is free, and
+      // "not due until …" or an error is what the operator needs to see.
+      const done = await waitForJob(queues.tokenRefresh, String(job.id), 8_000);
+      if (done.state === 'completed') {
+        const outcome = done.returnvalue as Parameters<typeof describeRefreshOutcome>[0];
+        flashTo(res, {
+          kind: outcome.outcome === 'refreshed' ? 'ok' : 'error',
+          text: `@${account.username}: ${describeRefreshOutcome(outcome)}.`,
+        });
+      } else if (done.state === 'failed') {
+        flashTo(res, {
+          kind: 'error',
+          text: `Token refresh of @${account.username} failed: ${done.failedReason ?? 'unknown error'}`,
+        });
+      } else {
+        flashTo(res, {
+          kind: 'ok',
+          text: `Token refresh of @${account.username} queued (job ${job.id}); no worker has finished it yet (is \`feedmirror worker\` running?). Its outcome will show in Queues.`,
+        });
+      }
+    }),
+  );
 
-  guarded.get('/accounts/:id/remove', wrap(async (req, res) => {
-    const account = await accountParam(req, res);
-    if (!account) return;
-    pageHeaders(res);
-    res.type('html').send(removeConfirmPage(account, layoutOf(req, res)));
-  }));
+  guarded.get(
+    '/accounts/:id/remove',
+    wrap(async (req, res) => {
+      const account = await accountParam(req, res);
+      if (!account) return;
+      pageHeaders(res);
+      res.type('html').send(removeConfirmPage(account, layoutOf(req, res)));
+    }),
+  );
 
-  guarded.post('/accounts/:id/remove', wrap(async (req, res) => {
-    const account = await accountParam(req, res);
-    if (!account) return;
-    if ((req.body as Record<string, unknown>).confirm !== 'yes') {
-      res.redirect(303, `${DASHBOARD_PATH}/accounts/${encodeURIComponent(account.id)}/remove`);
-      return;
-    }
-    // The lifecycle stops the schedules first, then deletes the account (its history stays).
-    await deps.lifecycle.apply(account.id, 'removed');
-    logger.info({ accountId: account.id }, 'dashboard: account removed');
-    flashTo(res, { kind: 'ok', text: `@${account.username} was removed. Its published feed and copies stay in storage.` });
-  }));
+  guarded.post(
+    '/accounts/:id/remove',
+    wrap(async (req, res) => {
+      const account = await accountParam(req, res);
+      if (!account) return;
+      if ((req.body as Record<string, unknown>).confirm !== 'yes') {
+        res.redirect(303, `${DASHBOARD_PATH}/accounts/${encodeURIComponent(account.id)}/remove`);
+        return;
+      }
+      // The lifecycle stops the schedules first, then deletes the account (its history stays).
+      await deps.lifecycle.apply(account.id, 'removed');
+      logger.info({ accountId: account.id }, 'dashboard: account removed');
+      flashTo(res, {
+        kind: 'ok',
+        text: `@${account.username} was removed. Its published feed and copies stay in storage.`,
+      });
+    }),
+  );
 
   // ---- webhooks (issue 12) ----
   const ENDPOINT_ID_RE = /^wh_[a-z0-9]{8,32}$/;
@@ -256,94 +341,133 @@ export function dashboardRouter(deps: DashboardDeps): Router {
   };
   const WEBHOOKS = `${DASHBOARD_PATH}/webhooks`;
 
-  guarded.get('/webhooks', wrap(async (req, res) => {
-    if (!deps.webhooks) {
-      res.status(404).type('text/plain').send('Webhooks need TOKEN_ENCRYPTION_KEY (their secrets are stored encrypted).\n');
-      return;
-    }
-    const endpoints = await listEndpoints(db);
-    const now = clock.now();
-    const withLast = await Promise.all(
-      endpoints.map(async (e) => ({
-        ...e,
-        // Shown only while the previous secret still signs.
-        previousValidUntil: e.previousValidUntil && e.previousValidUntil > now ? e.previousValidUntil : null,
-        last: (await listDeliveries(db, e.id, 1))[0],
-      })),
-    );
-    pageHeaders(res);
-    res.type('html').send(webhooksPage(withLast, { ...layoutOf(req, res), allowPrivate: deps.webhooks.allowPrivate }));
-  }));
-
-  guarded.post('/webhooks', wrap(async (req, res) => {
-    if (!deps.webhooks) {
-      res.status(404).type('text/plain').send('Webhooks are not available.\n');
-      return;
-    }
-    const body = req.body as Record<string, unknown>;
-    const events = ([] as unknown[]).concat(body.events ?? []).map(String).join(',');
-    try {
-      const { endpoint, secret } = await registerEndpoint(
-        { db, cipher: deps.webhooks.cipher, now: clock.now(), allowPrivate: deps.webhooks.allowPrivate },
-        { url: String(body.url ?? ''), events, description: String(body.description ?? '') },
+  guarded.get(
+    '/webhooks',
+    wrap(async (req, res) => {
+      if (!deps.webhooks) {
+        res
+          .status(404)
+          .type('text/plain')
+          .send('Webhooks need TOKEN_ENCRYPTION_KEY (their secrets are stored encrypted).\n');
+        return;
+      }
+      const endpoints = await listEndpoints(db);
+      const now = clock.now();
+      const withLast = await Promise.all(
+        endpoints.map(async (e) => ({
+          ...e,
+          // Shown only while the previous secret still signs.
+          previousValidUntil: e.previousValidUntil && e.previousValidUntil > now ? e.previousValidUntil : null,
+          last: (await listDeliveries(db, e.id, 1))[0],
+        })),
       );
-      logger.info({ endpointId: endpoint.id }, 'dashboard: webhook endpoint added');
       pageHeaders(res);
-      res.type('html').send(secretPage(endpoint, secret, `Endpoint ${endpoint.id} added.`, layoutOf(req, res)));
-    } catch (err) {
-      if (!(err instanceof EndpointInputError)) throw err;
-      flashTo(res, { kind: 'error', text: err.message.slice(0, 400) }, WEBHOOKS);
-    }
-  }));
+      res
+        .type('html')
+        .send(webhooksPage(withLast, { ...layoutOf(req, res), allowPrivate: deps.webhooks.allowPrivate }));
+    }),
+  );
 
-  guarded.get('/webhooks/:id', wrap(async (req, res) => {
-    const endpoint = await endpointParam(req, res);
-    if (!endpoint) return;
-    pageHeaders(res);
-    res.type('html').send(deliveriesPage(endpoint, await listDeliveries(db, endpoint.id, 100), layoutOf(req, res)));
-  }));
+  guarded.post(
+    '/webhooks',
+    wrap(async (req, res) => {
+      if (!deps.webhooks) {
+        res.status(404).type('text/plain').send('Webhooks are not available.\n');
+        return;
+      }
+      const body = req.body as Record<string, unknown>;
+      const events = ([] as unknown[])
+        .concat(body.events ?? [])
+        .map(String)
+        .join(',');
+      try {
+        const { endpoint, secret } = await registerEndpoint(
+          { db, cipher: deps.webhooks.cipher, now: clock.now(), allowPrivate: deps.webhooks.allowPrivate },
+          { url: String(body.url ?? ''), events, description: String(body.description ?? '') },
+        );
+        logger.info({ endpointId: endpoint.id }, 'dashboard: webhook endpoint added');
+        pageHeaders(res);
+        res.type('html').send(secretPage(endpoint, secret, `Endpoint ${endpoint.id} added.`, layoutOf(req, res)));
+      } catch (err) {
+        if (!(err instanceof EndpointInputError)) throw err;
+        flashTo(res, { kind: 'error', text: err.message.slice(0, 400) }, WEBHOOKS);
+      }
+    }),
+  );
 
-  guarded.post('/webhooks/:id/rotate', wrap(async (req, res) => {
-    const endpoint = await endpointParam(req, res);
-    if (!endpoint || !deps.webhooks) return;
-    const r = await rotateSecret({ db, cipher: deps.webhooks.cipher, now: clock.now() }, endpoint.id);
-    if (!r) {
-      flashTo(res, { kind: 'error', text: `${endpoint.id} no longer exists.` }, WEBHOOKS);
-      return;
-    }
-    logger.info({ endpointId: endpoint.id }, 'dashboard: webhook secret rotated');
-    pageHeaders(res);
-    res.type('html').send(secretPage(endpoint, r.secret, `New secret. The previous one also signs until ${r.previousValidUntil.toISOString().slice(0, 16).replace('T', ' ')} UTC, so the receiver can switch meanwhile.`, layoutOf(req, res)));
-  }));
+  guarded.get(
+    '/webhooks/:id',
+    wrap(async (req, res) => {
+      const endpoint = await endpointParam(req, res);
+      if (!endpoint) return;
+      pageHeaders(res);
+      res.type('html').send(deliveriesPage(endpoint, await listDeliveries(db, endpoint.id, 100), layoutOf(req, res)));
+    }),
+  );
 
-  guarded.post('/webhooks/:id/remove', wrap(async (req, res) => {
-    const endpoint = await endpointParam(req, res);
-    if (!endpoint) return;
-    await removeEndpoint(db, endpoint.id);
-    logger.info({ endpointId: endpoint.id }, 'dashboard: webhook endpoint removed');
-    flashTo(res, { kind: 'ok', text: `${endpoint.id} and its delivery log were removed.` }, WEBHOOKS);
-  }));
+  guarded.post(
+    '/webhooks/:id/rotate',
+    wrap(async (req, res) => {
+      const endpoint = await endpointParam(req, res);
+      if (!endpoint || !deps.webhooks) return;
+      const r = await rotateSecret({ db, cipher: deps.webhooks.cipher, now: clock.now() }, endpoint.id);
+      if (!r) {
+        flashTo(res, { kind: 'error', text: `${endpoint.id} no longer exists.` }, WEBHOOKS);
+        return;
+      }
+      logger.info({ endpointId: endpoint.id }, 'dashboard: webhook secret rotated');
+      pageHeaders(res);
+      res
+        .type('html')
+        .send(
+          secretPage(
+            endpoint,
+            r.secret,
+            `New secret. The previous one also signs until ${r.previousValidUntil.toISOString().slice(0, 16).replace('T', ' ')} UTC, so the receiver can switch meanwhile.`,
+            layoutOf(req, res),
+          ),
+        );
+    }),
+  );
+
+  guarded.post(
+    '/webhooks/:id/remove',
+    wrap(async (req, res) => {
+      const endpoint = await endpointParam(req, res);
+      if (!endpoint) return;
+      await removeEndpoint(db, endpoint.id);
+      logger.info({ endpointId: endpoint.id }, 'dashboard: webhook endpoint removed');
+      flashTo(res, { kind: 'ok', text: `${endpoint.id} and its delivery log were removed.` }, WEBHOOKS);
+    }),
+  );
 
   // Connecting from the dashboard session works without an invitation (the operator is logged in).
-  guarded.get('/connect', wrap(async (_req, res) => {
-    if (!deps.connect) {
-      res.status(404).type('text/plain').send('Connecting needs APP_ID and APP_SECRET.\n');
-      return;
-    }
-    res.set('Cache-Control', 'no-store').redirect(302, await deps.connect.start());
-  }));
+  guarded.get(
+    '/connect',
+    wrap(async (_req, res) => {
+      if (!deps.connect) {
+        res.status(404).type('text/plain').send('Connecting needs APP_ID and APP_SECRET.\n');
+        return;
+      }
+      res.set('Cache-Control', 'no-store').redirect(302, await deps.connect.start());
+    }),
+  );
 
-  guarded.post('/invitations', wrap(async (req, res) => {
-    if (!deps.connect) {
-      res.status(404).type('text/plain').send('Connecting needs APP_ID and APP_SECRET.\n');
-      return;
-    }
-    const ttl = INVITATION_TTLS[String((req.body as Record<string, unknown>).expires ?? '7d')] ?? INVITATION_TTLS['7d']!;
-    const inv = await deps.connect.invite(ttl);
-    logger.info({ expiresAt: inv.expiresAt.toISOString() }, 'dashboard: invitation created');
-    pageHeaders(res);
-    res.type('html').send(invitationPage(inv, layoutOf(req, res)));
-  }));
+  guarded.post(
+    '/invitations',
+    wrap(async (req, res) => {
+      if (!deps.connect) {
+        res.status(404).type('text/plain').send('Connecting needs APP_ID and APP_SECRET.\n');
+        return;
+      }
+      const ttl =
+        INVITATION_TTLS[String((req.body as Record<string, unknown>).expires ?? '7d')] ?? INVITATION_TTLS['7d']!;
+      const inv = await deps.connect.invite(ttl);
+      logger.info({ expiresAt: inv.expiresAt.toISOString() }, 'dashboard: invitation created');
+      pageHeaders(res);
+      res.type('html').send(invitationPage(inv, layoutOf(req, res)));
+    }),
+  );
 
   guarded.post('/logout', logoutHandler(auth));
   guarded.post('/logout-everywhere', logoutHandler(auth, { everywhere: true }));
@@ -356,14 +480,21 @@ export function dashboardRouter(deps: DashboardDeps): Router {
   guarded.use((err: Error, req: Request, res: Response, next: NextFunction) => {
     if (req.method !== 'POST' || res.headersSent) return next(err);
     logger.error({ err, path: req.path }, 'dashboard action failed');
-    flashTo(res, { kind: 'error', text: `The action failed: ${redactText(err.message).slice(0, 200)}. Check that Redis and Postgres are up; details are in the server log.` });
+    flashTo(res, {
+      kind: 'error',
+      text: `The action failed: ${redactText(err.message).slice(0, 200)}. Check that Redis and Postgres are up; details are in the server log.`,
+    });
   });
 
   return router;
 }
 
 /** Wait (polling, at most `ms`) for a job to finish; its state, and its return value or failure. */
-async function waitForJob(queue: Queue, id: string, ms: number): Promise<{ state: string; returnvalue?: unknown; failedReason?: string }> {
+async function waitForJob(
+  queue: Queue,
+  id: string,
+  ms: number,
+): Promise<{ state: string; returnvalue?: unknown; failedReason?: string }> {
   const deadline = Date.now() + ms;
   for (;;) {
     const job = await queue.getJob(id);
@@ -377,5 +508,7 @@ async function waitForJob(queue: Queue, id: string, ms: number): Promise<{ state
 
 /** bull-board's HTML without its links to a web-font CDN (nothing of the page may need the internet). */
 export function stripWebFonts(html: string): string {
-  return html.replace(/<link[^>]+href="https:\/\/fonts\.(?:googleapis|gstatic)\.com[^"]*"[^>]*>\s*/g, '').replace(/<link[^>]+rel="preconnect"[^>]+fonts\.(?:googleapis|gstatic)\.com[^>]*>\s*/g, '');
+  return html
+    .replace(/<link[^>]+href="https:\/\/fonts\.(?:googleapis|gstatic)\.com[^"]*"[^>]*>\s*/g, '')
+    .replace(/<link[^>]+rel="preconnect"[^>]+fonts\.(?:googleapis|gstatic)\.com[^>]*>\s*/g, '');
 }

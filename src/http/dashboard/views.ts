@@ -28,12 +28,12 @@ export interface LayoutOptions {
   connectUrl?: string | undefined;
 }
 
-
 export function layout(title: string, body: string, o: LayoutOptions): string {
   const flash = o.flash ? `<p class="flash ${o.flash.kind}" role="status">${h(o.flash.text)}</p>` : '';
-  const logout = o.mode === 'password'
-    ? `<form method="post" action="/dashboard/logout"><input type="hidden" name="${CSRF_FIELD}" value="${h(o.csrf)}"><button type="submit">Log out (${h(o.user)})</button></form><form method="post" action="/dashboard/logout-everywhere"><input type="hidden" name="${CSRF_FIELD}" value="${h(o.csrf)}"><button type="submit" title="End every session of ${h(o.user)}, in every browser">Log out everywhere</button></form>`
-    : '<span class="muted">no login: loopback only</span>';
+  const logout =
+    o.mode === 'password'
+      ? `<form method="post" action="/dashboard/logout"><input type="hidden" name="${CSRF_FIELD}" value="${h(o.csrf)}"><button type="submit">Log out (${h(o.user)})</button></form><form method="post" action="/dashboard/logout-everywhere"><input type="hidden" name="${CSRF_FIELD}" value="${h(o.csrf)}"><button type="submit" title="End every session of ${h(o.user)}, in every browser">Log out everywhere</button></form>`
+      : '<span class="muted">no login: loopback only</span>';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${h(title)} · feedmirror</title><link rel="stylesheet" href="${DASHBOARD_STYLESHEET}"></head>
@@ -129,7 +129,10 @@ export function removeConfirmPage(a: { id: string; username: string }, o: Layout
   return layout(`Remove @${a.username}`, body, o);
 }
 
-export function previewPage(a: { id: string; username: string }, o: LayoutOptions & { layout: 'grid' | 'list'; warnings: string[] }): string {
+export function previewPage(
+  a: { id: string; username: string },
+  o: LayoutOptions & { layout: 'grid' | 'list'; warnings: string[] },
+): string {
   const feedPath = `/feeds/${encodeURIComponent(a.id)}.json`;
   const base = `/dashboard/accounts/${encodeURIComponent(a.id)}/preview`;
   const other = o.layout === 'grid' ? 'list' : 'grid';
@@ -143,7 +146,6 @@ ${warnings}
 <script defer src="/dashboard/widget.js"></script>`;
   return layout(`Preview @${a.username}`, body, o);
 }
-
 
 export function invitationPage(inv: { url: string; expiresAt: Date }, o: LayoutOptions): string {
   const body = `<h1>Invitation created</h1>

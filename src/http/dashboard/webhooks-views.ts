@@ -16,20 +16,27 @@ function form(action: string, label: string, csrf: string, extra = '', cls = '')
   return `<form method="post" action="${h(action)}"><input type="hidden" name="${CSRF_FIELD}" value="${h(csrf)}">${extra}<button type="submit"${cls ? ` class="${cls}"` : ''}>${h(label)}</button></form>`;
 }
 
-export function webhooksPage(endpoints: Array<WebhookEndpoint & { last?: WebhookDelivery | undefined }>, o: LayoutOptions & { allowPrivate: boolean }): string {
+export function webhooksPage(
+  endpoints: Array<WebhookEndpoint & { last?: WebhookDelivery | undefined }>,
+  o: LayoutOptions & { allowPrivate: boolean },
+): string {
   const rows = endpoints
     .map((e) => {
       const base = `/dashboard/webhooks/${encodeURIComponent(e.id)}`;
       const last = e.last
         ? `${h(e.last.eventType)} <span class="${e.last.status === 'delivered' ? 'ok' : e.last.status === 'failed' ? 'bad' : 'muted'}">${h(e.last.status)}</span><br><small>${when(e.last.createdAt)}</small>`
         : '<span class="muted">none yet</span>';
-      const rotation = e.previousValidUntil ? `<br><small>previous secret signs until ${when(e.previousValidUntil)}</small>` : '';
+      const rotation = e.previousValidUntil
+        ? `<br><small>previous secret signs until ${when(e.previousValidUntil)}</small>`
+        : '';
       return `<tr data-endpoint-id="${h(e.id)}"><td><a href="${base}">${h(e.id)}</a>${e.description ? `<br><small>${h(e.description)}</small>` : ''}</td>
 <td>${h(e.url)}</td><td>${e.events.length ? e.events.map(h).join('<br>') : 'all'}</td><td>${last}</td>
 <td class="actions">${form(`${base}/rotate`, 'Rotate secret', o.csrf)}${form(`${base}/remove`, 'Remove', o.csrf, '', 'danger')}${rotation}</td></tr>`;
     })
     .join('\n');
-  const options = WEBHOOK_EVENTS.map((ev) => `<label><input type="checkbox" name="events" value="${h(ev)}"> ${h(ev)}</label>`).join(' ');
+  const options = WEBHOOK_EVENTS.map(
+    (ev) => `<label><input type="checkbox" name="events" value="${h(ev)}"> ${h(ev)}</label>`,
+  ).join(' ');
   const body = `<h1>Webhooks</h1>
 <p class="muted">Each event is POSTed as JSON, signed with the endpoint's secret (header <code>Feedmirror-Signature: t=…,v1=…</code>, HMAC-SHA256 over <code>t.body</code>; refuse a <code>t</code> more than 300 s away). Failed deliveries are retried for about 24 hours.</p>
 ${endpoints.length ? `<table><thead><tr><th>Endpoint</th><th>URL</th><th>Events</th><th>Last delivery</th><th></th></tr></thead><tbody>${rows}</tbody></table>` : '<p>No endpoint yet.</p>'}
@@ -54,7 +61,9 @@ export function secretPage(e: { id: string; url: string }, secret: string, note:
 export function deliveriesPage(e: WebhookEndpoint, deliveries: WebhookDelivery[], o: LayoutOptions): string {
   const rows = deliveries
     .map(
-      (d) => `<tr data-delivery-id="${h(d.id)}" data-status="${h(d.status)}"><td>${when(d.createdAt)}</td><td>${h(d.eventType)}<br><small>${h(d.eventId)}</small></td>
+      (
+        d,
+      ) => `<tr data-delivery-id="${h(d.id)}" data-status="${h(d.status)}"><td>${when(d.createdAt)}</td><td>${h(d.eventType)}<br><small>${h(d.eventId)}</small></td>
 <td class="${d.status === 'delivered' ? 'ok' : d.status === 'failed' ? 'bad' : 'muted'}">${h(d.status)}</td><td>${d.attempts}</td>
 <td>${d.lastHttpStatus !== null ? `HTTP ${d.lastHttpStatus}` : '—'}${d.lastError ? `<br><small>${h(d.lastError)}</small>` : ''}</td><td>${when(d.lastAttemptAt)}</td><td>${when(d.deliveredAt)}</td></tr>`,
     )
