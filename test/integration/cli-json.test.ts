@@ -89,7 +89,7 @@ describe('--json output stays parseable at LOG_LEVEL=debug', () => {
     const refused = await runFeedmirror(['webhooks', 'add', 'http://127.0.0.1:9/hook'], env, { stdin: '' });
     expect(refused.code).toBe(2);
     expect(refused.stderr.trim().split('\n').at(-1)).toMatch(
-      /private or local address; set WEBHOOK_ALLOW_PRIVATE=true/,
+      /private or local address.*; set WEBHOOK_ALLOW_PRIVATE=true/,
     );
     const allowed = { ...env, WEBHOOK_ALLOW_PRIVATE: 'true' };
     const addRun = await runFeedmirror(
