@@ -176,13 +176,24 @@ export async function scheduleAccount(
         { every: s.everyMs, offset: scheduleOffsetMs(accountId, s.everyMs) },
         { name: s.def.name, data, opts: s.def.options },
       );
-      if (isNew)
-        await s.queue.add(s.def.name, data, {
-          ...s.def.options,
-          jobId: `first-${s.id.replace(/:/g, '-')}-${Date.now()}`,
-        });
+      if (isNew) await runScheduledOnceNow(s, accountId);
     }),
   );
+}
+
+/**
+ * One run of an account's scheduled job now, outside its slot: a new schedule's first run (a
+ * connected account is synced at once), and a schedule the reconciler rebuilt for an account
+ * that has never been synced (connected while Redis was away).
+ */
+export async function runScheduledOnceNow(
+  s: Pick<ReturnType<typeof accountSchedulers>[number], 'id' | 'queue' | 'def'>,
+  accountId: string,
+): Promise<void> {
+  await s.queue.add(s.def.name, s.def.payload.parse({ accountId }), {
+    ...s.def.options,
+    jobId: `first-${s.id.replace(/:/g, '-')}-${Date.now()}`,
+  });
 }
 
 /** The lifecycle's view of the schedules (src/accounts/lifecycle.ts AccountSchedules). */

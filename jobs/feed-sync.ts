@@ -116,6 +116,8 @@ export const feedSyncJob = defineJob({
         job.updateProgress({ ...p }).catch(() => undefined);
       },
     });
+    // A sync that did nothing says why, in the worker's log (the queue view keeps it too).
+    if (result.outcome === 'skipped') deps.logger.info({ accountId, reason: result.reason }, 'sync skipped');
     if (result.outcome !== 'synced' || !needsPublish(result)) return result;
     const node = await deps.flows.add(syncFlow(deps.redis, result, deps.clock.now(), deps.flowSettings));
     return { ...result, publishJobId: node.job.id, copyJobs: result.copies.length };

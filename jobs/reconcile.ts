@@ -1,12 +1,20 @@
 import type { Counter } from 'prom-client';
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
-import { listScheduledAccountIds } from '../src/store/accounts.ts';
+import { getAccount, listScheduledAccountIds } from '../src/store/accounts.ts';
 import { holdAdvisoryLock, type HeldLock } from '../src/store/locks.ts';
 import type { Clock } from '../src/util/clock.ts';
 import type { Logger } from '../src/util/logger.ts';
 import { redactText } from '../src/util/redact.ts';
-import { accountSchedulers, dailyJobId, enqueueDaily, scheduleOffsetMs, type ScheduleSettings } from './catalogue.ts';
+import {
+  accountSchedulers,
+  dailyJobId,
+  enqueueDaily,
+  runScheduledOnceNow,
+  scheduleOffsetMs,
+  type ScheduleSettings,
+} from './catalogue.ts';
+import { feedSyncJob } from './feed-sync.ts';
 import type { AnyJobDefinition } from './definition.ts';
 import type { Queues } from './queues.ts';
 
@@ -83,6 +91,10 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<Repair[]> {
         { name: s.def.name, data: s.def.payload.parse({ accountId }), opts: s.def.options },
       );
       repairs.push({ kind: present.has(s.id) ? 'scheduler_updated' : 'scheduler_added', id: s.id });
+      // An account connected while Redis was away (its row and token committed, its schedules
+      // never made) has never been synced: its first sync runs now, not at its slot in the hour.
+      if (!present.has(s.id) && s.def === feedSyncJob && (await getAccount(deps.db, accountId))?.lastSyncAt === null)
+        await runScheduledOnceNow(s, accountId);
     }
   }
   for (const def of deps.dailyJobs) {

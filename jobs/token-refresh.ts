@@ -20,6 +20,8 @@ export const tokenRefreshJob = defineJob({
   },
   async process(deps: TokenRefreshDeps, data): Promise<RefreshOutcome> {
     const outcome = await refreshAccountToken(deps, data);
+    if (outcome.outcome === 'skipped')
+      deps.logger.info({ accountId: data.accountId, reason: outcome.reason }, 'token refresh check skipped');
     if (outcome.outcome === 'failed') {
       throw new Error(`refresh failed, token kept (expires ${outcome.expiresAt.toISOString()}): ${outcome.reason}`);
     }

@@ -6,7 +6,8 @@ import type { Profile, TokenGrant } from '../platform/types.ts';
 import { MissingScopeError, PersonalAccountError } from '../platform/errors.ts';
 import { PROFESSIONAL_ACCOUNT_TYPES, SCOPE } from '../platform/identifiers.ts';
 import type { TokenCipher } from '../store/crypto.ts';
-import { upsertAccount } from '../store/accounts.ts';
+import { getAccount, upsertAccount } from '../store/accounts.ts';
+import { withTransaction } from '../store/db.ts';
 import { statusOnlyLifecycle, type AccountLifecycle } from './lifecycle.ts';
 import { saveToken } from '../store/tokens.ts';
 
@@ -24,17 +25,21 @@ export interface ConnectDeps {
   logger: Logger;
   /** Makes the account active and schedules it; without it, statusOnlyLifecycle (no schedules). */
   lifecycle?: Pick<AccountLifecycle, 'apply'>;
-  /**
-   * Runs once the account is known and accepted, before anything is stored: `accounts add`
-   * creates the account's schedules here, so a failure leaves nothing stored (all or nothing).
-   */
-  beforeStore?: (account: { id: string; username: string }) => Promise<void>;
 }
+
+/** How the token came: `accounts add` (exchanged or imported) or a login in the browser. */
+export type ConnectedVia = 'exchanged' | 'imported' | 'login' | 'invitation';
 
 export interface ConnectedAccount {
   id: string;
   username: string;
   expiresAt: Date;
+  /**
+   * Whether the account's schedules were made. False when the queues failed after the account
+   * and its token were committed: the worker schedules it (at its start, and the reconciler
+   * within RECONCILE_INTERVAL_SECONDS), so the account is connected either way.
+   */
+  scheduled: boolean;
 }
 
 /** Refuse a scope list that lacks the current scope (R-TOK-12); undefined means "not reported". */
@@ -61,11 +66,11 @@ export function checkProfessional(profile: Profile): void {
 export async function connectWithShortLivedToken(
   deps: ConnectDeps,
   shortLivedToken: string,
-  opts: { permissions?: string[] } = {},
+  opts: { permissions?: string[]; via?: ConnectedVia } = {},
 ): Promise<ConnectedAccount> {
   checkScopes(opts.permissions);
   const grant = await deps.platform.exchangeToken(shortLivedToken);
-  return storeGrant(deps, grant, 'exchanged');
+  return storeGrant(deps, grant, 'exchanged', opts.via ?? 'exchanged');
 }
 
 /**
@@ -79,7 +84,7 @@ export async function importLongLivedToken(
 ): Promise<ConnectedAccount> {
   try {
     const grant = await deps.platform.refreshToken(token);
-    return storeGrant(deps, grant, 'imported');
+    return storeGrant(deps, grant, 'imported', 'imported');
   } catch (err) {
     if (!opts.expiresAt) {
       throw new Error(
@@ -96,41 +101,58 @@ export async function importLongLivedToken(
       expiresIn: Math.round((opts.expiresAt.getTime() - now.getTime()) / 1000),
       expiresAt: opts.expiresAt,
     };
-    return storeGrant(deps, grant, 'imported');
+    return storeGrant(deps, grant, 'imported', 'imported');
   }
 }
 
+/**
+ * Store, then schedule: the account's row and its token are committed in one transaction before
+ * any of its jobs can exist, so the first sync and the first refresh check always find both
+ * (a job that ran before the commit used to end "account not found" and wait for its next slot).
+ * The lifecycle then makes it active and schedules it (R-TOK-8); if the queues fail at that point
+ * the account stays connected, and the worker's start or its reconciler (jobs/reconcile.ts)
+ * creates the missing schedules from PostgreSQL.
+ */
 async function storeGrant(
   deps: ConnectDeps,
   grant: TokenGrant,
   event: 'exchanged' | 'imported',
+  via: ConnectedVia,
 ): Promise<ConnectedAccount> {
   const profile = await deps.platform.getProfile(grant.accessToken);
   checkProfessional(profile);
-  await deps.beforeStore?.({ id: profile.id, username: profile.username });
   const now = deps.clock.now();
-  await upsertAccount(
-    deps.db,
-    {
-      id: profile.id,
-      username: profile.username,
-      displayName: profile.name ?? null,
-      avatarUrl: profile.profilePictureUrl ?? null,
-      accountType: profile.accountType ?? null,
-    },
-    now,
-  );
-  await saveToken(
-    deps.db,
-    deps.cipher,
-    { accountId: profile.id, accessToken: grant.accessToken, obtainedAt: now, expiresAt: grant.expiresAt },
-    event,
-  );
-  // A reconnect revives an account that needed its owner (R-TOK-10); the lifecycle schedules it.
-  await (deps.lifecycle ?? statusOnlyLifecycle(deps)).apply(profile.id, 'connected');
-  deps.logger.info(
-    { accountId: profile.id, username: profile.username, expiresAt: grant.expiresAt.toISOString(), via: event },
-    'account connected',
-  );
-  return { id: profile.id, username: profile.username, expiresAt: grant.expiresAt };
+  const before = await withTransaction(deps.db, async (c) => {
+    const existing = await getAccount(c, profile.id);
+    await upsertAccount(
+      c,
+      {
+        id: profile.id,
+        username: profile.username,
+        displayName: profile.name ?? null,
+        avatarUrl: profile.profilePictureUrl ?? null,
+        accountType: profile.accountType ?? null,
+      },
+      now,
+    );
+    await saveToken(
+      c,
+      deps.cipher,
+      { accountId: profile.id, accessToken: grant.accessToken, obtainedAt: now, expiresAt: grant.expiresAt },
+      event,
+    );
+    return existing;
+  });
+  // A reconnect revives an account that needed its owner (R-TOK-10); the lifecycle schedules it
+  // and logs the one "account connected" line (from none for a new account).
+  const applied = await (deps.lifecycle ?? statusOnlyLifecycle(deps)).apply(profile.id, 'connected', null, null, {
+    from: before ? before.status : 'none',
+    log: { username: profile.username, expiresAt: grant.expiresAt.toISOString(), via },
+  });
+  return {
+    id: profile.id,
+    username: profile.username,
+    expiresAt: grant.expiresAt,
+    scheduled: applied.effects.includes('schedule'),
+  };
 }

@@ -106,6 +106,17 @@ export interface LifecycleDeps {
   events?: EventSink;
 }
 
+export interface ApplyOptions {
+  /**
+   * The account's state before the caller's own write, when the caller wrote first: connecting
+   * commits the row and its token before the lifecycle schedules it, so the row it would read is
+   * already there ("none" is the truth for a new account, and what the log says).
+   */
+  from?: AccountState;
+  /** More fields for the transition's one log line (a connect's username, expiry and channel). */
+  log?: Record<string, unknown>;
+}
+
 export interface Applied {
   /** Whether this call made the transition (false: the event does not apply, or another process won). */
   changed: boolean;
@@ -141,10 +152,10 @@ export class AccountLifecycle {
     event: LifecycleEvent,
     reason: string | null = null,
     reasonKind: ErrorKind | null = null,
+    opts: ApplyOptions = {},
   ): Promise<Applied> {
     const { db, clock } = this.deps;
-    const account = await getAccount(db, accountId);
-    const from: AccountState = account ? account.status : 'none';
+    const from: AccountState = opts.from ?? (await getAccount(db, accountId))?.status ?? 'none';
     const t = decide(from, event);
     if (!t) return { changed: false, from, to: from, effects: [] };
     const at = clock.now();
@@ -156,7 +167,7 @@ export class AccountLifecycle {
       const unscheduled = (await this.run('unschedule', accountId)) !== null;
       changed = await removeAccount(db, accountId, at);
       if (changed) {
-        this.count(event, accountId, from, t, detail);
+        this.count(event, accountId, from, t, detail, opts.log);
         // Once: only the process whose delete won gets here.
         await this.deps.events?.emit({ type: 'account.removed', data: { accountId } });
       }
@@ -174,7 +185,7 @@ export class AccountLifecycle {
       });
     }
     if (!changed) return { changed: false, from, to: from, effects: [] };
-    this.count(event, accountId, from, t, detail);
+    this.count(event, accountId, from, t, detail, opts.log);
     const done: Effect[] = [];
     let alert: ReauthAlert | null | undefined;
     for (const effect of t.effects) {
@@ -192,11 +203,12 @@ export class AccountLifecycle {
     from: AccountState,
     t: Transition,
     detail: string | null,
+    fields: Record<string, unknown> = {},
   ): void {
     this.deps.transitions?.inc({ transition: event });
     const level = t.to === 'reauth_required' ? 'warn' : 'info';
     this.deps.logger[level](
-      { accountId, from, to: t.to, event, ...(detail ? { reason: detail } : {}) },
+      { accountId, from, to: t.to, event, ...fields, ...(detail ? { reason: detail } : {}) },
       `account ${event.replace(/_/g, ' ')}`,
     );
   }

@@ -18,7 +18,7 @@ import {
   type RedisSettings,
 } from '../../jobs/queues.ts';
 import { accountSchedules, type ScheduleSettings } from '../../jobs/catalogue.ts';
-import { AccountLifecycle } from '../accounts/lifecycle.ts';
+import { AccountLifecycle, type AccountSchedules } from '../accounts/lifecycle.ts';
 import { alertReauthRequired } from '../alerts/sweep.ts';
 import { createStorage, type ObjectStorage } from '../storage/index.ts';
 import { mirrorLimitsFromConfig } from '../mirror/copy.ts';
@@ -228,7 +228,10 @@ export class AppContext {
       db: this.db,
       clock: this.clock,
       logger: this.logger,
-      schedules: accountSchedules(this.queues, this.schedules),
+      // Bounded: Redis answered a moment ago (readyQueues); if a schedule takes longer it went
+      // away, and BullMQ would wait for it for ever. The lifecycle logs the failure and the
+      // worker's reconciler makes the schedules from PostgreSQL.
+      schedules: boundedSchedules(accountSchedules(this.queues, this.schedules), SCHEDULE_TIMEOUT_MS),
       events: this.events,
       alertReauth: (accountId) =>
         alertReauthRequired(
@@ -286,6 +289,17 @@ export class AppContext {
     for (const c of this.closers.reverse()) await c().catch(() => undefined);
     this.closers = [];
   }
+}
+
+/** A command's schedules wait this long for Redis, which answered a moment before. */
+const SCHEDULE_TIMEOUT_MS = 5_000;
+
+/** Schedules that give up after `ms` (a rejection naming Redis) instead of waiting for ever. */
+export function boundedSchedules(s: AccountSchedules, ms: number): AccountSchedules {
+  return {
+    schedule: (id) => withTimeout(s.schedule(id), ms, 'Redis'),
+    unschedule: (id) => withTimeout(s.unschedule(id), ms, 'Redis'),
+  };
 }
 
 /** `work`, or after `ms` the `fallback` (a forced disconnect): closing never hangs. */

@@ -182,12 +182,12 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
     }
     try {
       const short = await deps.platform.exchangeCode(code, redirectUri(deps.publicUrl));
-      const account = await connectWithShortLivedToken(deps, short.accessToken, { permissions: short.permissions });
+      // Stored and committed, then scheduled (src/accounts/connect.ts); one "account connected" line.
+      const account = await connectWithShortLivedToken(deps, short.accessToken, {
+        permissions: short.permissions,
+        via: invitation ? 'invitation' : 'login',
+      });
       await deps.onConnected?.(account);
-      deps.logger.info(
-        { accountId: account.id, invitation: Boolean(invitation) },
-        'account connected through the login',
-      );
       send(res, 200, 'Account connected', [
         `@${account.username} is connected. Its access is valid until ${account.expiresAt.toISOString().slice(0, 10)} and will be renewed automatically.`,
         'You can close this page.',

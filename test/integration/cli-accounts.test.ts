@@ -150,7 +150,7 @@ describe('feedmirror accounts and operator errors (R-TOK-11, R-TOK-13)', () => {
     expect(io.out()).toBe('');
   });
 
-  it('accounts add is all or nothing: when Redis goes away after the check, nothing is stored and it says how to finish; re-running then connects', async () => {
+  it('accounts add commits the account and its token before any job exists; when Redis goes away after the commit it says so in one line and the reconciler schedules it (first sync at once)', async () => {
     const target = new URL(redis.url);
     const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
     try {
@@ -159,22 +159,52 @@ describe('feedmirror accounts and operator errors (R-TOK-11, R-TOK-13)', () => {
       const acc = sim.createAccount({ username: 'half.way', posts: 0 });
       const proxied = { ...env, REDIS_URL: `redis://127.0.0.1:${proxy.port}` };
       const io = memoryIO({ env: proxied, stdin: sim.issueShortLivedToken(acc.id) });
-      expect(await main(['accounts', 'add'], io)).toBe(1);
-      expect(io.err()).toMatch(
-        /could not create the jobs of @half\.way \(cannot reach Redis at 127\.0\.0\.1:\d+ \(timed out\).*nothing was stored\. Run `feedmirror accounts add` again/,
+      expect(await main(['accounts', 'add', '--json'], io)).toBe(0);
+      expect(JSON.parse(io.out())).toMatchObject({ id: acc.id, username: 'half.way', scheduled: false });
+      const said = io
+        .err()
+        .split('\n')
+        .filter((l) => l.startsWith('@half.way'));
+      expect(said).toHaveLength(1);
+      expect(said[0]).toMatch(
+        /^@half\.way is connected, but its jobs could not be created now \(Redis did not answer\); a running `feedmirror worker` creates them within RECONCILE_INTERVAL_SECONDS/,
       );
-      expect(io.out()).toBe('');
+      // Connected: listed, with its token.
       const list = memoryIO({ env });
       await main(['accounts', 'list', '--json'], list);
-      expect((JSON.parse(list.out()) as Array<{ id: string }>).map((a) => a.id)).not.toContain(acc.id);
-      // Redis back: re-running finishes the job.
-      proxy.acceptOnly(Infinity);
-      const again = memoryIO({ env: proxied, stdin: sim.issueShortLivedToken(acc.id) });
-      expect(await main(['accounts', 'add', '--json'], again)).toBe(0);
-      expect(JSON.parse(again.out())).toMatchObject({ id: acc.id, username: 'half.way' });
-      const q = createQueue(QUEUE.tokenRefresh, { url: redis.url, prefix: redis.prefix });
-      expect((await q.getJobSchedulers()).map((s) => s.key)).toContain(`token-refresh:${acc.id}`);
-      await q.close();
+      const listed = (JSON.parse(list.out()) as Array<{ id: string; status: string; expiresAt: string | null }>).find(
+        (a) => a.id === acc.id,
+      );
+      expect(listed).toMatchObject({ status: 'active' });
+      expect(listed?.expiresAt).not.toBeNull();
+      // The worker's reconciler heals it from PostgreSQL, and its first sync runs now, not at its slot.
+      const { reconcileOnce } = await import('../../jobs/reconcile.ts');
+      const { createQueues } = await import('../../jobs/queues.ts');
+      const { createLogger } = await import('../../src/util/logger.ts');
+      const { createPool } = await import('../../src/store/db.ts');
+      const queues = createQueues({ url: redis.url, prefix: redis.prefix });
+      const db = createPool(env.DATABASE_URL!);
+      try {
+        const repairs = await reconcileOnce({
+          db,
+          queues,
+          schedules: { refreshCheckEveryMs: 6 * 3600_000, syncEveryMs: 3600_000 },
+          dailyJobs: [],
+          clock: sim.clock,
+          logger: createLogger({ level: 'silent' }),
+        });
+        expect(repairs).toEqual(
+          expect.arrayContaining([
+            { kind: 'scheduler_added', id: `token-refresh:${acc.id}` },
+            { kind: 'scheduler_added', id: `feed-sync:${acc.id}` },
+          ]),
+        );
+        const waiting = await queues.feedSync.getJobs(['waiting', 'prioritized']);
+        expect(waiting.some((j) => j.id?.startsWith(`first-feed-sync-${acc.id}-`))).toBe(true);
+      } finally {
+        await Promise.all(Object.values(queues).map((q) => q.close()));
+        await db.end();
+      }
     } finally {
       await proxy.close();
     }

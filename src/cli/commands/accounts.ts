@@ -5,8 +5,6 @@ import { accountIdArgument, printJson, withContext, withExamples, type Cli } fro
 
 /** A token is a few hundred bytes; anything near this is not a token (and is never buffered whole). */
 export const STDIN_MAX_BYTES = 8 * 1024;
-/** Redis answered the check a moment ago; if creating the schedules takes longer, it went away. */
-const SCHEDULE_TIMEOUT_MS = 5_000;
 
 /**
  * `feedmirror accounts add|list|remove`. The token is read from standard input, never from an
@@ -107,67 +105,45 @@ async function addAccount(opts: AddOptions, io: CliIO): Promise<number> {
   }
   return withContext(io, async (ctx) => {
     const { connectWithShortLivedToken, importLongLivedToken } = await import('../../accounts/connect.ts');
-    const { scheduleAccount } = await import('../../../jobs/catalogue.ts');
-    const { redisUnavailable } = await import('../../../jobs/queues.ts');
     // Everything it needs answers before the token is used: a service that is down fails here, with
     // nothing done (R-TOK-1: the short-lived token is still good for its hour).
-    const queues = await ctx.readyQueues();
+    await ctx.readyQueues();
     const db = await ctx.migratedDb();
-    let scheduled = false;
     const deps = {
       db,
       cipher: ctx.cipher,
       platform: ctx.platform,
       clock: ctx.clock,
       logger: ctx.logger,
-      // The lifecycle makes the account active and schedules it (R-TOK-8); an upsert, so the
-      // schedules made just before (beforeStore) are the same ones.
+      // The account and its token are committed first, then the lifecycle makes it active and
+      // schedules it (R-TOK-8): its first sync and refresh check always find it.
       lifecycle: ctx.lifecycle,
-      // The schedules first, the token after: an account is stored only once its jobs exist, and
-      // schedules of an account that was never stored find nothing to do (upserts: re-running is safe).
-      beforeStore: async (a: { id: string; username: string }) => {
-        try {
-          const { withTimeout } = await import('../context.ts');
-          await withTimeout(scheduleAccount(queues, a.id, ctx.schedules), SCHEDULE_TIMEOUT_MS, 'Redis');
-        } catch (err) {
-          throw new AccountNotAddedError(
-            `could not create the jobs of @${a.username} (${redisUnavailable(ctx.redis, err).message}); nothing was stored. Run \`feedmirror accounts add\` again once Redis answers (with a new short-lived token if the platform refuses this one)`,
-            { cause: err },
-          );
-        }
-        scheduled = true;
-      },
     };
-    let account;
-    try {
-      account = opts.longLived
-        ? await importLongLivedToken(deps, token, { expiresAt })
-        : await connectWithShortLivedToken(deps, token);
-    } catch (err) {
-      if (scheduled && !(err instanceof AccountNotAddedError)) {
-        throw new AccountNotAddedError(
-          `the account's jobs exist but its token was not stored (${(err as Error).message}); run \`feedmirror accounts add\` again (re-running is safe)`,
-          { cause: err },
-        );
-      }
-      throw err;
-    }
+    const account = opts.longLived
+      ? await importLongLivedToken(deps, token, { expiresAt })
+      : await connectWithShortLivedToken(deps, token);
     if (opts.json)
       io.stdout.write(
-        JSON.stringify({ id: account.id, username: account.username, expiresAt: account.expiresAt.toISOString() }) +
-          '\n',
+        JSON.stringify({
+          id: account.id,
+          username: account.username,
+          expiresAt: account.expiresAt.toISOString(),
+          scheduled: account.scheduled,
+        }) + '\n',
       );
     else
       io.stdout.write(
         `connected @${account.username} (id ${account.id}); token valid until ${account.expiresAt.toISOString()}\n`,
       );
+    if (!account.scheduled)
+      // Redis went away between the commit and the schedules: the account is connected, and a
+      // worker creates its jobs from PostgreSQL (at its start, or its reconciler), so nothing is
+      // left half-done for the operator to repair.
+      io.stderr.write(
+        `@${account.username} is connected, but its jobs could not be created now (Redis did not answer); a running \`feedmirror worker\` creates them within RECONCILE_INTERVAL_SECONDS (${ctx.config.RECONCILE_INTERVAL_SECONDS} s), or when one starts; \`feedmirror sync ${account.id}\` queues its first sync once Redis answers\n`,
+      );
     return EXIT.ok;
   });
-}
-
-/** accounts add stopped half-way: nothing usable was left behind, and the message says how to finish. */
-class AccountNotAddedError extends Error {
-  override readonly name = 'AccountNotAddedError';
 }
 
 async function listAccountsCommand(opts: { json?: boolean }, io: CliIO): Promise<number> {
