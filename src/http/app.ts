@@ -8,6 +8,7 @@ import { dashboardRouter, type DashboardDeps } from './dashboard/index.ts';
 import { localFilesRouter } from './dashboard/local-files.ts';
 import { securityHeaders } from './security-headers.ts';
 import { errorHandler } from './errors.ts';
+import { utf8BodiesOnly } from './charset.ts';
 import type { TrustProxy } from '../util/trust-proxy.ts';
 
 /**
@@ -39,6 +40,8 @@ export function createApp(deps: AppDeps): Express {
   if (trust === false) app.use(warnOnForwardedFor(deps.logger));
   // Headers first, so every response carries them: errors, 404s, feeds, media, bull-board.
   app.use(securityHeaders({ publicUrl: deps.publicUrl }));
+  // R-NET-2: a body in any charset but UTF-8 is refused before anything reads it.
+  app.use(utf8BodiesOnly());
   // Probes carry no credentials; /metrics checks its own bearer token (health.ts).
   app.use(healthRoutes({ logger: deps.logger, ...deps.health }));
   if (deps.storage) app.use(feedsRouter({ storage: deps.storage }));

@@ -1,4 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
+import { isDatabaseUnreachable } from '../store/db.ts';
 import type { Logger } from '../util/logger.ts';
 
 /**
@@ -6,7 +7,8 @@ import type { Logger } from '../util/logger.ts';
  * logged at info level (it is not the server's problem and must not page anyone): malformed
  * percent-encoding in a path (Express marks it 400), bodies over their size or parameter limit
  * (413), a charset or encoding we do not read (415), a body that does not parse or was cut short
- * (400). Redis out of reach is a 503 in words (sessions and the throttle live there). Anything
+ * (400). Redis out of reach is a 503 in words (sessions and the throttle live there), and so is
+ * PostgreSQL out of reach (the dashboard's accounts and events live there). Anything
  * else is a 500 whose details (redacted) go to the log, never to the response.
  */
 const CLIENT_ERRORS: Record<string, { status: number; text: string }> = {
@@ -58,6 +60,19 @@ export function errorHandler(logger: Logger) {
           .type('text/plain')
           .send(
             'The dashboard cannot reach its session store (Redis) right now; try again in a minute. The operator can find the details in the server log.\n',
+          );
+      return;
+    }
+    if (isDatabaseUnreachable(err)) {
+      // A dependency outage, not a bug: a plain 503 that says what is missing and to retry.
+      logger.error({ err, path: req.path }, 'request failed: PostgreSQL is unreachable');
+      if (!res.headersSent)
+        res
+          .status(503)
+          .set({ 'Retry-After': '30', 'Cache-Control': 'no-store' })
+          .type('text/plain')
+          .send(
+            'The dashboard cannot reach its database (PostgreSQL) right now; try again in a minute. The operator can find the details in the server log.\n',
           );
       return;
     }

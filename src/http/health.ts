@@ -138,7 +138,8 @@ export function healthRoutes(deps: HealthDeps): Router {
     router.get('/metrics', async (req: Request, res: Response, next) => {
       try {
         if (expected) {
-          const m = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
+          // The scheme is case-insensitive (RFC 9110 section 11.1): `bearer` and `BEARER` work too.
+          const m = /^Bearer +(.+?) *$/i.exec(req.headers.authorization ?? '');
           const given = createHash('sha256')
             .update(m?.[1] ?? '')
             .digest();

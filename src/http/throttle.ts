@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import ipaddr from 'ipaddr.js';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 
 /**
@@ -16,6 +17,11 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAb
  *    name "under attack": then only addresses that have not failed may try it.
  * Only failures count, and only against the address that failed: a correct password from an
  * address that has not failed is never refused, however hard someone else is hammering.
+ *
+ * "An address" is what one client controls (R-NET-3): an IPv4 address, or an IPv6 /64. A single
+ * host or home line gets a whole /64 (RFC 6177), so keyed on the full IPv6 address one attacker
+ * had 2^64 fresh addresses, each with its own 10 tries. rate-limiter-flexible counts whatever
+ * key it is given; clientKey below makes the key.
  */
 export interface ThrottleVerdict {
   allowed: boolean;
@@ -64,6 +70,20 @@ function limiter(
   return store.redis ? new RateLimiterRedis({ ...opts, storeClient: store.redis }) : new RateLimiterMemory(opts);
 }
 
+/**
+ * R-NET-3: the throttle key of a client address: an IPv4 address as it is (an IPv4-mapped IPv6
+ * address, as a dual-stack socket reports IPv4 peers, is that IPv4 address), an IPv6 address as
+ * its /64. Anything else (no address at all) is used as given.
+ */
+export function clientKey(address: string): string {
+  const bare = address.replace(/^\[|\]$/g, '');
+  if (!ipaddr.isValid(bare)) return address;
+  const ip = ipaddr.process(bare); // IPv4-mapped -> IPv4
+  if (ip.kind() === 'ipv4') return ip.toString();
+  const parts = (ip as ipaddr.IPv6).parts.slice(0, 4);
+  return `${new ipaddr.IPv6([...parts, 0, 0, 0, 0]).toString()}/64`;
+}
+
 /** A user name as a short key: the attacker chooses it, so it never becomes a key as it is. */
 const userKey = (user: string) =>
   createHash('sha256').update(user.normalize('NFKC').toLowerCase(), 'utf8').digest('base64url').slice(0, 22);
@@ -97,7 +117,8 @@ export class LoginThrottle {
   }
 
   /** May this client try to log in as this user now? Asked before the password is checked. */
-  async check(client: string, user: string): Promise<ThrottleVerdict> {
+  async check(address: string, user: string): Promise<ThrottleVerdict> {
+    const client = clientKey(address);
     const [c, d, u] = await Promise.all([
       this.byClient.get(client),
       this.byClientDaily.get(client),
@@ -115,7 +136,8 @@ export class LoginThrottle {
     return ALLOWED;
   }
 
-  async fail(client: string, user: string): Promise<void> {
+  async fail(address: string, user: string): Promise<void> {
+    const client = clientKey(address);
     await Promise.all([
       count(this.byClient, client),
       count(this.byClientDaily, client),
@@ -124,8 +146,8 @@ export class LoginThrottle {
   }
 
   /** A correct login clears the address's short-window count (the daily one stays). */
-  async succeed(client: string): Promise<void> {
-    await this.byClient.delete(client);
+  async succeed(address: string): Promise<void> {
+    await this.byClient.delete(clientKey(address));
   }
 }
 
@@ -139,9 +161,9 @@ export class ConnectThrottle {
     this.byClient = limiter(store, 'connect-client', perMinute, MINUTE_S);
   }
 
-  async take(client: string): Promise<ThrottleVerdict> {
+  async take(address: string): Promise<ThrottleVerdict> {
     try {
-      await this.byClient.consume(client);
+      await this.byClient.consume(clientKey(address));
       return ALLOWED;
     } catch (e) {
       if (!(e instanceof RateLimiterRes)) throw e;

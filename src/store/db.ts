@@ -124,6 +124,22 @@ function hostPortOf(target: string): string {
   return m?.[1] ?? target;
 }
 
+/** Server states that mean "not accepting work now" (admin/crash shutdown, starting, too many clients). */
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+
+/**
+ * Whether an error means PostgreSQL cannot be used right now (down, unreachable, shutting down,
+ * full), whether or not translateDbError saw it: a 503 to the dashboard, not a 500.
+ */
+export function isDatabaseUnreachable(err: unknown): boolean {
+  if (err instanceof DatabaseUnavailableError) return true;
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string')
+    return NETWORK_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code);
+  return /^(Connection terminated|timeout exceeded when trying to connect)/i.test(err.message);
+}
+
 /** Check out a client, translating connection failures. */
 export async function connect(pool: pg.Pool): Promise<pg.PoolClient> {
   try {
