@@ -90,7 +90,7 @@ async function main(): Promise<void> {
     MEDIA_ALLOWED_HOSTS: env.BENCH_IMAGE_HOST,
     // The worker's default, or HEAP_GROWTH_PERCENT from the bench's environment to compare.
     ...(process.env.HEAP_GROWTH_PERCENT !== undefined ? { HEAP_GROWTH_PERCENT: process.env.HEAP_GROWTH_PERCENT } : {}),
-    // The ladder and formats from the bench's environment, to compare them (issue 12).
+    // The ladder and formats from the bench's environment, to compare them.
     ...(process.env.MEDIA_VARIANT_WIDTHS ? { MEDIA_VARIANT_WIDTHS: process.env.MEDIA_VARIANT_WIDTHS } : {}),
     ...(process.env.MEDIA_VARIANT_FORMATS ? { MEDIA_VARIANT_FORMATS: process.env.MEDIA_VARIANT_FORMATS } : {}),
   });

@@ -1,5 +1,5 @@
 /**
- * The scale benchmarks (issue 13), run by bench/run.ts:
+ * The scale benchmarks, run by bench/run.ts:
  *
  *   --scale N      soak: N accounts of small feeds on one worker process; a catch-up (every
  *                  account due at once, which is what a worker's start is), then a real-time

@@ -1,4 +1,4 @@
--- Placeholders of each mirrored image (issue 12): what a page paints until the image has loaded.
+-- Placeholders of each mirrored image: what a page paints until the image has loaded.
 -- {"color": "#rrggbb", "thumbhash": "<base64>"}; NULL for copies made before this migration, until
 -- `feedmirror media rebuild` re-encodes them. variants entries gain "contentType" (image/webp or
 -- image/avif); entries written before it are WebP.

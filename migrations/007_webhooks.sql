@@ -1,4 +1,4 @@
--- Outgoing webhooks (issue 12): endpoints the operator registers, and one row per delivery of
+-- Outgoing webhooks: endpoints the operator registers, and one row per delivery of
 -- one event to one endpoint (the delivery log). Redis only carries the delivery jobs; a lost
 -- queue is rebuilt from the pending rows here.
 CREATE TABLE webhook_endpoints (

@@ -304,7 +304,7 @@ export async function publishAccountFeed(
     });
     outcome = 'written';
     deps.logger.info({ accountId, posts: built.feed.posts.length, waiting: built.waiting.length }, 'feed published');
-    // Sites that build statically or cache at a CDN revalidate on this (issue 12). Sent whenever
+    // Sites that build statically or cache at a CDN revalidate on this. Sent whenever
     // the feed was rewritten, even with empty lists (re-signed video links only).
     await deps.events?.emit({
       type: 'feed.updated',

@@ -21,8 +21,36 @@ const NAME_RE = /^(\d{3})_[a-z0-9_]+\.sql$/;
 export interface MigrationFile {
   name: string;
   sql: string;
+  /** What is recorded: the statements' checksum (statementsChecksum). */
   checksum: string;
+  /** The whole text's, as checksums were recorded before comments were left out. */
+  wholeTextChecksum: string;
 }
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/**
+ * A migration's checksum covers what runs: its text without full-line `--` comments. Rewording the
+ * comment of an applied migration is safe; changing a statement is refused.
+ */
+export function statementsChecksum(sql: string): string {
+  return sha256(
+    sql
+      .split('\n')
+      .filter((line) => !/^\s*--/.test(line))
+      .join('\n'),
+  );
+}
+
+/**
+ * Checksums recorded before comments were left out of them were of the whole file. These files'
+ * comments have been reworded since; their whole text as it shipped is accepted, and the record
+ * is brought to the new checksum. (Files whose text is unchanged match their own whole text.)
+ */
+const SHIPPED_WHOLE_TEXT: Readonly<Record<string, string>> = {
+  '005_image_placeholders.sql': '4c189f177554cf4f5c344f2a06a2aa010adc8b98f95ea27e295f00d55ff85aed',
+  '007_webhooks.sql': '1d27f71a373ab46916b6a385625913a848338a162b8b0b3474f305fedc4f4f83',
+};
 
 /** The ordered migration files of a folder. A .sql file with a bad name is refused, not skipped. */
 export async function readMigrations(dir: string = DEFAULT_MIGRATIONS_DIR): Promise<MigrationFile[]> {
@@ -38,7 +66,7 @@ export async function readMigrations(dir: string = DEFAULT_MIGRATIONS_DIR): Prom
     const raw = await readFile(join(dir, name), 'utf8');
     // Line endings normalised so a checkout with CRLF (git autocrlf) keeps the same checksum.
     const sql = raw.replace(/\r\n/g, '\n');
-    out.push({ name, sql, checksum: createHash('sha256').update(sql).digest('hex') });
+    out.push({ name, sql, checksum: statementsChecksum(sql), wholeTextChecksum: sha256(sql) });
   }
   return out;
 }
@@ -73,9 +101,15 @@ export async function migrate(
       const unknown = rows.filter((r) => !known.has(r.name)).map((r) => r.name);
       if (unknown.length > 0) throw new DatabaseNewerError(unknown);
       const appliedBefore = new Map(rows.map((r) => [r.name, r.checksum]));
+      const recordedAsWholeText: MigrationFile[] = [];
       for (const f of files) {
         const recorded = appliedBefore.get(f.name);
-        if (recorded !== undefined && recorded !== f.checksum) throw new MigrationChecksumError(f.name);
+        if (recorded === undefined || recorded === f.checksum) continue;
+        if (recorded === f.wholeTextChecksum || recorded === SHIPPED_WHOLE_TEXT[f.name]) recordedAsWholeText.push(f);
+        else throw new MigrationChecksumError(f.name);
+      }
+      for (const f of recordedAsWholeText) {
+        await client.query('UPDATE schema_migrations SET checksum = $2 WHERE name = $1', [f.name, f.checksum]);
       }
 
       const applied: string[] = [];

@@ -311,7 +311,7 @@ export interface FeedPublication {
   postCount: number;
   demo: boolean;
   earliestOe: Date | null;
-  /** Content hash of each published post by id (issue 12: feed.updated); null before migration 007. */
+  /** Content hash of each published post by id (for feed.updated's lists of changes); null before migration 007. */
   postHashes?: Record<string, string> | null;
 }
 

@@ -15,7 +15,7 @@ import { publishWidget, WIDGET_KEY } from '../../src/widget/index.ts';
 import { cssRgb, measureDensity } from '../support/density.ts';
 
 /**
- * Issue 12, in headless Chromium: on a plain page embedding the widget (grid and list), the
+ * In headless Chromium: on a plain page embedding the widget (grid and list), the
  * median image carries at most 1.6x the device pixels it fills, at 360 px with DPR 2 and at
  * 1280 px with DPR 1, and every image shows its placeholder colour before it loads. The feed's
  * images are made by the pipeline's own processImage (the default ladder) from 1080 px JPEGs in
@@ -150,7 +150,7 @@ afterAll(async () => {
   if (storageDir) await rm(storageDir, { recursive: true, force: true });
 });
 
-describe('issue 12: the widget picks the right size and paints placeholders (headless Chromium)', () => {
+describe('the widget picks the right size and paints placeholders (headless Chromium)', () => {
   const cases = [
     ['grid', 360, 2],
     ['grid', 1280, 1],

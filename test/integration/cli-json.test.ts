@@ -84,7 +84,7 @@ describe('--json output stays parseable at LOG_LEVEL=debug', () => {
     expect(logs).toMatch(/"level":30,/);
   }, 180_000);
 
-  it('issue 12: webhooks add/list/rotate/deliveries/remove and media rebuild, as JSON; bad input exits 2 with one line', async () => {
+  it('webhooks add/list/rotate/deliveries/remove and media rebuild, as JSON; bad input exits 2 with one line', async () => {
     // Private addresses are refused by default (exit 2, one clear line).
     const refused = await runFeedmirror(['webhooks', 'add', 'http://127.0.0.1:9/hook'], env, { stdin: '' });
     expect(refused.code).toBe(2);

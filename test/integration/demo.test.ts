@@ -13,7 +13,7 @@ import { chromium } from 'playwright-core';
 import { cssRgb, measureDensity } from '../support/density.ts';
 
 /**
- * `npm run demo` as a newcomer runs it (issue 5): on embedded defaults it connects a demo account,
+ * `npm run demo` as a newcomer runs it: on embedded defaults it connects a demo account,
  * syncs, mirrors and publishes, and every address it prints opens.
  */
 describe('the demo (npm run demo)', () => {
@@ -93,7 +93,7 @@ describe('the demo (npm run demo)', () => {
     const preview = await fetch(field('feed preview')!, { redirect: 'manual' });
     expect([200, 302, 303]).toContain(preview.status); // behind the dashboard login
 
-    // Issue 12: the widget preview in headless Chromium picks fitting sizes and paints placeholders.
+    // the widget preview in headless Chromium picks fitting sizes and paints placeholders.
     const browser = await chromium.launch({
       executablePath: '/usr/bin/chromium',
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],

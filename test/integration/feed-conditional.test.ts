@@ -15,7 +15,7 @@ import type { ObjectStorage } from '../../src/storage/types.ts';
 import { S3RVER_CREDENTIALS, startS3, type TestS3 } from '../support/s3.ts';
 
 /**
- * Issue 12, item 4: conditional reads of GET /feeds/<id>.json, over a local folder and over S3
+ * Conditional reads of GET /feeds/<id>.json, over a local folder and over S3
  * (s3rver): ETag and Last-Modified are the stored object's own, 304 answers a matching
  * If-None-Match or If-Modified-Since, and a changed feed gets new validators.
  */

@@ -38,7 +38,7 @@ import { enqueue, JOBS } from '../../jobs/catalogue.ts';
 
 const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
 let db: pg.Pool;
-/** What publish reported to webhooks (issue 12). */
+/** What publish reported to webhooks. */
 const events: WebhookEvent[] = [];
 const feedUpdates = () =>
   events.filter((e): e is Extract<WebhookEvent, { type: 'feed.updated' }> => e.type === 'feed.updated');
@@ -106,7 +106,7 @@ async function checkImages(feed: Feed): Promise<number> {
       const res = await fetch(post.thumbnailUrl);
       const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
       expect(post.aspectRatio).toBeCloseTo(meta.width! / meta.height!, 6); // R-CNV-11: measured
-      // Issue 12: the cover lists its sizes (the variants, then the original) and a placeholder.
+      // the cover lists its sizes (the variants, then the original) and a placeholder.
       expect(post.thumbnailSizes!.slice(0, -1).every((s) => s.mime === 'image/webp' || s.mime === 'image/avif')).toBe(
         true,
       );
@@ -249,7 +249,7 @@ describe('feed pipeline, end to end (simulator, Postgres, Redis, S3 API)', () =>
     expect(feed.posts.some((p) => p.type === 'carousel' && p.media.length >= 2)).toBe(true);
     expect(await checkImages(feed)).toBeGreaterThan(9);
     expect((await getAccount(db, accountId))!.lastSyncError).toBeNull();
-    // Issue 12: the first real feed replaces the demo: every post is "added".
+    // the first real feed replaces the demo: every post is "added".
     expect(feedUpdates().at(-1)!.data).toMatchObject({
       accountId,
       feedKey: `feeds/${accountId}.json`,
@@ -340,7 +340,7 @@ describe('feed pipeline, end to end (simulator, Postgres, Redis, S3 API)', () =>
     const { feed } = await readFeed();
     expect(feed.posts.map((p) => p.id)).not.toContain(victim);
     expect(await keysUnder(mediaPrefix(accountId, victim))).toEqual([]);
-    // Issue 12: feed.updated names the removed post.
+    // feed.updated names the removed post.
     expect(feedUpdates().at(-1)!.data.removed).toEqual([victim]);
     expect(feedUpdates().at(-1)!.data.added).toEqual([]);
   });
@@ -386,7 +386,7 @@ describe('feed pipeline, end to end (simulator, Postgres, Redis, S3 API)', () =>
     }
   });
 
-  it('issue 12: `media rebuild` through the queue re-encodes every copy with a new ladder and formats, adds placeholders, republishes; a second run redoes nothing', async () => {
+  it('`media rebuild` through the queue re-encodes every copy with a new ladder and formats, adds placeholders, republishes; a second run redoes nothing', async () => {
     const before = await listMediaCopies(db, accountId);
     expect(before.length).toBeGreaterThan(5);
     // Copies made before placeholders existed (or with another ladder) are what a rebuild is for.

@@ -33,7 +33,7 @@ import { until } from '../support/wait.ts';
 import { workerEnv } from '../support/worker-env.ts';
 
 /**
- * The worker side of /metrics (issue 5, item 3): the real feed pipeline (simulator, Postgres,
+ * The worker side of /metrics: the real feed pipeline (simulator, Postgres,
  * Redis, BullMQ, local-folder storage) counts into a Metrics instance, read back through the
  * strict exposition parser; and a real `feedmirror worker` with METRICS_PORT serves them.
  */

@@ -121,7 +121,7 @@ describe('mirrorImage', () => {
       [640, 480, `media/acc1/1790001/cover-${sha16}-w640.webp`, 'image/webp'],
       [1000, 750, `media/acc1/1790001/cover-${sha16}-w1000.webp`, 'image/webp'],
     ]);
-    // Issue 12: the placeholder is kept in the manifest with the copy.
+    // the placeholder is kept in the manifest with the copy.
     expect(out.placeholder?.color).toMatch(/^#[0-9a-f]{6}$/);
     expect(out.placeholder?.thumbhash.length).toBeGreaterThan(10);
     const stored = await storage.get(out.key);

@@ -66,7 +66,7 @@ describe.each(['s3', 'local'] as const)('ObjectStorage contract: %s', (kind) => 
     expect(got!.cacheControl).toBe(opts.cacheControl);
     const head = await storage().head('media/acc/m1/cover.jpg');
     expect(head).toMatchObject({ size: binary.length, contentType: 'image/jpeg' });
-    // Issue 12: the HTTP validators, the same on both backends for the same bytes (S3's single-PUT ETag is the MD5).
+    // the HTTP validators, the same on both backends for the same bytes (S3's single-PUT ETag is the MD5).
     const md5 = `"${createHash('md5').update(binary).digest('hex')}"`;
     expect(got!.etag).toBe(md5);
     expect(head!.etag).toBe(md5);

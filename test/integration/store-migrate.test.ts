@@ -1,4 +1,4 @@
-import { cp, mkdtemp, readdir, rm, writeFile, appendFile } from 'node:fs/promises';
+import { appendFile, cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
@@ -10,7 +10,7 @@ import {
   MigrationChecksumError,
   MigrationError,
 } from '../../src/store/errors.ts';
-import { DEFAULT_MIGRATIONS_DIR, migrate } from '../../src/store/migrate.ts';
+import { DEFAULT_MIGRATIONS_DIR, migrate, readMigrations } from '../../src/store/migrate.ts';
 import { freshDatabase } from '../support/services.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -100,6 +100,35 @@ describe('migrate', () => {
       `SELECT 1 FROM information_schema.columns WHERE table_name = 'accounts' AND column_name = 'sneaky'`,
     );
     expect(col.rowCount).toBe(0);
+  });
+
+  it('a database whose checksums were recorded over the whole text (comments included) upgrades; a comment reworded is accepted, a statement changed is not', async () => {
+    const dir = await tmpMigrations();
+    const { pool } = await db('migwhole');
+    await migrate(pool, { dir });
+    // As an older release recorded them: the sha256 of each file's whole text, and for the two
+    // files whose comments were reworded since, the text as it shipped.
+    const files = await readMigrations(dir);
+    for (const f of files) {
+      await pool.query('UPDATE schema_migrations SET checksum = $2 WHERE name = $1', [f.name, f.wholeTextChecksum]);
+    }
+    await pool.query(`UPDATE schema_migrations SET checksum = $2 WHERE name = $1`, [
+      '007_webhooks.sql',
+      '1d27f71a373ab46916b6a385625913a848338a162b8b0b3474f305fedc4f4f83',
+    ]);
+    expect(await migrate(pool, { dir })).toMatchObject({ applied: [] });
+    const { rows } = await pool.query<{ name: string; checksum: string }>(
+      'SELECT name, checksum FROM schema_migrations',
+    );
+    expect(new Map(rows.map((r) => [r.name, r.checksum]))).toEqual(new Map(files.map((f) => [f.name, f.checksum])));
+
+    // A comment reworded after it was applied changes nothing that runs.
+    const first = join(dir, '001_accounts_tokens.sql');
+    await writeFile(first, `-- reworded: what this migration is for\n${await readFile(first, 'utf8')}`);
+    expect(await migrate(pool, { dir })).toMatchObject({ applied: [] });
+    // A statement is still guarded.
+    await appendFile(first, '\nALTER TABLE accounts ADD COLUMN sneaky text;\n');
+    expect(await migrate(pool, { dir }).catch((e: unknown) => e)).toBeInstanceOf(MigrationChecksumError);
   });
 
   it('a failing migration is rolled back whole and names itself; earlier ones stay', async () => {

@@ -22,7 +22,7 @@ import { refreshAccountToken, type TokenRefreshDeps } from '../../src/accounts/t
 import type pg from 'pg';
 
 /**
- * The whole life of a token (issue 3): login through /connect and /callback on the simulator,
+ * The whole life of a token: login through /connect and /callback on the simulator,
  * refresh refused before 24 hours, refreshed at 30 days, then a refresh failing for weeks leads to
  * exactly one email at 14, 7, 3 and 1 days left and none in between. Time moves through the
  * simulator's clock, which is also the app's clock; nothing sleeps.

@@ -15,7 +15,7 @@ import {
 import { until } from '../support/wait.ts';
 
 /**
- * Issue 12, item 5 from the operator's side: an endpoint added in the dashboard gets its secret
+ * Item 5 from the operator's side: an endpoint added in the dashboard gets its secret
  * shown once, `feedmirror worker` (the real worker, in process) delivers a signed event to a real
  * receiver, and the endpoint's delivery log page shows the delivery. Served as in production: 0.0.0.0, reached through the non-loopback address.
  */

@@ -21,7 +21,7 @@ import { until } from '../support/wait.ts';
 import { dropQueues } from '../support/queues.ts';
 
 /**
- * Issue 12, item 5: outgoing webhooks end to end. A real HTTP receiver checks each request's
+ * Outgoing webhooks end to end. A real HTTP receiver checks each request's
  * signature the way the README tells a site to; the real worker (jobs/worker.ts) delivers from its
  * own BullMQ queue; the receiver fails on purpose to show the retries; the delivery log in
  * Postgres records every attempt. Retry delays are shortened to milliseconds here (the schedule

@@ -25,7 +25,7 @@ import { createQueue, QUEUE } from '../../jobs/queues.ts';
 
 /**
  * A worker killed (SIGKILL) between the platform's answer to a refresh and the database write,
- * and Redis restarted under a running worker (issue 3).
+ * and Redis restarted under a running worker.
  */
 const logger = createLogger({ name: 'worker-resilience' });
 const T0 = Date.UTC(2026, 4, 1, 10);

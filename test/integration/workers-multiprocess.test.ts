@@ -26,7 +26,7 @@ import { JOBS, enqueueDaily } from '../../jobs/catalogue.ts';
 
 /**
  * Three `feedmirror worker` processes against one Redis and one Postgres for 90 simulated days
- * with 50 accounts (issue 3). Each day every account's refresh check is queued twice (as a
+ * with 50 accounts. Each day every account's refresh check is queued twice (as a
  * scheduler tick and a manual `feedmirror refresh` racing it) and every worker's cron queues the
  * day's sweep. Five accounts' refreshes always fail. Time moves through a file clock the workers
  * read and the simulator's clock; nothing sleeps.

@@ -221,7 +221,7 @@ describe('XSS through user names, captions and permalinks, in Chromium', () => {
 describe('bull-board under the CSP', () => {
   it('renders its queues and jobs with the CSP on; no script was blocked', async () => {
     consoleErrors.length = 0;
-    // Nothing of the page may need the internet (issue 9: bull-board renders offline).
+    // Nothing of the page may need the internet (bull-board renders offline).
     const requested: string[] = [];
     const onRequest = (r: { url(): string }) => requested.push(r.url());
     page.on('request', onRequest);

@@ -17,7 +17,7 @@ import {
 } from './support.ts';
 
 /**
- * Issue 11, item 3, against `feedmirror serve` on 0.0.0.0 with the simulator as the platform.
+ * Against `feedmirror serve` on 0.0.0.0 with the simulator as the platform.
  * On main before this issue an anonymous GET /connect started the login (a stranger connected
  * their own account) and wrote a login_states row on every request (2,000 rows/s from one
  * client); /callback showed the platform's error_description on the operator's domain.

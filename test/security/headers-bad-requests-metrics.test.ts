@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /**
- * Issue 11, items 4, 5 and 6 against `feedmirror serve` on 0.0.0.0 (non-loopback address):
+ * 5 and 6 against `feedmirror serve` on 0.0.0.0 (non-loopback address):
  * bad requests are short 4xx answers logged below error level (main answered 500 and logged an
  * error); every response carries the security headers (main had no CSP or frame protection on
  * the login page and the callback, no nosniff on feeds); /metrics needs METRICS_TOKEN when the

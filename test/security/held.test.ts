@@ -18,7 +18,7 @@ import {
 } from './support.ts';
 
 /**
- * The attacks of issue 11's review that were already refused on main, kept as tests so they keep
+ * The attacks of a security review that were already refused, kept as tests so they keep
  * being refused: 13 CSRF variants, 30 path-traversal variants, SSRF through image links and
  * redirects, and decompression ("pixel") bombs. Forged and tampered session cookies are in
  * login-throttle-sessions.test.ts, XSS in a real browser in browser-xss-csp.test.ts.

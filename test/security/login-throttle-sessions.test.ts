@@ -10,7 +10,7 @@ import {
 import { recordCaptured } from '../support/capture.ts';
 
 /**
- * Issue 11, items 1 and 2, against `feedmirror serve` built by its composition root, listening on
+ * Against `feedmirror serve` built by its composition root, listening on
  * 0.0.0.0 and reached through the machine's non-loopback address with TRUST_PROXY=1 (the test
  * plays the one proxy in front and appends X-Forwarded-For as a proxy does). Two replicas share
  * one Postgres and one Redis prefix, as two Kubernetes pods do.

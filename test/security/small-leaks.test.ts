@@ -16,10 +16,10 @@ import { memoryIO } from '../support/memory-io.ts';
 import { nonLoopbackAddress } from './support.ts';
 
 /**
- * Issue 11, item 7. On main before this issue: SMTP credentials went out in clear text to a
+ * Item 7. On main before this issue: SMTP credentials went out in clear text to a
  * server that offered no STARTTLS; `feedmirror validate <file>` quoted the first bytes of a file
  * that was not JSON (a token file, /etc/shadow); `accounts add` read 30 MB from standard input
- * and sent that "token" to the platform in a URL (the 8 KB cap is issue 9's; this checks it
+ * and sent that "token" to the platform in a URL (the 8 KB cap belongs to `accounts add`; this checks it
  * holds).
  */
 const dir = mkdtempSync(path.join(tmpdir(), 'feedmirror-leaks-'));
@@ -176,7 +176,7 @@ describe('validate says where a file stops being JSON, never what is in it', () 
   });
 });
 
-describe('accounts add caps standard input (issue 9 owns the cap; it must hold)', () => {
+describe('accounts add caps standard input (8 KB; the cap must hold)', () => {
   let sim: Simulator;
   beforeAll(async () => {
     sim = await startSimulator();

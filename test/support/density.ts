@@ -2,7 +2,7 @@ import type { Browser, Route } from 'playwright-core';
 
 /**
  * How many image pixels the widget's images carry per device pixel they fill, measured in a real
- * browser (issue 12). For each loaded image: the resource's own pixel size (loaded again without
+ * browser. For each loaded image: the resource's own pixel size (loaded again without
  * srcset, because naturalWidth of a srcset image is divided by the candidate's density) against
  * its box times devicePixelRatio. A cropped image (object-fit: cover) fills its box along its
  * shorter side, so the ratio is the smaller of the two axes: 1.0 is exact, 2.0 is twice too many.

@@ -18,7 +18,7 @@ describe('feedmirror validate', () => {
     expect(io.err()).toBe('');
   });
 
-  it('issue 12: a feed with the sizes and placeholder extension fields is valid; malformed ones are refused with their paths', async () => {
+  it('a feed with the sizes and placeholder extension fields is valid; malformed ones are refused with their paths', async () => {
     const ok = mio();
     expect(await main(['validate', 'feed-v1-extended.json'], ok)).toBe(0);
     expect(ok.out()).toBe('valid: feed-v1-extended.json (7 posts)\n');

@@ -113,7 +113,7 @@ describe('processImage', () => {
     );
   });
 
-  it('issue 12: the default ladder steps about 1.5x from 160 px to the original, never upscaled, none within 15% of it', () => {
+  it('the default ladder steps about 1.5x from 160 px to the original, never upscaled, none within 15% of it', () => {
     const ladder = loadConfig({}).MEDIA_VARIANT_WIDTHS;
     for (let i = 1; i < ladder.length; i++) expect(ladder[i]! / ladder[i - 1]!).toBeCloseTo(1.5, 1);
     expect(ladder[0]).toBe(160);
@@ -124,7 +124,7 @@ describe('processImage', () => {
     expect(variantLadder(150, ladder)).toEqual([]);
   });
 
-  it('issue 12: a dominant colour and a ThumbHash from the same decode, matching the image', async () => {
+  it('a dominant colour and a ThumbHash from the same decode, matching the image', async () => {
     const jpeg = await solid(800, 1000).jpeg().toBuffer();
     const { placeholder } = await processImage(jpeg, opts);
     // solid() is rgb(200, 40, 90); JPEG and the histogram bins of stats() move it a little.
@@ -140,7 +140,7 @@ describe('processImage', () => {
     expect(thumbHashToApproximateAspectRatio(hash)).toBeLessThan(0.95);
   });
 
-  it('issue 12: a greyscale or transparent image gets a placeholder too', async () => {
+  it('a greyscale or transparent image gets a placeholder too', async () => {
     const grey = await sharp({
       create: { width: 300, height: 200, channels: 3, background: { r: 128, g: 128, b: 128 } },
     })
@@ -175,7 +175,7 @@ describe('processImage', () => {
     expect(Math.abs(r! - 20) + Math.abs(g! - 120) + Math.abs(b! - 220)).toBeLessThan(30);
   });
 
-  it('issue 12: MEDIA_VARIANT_FORMATS webp,avif encodes every width in both', async () => {
+  it('MEDIA_VARIANT_FORMATS webp,avif encodes every width in both', async () => {
     const jpeg = await solid(600, 600).jpeg().toBuffer();
     const out = await processImage(jpeg, { maxPixels: 1e7, variantWidths: [160, 240], formats: ['webp', 'avif'] });
     expect(out.variants.map((v) => [v.width, v.contentType, v.ext])).toEqual([

@@ -160,7 +160,7 @@ describe('the JSON Schema and zod agree', () => {
     ['nextCursor empty', (f) => (f.nextCursor = '')],
     ['demo missing', (f) => delete f.demo],
     ['raw anything', (f) => (f.posts[0].raw = [1, 'two', null])],
-    // Extension fields (issue 12): optional, validated when present.
+    // Extension fields: optional, validated when present.
     ['extended fixture', () => undefined],
     ['extended broken fixture', () => undefined],
     [

@@ -328,7 +328,7 @@ describe('validatePost and problem reporting', () => {
   });
 });
 
-describe('issue 12: the sizes and placeholder extension fields', () => {
+describe('the sizes and placeholder extension fields', () => {
   const load = (name: string): unknown =>
     JSON.parse(readFileSync(new URL(`../fixtures/${name}.json`, import.meta.url), 'utf8'));
 

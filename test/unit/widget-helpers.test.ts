@@ -97,7 +97,7 @@ describe('widget helpers', () => {
     expect(h.cardKind({ type: 'link', link: { url: 'javascript:x' } })).toBe('text');
   });
 
-  it('issue 12: srcset from the sizes extension, one candidate per width, the format asked for first', async () => {
+  it('srcset from the sizes extension, one candidate per width, the format asked for first', async () => {
     const h = await helpers();
     const sizes = h.imageSizes([
       { url: 'https://m.example/a.jpg', width: 1080, height: 1350, mime: 'image/jpeg' },
@@ -123,7 +123,7 @@ describe('widget helpers', () => {
     expect(h.imageSize({ media: [{ width: 10, height: 10 }] }, sizes)).toEqual({ width: 1080, height: 1350 });
   });
 
-  it('issue 12: the slot width of a grid column follows the widget width; landscape tiles need more', async () => {
+  it('the slot width of a grid column follows the widget width; landscape tiles need more', async () => {
     const h = await helpers();
     // 344 px wide: two columns of 168 px (gap 8).
     expect(h.slotWidth('grid', 344, 0.8)).toBe(168);
@@ -134,7 +134,7 @@ describe('widget helpers', () => {
     expect(h.slotWidth('grid', 0, 1)).toBeNull();
   });
 
-  it('issue 12: placeholders: a #rrggbb colour and a base64 ThumbHash, anything else ignored', async () => {
+  it('placeholders: a #rrggbb colour and a base64 ThumbHash, anything else ignored', async () => {
     const h = await helpers();
     expect(h.placeholderOf({ color: '#aabbcc' })).toEqual({ color: '#aabbcc', hash: null });
     expect(h.placeholderOf({ color: 'red;background:url(x)' })).toBeNull();
@@ -142,7 +142,7 @@ describe('widget helpers', () => {
     expect(h.placeholderOf(null)).toBeNull();
   });
 
-  it('issue 12: the widget decodes a ThumbHash exactly as the thumbhash package does', async () => {
+  it('the widget decodes a ThumbHash exactly as the thumbhash package does', async () => {
     const h = await helpers();
     const w = 60;
     const rgba = new Uint8Array(w * 40 * 4);
@@ -159,7 +159,7 @@ describe('widget helpers', () => {
   it('the script is small, dependency-free and holds no token (R-TOK-11)', async () => {
     const src = (await widgetSource()).toString('utf8');
     // What a page downloads is the gzipped script (no build step: comments included). It grew
-    // with srcset and the ThumbHash decoder (issue 12) from under 10 KiB raw to about 22 KiB raw.
+    // with srcset and the ThumbHash decoder from under 10 KiB raw to about 22 KiB raw.
     expect(gzipSync(src).length).toBeLessThan(9 * 1024);
     expect(src.length).toBeLessThan(26 * 1024);
     expect(src).not.toMatch(/access_token|client_secret|\bimport\b|\brequire\(/);

@@ -328,7 +328,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     }),
   );
 
-  // ---- webhooks (issue 12) ----
+  // ---- webhooks ----
   const ENDPOINT_ID_RE = /^wh_[a-z0-9]{8,32}$/;
   const endpointParam = async (req: Request, res: Response) => {
     const id = String(req.params.id ?? '');
