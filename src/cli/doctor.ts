@@ -59,7 +59,9 @@ export async function runDoctor(env: NodeJS.ProcessEnv, opts: DoctorOptions = {}
     results.push(ok('configuration', 'every setting is valid for worker and serve'));
   }
   const config = pre.config;
-  results.push(...(await checkPostgres(config, opts.create ?? false, timeoutMs)));
+  const postgres = await checkPostgres(config, opts.create ?? false, timeoutMs);
+  results.push(...postgres);
+  results.push(await checkSecrets(config, postgres, timeoutMs));
   results.push(...(await checkRedis(config, timeoutMs)));
   results.push(...(await checkStorage(config, env, timeoutMs)));
   results.push(await checkSmtp(config, timeoutMs));
@@ -172,6 +174,56 @@ async function checkPostgres(config: Config, create: boolean, timeoutMs: number)
     await client.end().catch(() => undefined);
   }
   return out;
+}
+
+/**
+ * Every stored token and webhook secret opens with a key of TOKEN_ENCRYPTION_KEY (R-KEY-2): a
+ * secret no key opens fails every sync or delivery that needs it. Secrets still under a key other
+ * than the first are a warning (`keys rotate` moves them); nothing is changed here.
+ */
+async function checkSecrets(config: Config, postgres: CheckResult[], timeoutMs: number): Promise<CheckResult> {
+  const name = 'stored secrets decrypt';
+  const migrations = postgres.find((r) => r.name === 'migrations current');
+  if (!migrations || migrations.status === 'skip' || migrations.status === 'fail')
+    return skip(name, 'no database to read them from');
+  const { TokenCipher, describeKeyEntry } = await import('../store/crypto.ts');
+  const { auditSecrets } = await import('../store/secrets.ts');
+  const cipher = TokenCipher.fromEnv(config.TOKEN_ENCRYPTION_KEY);
+  const pool = new pg.Pool({ connectionString: config.DATABASE_URL, connectionTimeoutMillis: timeoutMs, max: 1 });
+  pool.on('error', () => undefined);
+  try {
+    const hasTables = await pool.query<{ t: string | null; w: string | null }>(
+      "SELECT to_regclass('tokens')::text AS t, to_regclass('webhook_endpoints')::text AS w",
+    );
+    if (!hasTables.rows[0]?.t || !hasTables.rows[0]?.w)
+      return skip(name, 'the tables are not created yet (no migrations)');
+    const audit = await auditSecrets(pool, cipher);
+    const primary = describeKeyEntry(audit.keys.find((k) => k.primary)!);
+    if (audit.unopened.length) {
+      const ids = [...new Set(audit.unopened.map((u) => u.keyId))];
+      const first = audit.unopened[0]!;
+      return fail(
+        name,
+        `${audit.unopened.length} of ${audit.total} cannot be decrypted: ${first.what}${audit.unopened.length > 1 ? ` and ${audit.unopened.length - 1} more` : ''} record${audit.unopened.length > 1 ? '' : 's'} key ${ids.join(', ')}, which no key of TOKEN_ENCRYPTION_KEY opens`,
+        `add key ${ids.join(', ')} back to TOKEN_ENCRYPTION_KEY after the first one (\`feedmirror keys list\` shows what each key opens)`,
+      );
+    }
+    const stale = audit.keys.filter((k) => !k.primary && k.tokens + k.webhookSecrets > 0);
+    if (stale.length) {
+      const count = stale.reduce((n, k) => n + k.tokens + k.webhookSecrets, 0);
+      return warn(
+        name,
+        `all ${audit.total} decrypt; ${count} still under ${stale.map(describeKeyEntry).join(', ')}, not the primary key ${primary}`,
+        'run `feedmirror keys rotate`; then the keys after the first can be removed',
+      );
+    }
+    if (audit.total === 0) return ok(name, `none stored yet; they will be sealed with key ${primary}`);
+    return ok(name, `all ${audit.total} decrypt with the primary key ${primary}`);
+  } catch (err) {
+    return fail(name, redactText((err as Error).message), "check the database user's rights");
+  } finally {
+    await pool.end().catch(() => undefined);
+  }
 }
 
 async function checkRedis(config: Config, timeoutMs: number): Promise<CheckResult[]> {

@@ -38,7 +38,9 @@ interface EndpointRow {
   created_at: Date;
 }
 
-const bind = (id: string) => `webhook:${id}`;
+/** The binding (GCM additional data) a webhook signing secret is sealed under. */
+export const webhookSecretBinding = (id: string) => `webhook:${id}`;
+const bind = webhookSecretBinding;
 
 function toEndpoint(r: EndpointRow): WebhookEndpoint {
   return {

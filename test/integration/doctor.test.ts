@@ -8,6 +8,9 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { main } from '../../src/cli/main.ts';
+import { TokenCipher, keyFingerprint } from '../../src/store/crypto.ts';
+import { upsertAccount } from '../../src/store/accounts.ts';
+import { saveToken } from '../../src/store/tokens.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { registerSecretForAudit } from '../support/capture.ts';
 import { closedPort } from '../support/closed-port.ts';
@@ -116,6 +119,7 @@ describe('feedmirror doctor', () => {
       'PostgreSQL reachable',
       'database exists',
       'migrations current',
+      'stored secrets decrypt',
       'Redis reachable',
       'storage reachable',
       'storage write, read, delete',
@@ -151,6 +155,43 @@ describe('feedmirror doctor', () => {
     expect(lines.at(-1)).toMatch(/^ready/);
     expect(io.out()).not.toContain(env.TOKEN_ENCRYPTION_KEY!);
     expect(io.out()).not.toContain(env.APP_SECRET!);
+  }, 60_000);
+
+  it('R-KEY-2: a stored secret no configured key opens fails doctor, naming the key id; rotated keys warn until `keys rotate`', async () => {
+    const pool = new pg.Pool({ connectionString: env.DATABASE_URL });
+    const other = randomBytes(32);
+    registerSecretForAudit(other.toString('base64'));
+    try {
+      const at = new Date();
+      await upsertAccount(pool, { id: 'doctor-keys', username: 'doctor-keys' }, at);
+      await saveToken(
+        pool,
+        TokenCipher.fromEnv(other.toString('base64')),
+        { accountId: 'doctor-keys', accessToken: 'tok-doctor', obtainedAt: at, expiresAt: new Date(+at + 86_400_000) },
+        'imported',
+      );
+      const broken = await doctor([]);
+      expect(broken.code).toBe(1);
+      expect(broken.by('stored secrets decrypt')).toMatchObject({
+        status: 'fail',
+        detail: expect.stringContaining(`the token of account doctor-keys records key ${keyFingerprint(other)}`),
+      });
+      // The operator adds the key back as the README's recipe lists it: decrypts, and a warning says to rotate.
+      const both = await doctor([], {
+        ...env,
+        TOKEN_ENCRYPTION_KEY: `new:${env.TOKEN_ENCRYPTION_KEY},old:${other.toString('base64')}`,
+      });
+      expect(both.by('stored secrets decrypt')).toMatchObject({
+        status: 'warn',
+        detail: expect.stringContaining(`still under ${keyFingerprint(other)} (old)`),
+        fix: expect.stringContaining('feedmirror keys rotate'),
+      });
+      expect(both.code).toBe(0);
+    } finally {
+      await pool.query("DELETE FROM accounts WHERE id = 'doctor-keys'");
+      await pool.end();
+    }
+    expect((await doctor([])).by('stored secrets decrypt')!.status).toBe('ok');
   }, 60_000);
 
   it('what is down or wrong fails with where and what to do: Redis, storage public address, SMTP, platform, configuration', async () => {

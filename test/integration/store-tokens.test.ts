@@ -137,7 +137,9 @@ describe('tokens', () => {
       'SELECT ciphertext, key_id FROM tokens WHERE account_id = $1',
       [id],
     );
-    expect(raw.rows[0]!.key_id).toBe('k1');
+    // The key's id, derived from its material, not its label (R-KEY-1).
+    expect(raw.rows[0]!.key_id).toBe(cipher.currentKeyId);
+    expect(raw.rows[0]!.key_id).toMatch(/^[0-9a-f]{8}$/);
     expect(raw.rows[0]!.ciphertext.includes(Buffer.from(token))).toBe(false);
     expect(await loadToken(pool, cipher, id)).toEqual({
       accessToken: token,
@@ -335,15 +337,15 @@ describe('tokens', () => {
       const keyIds = (await p.query<{ key_id: string }>('SELECT DISTINCT key_id FROM tokens')).rows.map(
         (r) => r.key_id,
       );
-      expect(keyIds).toEqual(['k2']);
+      expect(keyIds).toEqual([rotated.currentKeyId]);
       // Generation untouched: an in-flight refresh may still write.
       expect((await p.query('SELECT generation FROM tokens ORDER BY account_id')).rows).toEqual(gens);
       // After rotation the old key can go.
       const newOnly = TokenCipher.fromEnv(`k2:${keyNew}`);
       for (const id of ids) expect((await loadToken(p, newOnly, id))!.accessToken).toBe(`token-of-${id}`);
-      // And a keyring without k2 names the missing key.
+      // And a keyring without the new key names the missing key by its id.
       await expect(loadToken(p, cipher, 'a1')).rejects.toThrow(
-        /encrypted with key k2, which TOKEN_ENCRYPTION_KEY does not contain/,
+        `encrypted with key ${rotated.currentKeyId}, which TOKEN_ENCRYPTION_KEY does not contain`,
       );
     } finally {
       await p.end();

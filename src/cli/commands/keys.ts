@@ -2,14 +2,71 @@ import type { Command } from 'commander';
 import { EXIT } from '../io.ts';
 import { printJson, withContext, withExamples, type Cli } from '../command.ts';
 
-/** `feedmirror keys rotate`: re-encrypt every stored token with the current (first) key. */
+/**
+ * `feedmirror keys list|rotate`: the keys of TOKEN_ENCRYPTION_KEY (each by its id, derived from
+ * the key: R-KEY-1) and what they encrypt; re-encryption of every stored secret with the first.
+ */
 export function register(program: Command, cli: Cli): void {
   const keys = program.command('keys').description('manage the token encryption keys (TOKEN_ENCRYPTION_KEY)');
-  withExamples(keys, 'feedmirror keys rotate');
+  withExamples(keys, 'feedmirror keys list', 'feedmirror keys rotate');
+
+  const list = keys
+    .command('list')
+    .description(
+      'each key of TOKEN_ENCRYPTION_KEY by id, which one encrypts (the first), and how many stored tokens and webhook secrets each opens; exit 1 when a stored secret is opened by none',
+    )
+    .option('--json', 'print the keys as JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const { io } = cli;
+      const code = await withContext(io, async (ctx) => {
+        const { auditSecrets } = await import('../../store/secrets.ts');
+        const { describeKeyEntry } = await import('../../store/crypto.ts');
+        const audit = await auditSecrets(await ctx.migratedDb(), ctx.cipher);
+        const stale = audit.keys.filter((k) => !k.primary && k.tokens + k.webhookSecrets > 0);
+        if (opts.json) printJson(io, audit);
+        else {
+          const rows = [
+            ['key', 'label', 'encrypts', 'tokens', 'webhook secrets'],
+            ...audit.keys.map((k) => [
+              k.id,
+              k.label ?? '-',
+              k.primary ? 'yes (primary)' : 'no',
+              String(k.tokens),
+              String(k.webhookSecrets),
+            ]),
+          ];
+          const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+          for (const r of rows)
+            io.stdout.write(
+              r
+                .map((c, i) => c.padEnd(widths[i]!))
+                .join('  ')
+                .trimEnd() + '\n',
+            );
+          for (const u of audit.unopened) io.stdout.write(`no key opens ${u.what} (it records key ${u.keyId})\n`);
+          if (stale.length)
+            io.stdout.write(
+              `secrets remain under ${stale.map(describeKeyEntry).join(', ')}: run \`feedmirror keys rotate\`, then those keys can be removed\n`,
+            );
+          else if (audit.keys.length > 1 && !audit.unopened.length)
+            io.stdout.write('every stored secret is under the primary key: the keys after it can be removed\n');
+        }
+        if (audit.unopened.length) {
+          io.stderr.write(
+            `${audit.unopened.length} stored secret${audit.unopened.length === 1 ? ' is' : 's are'} opened by no key of TOKEN_ENCRYPTION_KEY (key ${[...new Set(audit.unopened.map((u) => u.keyId))].join(', ')}): add that key back after the first one\n`,
+          );
+          return EXIT.failed;
+        }
+        return EXIT.ok;
+      });
+      cli.setExit(code);
+    });
+  withExamples(list, 'feedmirror keys list', 'feedmirror keys list --json | jq ".keys[] | {id, tokens}"');
+
   const rotate = keys
     .command('rotate')
     .description(
-      're-encrypt every token with the first key of TOKEN_ENCRYPTION_KEY; keys listed after it can then be removed',
+      're-encrypt every token and webhook secret with the first key of TOKEN_ENCRYPTION_KEY; keys listed after it can then be removed',
     )
     .option('--json', 'print the outcome as JSON')
     .action(async (opts: { json?: boolean }) => {
@@ -21,14 +78,19 @@ export function register(program: Command, cli: Cli): void {
         const { rotated } = await rotateKeys(db, ctx.cipher);
         // Webhook signing secrets are sealed with the same key.
         const webhooks = await rotateWebhookKeys(db, ctx.cipher);
+        const key = ctx.cipher.describeKey(ctx.cipher.currentKeyId);
         if (opts.json) printJson(io, { rotated, webhookSecrets: webhooks.rotated, keyId: ctx.cipher.currentKeyId });
         else
           io.stdout.write(
-            `re-encrypted ${rotated} tokens and ${webhooks.rotated} webhook secrets with key ${ctx.cipher.currentKeyId}; keys no longer listed first can now be removed\n`,
+            `re-encrypted ${rotated} tokens and ${webhooks.rotated} webhook secrets with key ${key}; the keys listed after it can now be removed\n`,
           );
         return EXIT.ok;
       });
       cli.setExit(code);
     });
-  withExamples(rotate, 'TOKEN_ENCRYPTION_KEY="$NEW_KEY,$OLD_KEY" feedmirror keys rotate');
+  withExamples(
+    rotate,
+    'TOKEN_ENCRYPTION_KEY=new:<new key>,old:<old key> feedmirror keys rotate',
+    'feedmirror keys rotate --json',
+  );
 }

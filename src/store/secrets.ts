@@ -1,0 +1,70 @@
+import type { Db } from './db.ts';
+import { describeSecret, type KeyInfo, type TokenCipher } from './crypto.ts';
+import { webhookSecretBinding } from './webhooks.ts';
+
+/**
+ * Which configured key opens each stored secret (tokens and webhook signing secrets, the previous
+ * one of a rotation included), and which none opens. `feedmirror keys list` shows the counts;
+ * `feedmirror doctor` fails on any secret no key opens (R-KEY-2). Every secret is opened, not just
+ * looked up by the id it records, so the answer is what a sync or a delivery would meet.
+ */
+export interface KeyUsage extends KeyInfo {
+  tokens: number;
+  webhookSecrets: number;
+}
+
+export interface UnopenedSecret {
+  /** `the token of account …` / `the signing secret of webhook endpoint …` */
+  what: string;
+  /** The key id the row records. */
+  keyId: string;
+  /** The reason, as the sync or delivery would report it (names the key id, never the key). */
+  message: string;
+}
+
+export interface SecretsAudit {
+  keys: KeyUsage[];
+  unopened: UnopenedSecret[];
+  total: number;
+}
+
+export async function auditSecrets(db: Db, cipher: TokenCipher): Promise<SecretsAudit> {
+  const keys: KeyUsage[] = cipher.keys().map((k) => ({ ...k, tokens: 0, webhookSecrets: 0 }));
+  const byId = new Map(keys.map((k) => [k.id, k]));
+  const unopened: UnopenedSecret[] = [];
+  let total = 0;
+  const check = (keyId: string, ciphertext: Buffer, binding: string, kind: 'tokens' | 'webhookSecrets') => {
+    total++;
+    const sealed = { keyId, ciphertext };
+    const opener = cipher.keyOf(sealed, binding);
+    if (opener !== null) {
+      byId.get(opener)![kind]++;
+      return;
+    }
+    // keyOf found no key: decrypting again gives the reason a sync or a delivery would log.
+    let message = 'no configured key opens it';
+    try {
+      cipher.decrypt(sealed, binding);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    unopened.push({ what: describeSecret(binding), keyId, message });
+  };
+  const tokens = await db.query<{ account_id: string; key_id: string; ciphertext: Buffer }>(
+    'SELECT account_id, key_id, ciphertext FROM tokens ORDER BY account_id',
+  );
+  for (const r of tokens.rows) check(r.key_id, r.ciphertext, r.account_id, 'tokens');
+  const hooks = await db.query<{
+    id: string;
+    secret_key_id: string;
+    secret: Buffer;
+    previous_key_id: string | null;
+    previous_secret: Buffer | null;
+  }>('SELECT id, secret_key_id, secret, previous_key_id, previous_secret FROM webhook_endpoints ORDER BY id');
+  for (const r of hooks.rows) {
+    check(r.secret_key_id, r.secret, webhookSecretBinding(r.id), 'webhookSecrets');
+    if (r.previous_key_id && r.previous_secret)
+      check(r.previous_key_id, r.previous_secret, webhookSecretBinding(r.id), 'webhookSecrets');
+  }
+  return { keys, unopened, total };
+}
