@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { HOUR } from '../src/util/clock.ts';
 import { runExpirySweep, type SweepDeps, type SweepResult } from '../src/alerts/sweep.ts';
 import { runMediaSweep, type MediaSweepResult } from '../src/feeds/media-sweep.ts';
 import type { ObjectStorage } from '../src/storage/types.ts';
@@ -46,11 +47,24 @@ export const mediaSweepJob = defineJob({
   },
 });
 
-/** Expired login states, old account events and spent invitations deleted. */
+/** A temporary file older than this belongs to no write in progress (a write takes seconds). */
+export const LEFTOVER_AGE_MS = HOUR;
+
+/**
+ * Expired login states, old account events and spent invitations deleted; with storage, the
+ * temporary files that writes killed mid-way left more than an hour ago (R-NET-4).
+ */
 export const housekeepingJob = defineJob({
   name: 'housekeeping',
   queue: 'maintenance',
   payload: z.object({}),
   options: DAILY_OPTIONS,
-  process: (deps: MaintenanceDeps): Promise<HousekeepingResult> => runHousekeeping(deps),
+  async process(deps: MaintenanceDeps): Promise<HousekeepingResult & { leftovers: number }> {
+    const result = await runHousekeeping(deps);
+    const leftovers = deps.storage
+      ? await deps.storage.sweepLeftovers(new Date(deps.clock.now().getTime() - LEFTOVER_AGE_MS))
+      : 0;
+    if (leftovers > 0) deps.logger.info({ leftovers }, 'housekeeping: temporary files of unfinished writes removed');
+    return { ...result, leftovers };
+  },
 });

@@ -43,6 +43,9 @@ const metaSchema = (v: unknown): { contentType?: string; cacheControl?: string }
   };
 };
 
+/** What writeAtomic names its temporary files: `.<name>.<12 hex>.tmp`. */
+const TEMPORARY_NAME = /^\..+\.[0-9a-f]{12}\.tmp$/;
+
 function isNotFound(err: unknown): boolean {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   return code === 'ENOENT' || code === 'ENOTDIR';
@@ -88,21 +91,27 @@ export class LocalStorage implements ObjectStorage {
     throw retryable ? new StorageUnavailableError(msg, { cause: err }) : new StorageError(msg, { cause: err });
   }
 
+  /**
+   * R-NET-4: the temporary file goes on every failure path (open, write, fsync, close, rename),
+   * not only when the rename fails: a full disk or a file size limit failed the write and left
+   * its temporary file behind (162 after one full-disk run). A crash can still leave one;
+   * sweepLeftovers removes those.
+   */
   private async writeAtomic(target: string, body: Buffer): Promise<void> {
     const dir = path.dirname(target);
     await mkdir(dir, { recursive: true });
     const tmp = path.join(dir, `.${path.basename(target)}.${randomBytes(6).toString('hex')}.tmp`);
     const fh = await open(tmp, 'wx');
     try {
-      await fh.writeFile(body);
-      await fh.sync(); // the rename must never expose a file whose bytes are not on disk yet
-    } finally {
-      await fh.close();
-    }
-    try {
+      try {
+        await fh.writeFile(body);
+        await fh.sync(); // the rename must never expose a file whose bytes are not on disk yet
+      } finally {
+        await fh.close();
+      }
       await rename(tmp, target);
     } catch (err) {
-      await rm(tmp, { force: true });
+      await rm(tmp, { force: true }).catch(() => undefined);
       throw err;
     }
   }
@@ -244,6 +253,40 @@ export class LocalStorage implements ObjectStorage {
     await walk(start, startRel);
     keys.sort();
     yield* keys;
+  }
+
+  /**
+   * R-NET-4: temporary files of writes that never finished (the process was killed between
+   * creating one and renaming it), last modified before `olderThan`: removed. Younger ones may
+   * belong to a write in progress and stay. Everything under the root is looked at, sidecars
+   * included; only names writeAtomic makes are touched, and symbolic links are never followed.
+   */
+  async sweepLeftovers(olderThan: Date): Promise<number> {
+    let removed = 0;
+    const walk = async (dir: string): Promise<void> => {
+      let entries;
+      try {
+        entries = await readdir(dir, { withFileTypes: true });
+      } catch (err) {
+        if (isNotFound(err)) return;
+        this.fail('sweep', path.relative(this.root, dir) || '.', err);
+      }
+      for (const e of entries) {
+        const full = path.join(dir, e.name);
+        if (e.isDirectory()) await walk(full);
+        else if (e.isFile() && TEMPORARY_NAME.test(e.name)) {
+          try {
+            if ((await stat(full)).mtime >= olderThan) continue;
+            await unlink(full);
+            removed++;
+          } catch (err) {
+            if (!isNotFound(err)) this.fail('sweep', path.relative(this.root, full), err);
+          }
+        }
+      }
+    };
+    await walk(this.root);
+    return removed;
   }
 
   publicUrl(key: string): string {

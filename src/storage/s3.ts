@@ -313,6 +313,17 @@ export class S3Storage implements ObjectStorage {
     }
   }
 
+  /**
+   * Nothing to sweep: every write is one PutObject, which S3 applies whole or not at all, so a
+   * killed process leaves no partial object. feedmirror never starts a multipart upload; the
+   * incomplete uploads others may leave in the bucket are the job of the bucket's lifecycle rule
+   * (README: AbortIncompleteMultipartUpload), not of a sweep that would need the right to list
+   * and abort every upload in the bucket.
+   */
+  sweepLeftovers(_olderThan: Date): Promise<number> {
+    return Promise.resolve(0);
+  }
+
   close(): void {
     this.client.destroy();
   }

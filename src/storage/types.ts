@@ -39,4 +39,9 @@ export interface ObjectStorage {
   publicUrl(key: string): string;
   /** Readiness check: throws StorageUnavailableError when the storage cannot be reached. */
   ping(): Promise<void>;
+  /**
+   * Removes what unfinished writes left behind before `olderThan` (the daily housekeeping calls
+   * it); returns how many were removed.
+   */
+  sweepLeftovers(olderThan: Date): Promise<number>;
 }
