@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 /**
- * Small SVG line charts for the benchmark's figures (README Benchmarks shows them). Hand-written:
+ * Small SVG line charts for the benchmark's figures (docs/benchmarks.md shows them). Hand-written:
  * a few dozen lines of SVG need no charting library, and the output is plain text a diff can read.
  */
 export interface Series {

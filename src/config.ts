@@ -13,7 +13,7 @@ import {
 
 /**
  * Every setting of feedmirror, parsed once from the environment. Each variable is documented in
- * `.env.example` and the README. Defaults are the embedded ones: a local folder for storage, the
+ * `.env.example` and docs/configuration.md. Defaults are the embedded ones: a local folder for storage, the
  * outbox folder for email, local Redis and Postgres, so `npm run demo` needs no configuration.
  */
 

@@ -318,7 +318,7 @@ async function checkStorage(config: Config, env: NodeJS.ProcessEnv, timeoutMs: n
         'storage reachable',
         (err as Error).message,
         storage.kind === 's3'
-          ? 'create the bucket and check the credentials (README, Running with S3)'
+          ? 'create the bucket and check the credentials (docs/getting-started.md, "Running with S3")'
           : 'create the folder or fix STORAGE_URL',
       ),
     );
@@ -396,7 +396,7 @@ async function checkPublicRead(
         'MEDIA_PUBLIC_URL serves the copies',
         `${shown} answered HTTP ${res.status}${res.status === 200 ? ' with other content' : ''}`,
         res.status === 403
-          ? 'make feeds/, media/ and widget/ publicly readable (README, Running with S3)'
+          ? 'make feeds/, media/ and widget/ publicly readable (docs/getting-started.md, "Running with S3")'
           : 'fix MEDIA_PUBLIC_URL so it addresses the storage prefix',
       ),
     ];
@@ -410,7 +410,7 @@ async function checkPublicRead(
       warn(
         'feeds readable cross-origin',
         'no Access-Control-Allow-Origin on a feed: the widget on another site cannot read it',
-        'add a CORS rule allowing GET from any origin (README, Running with S3)',
+        'add a CORS rule allowing GET from any origin (docs/getting-started.md, "Running with S3")',
       ),
     );
   return out;
@@ -484,7 +484,7 @@ async function checkPlatform(config: Config, timeoutMs: number): Promise<CheckRe
       warn(
         'app credentials',
         'APP_ID or APP_SECRET not set: accounts cannot be connected (imported tokens still work)',
-        'set both from your app (README, Connecting an account)',
+        'set both from your app (docs/accounts.md)',
       ),
     );
   return out;

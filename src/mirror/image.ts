@@ -68,7 +68,7 @@ const REENCODED = new Set(['gif', 'avif', 'heif', 'tiff']);
 
 const WEBP_QUALITY = 80;
 // Effort 2 instead of libwebp's default 4: measured on 1080 px images with the default ladder,
-// about 45% less CPU for about 1% more bytes (see Benchmarks in the README).
+// about 45% less CPU for about 1% more bytes (see docs/benchmarks.md).
 const WEBP_EFFORT = 2;
 // AVIF at 50 looks like WebP at 80 at a smaller size; effort 2 keeps its CPU cost bounded (the
 // default, 4, costs several times more for a few percent fewer bytes; see Benchmarks).

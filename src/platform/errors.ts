@@ -47,7 +47,7 @@ export class PlatformError extends Error {
   }
 }
 
-/** Subcodes of code 190 seen in the wild (README, Troubleshooting); any 190 means "log in again" (R-OWN-4). */
+/** Subcodes of code 190 seen in the wild (docs/operating.md, Troubleshooting); any 190 means "log in again" (R-OWN-4). */
 export const TOKEN_SUBCODES: Record<number, string> = {
   458: 'the owner removed the app from the account',
   459: 'the account hit a security checkpoint',

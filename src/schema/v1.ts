@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * Schema v1: the portable feed shape (spec "Resources and their fields", rules R-SCH-1..11).
- * This module imports nothing of ours (README, code layout): it is the contract every other part and every
+ * This module imports nothing of ours (docs/architecture.md): it is the contract every other part and every
  * outside reader relies on, and the JSON Schema in feed-v1.schema.json is generated from it.
  *
  * Unknown keys: Feed, Origin, Post, Media and Link ALLOW (and keep) keys they do not know. v1 is a

@@ -138,7 +138,7 @@ export async function getAccount(db: Db, id: string): Promise<Account | null> {
 /**
  * Ids of the accounts that are scheduled: active, with a token. Ids only: the worker's start and
  * the reconciler need nothing else, and 10,000 full rows (with their last errors and skipped
- * items), loaded twice at start, were the worker's memory peak (README Benchmarks).
+ * items), loaded twice at start, were the worker's memory peak (docs/benchmarks.md).
  */
 export async function listScheduledAccountIds(db: Db): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(

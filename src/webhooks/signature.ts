@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
- * How feedmirror signs a webhook, and how a receiver checks it (the README documents the same):
+ * How feedmirror signs a webhook, and how a receiver checks it (docs/webhooks.md documents the same):
  *
  *   Feedmirror-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>[,v1=<hex>]
  *

@@ -23,13 +23,13 @@ import { until } from '../support/wait.ts';
 import { dropQueues } from '../support/queues.ts';
 
 /**
- * README "Running with S3", followed step by step in its order, with s3rver standing in for S3
+ * docs/getting-started.md, "Running with S3", followed step by step in its order, with s3rver standing in for S3
  * and the simulator for the platform: credentials, the bucket (public prefixes, CORS), the
  * database, `init`, `doctor`, worker and server, an account and `sync --wait`, reading the feed
  * the way the README says (the SDK's GetObject standing in for `aws s3 cp`, and over HTTP).
  * Every feedmirror command runs as a real process in a shell-loaded environment.
  */
-describe('README: Running with S3, as followed', () => {
+describe('docs/getting-started.md: Running with S3, as followed', () => {
   let s3: TestS3;
   let sim: Simulator;
   let dir: string;

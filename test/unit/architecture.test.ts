@@ -5,10 +5,10 @@ import { cruise, type ICruiseResult, type IForbiddenRuleType } from 'dependency-
 import { describe, expect, it } from 'vitest';
 
 /**
- * The README's layer table, enforced: dependency-cruiser reads every import of src/ and jobs/
+ * The layer table of docs/architecture.md, enforced: dependency-cruiser reads every import of src/ and jobs/
  * and fails on one that points the wrong way, or on an import cycle. Each row says what a
- * folder may import of ours; anything else is a violation. Keep this table and the README's in
- * step (README: "Layers").
+ * folder may import of ours; anything else is a violation. Keep this table and the docs' in
+ * step (docs/architecture.md, "Layers").
  */
 const LAYERS: Array<{ from: string; mayImport: string[] }> = [
   { from: 'src/schema/', mayImport: [] },
@@ -55,7 +55,7 @@ const NEVER: Array<{ from: string; to: string; why: string }> = [
   { from: '^src/http/', to: '^src/cli/', why: 'the HTTP server never imports the CLI' },
 ];
 
-// What the lower layers must not know of the outside world (README: "Layers"): the platform
+// What the lower layers must not know of the outside world (docs/architecture.md, "Layers"): the platform
 // client talks HTTP to the platform and nothing else, so Redis, Postgres, queues, object storage
 // and image code stay out of it (shared state such as the call pacer's count lives in jobs/).
 const OUTSIDE_SYSTEMS = '(^|node_modules/)(ioredis|pg|bullmq|@aws-sdk/[^/]+|sharp|rate-limiter-flexible)(/|$)';
@@ -111,7 +111,7 @@ async function violations(files: string[], baseDir?: string): Promise<string[]> 
   return out.summary.violations.map((v) => `${v.from} -> ${v.to} (${v.rule.name})`);
 }
 
-describe('architecture: the layer table of the README', () => {
+describe('architecture: the layer table of docs/architecture.md', () => {
   it('every import of src/ and jobs/ points the way the table allows, and nothing imports in a circle', async () => {
     expect(await violations(['src', 'jobs'])).toEqual([]);
   }, 60_000);

@@ -129,7 +129,7 @@ describe('Dockerfile', () => {
     for (const f of froms) expect(f).toMatch(/^node:(22|24)-slim$/);
     expect(text).toMatch(/npm ci --omit=dev/);
     expect(text).toMatch(/^USER node$/m);
-    // sharp + glibc: fewer malloc arenas keep the worker's memory flat (README, benchmarks).
+    // sharp + glibc: fewer malloc arenas keep the worker's memory flat (docs/benchmarks.md).
     expect(text).toMatch(/^ENV MALLOC_ARENA_MAX=2$/m);
     expect(text).toMatch(/^ENTRYPOINT \["node", "bin\/feedmirror\.js"\]$/m);
     for (const dir of ['bin', 'src', 'jobs', 'migrations'])

@@ -75,10 +75,10 @@ async function init(opts: InitOptions, io: CliIO): Promise<number> {
 
   const template = await readFile(new URL('../../../.env.example', import.meta.url), 'utf8');
   const todo = [
-    'APP_ID and APP_SECRET: your platform app (README, "Connecting an account")',
+    'APP_ID and APP_SECRET: your platform app (docs/accounts.md)',
     ...(s3
       ? [
-          'S3 credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY below, or AWS_PROFILE, or an instance role (README, "Running with S3")',
+          'S3 credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY below, or AWS_PROFILE, or an instance role (docs/getting-started.md, "Running with S3")',
           'MEDIA_PUBLIC_URL: the public address of the bucket or its CDN, e.g. https://<bucket>.s3.<region>.amazonaws.com/<prefix>/',
           ...(opts.s3Endpoint ? [] : ["S3_REGION: the bucket's region"]),
         ]
