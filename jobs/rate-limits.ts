@@ -4,7 +4,11 @@ import { slowdownMs } from '../src/platform/pacing.ts';
 import type { PlatformUsage } from '../src/platform/rate-limit.ts';
 import { countRateLimitWait } from '../src/metrics/observe.ts';
 import type { PipelineMetrics } from '../src/metrics/index.ts';
-import { MINUTE } from '../src/util/clock.ts';
+import { MINUTE, type Clock } from '../src/util/clock.ts';
+import { randomBytes } from 'node:crypto';
+import { enqueue } from './catalogue.ts';
+import { feedSyncJob } from './feed-sync.ts';
+import type { Queues } from './queues.ts';
 import type { Logger } from '../src/util/logger.ts';
 
 /**
@@ -29,6 +33,34 @@ export interface PlatformWaitSettings {
 export const DEFAULT_PLATFORM_WAITS: PlatformWaitSettings = { slowdownMaxMs: 30_000, slowdownPercent: 80 };
 /** When the platform throttles without saying for how long (R-OWN-1's fallback). */
 export const DEFAULT_RATE_LIMIT_WAIT_MS = 5 * MINUTE;
+
+/** How long to wait after the platform said no (R-OWN-1): its own estimate, else the fallback. */
+export function rateLimitWaitMs(err: RateLimitedError): number {
+  return err.retryAfterMs ?? DEFAULT_RATE_LIMIT_WAIT_MS;
+}
+
+/** A sync the worker will run once the platform's stated wait is over. */
+export interface HandedOverSync {
+  jobId: string;
+  waitMs: number;
+}
+
+/**
+ * A sync that ran outside the worker (`feedmirror sync --wait`) and met a rate limit: the retry
+ * goes to the workers as a feed-sync job delayed by the stated wait, the same wait a worker's own
+ * sync takes (waitingOutsideJobs below), so it is never left to the account's next slot.
+ */
+export async function handOverRateLimitedSync(
+  queues: Pick<Queues, 'feedSync'>,
+  accountId: string,
+  err: RateLimitedError,
+  clock: Clock,
+): Promise<HandedOverSync> {
+  const waitMs = rateLimitWaitMs(err);
+  const jobId = `ratelimited-sync-${accountId}-${clock.now().getTime() + waitMs}-${randomBytes(3).toString('hex')}`;
+  await enqueue(queues, feedSyncJob, { accountId }, { jobId, delay: waitMs });
+  return { jobId, waitMs };
+}
 
 export interface WaitDeps {
   logger: Logger;
@@ -56,7 +88,7 @@ export function waitingOutsideJobs(
       result = await run(job);
     } catch (err) {
       if (!(err instanceof RateLimitedError)) throw err;
-      const waitMs = err.retryAfterMs ?? DEFAULT_RATE_LIMIT_WAIT_MS;
+      const waitMs = rateLimitWaitMs(err);
       countRateLimitWait(deps.metrics, err.operation);
       if (err.appWide) {
         log.warn(

@@ -92,9 +92,11 @@ describe('feedmirror sync --wait / feeds get', () => {
     const lines = io.out().trim().split('\n');
     const progress = lines.filter((l) => l.startsWith('pages read '));
     const parsed = progress
-      .map((l) => /^pages read (\d+), posts (\d+), images copied (\d+)\/(\d+)$/.exec(l))
-      .map((m) => m && m.slice(1).map(Number));
+      .map((l) => /^pages read (\d+), posts (\d+)(?:, images copied (\d+)\/(\d+))?$/.exec(l))
+      .map((m) => m && m.slice(1).map((n) => Number(n ?? 0)));
     expect(parsed.every((m) => m !== null)).toBe(true);
+    // No line twice (the first used to be repeated with the count of images to copy).
+    expect(new Set(progress).size).toBe(progress.length);
     // Pages counted up one by one while reading, images one by one while copying.
     const pages = parsed.map((m) => m![0]!);
     expect(Math.max(...pages)).toBeGreaterThan(1);

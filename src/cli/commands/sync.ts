@@ -1,5 +1,8 @@
 import type { Command } from 'commander';
 import { EXIT, type CliIO } from '../io.ts';
+import type { AppContext } from '../context.ts';
+import type { RateLimitedError } from '../../platform/errors.ts';
+import { describeFailure } from '../failure.ts';
 import { accountIdArgument, printJson, withContext, withExamples, type Cli } from '../command.ts';
 
 /** `feedmirror sync <id> [--wait]`: read, copy and publish one account now (or queue it). */
@@ -41,14 +44,23 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
     // Storage first: a bucket that cannot be reached fails here, not after every image.
     await ctx.ensureStorage();
     const deps = await ctx.feedDeps();
-    const r = await runSyncNow(deps, id, {
-      onProgress: opts.json
-        ? undefined
-        : (p) =>
-            io.stdout.write(
-              `pages read ${p.pages}, posts ${p.posts}, images copied ${p.imagesCopied}/${p.imagesToCopy}\n`,
-            ),
-    });
+    const { RateLimitedError } = await import('../../platform/errors.ts');
+    // One line per change: while the listing is read the images to copy are not known yet (a
+    // "0/0" line that the next one repeated with the real count).
+    let last = '';
+    const progress = (p: { pages: number; posts: number; imagesToCopy: number; imagesCopied: number }) => {
+      const images = p.imagesToCopy > 0 ? `, images copied ${p.imagesCopied}/${p.imagesToCopy}` : '';
+      const line = `pages read ${p.pages}, posts ${p.posts}${images}`;
+      if (line !== last) io.stdout.write(`${line}\n`);
+      last = line;
+    };
+    let r;
+    try {
+      r = await runSyncNow(deps, id, { onProgress: opts.json ? undefined : progress });
+    } catch (err) {
+      if (!(err instanceof RateLimitedError)) throw err;
+      return handOver(ctx, io, id, err, opts);
+    }
     if (r.sync.outcome !== 'synced') {
       if (opts.json) printJson(io, { accountId: id, outcome: r.sync.outcome, reason: r.sync.reason });
       io.stderr.write(`sync of ${id} ${r.sync.outcome}: ${r.sync.reason}\n`);
@@ -92,4 +104,54 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
     if (s.error) io.stdout.write(`  listing stopped early: ${s.error}\n`);
     return ok ? EXIT.ok : EXIT.failed;
   });
+}
+
+/**
+ * The platform said no (R-OWN-1): nothing was pruned or published, and the retry goes to the
+ * workers after the stated wait, as a worker's own sync would (jobs/rate-limits.ts). The summary
+ * says who retries and when; exit 1, since this run did not sync.
+ */
+async function handOver(
+  ctx: AppContext,
+  io: CliIO,
+  id: string,
+  err: RateLimitedError,
+  opts: SyncOptions,
+): Promise<number> {
+  const { handOverRateLimitedSync, rateLimitWaitMs } = await import('../../../jobs/rate-limits.ts');
+  const { errorKind } = await import('../../accounts/error-kind.ts');
+  const limited = `rate limited by the platform${err.code !== undefined ? ` (code ${err.code})` : ''}`;
+  let retry: { jobId: string; waitMs: number } | undefined;
+  let notQueued: string | undefined;
+  try {
+    retry = await handOverRateLimitedSync(await ctx.readyQueues(), id, err, ctx.clock);
+  } catch (e) {
+    notQueued = describeFailure(e).message;
+  }
+  const waitMs = retry?.waitMs ?? rateLimitWaitMs(err);
+  const message = retry
+    ? `${limited}; the worker retries this sync in ${formatWait(waitMs)} (job ${retry.jobId}); nothing was pruned`
+    : `${limited}; the retry could not be queued (${notQueued}): run \`feedmirror sync ${id}\` in ${formatWait(waitMs)}`;
+  if (opts.json)
+    printJson(io, {
+      error: { kind: errorKind(err), message },
+      accountId: id,
+      retry: retry
+        ? {
+            jobId: retry.jobId,
+            inSeconds: Math.ceil(waitMs / 1000),
+            at: new Date(ctx.clock.now().getTime() + waitMs).toISOString(),
+          }
+        : null,
+    });
+  else io.stdout.write(`summary: ${message}\n`);
+  return EXIT.failed;
+}
+
+/** 3 s, 5 min, 1 h 5 min: a wait as the operator reads it. */
+function formatWait(ms: number): string {
+  const s = Math.ceil(ms / 1000);
+  if (s < 60) return `${s} s`;
+  const m = Math.ceil(s / 60);
+  return m < 60 ? `${m} min` : `${Math.floor(m / 60)} h${m % 60 ? ` ${m % 60} min` : ''}`;
 }
