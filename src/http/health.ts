@@ -4,12 +4,15 @@ import type { Logger } from '../util/logger.ts';
 import { systemClock, type Clock } from '../util/clock.ts';
 import type { Metrics } from '../metrics/index.ts';
 import { pingDatabase } from '../store/db.ts';
+import { probeWritable, WRITTEN_PREFIXES, type ProbeStorage, type WrittenPrefix } from '../storage/probe.ts';
 
 /**
  * Health and metrics endpoints for `feedmirror serve`:
  *   /healthz  the process is up (liveness: never touches a dependency, so a Redis outage does
  *             not get the pod killed and restarted in a loop)
- *   /readyz   Redis, Postgres and storage each checked on its own with a timeout (readiness)
+ *   /readyz   Redis, Postgres and storage each checked on its own with a timeout (readiness);
+ *             storage by writing, reading back and deleting a probe object under each prefix
+ *             feedmirror writes to (R-NET-5), at most once a minute
  *   /metrics  Prometheus text
  * Responses name a dependency and a short reason code only: never an address, a URL or an error
  * text, which could carry credentials (R-TOK-11). The details go to the (redacted) log.
@@ -22,14 +25,13 @@ export interface RedisPing {
 export interface SqlQuery {
   query(sql: string): Promise<unknown>;
 }
-export interface StoragePing {
-  ping(): Promise<void>;
-}
+/** The storage probe's result stands this long (R-NET-5): a probe is three requests per prefix. */
+export const STORAGE_PROBE_EVERY_MS = 60_000;
 
 export interface HealthDeps {
   redis?: RedisPing;
   db?: SqlQuery;
-  storage?: StoragePing;
+  storage?: ProbeStorage;
   metrics?: Metrics;
   logger?: Logger;
   /** Bound on each dependency check (default 2000 ms). */
@@ -51,6 +53,8 @@ export interface CheckResult {
   ms: number;
   /** `timeout`, or an error code such as ECONNREFUSED / a SQLSTATE; never a message. */
   reason?: string;
+  /** Storage only: each prefix written to, with the reason of the ones that failed. */
+  prefixes?: Partial<Record<WrittenPrefix, { ok: boolean; reason?: string }>>;
 }
 
 export interface Readiness {
@@ -61,14 +65,20 @@ export interface Readiness {
 
 class CheckTimeout extends Error {}
 
-/** A code safe to show: upper-case identifiers (ECONNREFUSED, ETIMEDOUT, 57P01), nothing else. */
+/**
+ * A code safe to show: upper-case identifiers (ECONNREFUSED, EPERM, 57P01) or an error's class
+ * name, nothing else. The innermost code wins (a storage error's cause says EPERM), then the
+ * outermost meaningful name.
+ */
 function reasonOf(err: unknown): string {
   if (err instanceof CheckTimeout) return 'timeout';
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && /^[A-Z0-9_]{2,40}$/.test(code)) return code;
-  const name = (err as { name?: unknown } | null)?.name;
-  if (typeof name === 'string' && /^[A-Za-z]{2,60}$/.test(name) && name !== 'Error') return name;
-  return 'unreachable';
+  let name: string | undefined;
+  for (let e = err as { code?: unknown; name?: unknown; cause?: unknown } | null, i = 0; e && i < 5; i++) {
+    if (typeof e.code === 'string' && /^[A-Z0-9_]{2,40}$/.test(e.code)) return e.code;
+    if (!name && typeof e.name === 'string' && /^[A-Za-z]{2,60}$/.test(e.name) && e.name !== 'Error') name = e.name;
+    e = e.cause as typeof e;
+  }
+  return name ?? 'unreachable';
 }
 
 async function check(run: () => Promise<unknown>, timeoutMs: number): Promise<CheckResult & { error?: unknown }> {
@@ -92,15 +102,68 @@ async function check(run: () => Promise<unknown>, timeoutMs: number): Promise<Ch
   }
 }
 
+/**
+ * R-NET-5: a probe object written, read back and deleted under every prefix, each with its own
+ * timeout; down when any prefix fails, naming it.
+ */
+async function probeStorage(
+  storage: ProbeStorage,
+  timeoutMs: number,
+  logger: Logger | undefined,
+): Promise<CheckResult & { error?: unknown }> {
+  const started = performance.now();
+  // One prefix after the other: some S3-compatible servers (s3rver) fail a DELETE that races
+  // another one in the same folder, and three probes are quick.
+  const results: Array<readonly [WrittenPrefix, CheckResult & { error?: unknown }]> = [];
+  for (const prefix of WRITTEN_PREFIXES)
+    results.push([prefix, await check(() => probeWritable(storage, prefix), timeoutMs)] as const);
+  const prefixes: NonNullable<CheckResult['prefixes']> = {};
+  let firstFailure: (CheckResult & { error?: unknown }) | undefined;
+  for (const [prefix, { error, ...result }] of results) {
+    prefixes[prefix] = result.ok ? { ok: true } : { ok: false, reason: result.reason ?? 'unreachable' };
+    if (!result.ok) {
+      firstFailure ??= { ...result, error };
+      logger?.warn(
+        { prefix, reason: result.reason, err: error },
+        `readiness: storage does not take writes under ${prefix}/`,
+      );
+    }
+  }
+  const ms = Math.round(performance.now() - started);
+  return firstFailure
+    ? { ok: false, ms, reason: firstFailure.reason ?? 'unreachable', prefixes, error: firstFailure.error }
+    : { ok: true, ms, prefixes };
+}
+
+/** The storage probe's last result and when it was taken (per healthRoutes), with the probe in flight. */
+interface StorageProbeCache {
+  result?: CheckResult & { error?: unknown };
+  at?: number;
+  inFlight?: Promise<CheckResult & { error?: unknown }>;
+}
+
 /** Check every configured dependency at once, each with its own timeout. */
-export async function readiness(deps: HealthDeps): Promise<Readiness> {
+export async function readiness(deps: HealthDeps, cache: StorageProbeCache = {}): Promise<Readiness> {
   const timeoutMs = deps.timeoutMs ?? 2_000;
   const { redis, db, storage } = deps;
-  const probes: Array<[DependencyName, () => Promise<unknown>]> = [];
-  if (redis) probes.push(['redis', () => redis.ping()]);
-  if (db) probes.push(['postgres', () => pingDatabase(db)]);
-  if (storage) probes.push(['storage', () => storage.ping()]);
-  const results = await Promise.all(probes.map(async ([name, run]) => [name, await check(run, timeoutMs)] as const));
+  const probes: Array<[DependencyName, () => Promise<CheckResult & { error?: unknown }>]> = [];
+  if (redis) probes.push(['redis', () => check(() => redis.ping(), timeoutMs)]);
+  if (db) probes.push(['postgres', () => check(() => pingDatabase(db), timeoutMs)]);
+  if (storage)
+    probes.push([
+      'storage',
+      async () => {
+        // At most one probe a minute whoever asks how often (R-NET-5); one at a time.
+        const now = (deps.clock ?? systemClock).now().getTime();
+        if (cache.result && cache.at !== undefined && now - cache.at < STORAGE_PROBE_EVERY_MS) return cache.result;
+        cache.inFlight ??= probeStorage(storage, timeoutMs, deps.logger).finally(() => (cache.inFlight = undefined));
+        const result = await cache.inFlight;
+        cache.result = result;
+        cache.at = now;
+        return result;
+      },
+    ]);
+  const results = await Promise.all(probes.map(async ([name, run]) => [name, await run()] as const));
   const checks: Readiness['checks'] = {};
   const down: DependencyName[] = [];
   for (const [name, { error, ...result }] of results) {
@@ -121,8 +184,9 @@ export function healthRoutes(deps: HealthDeps): Router {
     noStore(res).json({ status: 'ok' });
   });
 
+  const storageProbe: StorageProbeCache = {};
   router.get('/readyz', async (_req: Request, res: Response) => {
-    const result = await readiness(deps);
+    const result = await readiness(deps, storageProbe);
     noStore(res)
       .status(result.status === 'ready' ? 200 : 503)
       .json(result);

@@ -7,7 +7,8 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
-import { healthRoutes, type HealthDeps } from '../../src/http/health.ts';
+import { healthRoutes, STORAGE_PROBE_EVERY_MS, type HealthDeps } from '../../src/http/health.ts';
+import { ManualClock } from '../../src/util/clock.ts';
 import { parseExposition } from '../../src/metrics/exposition.ts';
 import { createMetrics } from '../../src/metrics/index.ts';
 import { createStorage, type ObjectStorage } from '../../src/storage/index.ts';
@@ -169,18 +170,20 @@ describe('health endpoints', () => {
     expectNoSecrets(r.text);
   });
 
-  it('storage down on its own: 503 naming storage; ready again when it comes back', async () => {
-    const base = await serve({ redis, db: pool, storage });
+  it('storage down on its own: 503 naming storage; ready again when it comes back (at the next probe, a minute on)', async () => {
+    const clock = new ManualClock(new Date());
+    const base = await serve({ redis, db: pool, storage, clock });
     await s3.stop();
     try {
       const r = await readyz(base);
       expect(r.status).toBe(503);
       expect(r.body.down).toEqual(['storage']);
-      expect(r.body.checks.storage).toMatchObject({ ok: false, reason: 'StorageUnavailableError' });
+      expect(r.body.checks.storage).toMatchObject({ ok: false, reason: 'ECONNREFUSED' });
       expectNoSecrets(r.text);
     } finally {
       await s3.start();
     }
+    clock.advance(STORAGE_PROBE_EVERY_MS);
     const again = await readyz(base);
     expect(again.status).toBe(200);
   });
