@@ -12,6 +12,7 @@ import { QUEUE, type QueueKey, type Queues } from './queues.ts';
 import { tokenRefreshJob } from './token-refresh.ts';
 import { webhookDeliveryJob } from './webhook-delivery.ts';
 import { mediaRebuildJob } from './media-rebuild.ts';
+import { withinLimits } from './job-options.ts';
 
 /**
  * The job catalogue: every kind of job feedmirror runs, and the only way to enqueue or schedule
@@ -78,7 +79,10 @@ export function queueProcessor<D>(
 /** Per-call additions to a definition's options (a job id, a delay, a priority). */
 export type EnqueueOptions = Pick<JobsOptions, 'jobId' | 'delay' | 'priority'>;
 
-/** Add one job: its payload validated by the definition's schema, its options from the definition. */
+/**
+ * Add one job: its payload validated by the definition's schema, its options from the definition,
+ * brought within BullMQ's limits (R-OWN-9: a priority out of range would fail the add itself).
+ */
 export async function enqueue<P extends z.ZodType>(
   queues: Partial<Queues>,
   def: JobDefinition<P, never, unknown> | AnyJobDefinition,
@@ -88,7 +92,7 @@ export async function enqueue<P extends z.ZodType>(
   const queue = queues[def.queue];
   if (!queue) throw new Error(`${def.name}: queue ${QUEUE[def.queue]} is not open in this process`);
   const data = def.payload.parse(payload);
-  return queue.add(def.name, data, { ...def.options, ...opts });
+  return queue.add(def.name, data, withinLimits(def.name, { ...def.options, ...opts }));
 }
 
 /**
@@ -174,7 +178,7 @@ export async function scheduleAccount(
       await s.queue.upsertJobScheduler(
         s.id,
         { every: s.everyMs, offset: scheduleOffsetMs(accountId, s.everyMs) },
-        { name: s.def.name, data, opts: s.def.options },
+        { name: s.def.name, data, opts: withinLimits(s.def.name, s.def.options) },
       );
       if (isNew) await runScheduledOnceNow(s, accountId);
     }),
@@ -190,10 +194,11 @@ export async function runScheduledOnceNow(
   s: Pick<ReturnType<typeof accountSchedulers>[number], 'id' | 'queue' | 'def'>,
   accountId: string,
 ): Promise<void> {
-  await s.queue.add(s.def.name, s.def.payload.parse({ accountId }), {
-    ...s.def.options,
-    jobId: `first-${s.id.replace(/:/g, '-')}-${Date.now()}`,
-  });
+  await s.queue.add(
+    s.def.name,
+    s.def.payload.parse({ accountId }),
+    withinLimits(s.def.name, { ...s.def.options, jobId: `first-${s.id.replace(/:/g, '-')}-${Date.now()}` }),
+  );
 }
 
 /** The lifecycle's view of the schedules (src/accounts/lifecycle.ts AccountSchedules). */

@@ -5,6 +5,7 @@ import { needsPublish, syncAccount, type CopyTask, type SyncResult } from '../sr
 import { MINUTE } from '../src/util/clock.ts';
 import { idSchema } from '../src/util/ids.ts';
 import { defineJob } from './definition.ts';
+import { clampPriority, PRIORITY_LIMIT, withinLimits } from './job-options.ts';
 import { QUEUE, retryOptions, type RedisSettings } from './queues.ts';
 import {
   DEFAULT_MIRROR_JOBS,
@@ -40,15 +41,16 @@ export type FeedSyncReturn = SyncResult & { publishJobId?: string; copyJobs?: nu
  * them in no particular order. A link already dead can no longer be saved: it is renewed when its
  * copy runs (R-LNK-3, R-MED-8) and then lives for days, so it waits behind the live links that
  * die within DEAD_LINK_AFTER_MS, which can still be saved (`npm run bench -- --downtime 1000`,
- * README Benchmarks). Unknown expiry comes last. BullMQ priorities go up to 2^21.
+ * README Benchmarks). Unknown expiry comes last: BullMQ's own PRIORITY_LIMIT (2^21 - 1), never
+ * above it (R-OWN-9: 2^21 failed every sync of an account with one link without oe).
  */
-export const LAST_PRIORITY = 2_097_152;
+export const LAST_PRIORITY = PRIORITY_LIMIT;
 export const DEAD_LINK_AFTER_MS = 6 * 60 * MINUTE;
 export function copyPriority(deadline: Date | null, now: Date): number {
-  if (!deadline) return LAST_PRIORITY;
+  if (!deadline || Number.isNaN(deadline.getTime())) return LAST_PRIORITY;
   const leftMs = deadline.getTime() - now.getTime();
   const minutes = Math.ceil((leftMs <= 0 ? DEAD_LINK_AFTER_MS : leftMs) / MINUTE);
-  return Math.min(Math.max(minutes, 1), LAST_PRIORITY - 1);
+  return clampPriority(Math.min(minutes, LAST_PRIORITY - 1));
 }
 
 /** The flow of one sync: publish-feed parent, mirror-media children. */
@@ -73,7 +75,7 @@ export function syncFlow(
     queueName: QUEUE[publishFeedJob.queue],
     prefix: redis.prefix,
     data,
-    opts: publishJobOptions(settings.publish),
+    opts: withinLimits(publishFeedJob.name, publishJobOptions(settings.publish)),
     children: result.copies.map((c: CopyTask) => {
       const child: MirrorMediaPayload = mirrorMediaJob.payload.parse({
         accountId: c.accountId,
@@ -85,7 +87,10 @@ export function syncFlow(
         queueName: QUEUE[mirrorMediaJob.queue],
         prefix: redis.prefix,
         data: child,
-        opts: { ...mirrorJobOptions(settings.mirror), priority: copyPriority(c.deadline, now) },
+        opts: withinLimits(mirrorMediaJob.name, {
+          ...mirrorJobOptions(settings.mirror),
+          priority: copyPriority(c.deadline, now),
+        }),
       };
     }),
   };

@@ -50,5 +50,9 @@ describe('copy order after downtime (R-LNK-5)', () => {
     expect(dead).toBeLessThan(copyPriority(inMin(7 * 60), now));
     expect(copyPriority(null, now)).toBe(LAST_PRIORITY);
     expect(copyPriority(inMin(10 * 365 * 24 * 60), now)).toBeLessThan(LAST_PRIORITY);
+    // R-OWN-9: last is BullMQ's own limit, never above it (2^21 failed every sync of the account).
+    const { PRIORITY_LIMIT } = await import('bullmq');
+    expect(LAST_PRIORITY).toBe(PRIORITY_LIMIT);
+    expect(copyPriority(new Date(Number.NaN), now)).toBe(LAST_PRIORITY);
   });
 });
