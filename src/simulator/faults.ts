@@ -103,6 +103,10 @@ export function faultAction(f: FaultSpec, usage: (regainMinutes: number) => Reco
       reply.headers = { ...reply.headers, ...usage(f.regainMinutes ?? 1) };
       return { kind: 'reply', reply };
     }
+    case 'json':
+      // A well-formed answer with the wrong content: by default an empty page without paging,
+      // which looks exactly like an account with no posts.
+      return { kind: 'reply', reply: json(f.status ?? 200, f.body ?? { data: [] }) };
     case 'malformed-json':
       return {
         kind: 'reply',

@@ -64,7 +64,10 @@ export class MediaRenderer {
   ) {}
 
   private link(p: PostRecord, slot: string, ext: 'jpg' | 'mp4', expiresAtMs: number): string {
-    return this.signer.sign({ accountId: p.accountId, mediaId: p.id, slot: `${slot}-r${p.rev}`, ext }, expiresAtMs);
+    return this.signer.sign(
+      { accountId: p.accountId, mediaId: p.id, slot: `${slot}-r${p.rev}`, ext },
+      p.linksWithoutOe ? null : expiresAtMs,
+    );
   }
 
   private mediaType(p: PostRecord): string {
@@ -122,7 +125,8 @@ export class MediaRenderer {
           if (p.caption !== null) out.caption = p.caption;
           break;
         case 'media_type':
-          out.media_type = this.mediaType(p);
+          // A glitch: a media type no converter knows.
+          out.media_type = p.glitch === 'unknown-media-type' ? 'HOLOGRAM' : this.mediaType(p);
           break;
         case 'media_product_type':
           out.media_product_type = p.kind === 'reel' ? 'REELS' : 'FEED';
@@ -148,7 +152,7 @@ export class MediaRenderer {
           out.shortcode = p.shortcode;
           break;
         case 'timestamp':
-          out.timestamp = platformTimestamp(p.timestamp);
+          if (p.glitch !== 'no-timestamp') out.timestamp = platformTimestamp(p.timestamp);
           break;
         case 'username':
           out.username = account.username;

@@ -54,6 +54,10 @@ export interface PostRecord {
   signedAt: Date;
   isSharedToFeed: boolean;
   deleted: boolean;
+  /** Links without `oe` (PostSpec.linksWithoutOe). */
+  linksWithoutOe: boolean;
+  /** How listings and reads garble it (PostSpec.glitch). */
+  glitch: 'unknown-media-type' | 'no-timestamp' | null;
 }
 
 export type TokenKind = 'short' | 'long';
@@ -203,6 +207,8 @@ export class SimState {
       signedAt: now,
       isSharedToFeed: h % 2 === 0,
       deleted: false,
+      linksWithoutOe: spec.linksWithoutOe ?? false,
+      glitch: spec.glitch ?? null,
     };
     this.postsById.set(id, record);
     const own = this.postsOfAccount.get(accountId);
@@ -249,6 +255,8 @@ export class SimState {
     if (patch.likeCount !== undefined) p.likeCount = patch.likeCount;
     if (patch.commentsCount !== undefined) p.commentsCount = patch.commentsCount;
     if (patch.timestamp !== undefined) p.timestamp = patch.timestamp;
+    if (patch.linksWithoutOe !== undefined) p.linksWithoutOe = patch.linksWithoutOe;
+    if (patch.glitch !== undefined) p.glitch = patch.glitch;
     if (visual) {
       // A changed picture is a new file on the CDN: new link, new bytes.
       p.rev += 1;

@@ -19,6 +19,13 @@ export interface PostSpec {
   width?: number;
   height?: number;
   timestamp?: Date;
+  /** Its links carry no `oe` at all (an unknown expiry, R-LNK-1); the image host serves them. */
+  linksWithoutOe?: boolean;
+  /**
+   * What a platform glitch does to this post in listings and reads: an unknown media_type or no
+   * timestamp (the item no longer converts). null clears it.
+   */
+  glitch?: 'unknown-media-type' | 'no-timestamp' | null;
 }
 
 export interface SimAccountOptions {
@@ -80,7 +87,16 @@ export interface RecordedRequest {
  * never reaches the client, as when a worker dies between the platform's answer and its own write.
  */
 export type FaultKind =
-  'status' | 'timeout' | 'reset' | 'rate-limit' | 'malformed-json' | 'html' | 'huge' | 'error' | 'answered-unsent';
+  | 'status'
+  | 'timeout'
+  | 'reset'
+  | 'rate-limit'
+  | 'malformed-json'
+  | 'html'
+  | 'huge'
+  | 'error'
+  | 'answered-unsent'
+  | 'json';
 
 export interface FaultSpec {
   /** A string matches when the pathname ends with it; a RegExp is tested on the pathname. */
@@ -99,6 +115,8 @@ export interface FaultSpec {
   sizeBytes?: number;
   /** For 'rate-limit': estimated_time_to_regain_access in minutes (default 1). */
   regainMinutes?: number;
+  /** For 'json': the body answered with status 200 (default `{"data":[]}`: an empty page without paging). */
+  body?: unknown;
 }
 
 export interface SimulatorOptions {

@@ -408,6 +408,50 @@ describe('platform simulator', () => {
     });
   });
 
+  describe('glitches', () => {
+    it('a link without oe (R-LNK-1: unknown expiry) is served and never expires; a tampered one is still refused', async () => {
+      const { id } = sim.createAccount();
+      const mediaId = sim.addPost(id, { kind: 'image', linksWithoutOe: true });
+      const t = sim.issueLongLivedToken(id);
+      const link = (await getJson(graph(sim, '/v25.0/me/media', { access_token: t, fields: 'media_url' }))).body.data[0]
+        .media_url as string;
+      expect(new URL(link).searchParams.has('oe')).toBe(false);
+      sim.clock.advance(30 * DAY); // six times a signed link's life, within the token's
+      expect((await fetch(link)).status).toBe(200);
+      expect(
+        (await fetch(link.replace(/sig=([0-9a-f])/, (_m, c: string) => `sig=${c === '0' ? '1' : '0'}`))).status,
+      ).toBe(403);
+      sim.updatePost(id, mediaId, { linksWithoutOe: false });
+      const signed = (await getJson(graph(sim, '/v25.0/me/media', { access_token: t, fields: 'media_url' }))).body
+        .data[0].media_url as string;
+      expect(new URL(signed).searchParams.has('oe')).toBe(true);
+    });
+
+    it('a post garbled by a glitch: unknown media_type, or no timestamp, until the glitch is cleared', async () => {
+      const { id } = sim.createAccount();
+      const mediaId = sim.addPost(id, { kind: 'image' });
+      const t = sim.issueLongLivedToken(id);
+      const read = async () =>
+        (await getJson(graph(sim, '/v25.0/me/media', { access_token: t, fields: 'media_type,timestamp' }))).body
+          .data[0] as Json;
+      sim.updatePost(id, mediaId, { glitch: 'unknown-media-type' });
+      expect((await read()).media_type).toBe('HOLOGRAM');
+      sim.updatePost(id, mediaId, { glitch: 'no-timestamp' });
+      expect(await read()).toEqual({ id: mediaId, media_type: 'IMAGE' });
+      sim.updatePost(id, mediaId, { glitch: null });
+      expect((await read()).timestamp).toMatch(/\+0000$/);
+    });
+
+    it("a 'json' fault answers an empty page without paging (or the body given)", async () => {
+      const { id } = sim.createAccount({ posts: 3 });
+      const t = sim.issueLongLivedToken(id);
+      sim.injectFault({ path: '/me/media', kind: 'json' });
+      const empty = await getJson(graph(sim, '/v25.0/me/media', { access_token: t }));
+      expect(empty).toMatchObject({ status: 200, body: { data: [] } });
+      expect((await getJson(graph(sim, '/v25.0/me/media', { access_token: t }))).body.data).toHaveLength(3);
+    });
+  });
+
   describe('faults', () => {
     it('fire the given number of times, then are gone', async () => {
       const { id } = sim.createAccount({ posts: 1 });
