@@ -5,7 +5,7 @@ import { HOUR, MINUTE, type Clock } from '../src/util/clock.ts';
 import type { AccountSchedules } from '../src/accounts/lifecycle.ts';
 import { runJob, type AnyJobDefinition, type JobDefinition } from './definition.ts';
 import { feedSyncJob } from './feed-sync.ts';
-import { expirySweepJob, housekeepingJob, mediaSweepJob } from './maintenance.ts';
+import { expirySweepJob, housekeepingJob, mediaSweepJob, verifyJob } from './maintenance.ts';
 import { mirrorMediaJob } from './mirror-media.ts';
 import { publishFeedJob } from './publish-feed.ts';
 import { QUEUE, type QueueKey, type Queues } from './queues.ts';
@@ -42,6 +42,7 @@ export const JOBS = {
   housekeeping: housekeepingJob,
   webhookDelivery: webhookDeliveryJob,
   mediaRebuild: mediaRebuildJob,
+  verify: verifyJob,
 } as const satisfies Record<string, AnyJobDefinition>;
 
 /** The definitions of one queue, by job name; throws when two definitions share a name. */
@@ -217,7 +218,7 @@ export async function unscheduleAccount(queues: AccountQueues, accountId: string
 
 // ---- daily, once per cluster ------------------------------------------------------------------
 
-export type DailyJob = typeof expirySweepJob | typeof mediaSweepJob | typeof housekeepingJob;
+export type DailyJob = typeof expirySweepJob | typeof mediaSweepJob | typeof housekeepingJob | typeof verifyJob;
 
 /** One job id per job and UTC day (from the injectable clock): BullMQ keeps one job per id. */
 export function dailyJobId(def: Pick<AnyJobDefinition, 'name'>, day: Date): string {

@@ -4,6 +4,7 @@ import { runExpirySweep, type SweepDeps, type SweepResult } from '../src/alerts/
 import { runMediaSweep, type MediaSweepResult } from '../src/feeds/media-sweep.ts';
 import type { ObjectStorage } from '../src/storage/types.ts';
 import { runHousekeeping, type HousekeepingResult } from '../src/store/housekeeping.ts';
+import { runVerify, type VerifyCounts, type VerifyDeps } from '../src/verify/verify.ts';
 import { defineJob } from './definition.ts';
 import { retryOptions } from './queues.ts';
 
@@ -16,6 +17,8 @@ export interface MaintenanceDeps extends SweepDeps {
   storage?: ObjectStorage;
   /** Account events older than this are deleted by the housekeeping job (EVENT_RETENTION_DAYS). */
   eventRetentionDays: number;
+  /** The daily verify (VERIFY_DAILY): the feed pipeline's deps and the schedules; none = not run here. */
+  verify?: { deps: VerifyDeps; repair: boolean; orphanGraceMs: number };
 }
 
 const DAILY_OPTIONS = {
@@ -66,5 +69,34 @@ export const housekeepingJob = defineJob({
       : 0;
     if (leftovers > 0) deps.logger.info({ leftovers }, 'housekeeping: temporary files of unfinished writes removed');
     return { ...result, leftovers };
+  },
+});
+
+/** What the daily verify returns to the queue view; the whole report is in verify_runs. */
+export interface DailyVerifyResult {
+  ok: boolean;
+  problems: number;
+  repaired: number;
+  counts: VerifyCounts;
+}
+
+/**
+ * `feedmirror verify` once a day (VERIFY_DAILY): the same checker and, by default, the same repair
+ * as `feedmirror verify --repair`, recorded in verify_runs for the health and `doctor`. Problems
+ * are its result, not a failure: only an error (a store unreachable) fails the job and retries.
+ */
+export const verifyJob = defineJob({
+  name: 'verify',
+  queue: 'maintenance',
+  payload: z.object({}),
+  options: DAILY_OPTIONS,
+  async process(deps: MaintenanceDeps): Promise<DailyVerifyResult> {
+    if (!deps.verify) throw new Error('verify: this worker runs no feed pipeline');
+    const r = await runVerify(deps.verify.deps, {
+      trigger: 'worker',
+      repair: deps.verify.repair,
+      orphanGraceMs: deps.verify.orphanGraceMs,
+    });
+    return { ok: r.ok, problems: r.problems.length, repaired: r.repaired.length, counts: r.counts };
   },
 });

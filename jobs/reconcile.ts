@@ -1,6 +1,7 @@
 import type { Counter } from 'prom-client';
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
+import type { Queue } from 'bullmq';
 import { getAccount, listScheduledAccountIds } from '../src/store/accounts.ts';
 import { holdAdvisoryLock, type HeldLock } from '../src/store/locks.ts';
 import type { Clock } from '../src/util/clock.ts';
@@ -50,9 +51,34 @@ export interface ReconcileDeps {
 const ACCOUNT_SCHEDULER = /^(token-refresh|feed-sync):(.+)$/;
 const SCHEDULER_PAGE = 1000;
 
-/** Compare and repair once (whoever calls it; the Reconciler below makes sure only the leader does). */
-export async function reconcileOnce(deps: ReconcileDeps): Promise<Repair[]> {
-  const repairs: Repair[] = [];
+/** One difference between the accounts in PostgreSQL and the schedulers in Redis. */
+export type ScheduleDifference =
+  | {
+      /** An account's scheduler is absent, or runs at another interval than the settings say. */
+      kind: 'missing' | 'interval';
+      accountId: string;
+      id: string;
+      queue: Queue;
+      def: AnyJobDefinition;
+      everyMs: number;
+    }
+  | {
+      /** A scheduler of an account that is gone or waits for its owner (R-TOK-10). */
+      kind: 'stray';
+      accountId: string;
+      id: string;
+      queue: Queue;
+    };
+
+/**
+ * The comparison, on its own: what differs between every scheduled account (active, with a
+ * token) and the schedulers Redis holds. The reconciler repairs what it finds; `feedmirror
+ * verify` reports it (and repairs it with --repair) through the same function.
+ */
+export async function compareSchedules(
+  deps: Pick<ReconcileDeps, 'db' | 'queues' | 'schedules'>,
+): Promise<ScheduleDifference[]> {
+  const differences: ScheduleDifference[] = [];
   const active = await listScheduledAccountIds(deps.db);
   const activeIds = new Set(active);
 
@@ -62,40 +88,53 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<Repair[]> {
   for (const q of queues) {
     // A page at a time: 10,000 accounts have 20,000 schedulers, and reading them all in one call
     // held every one of them in memory (and Redis busy) at once.
-    const schedulers = [];
     for (let start = 0; ; start += SCHEDULER_PAGE) {
       const page = await q.getJobSchedulers(start, start + SCHEDULER_PAGE - 1);
-      for (const s of page) schedulers.push({ key: s.key, every: s.every });
-      if (page.length < SCHEDULER_PAGE) break;
-    }
-    for (const s of schedulers) {
-      const id = s.key;
-      present.set(id, s.every ?? undefined);
-      // A scheduler of an account that is gone or waits for its owner (R-TOK-10): stop it.
-      const m = ACCOUNT_SCHEDULER.exec(id);
-      if (m && !activeIds.has(m[2]!)) {
-        await q.removeJobScheduler(id);
-        repairs.push({ kind: 'scheduler_removed', id });
+      for (const s of page) {
+        present.set(s.key, s.every ?? undefined);
+        const m = ACCOUNT_SCHEDULER.exec(s.key);
+        if (m && !activeIds.has(m[2]!)) differences.push({ kind: 'stray', accountId: m[2]!, id: s.key, queue: q });
       }
+      if (page.length < SCHEDULER_PAGE) break;
     }
   }
   for (const accountId of active) {
     for (const s of accountSchedulers(deps.queues, accountId, deps.schedules)) {
-      const every = present.get(s.id);
-      if (present.has(s.id) && Number(every) === s.everyMs) continue;
-      // Spread as scheduleAccount spreads them: a rebuild of 10,000 lost schedules must not make
-      // them all fall due at the same second.
-      await s.queue.upsertJobScheduler(
-        s.id,
-        { every: s.everyMs, offset: scheduleOffsetMs(accountId, s.everyMs) },
-        { name: s.def.name, data: s.def.payload.parse({ accountId }), opts: s.def.options },
-      );
-      repairs.push({ kind: present.has(s.id) ? 'scheduler_updated' : 'scheduler_added', id: s.id });
-      // An account connected while Redis was away (its row and token committed, its schedules
-      // never made) has never been synced: its first sync runs now, not at its slot in the hour.
-      if (!present.has(s.id) && s.def === feedSyncJob && (await getAccount(deps.db, accountId))?.lastSyncAt === null)
-        await runScheduledOnceNow(s, accountId);
+      if (present.has(s.id) && Number(present.get(s.id)) === s.everyMs) continue;
+      differences.push({
+        kind: present.has(s.id) ? 'interval' : 'missing',
+        accountId,
+        id: s.id,
+        queue: s.queue,
+        def: s.def,
+        everyMs: s.everyMs,
+      });
     }
+  }
+  return differences;
+}
+
+/** Compare and repair once (whoever calls it; the Reconciler below makes sure only the leader does). */
+export async function reconcileOnce(deps: ReconcileDeps): Promise<Repair[]> {
+  const repairs: Repair[] = [];
+  for (const d of await compareSchedules(deps)) {
+    if (d.kind === 'stray') {
+      await d.queue.removeJobScheduler(d.id);
+      repairs.push({ kind: 'scheduler_removed', id: d.id });
+      continue;
+    }
+    // Spread as scheduleAccount spreads them: a rebuild of 10,000 lost schedules must not make
+    // them all fall due at the same second.
+    await d.queue.upsertJobScheduler(
+      d.id,
+      { every: d.everyMs, offset: scheduleOffsetMs(d.accountId, d.everyMs) },
+      { name: d.def.name, data: d.def.payload.parse({ accountId: d.accountId }), opts: d.def.options },
+    );
+    repairs.push({ kind: d.kind === 'interval' ? 'scheduler_updated' : 'scheduler_added', id: d.id });
+    // An account connected while Redis was away (its row and token committed, its schedules
+    // never made) has never been synced: its first sync runs now, not at its slot in the hour.
+    if (d.kind === 'missing' && d.def === feedSyncJob && (await getAccount(deps.db, d.accountId))?.lastSyncAt === null)
+      await runScheduledOnceNow(d, d.accountId);
   }
   for (const def of deps.dailyJobs) {
     const jobId = dailyJobId(def, deps.clock.now());
@@ -106,7 +145,7 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<Repair[]> {
   for (const r of repairs) deps.repairs?.inc({ kind: r.kind });
   if (repairs.length > 0)
     deps.logger.warn({ repairs }, `reconciler repaired ${repairs.length} schedule(s) from PostgreSQL`);
-  else deps.logger.debug({ accounts: active.length }, 'reconciler: schedules match the accounts');
+  else deps.logger.debug('reconciler: schedules match the accounts');
   return repairs;
 }
 

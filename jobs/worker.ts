@@ -30,6 +30,8 @@ import {
 import { AccountLifecycle } from '../src/accounts/lifecycle.ts';
 import type { TokenRefreshDeps } from '../src/accounts/token-refresh.ts';
 import type { MaintenanceDeps } from './maintenance.ts';
+import { scheduleCheck } from './verify-schedules.ts';
+import { DEFAULT_ORPHAN_GRACE_MS } from '../src/verify/verify.ts';
 import { startFeedWorkers } from './feed-workers.ts';
 import type { PlatformWaitSettings } from './rate-limits.ts';
 import { telemetryOptions } from './telemetry.ts';
@@ -79,6 +81,8 @@ export interface WorkerDeps {
   shutdownTimeoutMs?: number;
   /** Account events older than this are deleted by the daily housekeeping (EVENT_RETENTION_DAYS). */
   eventRetentionDays?: number;
+  /** The daily verify (VERIFY_DAILY; default repair, 24 h orphan grace); needs the feed pipeline. */
+  verify?: { mode: 'repair' | 'check' | 'off'; orphanGraceMs: number };
   /** Outgoing webhooks (needs queues.webhooks): delivery settings; the retry delays are for tests. */
   webhooks?: { allowPrivate: boolean; timeoutMs: number; retryDelaysMs?: readonly number[]; concurrency?: number };
 }
@@ -148,10 +152,28 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     concurrency: deps.concurrency,
   });
 
+  const verifyMode = deps.verify?.mode ?? 'repair';
   const maintenanceDeps: MaintenanceDeps = {
     ...sweepDeps,
     eventRetentionDays: deps.eventRetentionDays ?? 365,
     ...(deps.feed ? { storage: deps.feed.storage } : {}),
+    ...(deps.feed && verifyMode !== 'off'
+      ? {
+          verify: {
+            // The feed pipeline as this worker runs it (its events and metrics), and the schedules
+            // as the reconciler compares them.
+            deps: {
+              ...deps.feed,
+              ...(events && !deps.feed.events ? { events } : {}),
+              ...(deps.metrics && !deps.feed.metrics ? { metrics: deps.metrics } : {}),
+              lifecycle,
+              schedules: scheduleCheck({ db: deps.db, queues: deps.queues, schedules: deps.schedules }),
+            },
+            repair: verifyMode === 'repair',
+            orphanGraceMs: deps.verify?.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS,
+          },
+        }
+      : {}),
   };
   const maintenanceWorker = new Worker(QUEUE.maintenance, queueProcessor('maintenance', maintenanceDeps), {
     ...telemetryOptions(),
@@ -229,7 +251,12 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   }
 
   // The daily jobs: one each per day across all workers (de-duplicated job ids).
-  const dailyJobs: AnyJobDefinition[] = [JOBS.expirySweep, JOBS.housekeeping, ...(deps.feed ? [JOBS.mediaSweep] : [])];
+  const dailyJobs: AnyJobDefinition[] = [
+    JOBS.expirySweep,
+    JOBS.housekeeping,
+    ...(deps.feed ? [JOBS.mediaSweep] : []),
+    ...(maintenanceDeps.verify ? [JOBS.verify] : []),
+  ];
   const queueDailyJobs = async () => {
     for (const def of dailyJobs) await enqueueDaily(deps.queues, def, deps.clock);
   };

@@ -164,6 +164,14 @@ export const configSchema = z.object({
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().int().min(0).default(30),
   /** Account events (token history) older than this are deleted by the daily housekeeping. */
   EVENT_RETENTION_DAYS: posInt.default(365),
+  /** The worker's daily `verify`: repair what it finds (default), only check and record, or not run it. */
+  VERIFY_DAILY: z.enum(['repair', 'check', 'off']).default('repair'),
+  /** `verify`: an unreferenced object under media/ younger than this is a copy in flight, not an orphan. */
+  VERIFY_ORPHAN_GRACE_HOURS: z.coerce
+    .number()
+    .positive()
+    .max(24 * 365)
+    .default(24),
   /** Webhook endpoints on private, loopback or link-local addresses are refused unless this is true (SSRF guard). */
   WEBHOOK_ALLOW_PRIVATE: z.stringbool().default(false),
   /** One webhook delivery attempt, answer included. */

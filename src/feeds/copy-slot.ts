@@ -65,7 +65,14 @@ export async function renewPostLinks(
 export async function copySlot(
   deps: FeedDeps,
   t: CopyTarget,
-  opts: { firstAttempt?: boolean } = {},
+  opts: {
+    firstAttempt?: boolean;
+    /**
+     * Copy again although this file is recorded as copied: its objects went missing from storage
+     * (`feedmirror verify --repair`). The manifest is not trusted either: it may outlive them.
+     */
+    force?: boolean;
+  } = {},
 ): Promise<CopyOutcome> {
   // The post and its slot's recorded copy in one round trip: this runs once per image.
   const found = await getPostForCopy(deps.db, t.accountId, t.mediaId, t.slot);
@@ -75,7 +82,7 @@ export async function copySlot(
   const find = (p: Post) => imageSlots(p).find((s) => s.slot === t.slot);
   let slot = find(post);
   if (!slot) return { outcome: 'gone', reason: `post has no image slot ${t.slot}` };
-  if (copiedSourceId === slot.sourceId) return { outcome: 'up-to-date' };
+  if (copiedSourceId === slot.sourceId && !opts.force) return { outcome: 'up-to-date' };
 
   let renewed = false;
   let earliestOe = stored.earliestOe;
@@ -93,7 +100,7 @@ export async function copySlot(
     accountId: t.accountId,
     mediaId: t.mediaId,
     slot: t.slot,
-    force: copiedSourceId !== null,
+    force: copiedSourceId !== null || opts.force === true,
     ...(opts.firstAttempt ? { firstAttempt: true } : {}),
   };
   let image: MirroredImage;

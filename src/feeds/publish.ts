@@ -253,6 +253,11 @@ export function feedChanges(previous: Record<string, string> | null, next: Recor
 export interface PublishOptions {
   /** Whether the sync behind this publish read the whole listing (R-MED-5). */
   complete?: boolean;
+  /**
+   * Write even when the publication row says the feed is unchanged: the object in storage is not
+   * what the row records (altered or replaced behind our back; `feedmirror verify --repair`).
+   */
+  rewrite?: boolean;
 }
 
 /**
@@ -285,7 +290,11 @@ export async function publishAccountFeed(
   let outcome: 'written' | 'unchanged' = 'unchanged';
   let cacheControl: string | undefined;
   let changes: FeedChanges | undefined;
-  if (!previous || previous.demo || previous.feedHash !== built.hash || linksDying) {
+  // The publication row says what was written, not that storage still has it: an unchanged feed
+  // costs one HEAD, and a feed object deleted behind our back (by hand, a bucket restored, a new
+  // STORAGE_URL) is written again instead of being trusted.
+  const changed = !previous || previous.demo || previous.feedHash !== built.hash || linksDying || opts.rewrite === true;
+  if (changed || !(await deps.storage.head(key))) {
     cacheControl = feedCacheControl(built, now, deps.feedMaxAgeSeconds);
     const hashes = postHashes(built.feed);
     changes = feedChanges(previous && !previous.demo ? (previous.postHashes ?? null) : null, hashes);
@@ -332,10 +341,13 @@ export async function publishAccountFeed(
  * R-SCH-11 made concrete: an account that has no published feed yet gets the demo feed (demo:
  * true, placeholder posts of every kind) at feeds/<accountId>.json, so a site embedding it shows a
  * labelled demo instead of an error until the first complete sync replaces it. Called at the start
- * of every sync (a no-op once anything was published); callable at connect time too.
+ * of every sync (a no-op once anything was published and is in storage); callable at connect time too.
  */
 export async function publishDemoFeedIfNone(deps: PublishDeps, accountId: string): Promise<boolean> {
-  if (await getFeedPublication(deps.db, accountId)) return false;
+  const previous = await getFeedPublication(deps.db, accountId);
+  // Once published, it stays; but a demo feed deleted from storage is put back (one HEAD, only
+  // while the demo stands).
+  if (previous && (!previous.demo || (await deps.storage.head(feedKey(accountId))))) return false;
   const now = deps.clock.now();
   const feed = demoFeed(now);
   const { fetchedAt: _f, ...content } = feed;
@@ -361,12 +373,7 @@ export async function publishDemoFeedIfNone(deps: PublishDeps, accountId: string
  * kept. Run it when no copy of this account is in flight (after its publish). Returns keys removed.
  */
 export async function sweepAccountMedia(deps: Pick<FeedDeps, 'db' | 'storage'>, accountId: string): Promise<string[]> {
-  const keep = new Set<string>();
-  for (const c of await listMediaCopies(deps.db, accountId)) {
-    keep.add(c.key);
-    for (const v of c.variants) keep.add(v.key);
-    keep.add(`${mediaPrefix(accountId, c.mediaId)}${c.slot}.json`);
-  }
+  const keep = recordedMediaKeys(accountId, await listMediaCopies(deps.db, accountId));
   const removed: string[] = [];
   const candidates: string[] = [];
   for await (const key of deps.storage.list(mediaPrefix(accountId))) if (!keep.has(key)) candidates.push(key);
@@ -375,6 +382,17 @@ export async function sweepAccountMedia(deps: Pick<FeedDeps, 'db' | 'storage'>, 
     removed.push(key);
   }
   return removed;
+}
+
+/** The objects the recorded copies of an account reference: originals, variants, manifests. */
+export function recordedMediaKeys(accountId: string, copies: readonly MediaCopy[]): Set<string> {
+  const keep = new Set<string>();
+  for (const c of copies) {
+    keep.add(c.key);
+    for (const v of c.variants) keep.add(v.key);
+    keep.add(`${mediaPrefix(accountId, c.mediaId)}${c.slot}.json`);
+  }
+  return keep;
 }
 
 /**

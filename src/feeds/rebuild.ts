@@ -1,5 +1,6 @@
 import { reencodeMirroredImage } from '../mirror/copy.ts';
 import { variantLadder } from '../mirror/image.ts';
+import { mediaPrefix } from '../storage/keys.ts';
 import { listMediaCopies, saveMediaCopy, type MediaCopy } from '../store/posts.ts';
 import type { FeedDeps } from './deps.ts';
 import { publishAccountFeed, type PublishOutcome } from './publish.ts';
@@ -10,7 +11,7 @@ export interface RebuildResult {
   rebuilt: number;
   /** Copies that already had them (and a placeholder): nothing done. */
   upToDate: number;
-  /** Copies whose original is no longer in storage (the next sync copies them again). */
+  /** Copies whose original is no longer in storage (`feedmirror verify --repair` copies them again). */
   missing: number;
   publish: PublishOutcome;
 }
@@ -36,11 +37,17 @@ export async function rebuildAccountMedia(
 ): Promise<RebuildResult> {
   const copies = await listMediaCopies(deps.db, accountId);
   const formats = deps.limits.variantFormats ?? ['webp'];
+  // What storage holds, listed once: the database alone would call a copy whose objects were
+  // deleted "up to date". A copy with an object not listed goes through the re-encoding, which
+  // reads its original back (and counts it missing when that is gone too).
+  const stored = new Set<string>();
+  for await (const key of deps.storage.list(mediaPrefix(accountId))) stored.add(key);
+  const inStorage = (c: MediaCopy) => stored.has(c.key) && c.variants.every((v) => stored.has(v.key));
   let rebuilt = 0;
   let upToDate = 0;
   let missing = 0;
   for (const [i, copy] of copies.entries()) {
-    if (isCurrent(copy, deps.limits.variantWidths, formats)) {
+    if (isCurrent(copy, deps.limits.variantWidths, formats) && inStorage(copy)) {
       upToDate++;
     } else {
       const image = await reencodeMirroredImage({ storage: deps.storage, limits: deps.limits }, copy);

@@ -21,6 +21,7 @@ import {
 import { loadToken } from '../store/tokens.ts';
 import { redactText } from '../util/redact.ts';
 import { ID_PATTERN } from '../util/ids.ts';
+import { feedKey } from '../storage/keys.ts';
 import { linkExpiry } from './expiry.ts';
 import { copySlot, renewPostLinks } from './copy-slot.ts';
 import type { FeedDeps } from './deps.ts';
@@ -64,6 +65,8 @@ export type SyncResult =
       copies: CopyTask[];
       /** The feed must be written even if nothing changed (still the demo feed, or its video links die soon). */
       feedDue: boolean;
+      /** The published feed object was not in storage: it is written again whatever the listing. */
+      feedMissing: boolean;
       /** Why the listing stopped early (redacted). */
       error?: string;
     }
@@ -135,6 +138,10 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   // Whether the feed must be written even if nothing changed: still the demo feed, or its
   // platform links (video files) die soon. Otherwise an unchanged sync publishes nothing.
   const publication = await getFeedPublication(deps.db, accountId);
+  // The publication row is what was written, not what storage still holds: one HEAD, and a feed
+  // object deleted behind our back is published again by this sync rather than trusted.
+  const feedMissing = publication !== null && !(await deps.storage.head(feedKey(accountId)));
+  if (feedMissing) log.warn('the published feed is missing from storage; this sync publishes it again');
   const feedDue =
     !publication ||
     publication.demo ||
@@ -284,14 +291,15 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
     pruned,
     copies,
     feedDue,
+    feedMissing,
     ...(error ? { error } : {}),
   };
 }
 
 /**
  * Whether a sync's result calls for publishing: something was read that the feed lacks (new or
- * changed posts, images to copy, renewed video links), a complete listing pruned posts, or the
- * feed is due anyway (the demo feed still in place, video links about to die). Otherwise the
+ * changed posts, images to copy, renewed video links), a complete listing pruned posts, the feed
+ * object is missing from storage, or the feed is due anyway (the demo feed still in place, video links about to die). Otherwise the
  * previous feed stays as it is and no publish job runs: a publish job for every unchanged sync
  * (a feed built, validated and found the same) took the worker's CPU per catch-up sync from
  * 12.9 to 17.5 ms in `npm run bench -- --scale 600`. The worker's flow decides with it; runSyncNow (one account, by hand) also
@@ -304,6 +312,7 @@ export function needsPublish(result: Extract<SyncResult, { outcome: 'synced' }>)
     result.changedPosts > 0 ||
     result.pruned.length > 0 ||
     result.renewedVideos > 0 ||
+    result.feedMissing ||
     (result.complete && result.feedDue)
   );
 }

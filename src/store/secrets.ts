@@ -20,6 +20,9 @@ export interface UnopenedSecret {
   keyId: string;
   /** The reason, as the sync or delivery would report it (names the key id, never the key). */
   message: string;
+  /** Whose it is: the account of a token, or the webhook endpoint of a signing secret. */
+  accountId?: string;
+  endpointId?: string;
 }
 
 export interface SecretsAudit {
@@ -33,7 +36,13 @@ export async function auditSecrets(db: Db, cipher: TokenCipher): Promise<Secrets
   const byId = new Map(keys.map((k) => [k.id, k]));
   const unopened: UnopenedSecret[] = [];
   let total = 0;
-  const check = (keyId: string, ciphertext: Buffer, binding: string, kind: 'tokens' | 'webhookSecrets') => {
+  const check = (
+    keyId: string,
+    ciphertext: Buffer,
+    binding: string,
+    kind: 'tokens' | 'webhookSecrets',
+    owner: { accountId: string } | { endpointId: string },
+  ) => {
     total++;
     const sealed = { keyId, ciphertext };
     const opener = cipher.keyOf(sealed, binding);
@@ -48,12 +57,12 @@ export async function auditSecrets(db: Db, cipher: TokenCipher): Promise<Secrets
     } catch (err) {
       message = (err as Error).message;
     }
-    unopened.push({ what: describeSecret(binding), keyId, message });
+    unopened.push({ what: describeSecret(binding), keyId, message, ...owner });
   };
   const tokens = await db.query<{ account_id: string; key_id: string; ciphertext: Buffer }>(
     'SELECT account_id, key_id, ciphertext FROM tokens ORDER BY account_id',
   );
-  for (const r of tokens.rows) check(r.key_id, r.ciphertext, r.account_id, 'tokens');
+  for (const r of tokens.rows) check(r.key_id, r.ciphertext, r.account_id, 'tokens', { accountId: r.account_id });
   const hooks = await db.query<{
     id: string;
     secret_key_id: string;
@@ -62,9 +71,9 @@ export async function auditSecrets(db: Db, cipher: TokenCipher): Promise<Secrets
     previous_secret: Buffer | null;
   }>('SELECT id, secret_key_id, secret, previous_key_id, previous_secret FROM webhook_endpoints ORDER BY id');
   for (const r of hooks.rows) {
-    check(r.secret_key_id, r.secret, webhookSecretBinding(r.id), 'webhookSecrets');
+    check(r.secret_key_id, r.secret, webhookSecretBinding(r.id), 'webhookSecrets', { endpointId: r.id });
     if (r.previous_key_id && r.previous_secret)
-      check(r.previous_key_id, r.previous_secret, webhookSecretBinding(r.id), 'webhookSecrets');
+      check(r.previous_key_id, r.previous_secret, webhookSecretBinding(r.id), 'webhookSecrets', { endpointId: r.id });
   }
   return { keys, unopened, total };
 }

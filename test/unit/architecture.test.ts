@@ -44,6 +44,10 @@ const LAYERS: Array<{ from: string; mayImport: string[] }> = [
       'src/util/',
     ],
   },
+  {
+    from: 'src/verify/',
+    mayImport: ['src/feeds/', 'src/schema/', 'src/storage/', 'src/store/', 'src/util/'],
+  },
   { from: 'src/alerts/', mayImport: ['src/accounts/', 'src/config.ts', 'src/store/', 'src/webhooks/', 'src/util/'] },
   // The top: jobs/ and src/http/ use the rest; src/cli/ (the composition root) uses everything.
   { from: 'jobs/', mayImport: ['jobs/', 'src/'] },

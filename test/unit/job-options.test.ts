@@ -86,6 +86,7 @@ describe('job options within BullMQ limits (R-OWN-9)', () => {
         deadline,
       })),
       feedDue: false,
+      feedMissing: false,
     };
     const flow = syncFlow({ url: 'redis://127.0.0.1:6379', prefix: 'check' }, result, now, DEFAULT_FLOW_SETTINGS);
     expect(() => bullmqAccepts(flow.name, flow.opts!)).not.toThrow();

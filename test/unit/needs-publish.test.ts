@@ -16,6 +16,7 @@ const unchanged: Synced = {
   pruned: [],
   copies: [],
   feedDue: false,
+  feedMissing: false,
 };
 
 describe('which syncs queue a publish job', () => {
@@ -34,6 +35,9 @@ describe('which syncs queue a publish job', () => {
     expect(needsPublish({ ...unchanged, posts: 0, feedDue: true })).toBe(true);
     // An incomplete listing never replaces the demo feed on its own.
     expect(needsPublish({ ...unchanged, complete: false, feedDue: true })).toBe(false);
+    // A feed object missing from storage is written again, whether the listing finished or not.
+    expect(needsPublish({ ...unchanged, feedMissing: true })).toBe(true);
+    expect(needsPublish({ ...unchanged, complete: false, feedMissing: true })).toBe(true);
   });
 });
 

@@ -16,6 +16,7 @@ import { register as serve } from './serve.ts';
 import { register as demoRun } from './demo-run.ts';
 import { register as webhooks } from './webhooks.ts';
 import { register as media } from './media.ts';
+import { register as verify } from './verify.ts';
 
 /**
  * Every command of `feedmirror`, in the order `feedmirror --help` lists them. To add one: write
@@ -36,6 +37,7 @@ export const commandModules: RegisterCommand[] = [
   sync,
   feeds,
   media,
+  verify,
   webhooks,
   worker,
   serve,

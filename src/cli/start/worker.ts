@@ -5,6 +5,7 @@ import { applyHeapGrowthPercent } from '../../util/heap.ts';
 import { mirrorConcurrency } from '../../mirror/concurrency.ts';
 import { addSpans, startTracing } from '../../util/tracing.ts';
 import { enableJobTelemetry } from '../../../jobs/telemetry.ts';
+import { HOUR } from '../../util/clock.ts';
 
 export interface RunningWorkerProcess extends RunningWorker {
   /** The METRICS_PORT listener's address, when one was asked for. */
@@ -72,6 +73,7 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
       reconcileIntervalMs: ctx.config.RECONCILE_INTERVAL_SECONDS * 1000,
       shutdownTimeoutMs: ctx.config.SHUTDOWN_TIMEOUT_SECONDS * 1000,
       eventRetentionDays: ctx.config.EVENT_RETENTION_DAYS,
+      verify: { mode: ctx.config.VERIFY_DAILY, orphanGraceMs: ctx.config.VERIFY_ORPHAN_GRACE_HOURS * HOUR },
       webhooks: { allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE, timeoutMs: ctx.config.WEBHOOK_TIMEOUT_MS },
     });
   } catch (err) {

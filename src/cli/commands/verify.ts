@@ -1,0 +1,114 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { EXIT, type CliIO } from '../io.ts';
+import { printJson, withContext, withExamples, type Cli } from '../command.ts';
+import { idSchema } from '../../util/ids.ts';
+
+/**
+ * `feedmirror verify [--account <id>] [--repair] [--json]`: do PostgreSQL, Redis and the storage
+ * agree (src/verify/verify.ts)? Exit 0 when they do, 1 with each problem named otherwise; with
+ * --repair, exit 0 once everything was repaired (checked again after the repair).
+ */
+export function register(program: Command, cli: Cli): void {
+  const cmd = program
+    .command('verify')
+    .description(
+      'check that the stores agree: schedules, published feeds, every image of every feed in storage (size and type), no orphaned copies, every stored secret readable; exit 1 naming each problem',
+    )
+    .option('--account <id>', 'only this account', (raw: string) => {
+      const id = accountId.safeParse(raw);
+      if (!id.success) throw new InvalidArgumentError(id.error.issues[0]?.message ?? 'invalid account id');
+      return id.data;
+    })
+    .option(
+      '--repair',
+      'copy missing images again (links renewed first), publish feeds again, set schedules again, delete orphans past the grace period; then check again',
+    )
+    .option('--json', 'print the report as one JSON document (no progress lines)')
+    .action(async (opts: VerifyCliOptions) => cli.setExit(await verify(opts, cli.io)));
+  withExamples(
+    cmd,
+    'feedmirror verify',
+    'feedmirror verify --account 17841400000000001 --repair',
+    "npm run -s feedmirror -- verify --json | jq '.problems[]'",
+  );
+}
+const accountId = idSchema('account id');
+
+interface VerifyCliOptions {
+  account?: string;
+  repair?: boolean;
+  json?: boolean;
+}
+
+async function verify(opts: VerifyCliOptions, io: CliIO): Promise<number> {
+  return withContext(io, async (ctx) => {
+    const { runVerify } = await import('../../verify/verify.ts');
+    const { scheduleCheck } = await import('../../../jobs/verify-schedules.ts');
+    const { getAccount } = await import('../../store/accounts.ts');
+    const { HOUR } = await import('../../util/clock.ts');
+    // Every store answers first: an unreachable one is one line and exit 3, not a report.
+    await ctx.ensureStorage();
+    const queues = await ctx.readyQueues();
+    const deps = await ctx.feedDeps();
+    if (opts.account !== undefined && !(await getAccount(deps.db, opts.account))) {
+      io.stderr.write(`no account with id ${opts.account}\n`);
+      return EXIT.failed;
+    }
+    // Progress on a terminal only: a pipe or a log gets the report alone.
+    const tty = !opts.json && (io.stderr as { isTTY?: boolean }).isTTY === true;
+    const report = await runVerify(
+      { ...deps, schedules: scheduleCheck({ db: deps.db, queues, schedules: ctx.schedules }) },
+      {
+        trigger: 'cli',
+        repair: opts.repair === true,
+        orphanGraceMs: ctx.config.VERIFY_ORPHAN_GRACE_HOURS * HOUR,
+        ...(opts.account !== undefined ? { accountId: opts.account } : {}),
+        ...(tty
+          ? {
+              onProgress: (p) =>
+                io.stderr.write(
+                  `\r${p.phase}: account ${p.accountsDone}/${p.accounts}, objects ${p.objects}${p.accountsDone === p.accounts ? '\n' : ''}`,
+                ),
+            }
+          : {}),
+      },
+    );
+    if (opts.json) {
+      printJson(io, {
+        ok: report.ok,
+        ...(opts.account !== undefined ? { accountId: opts.account } : {}),
+        repair: opts.repair === true,
+        counts: report.counts,
+        problems: report.problems,
+        ...(report.found ? { found: report.found } : {}),
+        repaired: report.repaired,
+      });
+      return report.ok ? EXIT.ok : EXIT.failed;
+    }
+    const c = report.counts;
+    const line = (s: string) => io.stdout.write(s + '\n');
+    if (report.found) {
+      line(`found ${report.found.length} problem(s):`);
+      for (const p of report.found) line(`  ${describe(p)}`);
+      line(`repaired ${report.repaired.filter((r) => r.kind !== 'repair-failed').length}:`);
+      for (const r of report.repaired) line(`  ${describe(r)}`);
+    }
+    line(
+      `checked ${c.accounts} account(s), ${c.feeds} feed(s), ${c.objects} object(s) the feeds point at, ` +
+        `${c.storedObjects} stored under media/ (${c.orphans} orphaned, ${c.unreferencedRecent} unreferenced but recent), ` +
+        `${c.tokens} token(s), ${c.webhookSecrets} webhook secret(s), ${c.scheduleDifferences} schedule difference(s)`,
+    );
+    if (report.ok) {
+      line(report.found ? 'all well after the repair' : 'all well: the stores agree');
+      return EXIT.ok;
+    }
+    line(`${report.problems.length} problem(s)${report.found ? ' left after the repair' : ''}:`);
+    for (const p of report.problems) line(`  ${describe(p)}`);
+    if (!opts.repair) line('run `feedmirror verify --repair` to repair them');
+    return EXIT.failed;
+  });
+}
+
+function describe(p: { kind: string; accountId?: string; key?: string; detail: string }): string {
+  return [p.kind, p.accountId ? `account ${p.accountId}` : '', p.key ?? '', p.detail].filter(Boolean).join('  ');
+}

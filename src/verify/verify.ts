@@ -1,0 +1,618 @@
+import { copySlot, renewPostLinks } from '../feeds/copy-slot.ts';
+import type { FeedDeps } from '../feeds/deps.ts';
+import {
+  buildAccountFeed,
+  feedChanges,
+  postHashes,
+  publishAccountFeed,
+  publishDemoFeedIfNone,
+  recordedMediaKeys,
+} from '../feeds/publish.ts';
+import { contentHash } from '../feeds/slots.ts';
+import type { Feed } from '../schema/v1.ts';
+import { validateFeed } from '../schema/validate.ts';
+import { feedKey, mediaPrefix } from '../storage/keys.ts';
+import type { ObjectStorage } from '../storage/types.ts';
+import { getAccount, listAccounts, type Account } from '../store/accounts.ts';
+import { getFeedPublication, getPost, listMediaCopies, type MediaCopy } from '../store/posts.ts';
+import { auditSecrets, type UnopenedSecret } from '../store/secrets.ts';
+import { getTokenInfo } from '../store/tokens.ts';
+import { saveVerifyRun, type VerifyFinding } from '../store/verify-runs.ts';
+import { DAY } from '../util/clock.ts';
+import { redactText } from '../util/redact.ts';
+
+/**
+ * `feedmirror verify`: do PostgreSQL, Redis and the object storage agree? Every account has its
+ * schedules and every schedule an account; every published feed is what the database would
+ * publish now; every URL of every published feed (every size included) is an object in storage
+ * of its declared size and type; no object under media/<account>/ is left unreferenced past a
+ * grace period; every stored token and webhook secret opens with the configured keys.
+ *
+ * The repair uses the worker's own operations, never variants of them: a missing or damaged copy
+ * is copied again (copySlot, its post's links renewed first, R-MED-8), a feed is published again
+ * (publishAccountFeed), schedules are set again (the caller's ScheduleCheck: scheduleAccount,
+ * unscheduleAccount). Nothing is deleted unless repairing, and then only unreferenced objects
+ * older than the grace period. After a repair everything is checked again.
+ */
+
+export type ProblemKind =
+  /** An active account without its scheduler (or with one at another interval). */
+  | 'schedule-missing'
+  /** A scheduler whose account is gone or waits for its owner. */
+  | 'schedule-stray'
+  /** The publication is recorded, the feed object is not in storage. */
+  | 'feed-missing'
+  /** The feed object is not JSON or not schema v1. */
+  | 'feed-invalid'
+  /** The feed object is not what the database would publish now. */
+  | 'feed-stale'
+  /** A URL of a published feed has no object in storage. */
+  | 'object-missing'
+  /** The object's byte size is not the recorded one (or it is empty). */
+  | 'object-size'
+  /** The object's Content-Type is not the type the feed declares. */
+  | 'object-type'
+  /** An image URL of a published feed that is not in this storage at all. */
+  | 'object-foreign'
+  /** An object under media/<account>/ that nothing references, older than the grace period. */
+  | 'orphan'
+  /** A stored token the configured keys cannot decrypt. */
+  | 'token-undecryptable'
+  /** A webhook signing secret the configured keys cannot decrypt. */
+  | 'webhook-secret-undecryptable'
+  /** The repair of a problem failed (the problem itself is listed again by the re-check). */
+  | 'repair-failed';
+
+export interface Problem extends VerifyFinding {
+  kind: ProblemKind;
+}
+
+export interface RepairAction extends VerifyFinding {
+  kind: 'recopied' | 'republished' | 'rescheduled' | 'unscheduled' | 'deleted-orphan' | 'repair-failed';
+}
+
+/** One difference between the accounts and the schedules (jobs/verify-schedules.ts supplies it). */
+export interface ScheduleDifference {
+  kind: 'missing' | 'interval' | 'stray';
+  accountId: string;
+  schedulerId: string;
+}
+
+/**
+ * The schedules, as the caller keeps them (BullMQ in the CLI and the worker): the reconciler's
+ * comparison, and the repair connect and remove use. This module never touches the queues.
+ */
+export interface ScheduleCheck {
+  compare(): Promise<ScheduleDifference[]>;
+  repair(d: ScheduleDifference): Promise<void>;
+}
+
+export interface VerifyCounts {
+  accounts: number;
+  /** Differences found between accounts and schedules (0 when they agree). */
+  scheduleDifferences: number;
+  /** Feed objects read (published feeds). */
+  feeds: number;
+  /** Distinct objects the published feeds point at, each checked with one HEAD. */
+  objects: number;
+  /** Objects listed under media/. */
+  storedObjects: number;
+  /** Unreferenced objects younger than the grace period (a copy in flight): left alone. */
+  unreferencedRecent: number;
+  /** Unreferenced objects past the grace period. */
+  orphans: number;
+  tokens: number;
+  webhookSecrets: number;
+}
+
+export interface VerifyProgress {
+  accountsDone: number;
+  accounts: number;
+  objects: number;
+  /** 'check', 'repair' or 're-check'. */
+  phase: string;
+}
+
+export interface VerifyOptions {
+  /** Only this account (its schedules, feed, objects and token; webhook secrets are not per account). */
+  accountId?: string;
+  repair?: boolean;
+  /** Unreferenced objects younger than this are a copy in flight, not an orphan (default 24 h). */
+  orphanGraceMs?: number;
+  /** Storage requests at once (default 16). */
+  concurrency?: number;
+  /** Who ran it, as recorded (verify_runs): the command or the worker's daily run. */
+  trigger: 'cli' | 'worker';
+  onProgress?: (p: VerifyProgress) => void;
+}
+
+export type VerifyDeps = FeedDeps & {
+  /** Without it (no Redis at hand) the schedules are not compared. */
+  schedules?: ScheduleCheck;
+};
+
+export interface VerifyReport {
+  ok: boolean;
+  counts: VerifyCounts;
+  /** What is wrong now: after the repair (and its re-check) when there was one. */
+  problems: Problem[];
+  /** With repair: what the first check found. */
+  found?: Problem[];
+  repaired: RepairAction[];
+  startedAt: Date;
+  finishedAt: Date;
+}
+
+export const DEFAULT_ORPHAN_GRACE_MS = DAY;
+const DEFAULT_CONCURRENCY = 16;
+
+/** Check (and with `repair`, repair and check again), then record the outcome in verify_runs. */
+export async function runVerify(deps: VerifyDeps, opts: VerifyOptions): Promise<VerifyReport> {
+  const startedAt = deps.clock.now();
+  const first = await check(deps, opts, 'check');
+  let report: VerifyReport = {
+    ok: first.problems.length === 0,
+    ...first,
+    repaired: [],
+    startedAt,
+    finishedAt: startedAt,
+  };
+  if (opts.repair && first.problems.length > 0) {
+    const repaired = await repair(deps, opts, first);
+    const again = await check(deps, opts, 're-check');
+    report = {
+      ok: again.problems.length === 0,
+      counts: again.counts,
+      problems: again.problems,
+      found: first.problems,
+      repaired,
+      startedAt,
+      finishedAt: startedAt,
+    };
+  }
+  report.finishedAt = deps.clock.now();
+  await saveVerifyRun(deps.db, {
+    trigger: opts.trigger,
+    accountId: opts.accountId ?? null,
+    repair: opts.repair === true,
+    startedAt: report.startedAt,
+    finishedAt: report.finishedAt,
+    ok: report.ok,
+    counts: { ...report.counts },
+    problems: report.problems,
+    problemCount: report.problems.length,
+    repaired: report.repaired,
+  });
+  const log = { ok: report.ok, problems: report.problems.length, repaired: report.repaired.length, ...report.counts };
+  if (report.ok) deps.logger.info(log, 'verify: the stores agree');
+  else deps.logger.warn({ ...log, first: report.problems.slice(0, 5) }, 'verify: the stores disagree');
+  return report;
+}
+
+// ---- the check ---------------------------------------------------------------------------------
+
+/** What one check found, with what the repair needs to know per account. */
+interface CheckResult {
+  counts: VerifyCounts;
+  problems: Problem[];
+  schedules: ScheduleDifference[];
+  accounts: Map<string, AccountFindings>;
+}
+
+interface AccountFindings {
+  account: Account;
+  demo: boolean;
+  copies: MediaCopy[];
+  orphans: string[];
+}
+
+/** What a published feed says of one object. */
+interface Expected {
+  mimes: Set<string>;
+  /** Recorded byte size (originals only: variants have none recorded). */
+  bytes?: number;
+  /** A post that points at it, for the report. */
+  postId: string;
+}
+
+async function check(deps: VerifyDeps, opts: VerifyOptions, phase: string): Promise<CheckResult> {
+  const counts: VerifyCounts = {
+    accounts: 0,
+    scheduleDifferences: 0,
+    feeds: 0,
+    objects: 0,
+    storedObjects: 0,
+    unreferencedRecent: 0,
+    orphans: 0,
+    tokens: 0,
+    webhookSecrets: 0,
+  };
+  const problems: Problem[] = [];
+  const now = deps.clock.now();
+
+  let accounts: Account[];
+  if (opts.accountId !== undefined) {
+    const a = await getAccount(deps.db, opts.accountId);
+    accounts = a ? [a] : [];
+  } else accounts = await listAccounts(deps.db, now);
+  counts.accounts = accounts.length;
+
+  // Schedules: the caller's comparison (the reconciler's), narrowed to the account asked for.
+  let schedules: ScheduleDifference[] = [];
+  if (deps.schedules) {
+    schedules = (await deps.schedules.compare()).filter(
+      (d) => opts.accountId === undefined || d.accountId === opts.accountId,
+    );
+    counts.scheduleDifferences = schedules.length;
+    for (const d of schedules)
+      problems.push(
+        d.kind === 'stray'
+          ? {
+              kind: 'schedule-stray',
+              accountId: d.accountId,
+              key: d.schedulerId,
+              detail: `scheduler ${d.schedulerId} runs for an account that is gone or waits for its owner to connect again`,
+            }
+          : {
+              kind: 'schedule-missing',
+              accountId: d.accountId,
+              key: d.schedulerId,
+              detail:
+                d.kind === 'missing'
+                  ? `the account has no scheduler ${d.schedulerId}: it is never synced or refreshed`
+                  : `scheduler ${d.schedulerId} runs at another interval than the settings say`,
+            },
+      );
+  }
+
+  // Secrets: every token and webhook secret, opened as a sync or a delivery would (the audit
+  // `keys list` and `doctor` use); narrowed to the account's token with --account.
+  const audit = await auditSecrets(deps.db, deps.cipher);
+  const opened = (kind: 'tokens' | 'webhookSecrets') => audit.keys.reduce((n, k) => n + k[kind], 0);
+  const mine = (u: UnopenedSecret) => opts.accountId === undefined || u.accountId === opts.accountId;
+  const unopened = audit.unopened.filter(mine);
+  if (opts.accountId === undefined) {
+    counts.tokens = opened('tokens') + unopened.filter((u) => u.accountId).length;
+    counts.webhookSecrets = opened('webhookSecrets') + unopened.filter((u) => u.endpointId).length;
+  } else counts.tokens = (await getTokenInfo(deps.db, opts.accountId)) ? 1 : 0;
+  for (const u of unopened)
+    problems.push(
+      u.accountId
+        ? { kind: 'token-undecryptable', accountId: u.accountId, detail: u.message }
+        : { kind: 'webhook-secret-undecryptable', key: u.endpointId ?? u.what, detail: `${u.what}: ${u.message}` },
+    );
+
+  const findings = new Map<string, AccountFindings>();
+  const grace = opts.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS;
+  const limit = opts.concurrency ?? DEFAULT_CONCURRENCY;
+  const publicBase = storageBase(deps.storage);
+  for (const [i, account] of accounts.entries()) {
+    const f = await checkAccount(deps, account, { now, grace, limit, publicBase }, counts, problems);
+    findings.set(account.id, f);
+    opts.onProgress?.({ accountsDone: i + 1, accounts: accounts.length, objects: counts.objects, phase });
+  }
+  return { counts, problems, schedules, accounts: findings };
+}
+
+async function checkAccount(
+  deps: VerifyDeps,
+  account: Account,
+  ctx: { now: Date; grace: number; limit: number; publicBase: string },
+  counts: VerifyCounts,
+  problems: Problem[],
+): Promise<AccountFindings> {
+  const accountId = account.id;
+  const copies = await listMediaCopies(deps.db, accountId);
+  const publication = await getFeedPublication(deps.db, accountId);
+  const findings: AccountFindings = { account, demo: publication?.demo ?? false, copies, orphans: [] };
+  const referenced = new Set<string>();
+
+  // The feed: there, valid, and what the database would publish now.
+  let feed: Feed | undefined;
+  if (publication) {
+    const key = feedKey(accountId);
+    const obj = await deps.storage.get(key);
+    counts.feeds += obj ? 1 : 0;
+    if (!obj) {
+      problems.push({
+        kind: 'feed-missing',
+        accountId,
+        key,
+        detail: `the feed published ${publication.publishedAt.toISOString()} is not in storage: sites reading it get 404`,
+      });
+    } else {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(obj.body.toString('utf8'));
+      } catch {
+        parsed = undefined;
+      }
+      const valid = parsed === undefined ? undefined : validateFeed(parsed);
+      if (!valid?.ok) {
+        problems.push({
+          kind: 'feed-invalid',
+          accountId,
+          key,
+          detail: valid
+            ? `not a schema v1 feed: ${valid.problems
+                .slice(0, 3)
+                .map((p) => `${p.path} ${p.message}`)
+                .join('; ')}`
+            : 'not JSON',
+        });
+      } else {
+        feed = valid.feed;
+        const stale = publication.demo
+          ? feed.demo
+            ? undefined
+            : 'the database says the demo feed stands, storage holds a connected feed'
+          : await staleness(deps, account, feed, ctx.now);
+        if (stale) problems.push({ kind: 'feed-stale', accountId, key, detail: stale });
+      }
+    }
+  }
+
+  // Every URL of the feed (the demo feed's pictures are not ours): an object of its size and type.
+  if (feed && !feed.demo) {
+    const expected = expectedObjects(feed, copies, ctx.publicBase, accountId, problems);
+    for (const key of expected.keys()) referenced.add(key);
+    counts.objects += expected.size;
+    await eachLimited([...expected.entries()], ctx.limit, async ([key, exp]) => {
+      const head = await deps.storage.head(key);
+      const where = `post ${exp.postId}`;
+      if (!head) {
+        problems.push({ kind: 'object-missing', accountId, key, detail: `${where}: the object is not in storage` });
+        return;
+      }
+      if (head.size === 0 || (exp.bytes !== undefined && head.size !== exp.bytes))
+        problems.push({
+          kind: 'object-size',
+          accountId,
+          key,
+          detail: `${where}: ${head.size} bytes stored, ${exp.bytes ?? 'more than 0'} recorded`,
+        });
+      const type = normaliseType(head.contentType);
+      if (![...exp.mimes].every((m) => normaliseType(m) === type))
+        problems.push({
+          kind: 'object-type',
+          accountId,
+          key,
+          detail: `${where}: stored as ${head.contentType ?? 'no type'}, the feed says ${[...exp.mimes].join(', ')}`,
+        });
+    });
+  }
+
+  // Orphans: objects under media/<account>/ that no recorded copy (nor the published feed) references.
+  const keep = recordedMediaKeys(accountId, copies);
+  for (const k of referenced) keep.add(k);
+  const unreferenced: string[] = [];
+  for await (const key of deps.storage.list(mediaPrefix(accountId))) {
+    counts.storedObjects++;
+    if (!keep.has(key)) unreferenced.push(key);
+  }
+  await eachLimited(unreferenced, ctx.limit, async (key) => {
+    const head = await deps.storage.head(key);
+    if (!head) return; // deleted meanwhile
+    const age = head.lastModified ? ctx.now.getTime() - head.lastModified.getTime() : Infinity;
+    if (age < ctx.grace) {
+      counts.unreferencedRecent++;
+      return;
+    }
+    counts.orphans++;
+    findings.orphans.push(key);
+    problems.push({
+      kind: 'orphan',
+      accountId,
+      key,
+      detail: `no recorded copy references it${head.lastModified ? ` (written ${head.lastModified.toISOString()})` : ''}`,
+    });
+  });
+  return findings;
+}
+
+/** Why the stored feed is not what the database would publish now (fetchedAt aside), or undefined. */
+async function staleness(deps: VerifyDeps, account: Account, stored: Feed, now: Date): Promise<string | undefined> {
+  const built = await buildAccountFeed(deps.db, account, (k) => deps.storage.publicUrl(k), now);
+  // As publish hashes it: fetchedAt is left out (re-reading unchanged posts rewrites nothing).
+  const { fetchedAt: _f, ...content } = stored;
+  if (contentHash(content) === built.hash) return undefined;
+  const c = feedChanges(postHashes(stored), postHashes(built.feed));
+  const parts = [
+    c.added.length ? `${c.added.length} post(s) missing from it (${c.added.slice(0, 3).join(', ')})` : '',
+    c.removed.length
+      ? `${c.removed.length} post(s) it should no longer hold (${c.removed.slice(0, 3).join(', ')})`
+      : '',
+    c.changed.length ? `${c.changed.length} post(s) changed since (${c.changed.slice(0, 3).join(', ')})` : '',
+  ].filter(Boolean);
+  return `the published feed (${stored.posts.length} posts) is not what the database would publish now (${built.feed.posts.length} posts): ${parts.join('; ') || 'its origin differs'}`;
+}
+
+/**
+ * The objects a feed points at: thumbnailUrl, thumbnailSizes, each photo of media[] and its
+ * sizes, keyed by storage key, with the MIME types the feed declares for them and, for the
+ * originals, the byte size the copy records.
+ */
+function expectedObjects(
+  feed: Feed,
+  copies: readonly MediaCopy[],
+  base: string,
+  accountId: string,
+  problems: Problem[],
+): Map<string, Expected> {
+  const bytes = new Map(copies.map((c) => [c.key, c.bytes]));
+  const out = new Map<string, Expected>();
+  const add = (postId: string, url: string, mime: string | undefined) => {
+    const key = keyOfUrl(url, base);
+    if (key === null) {
+      problems.push({
+        kind: 'object-foreign',
+        accountId,
+        detail: `post ${postId}: image ${redactText(url.split('?')[0] ?? url)} is not in this storage (MEDIA_PUBLIC_URL or STORAGE_URL changed?)`,
+      });
+      return;
+    }
+    let e = out.get(key);
+    if (!e) {
+      e = { mimes: new Set(), postId, ...(bytes.has(key) ? { bytes: bytes.get(key)! } : {}) };
+      out.set(key, e);
+    }
+    if (mime) e.mimes.add(mime);
+  };
+  for (const post of feed.posts) {
+    const sizes = post.thumbnailSizes ?? [];
+    for (const s of sizes) add(post.id, s.url, s.mime);
+    if (post.thumbnailUrl) add(post.id, post.thumbnailUrl, sizes.find((s) => s.url === post.thumbnailUrl)?.mime);
+    for (const m of post.media) {
+      if (!m.mime.startsWith('image/')) continue; // video files stay platform links (R-LNK-5)
+      add(post.id, m.url, m.mime);
+      for (const s of m.sizes ?? []) add(post.id, s.url, s.mime);
+    }
+  }
+  return out;
+}
+
+/** The public address of the storage's root: publicUrl of any key, minus that key. */
+function storageBase(storage: ObjectStorage): string {
+  const probe = 'feeds/x.json';
+  const url = storage.publicUrl(probe);
+  return url.endsWith(probe) ? url.slice(0, -probe.length) : url;
+}
+
+/** The storage key a public URL addresses, or null when the URL is not in this storage. */
+export function keyOfUrl(url: string, base: string): string | null {
+  if (!url.startsWith(base)) return null;
+  const rest = url.slice(base.length).split(/[?#]/)[0] ?? '';
+  try {
+    return decodeURIComponent(rest) || null;
+  } catch {
+    return null;
+  }
+}
+
+const normaliseType = (t: string | undefined) => (t ?? '').split(';')[0]!.trim().toLowerCase();
+
+/** fn over items, at most `limit` at once. */
+async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
+}
+
+// ---- the repair --------------------------------------------------------------------------------
+
+const OBJECT_KINDS = new Set<ProblemKind>(['object-missing', 'object-size', 'object-type']);
+const FEED_KINDS = new Set<ProblemKind>(['feed-missing', 'feed-invalid', 'feed-stale', 'object-foreign']);
+
+async function repair(deps: VerifyDeps, opts: VerifyOptions, found: CheckResult): Promise<RepairAction[]> {
+  const done: RepairAction[] = [];
+  const failed = (accountId: string | undefined, key: string | undefined, what: string, err: unknown) =>
+    done.push({
+      kind: 'repair-failed',
+      ...(accountId ? { accountId } : {}),
+      ...(key ? { key } : {}),
+      detail: `${what}: ${redactText((err as Error).message ?? String(err))}`,
+    });
+
+  // Schedules: as connect and remove set them.
+  const seen = new Set<string>();
+  for (const d of found.schedules) {
+    const id = `${d.kind === 'stray' ? 'stray' : 'set'}:${d.accountId}`;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    try {
+      await deps.schedules!.repair(d);
+      done.push({
+        kind: d.kind === 'stray' ? 'unscheduled' : 'rescheduled',
+        accountId: d.accountId,
+        key: d.schedulerId,
+        detail: d.kind === 'stray' ? 'its schedules stopped' : 'its schedules set again',
+      });
+    } catch (err) {
+      failed(d.accountId, d.schedulerId, 'could not repair the schedule', err);
+    }
+  }
+
+  const byAccount = new Map<string, Problem[]>();
+  for (const p of found.problems) {
+    if (!p.accountId) continue;
+    if (!byAccount.has(p.accountId)) byAccount.set(p.accountId, []);
+    byAccount.get(p.accountId)!.push(p);
+  }
+  let accountsDone = 0;
+  for (const [accountId, problems] of byAccount) {
+    const f = found.accounts.get(accountId);
+    if (!f) continue;
+    // 1. Copies whose objects are missing or damaged: copied again, as a sync's copy job does,
+    //    from links renewed first (the stored ones are likely dead by now, R-LNK-3, R-MED-8).
+    const slots = new Map<string, Set<string>>(); // mediaId -> slots
+    for (const p of problems) {
+      if (!OBJECT_KINDS.has(p.kind) || !p.key) continue;
+      const copy = f.copies.find((c) => c.key === p.key || c.variants.some((v) => v.key === p.key));
+      if (!copy) continue; // not a recorded copy: the republish below drops it from the feed
+      if (!slots.has(copy.mediaId)) slots.set(copy.mediaId, new Set());
+      slots.get(copy.mediaId)!.add(copy.slot);
+    }
+    let recopied = 0;
+    for (const [mediaId, slotNames] of slots) {
+      try {
+        const stored = await getPost(deps.db, accountId, mediaId);
+        if (!stored) continue; // pruned meanwhile: the republish drops it
+        await renewPostLinks(deps, accountId, mediaId, stored.post);
+        for (const slot of slotNames) {
+          const r = await copySlot(deps, { accountId, mediaId, slot }, { force: true });
+          if (r.outcome === 'copied' || r.outcome === 'reused') {
+            recopied++;
+            done.push({
+              kind: 'recopied',
+              accountId,
+              key: r.image.key,
+              detail: `post ${mediaId} ${slot} copied again`,
+            });
+          }
+        }
+      } catch (err) {
+        failed(accountId, undefined, `could not copy post ${mediaId} again`, err);
+      }
+    }
+    // 2. The feed: published again from the database, as the sync's publish job does.
+    if (recopied > 0 || problems.some((p) => FEED_KINDS.has(p.kind) || OBJECT_KINDS.has(p.kind))) {
+      try {
+        if (f.demo) {
+          await publishDemoFeedIfNone(deps, accountId);
+          done.push({ kind: 'republished', accountId, key: feedKey(accountId), detail: 'the demo feed put back' });
+        } else {
+          // No listing was read: complete false, as `media rebuild` publishes. Rewritten even when
+          // the publication row matches: the object in storage is what disagrees.
+          const out = await publishAccountFeed(deps, accountId, { complete: false, rewrite: true });
+          done.push({
+            kind: 'republished',
+            accountId,
+            key: feedKey(accountId),
+            detail: `feed ${out.outcome}${'postCount' in out ? ` (${out.postCount} posts)` : ''}`,
+          });
+        }
+      } catch (err) {
+        failed(accountId, feedKey(accountId), 'could not publish the feed again', err);
+      }
+    }
+    // 3. Orphans past the grace period: the only thing verify ever deletes.
+    for (const key of f.orphans) {
+      try {
+        await deps.storage.delete(key);
+        done.push({ kind: 'deleted-orphan', accountId, key, detail: 'unreferenced past the grace period' });
+      } catch (err) {
+        failed(accountId, key, 'could not delete the orphan', err);
+      }
+    }
+    opts.onProgress?.({
+      accountsDone: ++accountsDone,
+      accounts: byAccount.size,
+      objects: found.counts.objects,
+      phase: 'repair',
+    });
+  }
+  return done;
+}
