@@ -29,7 +29,8 @@ export async function enqueueDeliveries(
  */
 export function webhookEventSink(deps: {
   db: Db;
-  queues: Pick<Queues, 'webhooks'>;
+  /** Without the webhook queue (a token-only worker) events are recorded, and queued by the next worker's start. */
+  queues: Partial<Pick<Queues, 'webhooks'>>;
   clock: Clock;
   logger: Logger;
 }): EventSink {
@@ -39,7 +40,8 @@ export function webhookEventSink(deps: {
         const { eventId, deliveryIds } = await recordEvent(deps.db, event, deps.clock.now());
         if (deliveryIds.length > 0)
           deps.logger.info({ eventId, type: event.type, deliveries: deliveryIds.length }, 'webhook event recorded');
-        await enqueueDeliveries(deps.queues, deliveryIds);
+        const webhooks = deps.queues.webhooks;
+        if (webhooks) await enqueueDeliveries({ webhooks }, deliveryIds);
       } catch (err) {
         deps.logger.error({ err, type: event.type }, 'could not record or queue a webhook event');
       }

@@ -110,16 +110,21 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const log = deps.logger.child({ component: 'worker' });
   // Webhook events from every service this worker runs (feed.updated, token.expiring, account.reauth_required).
   const webhookQueue = deps.queues.webhooks;
-  const events = webhookQueue
-    ? webhookEventSink({ db: deps.db, queues: { webhooks: webhookQueue }, clock: deps.clock, logger: deps.logger })
-    : undefined;
+  // Every process that alerts emits the same events (the expiry sweep's token.expiring, with its
+  // email): a worker without the webhook queue still records them for the next worker to deliver.
+  const events = webhookEventSink({
+    db: deps.db,
+    queues: webhookQueue ? { webhooks: webhookQueue } : {},
+    clock: deps.clock,
+    logger: deps.logger,
+  });
   const alertDeps = {
     db: deps.db,
     mailer: deps.mailer,
     clock: deps.clock,
     logger: deps.logger,
     publicUrl: deps.publicUrl,
-    ...(events ? { events } : {}),
+    events,
   };
   // Every account state change of this process, with its effects (R-TOK-10: stop the schedules
   // and tell the operator at once).
@@ -130,7 +135,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
       clock: deps.clock,
       logger: deps.logger,
       schedules: accountSchedules(deps.queues, deps.schedules),
-      ...(events ? { events } : {}),
+      events,
       alertReauth: (accountId) => alertReauthRequired(alertDeps, accountId),
       ...(deps.metrics?.accountTransitions ? { transitions: deps.metrics.accountTransitions } : {}),
     });
@@ -204,7 +209,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const feedWorkers = deps.feed
     ? await startFeedWorkers({
         ...deps.feed,
-        ...(events && !deps.feed.events ? { events } : {}),
+        ...(!deps.feed.events ? { events } : {}),
         ...(deps.metrics && !deps.feed.metrics ? { metrics: deps.metrics } : {}),
         redis: deps.redis,
         concurrency: {

@@ -23,8 +23,13 @@ export interface SweepDeps {
    * lifecycle with no queues: the state changes and the email goes out; schedules are not touched.
    */
   lifecycle?: Pick<AccountLifecycle, 'apply'>;
-  /** Webhook events: token.expiring and account.reauth_required, with the alert emails (once each). */
-  events?: EventSink;
+  /**
+   * Webhook events: token.expiring and account.reauth_required, with the alert emails (once each).
+   * Required: every caller (the worker's daily job, `feedmirror check-expiry`, a reauth alert)
+   * sends the same emails AND events, since each threshold alerts once and an event left out
+   * then is lost for good.
+   */
+  events: EventSink;
 }
 
 export interface SentAlert {
@@ -147,7 +152,7 @@ async function alertAccount(
       },
       'token expiry alert sent',
     );
-    await deps.events?.emit({
+    await deps.events.emit({
       type: 'token.expiring',
       data: {
         accountId: account.id,
@@ -184,7 +189,7 @@ async function sendReauth(
       'reauth alert sent',
     );
     // Once per token life, like the email: whichever path found the token dead (refresh, sync, expiry).
-    await deps.events?.emit({
+    await deps.events.emit({
       type: 'account.reauth_required',
       data: { accountId: account.id, username: account.username, reason: account.statusReason },
     });

@@ -19,7 +19,7 @@ import {
 } from '../../jobs/queues.ts';
 import { accountSchedules, type ScheduleSettings } from '../../jobs/catalogue.ts';
 import { AccountLifecycle, type AccountSchedules } from '../accounts/lifecycle.ts';
-import { alertReauthRequired } from '../alerts/sweep.ts';
+import { alertReauthRequired, type SweepDeps } from '../alerts/sweep.ts';
 import { createStorage, type ObjectStorage } from '../storage/index.ts';
 import { mirrorLimitsFromConfig } from '../mirror/copy.ts';
 import type { FeedDeps } from '../feeds/deps.ts';
@@ -223,6 +223,18 @@ export class AppContext {
     return this._events;
   }
 
+  /** What sends alerts: the mailer and the webhook events, as the worker's daily sweep has them. */
+  get alertDeps(): SweepDeps {
+    return {
+      db: this.db,
+      mailer: this.mailer,
+      clock: this.clock,
+      logger: this.logger,
+      publicUrl: this.config.PUBLIC_URL,
+      events: this.events,
+    };
+  }
+
   get lifecycle(): AccountLifecycle {
     this._lifecycle ??= new AccountLifecycle({
       db: this.db,
@@ -233,18 +245,7 @@ export class AppContext {
       // worker's reconciler makes the schedules from PostgreSQL.
       schedules: boundedSchedules(accountSchedules(this.queues, this.schedules), SCHEDULE_TIMEOUT_MS),
       events: this.events,
-      alertReauth: (accountId) =>
-        alertReauthRequired(
-          {
-            db: this.db,
-            mailer: this.mailer,
-            clock: this.clock,
-            logger: this.logger,
-            publicUrl: this.config.PUBLIC_URL,
-            events: this.events,
-          },
-          accountId,
-        ),
+      alertReauth: (accountId) => alertReauthRequired(this.alertDeps, accountId),
       ...(this._metrics ? { transitions: this._metrics.accountTransitions } : {}),
     });
     return this._lifecycle;

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { collectingEvents } from '../support/events.ts';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,7 +44,10 @@ function lifecycle(): AccountLifecycle {
     logger,
     schedules: accountSchedules(queues, DEFAULT_SCHEDULES),
     alertReauth: (id) =>
-      alertReauthRequired({ db: pool, mailer, clock, logger, publicUrl: 'https://feeds.example.test' }, id),
+      alertReauthRequired(
+        { db: pool, mailer, clock, logger, publicUrl: 'https://feeds.example.test', events: collectingEvents() },
+        id,
+      ),
     transitions: metrics.accountTransitions,
   });
 }

@@ -9,7 +9,7 @@ import { runExpirySweep, alertReauthRequired, type SweepDeps } from '../../src/a
 import { getAccount, setAccountStatus, upsertAccount } from '../../src/store/accounts.ts';
 import { TokenCipher } from '../../src/store/crypto.ts';
 import { createPool } from '../../src/store/db.ts';
-import { listEvents } from '../support/events.ts';
+import { collectingEvents, listEvents } from '../support/events.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { loadToken, recordRefreshFailure, replaceTokenIfCurrent, saveToken } from '../../src/store/tokens.ts';
 import { DAY, HOUR, ManualClock } from '../../src/util/clock.ts';
@@ -79,7 +79,7 @@ async function connectAccount(clock: ManualClock, expiresIn: number): Promise<{ 
 }
 
 function deps(clock: ManualClock, m: Pick<Mailer, 'send'> = mailer): SweepDeps {
-  return { db: pool, mailer: m, clock, logger, publicUrl: PUBLIC_URL };
+  return { db: pool, mailer: m, clock, logger, publicUrl: PUBLIC_URL, events: collectingEvents() };
 }
 
 /** Daily sweeps; returns, per day, the alerts this account got. */

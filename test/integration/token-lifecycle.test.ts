@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { collectingEvents } from '../support/events.ts';
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
@@ -103,7 +104,14 @@ describe('token lifecycle end to end (R-TOK-1..10)', () => {
       logger,
       { clock: sim.clock },
     );
-  const sweepDeps = () => ({ db, mailer: mailer(), clock: sim.clock, logger, publicUrl: baseUrl });
+  const sweepDeps = () => ({
+    db,
+    mailer: mailer(),
+    clock: sim.clock,
+    logger,
+    publicUrl: baseUrl,
+    events: collectingEvents(),
+  });
   const refreshDeps = (): TokenRefreshDeps => ({
     db,
     cipher,

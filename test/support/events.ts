@@ -1,5 +1,6 @@
 import type { Db } from '../../src/store/db.ts';
 import type { TokenEvent, TokenEventKind } from '../../src/store/events.ts';
+import type { EventSink, WebhookEvent } from '../../src/webhooks/events.ts';
 
 /** An account's token history, oldest first: what the tests read back (nothing in feedmirror needs it). */
 export async function listEvents(db: Db, accountId: string, opts: { limit?: number } = {}): Promise<TokenEvent[]> {
@@ -24,4 +25,15 @@ export async function listEvents(db: Db, accountId: string, opts: { limit?: numb
     detail: r.detail,
     at: r.at,
   }));
+}
+
+/** An event sink that keeps what was emitted (the webhook events a service sent), for tests of one service. */
+export function collectingEvents(): EventSink & { emitted: WebhookEvent[] } {
+  const emitted: WebhookEvent[] = [];
+  return {
+    emitted,
+    emit: async (event) => {
+      emitted.push(event);
+    },
+  };
 }

@@ -16,15 +16,10 @@ export function register(program: Command, cli: Cli): void {
         // mail server; then the database.
         await ctx.ensureRedis();
         await ctx.ensureSmtp();
-        const db = await ctx.migratedDb();
-        const result = await runExpirySweep({
-          db,
-          mailer: ctx.mailer,
-          clock: ctx.clock,
-          logger: ctx.logger,
-          publicUrl: ctx.config.PUBLIC_URL,
-          lifecycle: ctx.lifecycle,
-        });
+        await ctx.migratedDb();
+        // The worker's daily job runs the same function with the same deps: the emails and the
+        // webhook events (token.expiring, account.reauth_required) alike.
+        const result = await runExpirySweep({ ...ctx.alertDeps, lifecycle: ctx.lifecycle });
         if (opts.json) io.stdout.write(JSON.stringify(result) + '\n');
         else {
           io.stdout.write(`checked ${result.checked} accounts; ${result.sent.length} alerts sent\n`);
