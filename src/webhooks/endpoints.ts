@@ -1,6 +1,7 @@
 import type { TokenCipher } from '../store/crypto.ts';
 import type { Db } from '../store/db.ts';
 import { createEndpoint, rotateEndpointSecret, type WebhookEndpoint } from '../store/webhooks.ts';
+import { liveWorkers } from '../store/worker-settings.ts';
 import { DAY } from '../util/clock.ts';
 import { assertPublicHost, checkEndpointUrl } from './address.ts';
 import { WEBHOOK_EVENTS, type WebhookEventType } from './events.ts';
@@ -45,6 +46,15 @@ export async function registerEndpoint(
     const code = (err as NodeJS.ErrnoException).code;
     throw new EndpointInputError(code ? `cannot resolve ${input.url.trim()}: ${code}` : (err as Error).message);
   }
+  if (deps.allowPrivate && (await isPrivate(url))) {
+    // R-SET-1: the workers deliver with their own WEBHOOK_ALLOW_PRIVATE. A private endpoint that
+    // this process allows but a running worker refuses would fail every delivery: say so now.
+    const refusing = (await liveWorkers(deps.db)).filter((w) => !w.settings.WEBHOOK_ALLOW_PRIVATE);
+    if (refusing.length)
+      throw new EndpointInputError(
+        `webhook URL ${url.origin} is a private or local address: WEBHOOK_ALLOW_PRIVATE=true here, but ${refusing.length === 1 ? 'a running worker refuses' : `${refusing.length} running workers refuse`} to deliver to it; set WEBHOOK_ALLOW_PRIVATE=true in the workers' environment and restart them, then add it again`,
+      );
+  }
   const description = (input.description ?? '').trim().slice(0, 200);
   return createEndpoint(deps.db, deps.cipher, {
     url: url.href,
@@ -52,6 +62,17 @@ export async function registerEndpoint(
     description,
     at: deps.now,
   });
+}
+
+/** Would the address guard refuse this URL without WEBHOOK_ALLOW_PRIVATE? */
+async function isPrivate(url: URL): Promise<boolean> {
+  try {
+    checkEndpointUrl(url.href, false);
+    await assertPublicHost(url.hostname);
+    return false;
+  } catch {
+    return true;
+  }
 }
 
 /** A new secret; the old one keeps signing for ROTATION_OVERLAP_MS. null when there is no such endpoint. */

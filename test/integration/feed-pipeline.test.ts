@@ -452,6 +452,26 @@ describe('feed pipeline, end to end (simulator, Postgres, Redis, S3 API)', () =>
         upToDate: before.length,
         publish: 'unchanged',
       });
+
+      // R-SET-1: a rebuild asking for other formats than this worker's is refused, naming both,
+      // never run with other settings than the command announced.
+      const other = await enqueue(
+        { mirrorMedia: mirrorQueue },
+        JOBS.mediaRebuild,
+        { accountId, widths: [160, 240], formats: ['webp'] },
+        { jobId: `rebuild-${accountId}-3` },
+      );
+      await expect(other.waitUntilFinished(mirrorEvents, 60_000)).rejects.toThrow(
+        /asked for widths 160,240, formats webp; this worker runs with MEDIA_VARIANT_WIDTHS=160,240 MEDIA_VARIANT_FORMATS=webp,avif/,
+      );
+      expect((await mirrorQueue.getJob(other.id!))!.attemptsMade).toBe(1);
+      const matching = await enqueue(
+        { mirrorMedia: mirrorQueue },
+        JOBS.mediaRebuild,
+        { accountId, widths: [160, 240], formats: ['webp', 'avif'] },
+        { jobId: `rebuild-${accountId}-4` },
+      );
+      expect(await matching.waitUntilFinished(mirrorEvents, 60_000)).toMatchObject({ upToDate: before.length });
     } finally {
       await workers.close();
       await Promise.all([

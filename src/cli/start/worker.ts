@@ -6,6 +6,9 @@ import { mirrorConcurrency } from '../../mirror/concurrency.ts';
 import { addSpans, startTracing } from '../../util/tracing.ts';
 import { enableJobTelemetry } from '../../../jobs/telemetry.ts';
 import { HOUR } from '../../util/clock.ts';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { WORKER_HEARTBEAT_MS, forgetWorker, recordWorkerSettings, touchWorker } from '../../store/worker-settings.ts';
 
 export interface RunningWorkerProcess extends RunningWorker {
   /** The METRICS_PORT listener's address, when one was asked for. */
@@ -45,6 +48,25 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
     });
     ctx.logger.info({ url: metricsServer.url }, 'worker metrics listening (/metrics, /healthz)');
   }
+  // R-SET-1: what this worker re-encodes and delivers with, where `media rebuild` and `webhooks add`
+  // read it; refreshed while the worker runs, deleted when it stops.
+  const workerId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  await recordWorkerSettings(db, {
+    workerId,
+    host: hostname(),
+    pid: process.pid,
+    settings: {
+      MEDIA_VARIANT_WIDTHS: ctx.config.MEDIA_VARIANT_WIDTHS,
+      MEDIA_VARIANT_FORMATS: ctx.config.MEDIA_VARIANT_FORMATS,
+      WEBHOOK_ALLOW_PRIVATE: ctx.config.WEBHOOK_ALLOW_PRIVATE,
+    },
+  });
+  const heartbeat = setInterval(() => {
+    touchWorker(db, workerId).catch((err: unknown) =>
+      ctx.logger.warn({ err }, "could not refresh this worker's settings row"),
+    );
+  }, WORKER_HEARTBEAT_MS);
+  heartbeat.unref();
   let worker: RunningWorker;
   try {
     worker = await startWorker({
@@ -77,6 +99,8 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
       webhooks: { allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE, timeoutMs: ctx.config.WEBHOOK_TIMEOUT_MS },
     });
   } catch (err) {
+    clearInterval(heartbeat);
+    await forgetWorker(db, workerId).catch(() => undefined);
     await metricsServer?.close();
     await tracing?.shutdown();
     throw err;
@@ -86,6 +110,10 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
     reconciler: worker.reconciler,
     async close() {
       const result = await worker.close();
+      clearInterval(heartbeat);
+      await forgetWorker(db, workerId).catch((err: unknown) =>
+        ctx.logger.warn({ err }, "could not delete this worker's settings row (it lapses after 90 s)"),
+      );
       // Last: a final scrape can still see the counts of the jobs that just finished.
       await metricsServer?.close();
       await tracing?.shutdown(); // sends the spans still buffered
