@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { tmpdir } from 'node:os';
@@ -131,7 +131,7 @@ describe('the demo (npm run demo)', () => {
     const css = await fetch(dashboard!.replace(/\/dashboard$/, '/dashboard/assets/dashboard.css'));
     expect(css.status).toBe(200);
     expect(css.headers.get('content-type')).toMatch(/^text\/css/);
-    expect(await css.text()).toMatch(/body\.login main\{/);
+    expect(await css.text()).toMatch(/body\.login main\s*\{/);
 
     // data/demo/demo.env holds every setting, loads in bash, and points the CLI at the running demo.
     const envFile = field('demo settings')!;
@@ -164,6 +164,21 @@ describe('the demo (npm run demo)', () => {
     expect(JSON.parse(refresh.stdout).outcome).toBe('not-due');
     const sync = await runFeedmirror(['sync', accounts[0]!.id, '--wait'], demoEnv, { cwd });
     expect(sync.code, sync.stderr).toBe(0);
+
+    // `feedmirror verify` on the demo's settings: all well; one copy deleted from the demo's
+    // storage folder: named, exit 1; `verify --repair`: copied again, exit 0, the image loads.
+    const verified = await runFeedmirror(['verify'], demoEnv, { cwd });
+    expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+    const published = JSON.parse(readFileSync(feedPath, 'utf8')) as { posts: Array<{ thumbnailUrl?: string }> };
+    const copyUrl = published.posts.find((p) => p.thumbnailUrl)!.thumbnailUrl!;
+    const copyKey = copyUrl.slice(demoEnv.MEDIA_PUBLIC_URL!.length);
+    rmSync(join(demoEnv.STORAGE_URL!, copyKey));
+    const broken = await runFeedmirror(['verify'], demoEnv, { cwd });
+    expect(broken.code, broken.stdout + broken.stderr).toBe(1);
+    expect(broken.stdout).toMatch(new RegExp(`object-missing .*${copyKey}`));
+    const repaired = await runFeedmirror(['verify', '--repair'], demoEnv, { cwd });
+    expect(repaired.code, repaired.stdout + repaired.stderr).toBe(0);
+    expect((await fetch(copyUrl)).status).toBe(200);
 
     // The dashboard says what "Refresh now" did: here, not due yet (and until when).
     {
