@@ -132,6 +132,12 @@ export const configSchema = z.object({
   /** Bearer token Prometheus sends to serve's /metrics; required unless serve listens on loopback only. */
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   PAGE_SIZE: posInt.max(500).default(50),
+  /**
+   * The most items one listing may read while the platform still offers more pages (R-NET-6):
+   * an account's listing stops at twice its last complete listing plus 100, never past this; an
+   * account never listed completely stops here. Raise it for accounts with more posts.
+   */
+  LISTING_MAX_ITEMS: posInt.default(5_000),
   HTTP_TIMEOUT_MS: posInt.default(15_000),
   HTTP_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
   SYNC_INTERVAL_MINUTES: posInt.default(60),

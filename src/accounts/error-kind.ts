@@ -5,6 +5,7 @@ import {
   PersonalAccountError,
   PlatformError,
   RateLimitedError,
+  RunawayListingError,
   TokenInvalidError,
   TokenTooYoungError,
   TransientError,
@@ -32,6 +33,7 @@ export function errorKind(err: unknown): ErrorKind {
   if (err instanceof RateLimitedError) return 'rate_limit';
   if (err instanceof TokenTooYoungError) return 'token_too_young';
   if (err instanceof TransientError) return 'network';
+  if (err instanceof RunawayListingError) return 'listing_runaway';
   if (err instanceof MalformedResponseError || err instanceof PlatformError) return 'platform';
   if (err instanceof LinkExpiredError) return 'link_expired';
   if (err instanceof StorageError) return 'storage';

@@ -264,6 +264,7 @@ export class AppContext {
       copyrightItems: this.config.COPYRIGHT_ITEMS,
       lifecycle: this.lifecycle,
       events: this.events,
+      listingMaxItems: this.config.LISTING_MAX_ITEMS,
     };
   }
 

@@ -33,4 +33,6 @@ export interface FeedDeps {
   metrics?: PipelineMetrics;
   /** Webhook events (feed.updated); none = no webhooks. */
   events?: EventSink;
+  /** R-NET-6: the most items a listing may read while more pages follow (LISTING_MAX_ITEMS; default 5000). */
+  listingMaxItems?: number;
 }

@@ -4,8 +4,11 @@ import {
   MissingScopeError,
   PersonalAccountError,
   RateLimitedError,
+  RunawayListingError,
   TokenInvalidError,
 } from '../platform/errors.ts';
+import { getListingGuard, recordCompleteListing, recordRunawayListing } from '../store/listing-guard.ts';
+import { DEFAULT_LISTING_MAX_ITEMS, listingItemBound, runawayPauseMs } from './listing-bound.ts';
 import { getAccount, markSynced, setRefusedFields } from '../store/accounts.ts';
 import { statusOnlyLifecycle } from '../accounts/lifecycle.ts';
 import { errorKind } from '../accounts/error-kind.ts';
@@ -74,6 +77,8 @@ export type SyncResult =
 
 export interface SyncOptions {
   onProgress?: (p: SyncProgress) => void;
+  /** An operator asked for this sync (CLI, dashboard): it lists even while scheduled listings are paused (R-NET-6). */
+  manual?: boolean;
 }
 
 /** Errors that only the account owner can fix: the account is marked and left alone (R-TOK-10). */
@@ -133,6 +138,14 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
     };
   const token = await loadToken(deps.db, deps.cipher, accountId);
   if (!token) return { outcome: 'skipped', accountId, reason: 'no token stored' };
+  // R-NET-6: after a listing that would not end, scheduled syncs wait; the operator's do not.
+  const guard = await getListingGuard(deps.db, accountId);
+  if (!opts.manual && guard.pausedUntil && deps.clock.now() < guard.pausedUntil)
+    return {
+      outcome: 'skipped',
+      accountId,
+      reason: `listing paused until ${guard.pausedUntil.toISOString()} after ${guard.runaways} listing(s) in a row that would not end; a manual sync lists at once`,
+    };
 
   await publishDemoFeedIfNone(deps, accountId); // R-SCH-11 until the first complete sync
   // Whether the feed must be written even if nothing changed: still the demo feed, or its
@@ -155,6 +168,7 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
     listing = await deps.platform.listMedia(token.accessToken, {
       accountId,
       refusedFields: account.refusedFields as never,
+      maxItems: listingItemBound(guard, deps.listingMaxItems ?? DEFAULT_LISTING_MAX_ITEMS),
       onPage: (p) => {
         progress.pages = p.index + 1;
         progress.posts += p.items;
@@ -180,6 +194,14 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   }
   if (listing.error instanceof RateLimitedError) {
     throw listing.error; // R-OWN-1: the job layer backs off (syncAccount records it); nothing is pruned
+  }
+  // R-NET-6: a complete listing sets the bound of the next ones; a runaway pauses the schedule.
+  let pauseNote = '';
+  if (listing.complete) await recordCompleteListing(deps.db, accountId, listing.items.length + listing.skipped.length);
+  else if (listing.error instanceof RunawayListingError) {
+    const until = new Date(now.getTime() + runawayPauseMs(guard.runaways + 1));
+    await recordRunawayListing(deps.db, accountId, until);
+    pauseNote = `; scheduled syncs of this account wait until ${until.toISOString()}`;
   }
 
   const converted = convertItems(listing.items, { copyrightItems: deps.copyrightItems ?? 'drop' });
@@ -264,7 +286,9 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   progress.imagesToCopy = copies.length;
   report();
 
-  const error = listing.complete ? undefined : redactText(listing.error?.message ?? 'the listing did not finish');
+  const error = listing.complete
+    ? undefined
+    : redactText(listing.error?.message ?? 'the listing did not finish') + pauseNote;
   await markSynced(deps.db, accountId, now, {
     error: error ?? null,
     errorKind: listing.error ? errorKind(listing.error) : null,

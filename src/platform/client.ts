@@ -9,6 +9,7 @@ import {
   PersonalAccountError,
   PlatformError,
   PlatformRequestError,
+  RunawayListingError,
   TokenInvalidError,
 } from './errors.ts';
 import { type Operation } from './error-mapping.ts';
@@ -66,6 +67,8 @@ export const DEFAULT_MAX_RETRIES = 3;
 export const DEFAULT_PAGE_SIZE = 50;
 export const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
 export const DEFAULT_MAX_PAGES = 1000;
+/** R-NET-6: this many pages in a row without a post not already read end a listing. */
+export const PAGES_WITHOUT_NEW_ITEMS = 2;
 /** R-OWN-5: everything the profile may offer; the platform may refuse some of it. */
 export const PROFILE_FIELDS = ['user_id', 'username', 'name', 'account_type', 'profile_picture_url'] as const;
 /** Fallbacks when the full profile field list is refused, most to least. */
@@ -414,9 +417,24 @@ export class PlatformClient {
       }
     }
 
+    // R-NET-6: a listing that keeps paging past what the account can hold stops on its own.
     const visitedNext = new Set<string>();
+    const maxItems = opts.maxItems ?? Infinity;
+    let itemsRead = 0;
+    let pagesWithoutNew = 0;
+    const runaway = (why: string, stop: RunawayListingError['stop']) =>
+      result(
+        false,
+        new RunawayListingError(
+          `${operation}: stopped after ${pages} pages and ${itemsRead} items: ${why}; the listing is incomplete`,
+          stop,
+          { operation },
+        ),
+      );
     for (;;) {
       pages++;
+      itemsRead += page.data.length;
+      let newItems = 0;
       for (const raw of page.data) {
         const parsed = mediaItemSchema.safeParse(raw);
         if (!parsed.success) {
@@ -428,32 +446,27 @@ export class PlatformClient {
         const item = parsed.data;
         if (seen.has(item.id)) continue; // R-MED-7: first occurrence wins
         seen.add(item.id);
+        newItems++;
         items.push(item);
         expiries.set(item.id, earliestExpiry(item) ?? null); // oe parsed once, here (R-LNK-1)
       }
+      pagesWithoutNew = newItems > 0 ? 0 : pagesWithoutNew + 1;
       opts.onPage?.({ index: pages - 1, items: page.data.length });
       const next = page.paging?.next;
       if (!next) return result(true); // R-MED-5: only an absent next ends the listing
-      if (pages >= maxPages) {
-        return result(
-          false,
-          new PlatformRequestError(
-            `${operation}: stopped after ${maxPages} pages (page guard); the listing is incomplete`,
-            { operation },
-          ),
+      if (pagesWithoutNew >= PAGES_WITHOUT_NEW_ITEMS)
+        return runaway(`${pagesWithoutNew} pages in a row brought no post not already read`, 'no-new-items');
+      if (itemsRead >= maxItems)
+        return runaway(
+          `more items than this account can plausibly hold (${maxItems}, from its last complete listing)`,
+          'item-bound',
         );
-      }
+      if (pages >= maxPages) return runaway(`the page guard (${maxPages} pages) was reached`, 'page-guard');
       const nextUrl = this.safeNextUrl(next, token);
       if (nextUrl instanceof PlatformError) return result(false, nextUrl);
-      const key = nextUrl.toString();
-      if (visitedNext.has(key)) {
-        return result(
-          false,
-          new MalformedResponseError(`${operation}: paging.next repeats an earlier page; the listing is incomplete`, {
-            operation,
-          }),
-        );
-      }
+      // The same page asked for twice: by its cursor (`after`), or by its whole address.
+      const key = nextUrl.searchParams.get('after') ?? nextUrl.toString();
+      if (visitedNext.has(key)) return runaway('paging.next repeats a cursor of an earlier page', 'repeated-cursor');
       visitedNext.add(key);
       try {
         page = await fetchPage(nextUrl);

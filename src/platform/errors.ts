@@ -117,5 +117,20 @@ export class MalformedResponseError extends PlatformError {
   override readonly retryable = true;
 }
 
+/**
+ * R-NET-6: a listing that kept paging past what the account can hold was stopped by feedmirror:
+ * a cursor seen before, pages that bring no post not already read, or more items than the
+ * account's bound. Nothing of it may prune; the account's next scheduled listings wait longer.
+ */
+export class RunawayListingError extends PlatformError {
+  constructor(
+    message: string,
+    readonly stop: 'repeated-cursor' | 'no-new-items' | 'item-bound' | 'page-guard',
+    details: PlatformErrorDetails = {},
+  ) {
+    super(message, details);
+  }
+}
+
 /** Any other error object from the platform (a field refused, a bad parameter). */
 export class PlatformRequestError extends PlatformError {}

@@ -55,6 +55,11 @@ export interface ListMediaOptions {
   pageSize?: number;
   /** Upper bound on pages, a guard against a platform that never ends its listing. */
   maxPages?: number;
+  /**
+   * R-NET-6: items (as read, duplicates included) after which a listing that still has a next
+   * page is stopped as a runaway; the caller derives it from the account's last complete listing.
+   */
+  maxItems?: number;
   onPage?: (page: { index: number; items: number }) => void;
   /** The account whose hourly budget the calls spend (R-OWN-1; paced when the client has a pacer). */
   accountId?: string;

@@ -208,8 +208,9 @@ function listMedia(
     if (!cursor) return paramError('Invalid cursor: after', accountId);
   }
   const all = ctx.state.listPosts(accountId);
+  const endless = ctx.state.endlessPaging(accountId); // simulator.setEndlessPaging: the first page forever
   let start = 0;
-  if (cursor) {
+  if (cursor && !endless) {
     const at = { timestamp: new Date(cursor.t), seq: cursor.s } as PostRecord;
     start = all.findIndex((p) => comparePosts(at, p) < 0);
     if (start === -1) start = all.length;
@@ -224,11 +225,14 @@ function listMedia(
   if (items.length === 0) return json(200, { data }, accountId);
   const first = items[0] as PostRecord;
   const last = items[items.length - 1] as PostRecord;
-  const after = encodeCursor({ t: last.timestamp.getTime(), s: last.seq, p: page + 1 });
+  const after =
+    endless === 'same-cursor' && q.after !== undefined
+      ? q.after // the page asked for names itself as the next one
+      : encodeCursor({ t: last.timestamp.getTime(), s: last.seq, p: page + 1 });
   const paging: Record<string, unknown> = {
     cursors: { before: encodeCursor({ t: first.timestamp.getTime(), s: first.seq, p: page }), after },
   };
-  if (start + items.length < all.length) {
+  if (endless || start + items.length < all.length) {
     const next = new URL(`${ctx.graphUrl()}/${version}/${segment}/media`);
     next.searchParams.set('access_token', q.access_token ?? '');
     if (q.fields !== undefined) next.searchParams.set('fields', q.fields);

@@ -282,6 +282,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     deletePost: (accountId, mediaId) => state.deletePost(accountId, mediaId),
     addRawItem: (accountId, item) => state.addRawItem(accountId, item),
     clearRawItems: (accountId) => state.clearRawItems(accountId),
+    setEndlessPaging: (accountId, mode) => state.setEndlessPaging(accountId, mode),
     posts: (accountId) => {
       state.account(accountId);
       return state.listPosts(accountId).map((p) => state.publicPost(p));

@@ -4,6 +4,7 @@ import { SCOPE } from '../platform/identifiers.ts';
 import type {
   AccountType,
   DroppableField,
+  EndlessPaging,
   PostKind,
   PostSpec,
   SimAccount,
@@ -273,6 +274,19 @@ export class SimState {
 
   clearRawItems(accountId: string): void {
     this.rawItems.delete(accountId);
+  }
+
+  private readonly endless = new Map<string, EndlessPaging>();
+
+  /** simulator.setEndlessPaging: the account's listing never ends (null: it does again). */
+  setEndlessPaging(accountId: string, mode: EndlessPaging | null): void {
+    this.account(accountId);
+    if (mode) this.endless.set(accountId, mode);
+    else this.endless.delete(accountId);
+  }
+
+  endlessPaging(accountId: string): EndlessPaging | undefined {
+    return this.endless.get(accountId);
   }
 
   /** The raw items of an account (simulator.addRawItem), served on the first listing page. */

@@ -143,6 +143,8 @@ export interface SimulatorOptions {
   limits?: { callsPerUserHour?: number; appCallsPerHour?: number; windowMs?: number; wallClock?: boolean };
 }
 
+export type EndlessPaging = 'new-cursor' | 'same-cursor';
+
 export interface Simulator {
   url: string;
   graphUrl: string;
@@ -165,6 +167,12 @@ export interface Simulator {
    */
   addRawItem(accountId: string, item: Record<string, unknown>): void;
   clearRawItems(accountId: string): void;
+  /**
+   * A listing that never ends, as a broken or hostile platform pages: every page is the first page
+   * again with a paging.next, its cursor new on every page ('new-cursor') or always the same one
+   * ('same-cursor'). null: the listing ends again.
+   */
+  setEndlessPaging(accountId: string, mode: EndlessPaging | null): void;
   posts(accountId: string): SimPost[];
   issueShortLivedToken(accountId: string, opts?: { scopes?: string[] }): string;
   issueLongLivedToken(accountId: string, opts?: { issuedAt?: Date; scopes?: string[] }): string;

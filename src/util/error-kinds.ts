@@ -19,6 +19,8 @@ export const ERROR_KINDS = [
   'link_expired',
   'network',
   'platform',
+  // The platform's paging did not end (R-NET-6): stopped, nothing pruned, the next listings wait longer.
+  'listing_runaway',
   // Ours to fix: storage settings, space, permissions.
   'storage',
   // One item the platform sent could not be used (skipped; the rest is published).

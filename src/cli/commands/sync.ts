@@ -56,7 +56,7 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
     };
     let r;
     try {
-      r = await runSyncNow(deps, id, { onProgress: opts.json ? undefined : progress });
+      r = await runSyncNow(deps, id, { manual: true, onProgress: opts.json ? undefined : progress });
     } catch (err) {
       if (!(err instanceof RateLimitedError)) throw err;
       return handOver(ctx, io, id, err, opts);

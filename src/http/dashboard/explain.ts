@@ -36,6 +36,8 @@ export const EXPLANATIONS: Readonly<Record<ErrorKind, string>> = {
   network: 'The platform could not be reached. feedmirror retries on its own; check the network if it lasts.',
   platform:
     'The platform answered with an error or something unexpected. feedmirror retries on its own; the details say what it was.',
+  listing_runaway:
+    'The platform kept handing out further pages long past what this account holds, so the listing was stopped; nothing was removed from the feed. Scheduled syncs of this account wait longer each time it happens (up to a day); a manual sync runs at once.',
   storage: 'Copies or the feed could not be written to storage. Check the storage settings, space and permissions.',
   bad_item: 'An item from the platform could not be used and was skipped; the rest of the feed is published.',
   internal:
