@@ -101,6 +101,7 @@ export async function copySlot(
     mediaId: t.mediaId,
     slot: t.slot,
     force: copiedSourceId !== null || opts.force === true,
+    sourceId: slot.sourceId,
     ...(opts.firstAttempt ? { firstAttempt: true } : {}),
   };
   let image: MirroredImage;

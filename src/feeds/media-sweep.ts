@@ -3,7 +3,8 @@ import type { Clock } from '../util/clock.ts';
 import type { Logger } from '../util/logger.ts';
 import type { ObjectStorage } from '../storage/types.ts';
 import { sweepOrphans } from '../mirror/copy.ts';
-import { listPosts, deleteMediaCopies } from '../store/posts.ts';
+import { listPosts, deleteMediaCopies, getFeedPublication } from '../store/posts.ts';
+import { publishedIds } from './publication.ts';
 import { listAccounts } from '../store/accounts.ts';
 
 /**
@@ -29,6 +30,8 @@ export async function runMediaSweep(deps: {
   let removedMedia = 0;
   for (const account of accounts) {
     const keep = new Set((await listPosts(deps.db, account.id)).map((p) => p.mediaId));
+    // R-OWN-6: and every post the published feed still shows (kept as last published).
+    for (const id of publishedIds(await getFeedPublication(deps.db, account.id)) ?? []) keep.add(id);
     const swept = await sweepOrphans(deps.storage, account.id, keep);
     for (const mediaId of swept) await deleteMediaCopies(deps.db, account.id, mediaId);
     removedMedia += swept.length;

@@ -3,22 +3,28 @@ import { originFromProfile } from '../convert/origin.ts';
 import { demoFeed } from '../demo/demo-feed.ts';
 import { linkExpiry } from './expiry.ts';
 import type { Feed, ImageSize, Media, Placeholder, Post } from '../schema/v1.ts';
+import { parseOe } from '../platform/links.ts';
 import { feedKey, mediaPrefix } from '../storage/keys.ts';
 import type { ObjectStorage } from '../storage/types.ts';
 import { getAccount, type Account } from '../store/accounts.ts';
 import type { Db } from '../store/db.ts';
+import { getRemovalHold } from '../store/holds.ts';
+import { readCopyManifests } from '../mirror/copy.ts';
 import {
+  adoptPosts,
   deleteMediaCopies,
   getFeedPublication,
   listMediaCopies,
   listOrphanedCopyMediaIds,
   listPosts,
   saveFeedPublication,
+  saveMediaCopy,
   type MediaCopy,
   type StoredPost,
 } from '../store/posts.ts';
 import { DAY } from '../util/clock.ts';
 import type { FeedDeps } from './deps.ts';
+import { keepPublished, needsPrevious, publishedIds, readPublishedPosts, type KeepInput } from './publication.ts';
 import { contentHash, imageSlots, isImageMime } from './slots.ts';
 
 export const DEFAULT_FEED_MAX_AGE_SECONDS = 300;
@@ -67,6 +73,8 @@ export interface RewrittenPost {
   post: Post;
   /** Platform links still in the post (video files, R-LNK-5). */
   platformLinks: string[];
+  /** A photo slide has no copy yet: it is left out of media[] (R-OWN-6 keeps a published post whole instead). */
+  incomplete: boolean;
 }
 
 /**
@@ -95,6 +103,7 @@ export function rewritePost(
 
   const platformLinks: string[] = [];
   const media: Media[] = [];
+  let incomplete = false;
   post.media.forEach((m, i) => {
     if (!isImageMime(m.mime)) {
       platformLinks.push(m.url); // R-LNK-5: video files are not copied
@@ -102,7 +111,10 @@ export function rewritePost(
       return;
     }
     const copy = bySlot.get(i);
-    if (!copy) return;
+    if (!copy) {
+      incomplete = true;
+      return;
+    }
     media.push({
       ...m,
       url: publicUrl(copy.key),
@@ -126,7 +138,7 @@ export function rewritePost(
       : {}),
     raw: publishedRaw(post.raw),
   } as Post;
-  return { post: out, platformLinks };
+  return { post: out, platformLinks, incomplete };
 }
 
 function originOf(account: Account) {
@@ -145,45 +157,98 @@ export interface BuiltFeed {
   /** Earliest oe of the platform links in the feed (R-LNK-4); null when none carries one. */
   earliestOe: Date | null;
   platformLinks: string[];
-  /** Posts stored but not published yet (cover not copied). */
+  /** Posts stored but not published yet (cover not copied, never published before). */
   waiting: string[];
+  /** Posts published as last published: their copies are not all there yet (R-OWN-6). */
+  carried: string[];
 }
 
-/** Build (and validate: buildFeed throws SchemaViolationError) an account's feed from the store. */
+/** What the store holds for an account's feed: its posts (newest first) and their copies by slot. */
+interface FeedInputs {
+  stored: StoredPost[];
+  copies: Map<string, Map<string, MediaCopy>>;
+}
+
+async function loadFeedInputs(db: Db, accountId: string): Promise<FeedInputs> {
+  const stored = await listPosts(db, accountId);
+  const copies = new Map<string, Map<string, MediaCopy>>();
+  for (const c of await listMediaCopies(db, accountId)) {
+    if (!copies.has(c.mediaId)) copies.set(c.mediaId, new Map());
+    copies.get(c.mediaId)!.set(c.slot, c);
+  }
+  return { stored, copies };
+}
+
+/** Every stored post as it can be published now, and which of them miss a copy. */
+function rewriteAll(inputs: FeedInputs, publicUrl: (key: string) => string) {
+  const built = new Map<string, RewrittenPost & { stored: StoredPost }>();
+  const incomplete = new Set<string>();
+  for (const s of inputs.stored) {
+    const r = rewritePost(s, inputs.copies.get(s.mediaId) ?? new Map(), publicUrl);
+    if (!r) {
+      incomplete.add(s.mediaId);
+      continue;
+    }
+    built.set(s.mediaId, { ...r, stored: s });
+    if (r.incomplete) incomplete.add(s.mediaId);
+  }
+  return { built, incomplete };
+}
+
+/**
+ * Build (and validate: buildFeed throws SchemaViolationError) an account's feed from the store,
+ * keeping what was published (R-OWN-6, src/feeds/publication.ts): `keep` names the posts the feed
+ * had and those a held removal keeps; a post still stored or held whose copies are not all there
+ * is published as last published (read from `previousFeed`). Without `keep`, the store alone.
+ */
 export async function buildAccountFeed(
   db: Db,
   account: Account,
   publicUrl: (key: string) => string,
   now: Date,
-): Promise<BuiltFeed> {
-  const stored = await listPosts(db, account.id);
-  const copies = new Map<string, Map<string, MediaCopy>>();
-  for (const c of await listMediaCopies(db, account.id)) {
-    if (!copies.has(c.mediaId)) copies.set(c.mediaId, new Map());
-    copies.get(c.mediaId)!.set(c.slot, c);
-  }
-  const posts: Post[] = [];
+  keep?: { previous: ReadonlySet<string> | null; held: ReadonlySet<string>; previousFeed: () => Promise<Feed | null> },
+): Promise<BuiltFeed & { removed: string[]; lost: string[] }> {
+  const inputs = await loadFeedInputs(db, account.id);
+  const { built, incomplete } = rewriteAll(inputs, publicUrl);
+  const keepInput: KeepInput = {
+    previous: keep?.previous ?? new Set(),
+    built: new Map([...built].map(([id, r]) => [id, r.post])),
+    incomplete,
+    stored: new Set(inputs.stored.map((s) => s.mediaId)),
+    held: keep?.held ?? new Set(),
+  };
+  // The feed as published is read only when something needs it (a post to keep as it was, or a
+  // publication that did not record its post ids).
+  const mustRead = keep !== undefined && (keep.previous === null || needsPrevious(keepInput).length > 0);
+  const kept = keepPublished(keepInput, mustRead ? await keep.previousFeed() : null);
+  const carried = new Set(kept.carried);
   const platformLinks: string[] = [];
-  const waiting: string[] = [];
   let fetchedAt: Date | undefined;
-  // R-LNK-4: the earliest stored oe of the posts whose platform links (video files) stay in the feed.
+  // R-LNK-4: the earliest oe of the platform links (video files) that stay in the feed: stored
+  // with the post, or read from the links of a post kept as last published.
   let earliest: number | undefined;
-  for (const s of stored) {
-    const r = rewritePost(s, copies.get(s.mediaId) ?? new Map(), publicUrl);
-    if (!r) {
-      waiting.push(s.mediaId);
-      continue;
+  const note = (oe: number | undefined) => {
+    if (oe !== undefined && (earliest === undefined || oe < earliest)) earliest = oe;
+  };
+  for (const post of kept.posts) {
+    const r = built.get(post.id);
+    if (carried.has(post.id) || !r) {
+      const links = post.media.filter((m) => !isImageMime(m.mime)).map((m) => m.url);
+      platformLinks.push(...links);
+      for (const l of links) note(parseOe(l)?.getTime());
+    } else {
+      platformLinks.push(...r.platformLinks);
+      if (r.platformLinks.length > 0) note(r.stored.earliestOe?.getTime());
     }
-    posts.push(r.post);
-    platformLinks.push(...r.platformLinks);
-    const oe = s.earliestOe?.getTime();
-    if (r.platformLinks.length > 0 && oe !== undefined && (earliest === undefined || oe < earliest)) earliest = oe;
-    if (!fetchedAt || s.lastSeenAt > fetchedAt) fetchedAt = s.lastSeenAt;
+    const seen = r?.stored.lastSeenAt;
+    if (seen && (!fetchedAt || seen > fetchedAt)) fetchedAt = seen;
   }
+  const inFeed = new Set(kept.posts.map((p) => p.id));
+  const waiting = inputs.stored.map((s) => s.mediaId).filter((id) => !inFeed.has(id));
   // fetchedAt: when these posts were last read from the platform.
   const feed = buildFeed({
     origin: originOf(account),
-    posts,
+    posts: kept.posts,
     fetchedAt: fetchedAt ?? account.lastSyncAt ?? now,
     demo: false,
   });
@@ -195,6 +260,9 @@ export async function buildAccountFeed(
     earliestOe: earliest === undefined ? null : new Date(earliest),
     platformLinks,
     waiting,
+    carried: kept.carried,
+    removed: kept.removed,
+    lost: kept.lost,
   };
 }
 
@@ -220,7 +288,10 @@ export type PublishOutcome =
       outcome: 'written' | 'unchanged';
       key: string;
       postCount: number;
+      /** Stored posts not in the feed yet: never published, and their cover is not copied. */
       waiting: string[];
+      /** Posts published as last published, their new copies not there yet (R-OWN-6). */
+      carried: string[];
       removedMedia: string[];
       cacheControl?: string;
       /** When written: the post ids added, changed and removed since the previous publication. */
@@ -266,6 +337,11 @@ export interface PublishOptions {
  * again, unless its platform links are about to die. Only after the write are the objects of
  * pruned posts deleted (R-LNK-6), so the published feed never points at a deleted copy. A storage
  * failure throws (the job retries) and leaves the previous feed and the publication row as they were.
+ *
+ * R-OWN-6, the publication invariant (src/feeds/publication.ts): a post leaves the feed only when
+ * its row is gone from the store (a complete listing pruned it, or the operator removed it); a
+ * post still stored (or kept by a held removal) whose copies are not all there is published as
+ * it was last published. So the feed never has fewer posts than the previous one but for those.
  */
 export async function publishAccountFeed(
   deps: PublishDeps,
@@ -283,7 +359,17 @@ export async function publishAccountFeed(
     };
   }
   const now = deps.clock.now();
-  const built = await buildAccountFeed(deps.db, account, (k) => deps.storage.publicUrl(k), now);
+  const hold = await getRemovalHold(deps.db, accountId);
+  const built = await buildAccountFeed(deps.db, account, (k) => deps.storage.publicUrl(k), now, {
+    previous: publishedIds(previous),
+    held: new Set(hold?.removing ?? []),
+    previousFeed: () => readPublishedPosts(deps.storage, accountId),
+  });
+  if (built.lost.length > 0)
+    deps.logger.warn(
+      { accountId, posts: built.lost.length },
+      'posts of the previous feed could not be kept as published (the feed object lacks them); they wait for their copies',
+    );
   const key = feedKey(accountId);
   const margin = deps.relinkMarginMs ?? DAY;
   const linksDying = previous?.earliestOe != null && now.getTime() >= previous.earliestOe.getTime() - margin;
@@ -312,7 +398,16 @@ export async function publishAccountFeed(
       postHashes: hashes,
     });
     outcome = 'written';
-    deps.logger.info({ accountId, posts: built.feed.posts.length, waiting: built.waiting.length }, 'feed published');
+    deps.logger.info(
+      {
+        accountId,
+        posts: built.feed.posts.length,
+        waiting: built.waiting.length,
+        ...(built.carried.length > 0 ? { keptAsPublished: built.carried.length } : {}),
+        ...(built.removed.length > 0 ? { removed: built.removed.length } : {}),
+      },
+      'feed published',
+    );
     // Sites that build statically or cache at a CDN revalidate on this. Sent whenever
     // the feed was rewritten, even with empty lists (re-signed video links only).
     await deps.events?.emit({
@@ -321,7 +416,10 @@ export async function publishAccountFeed(
     });
   }
   const removedMedia: string[] = [];
+  // Objects of posts that left the store, never of one the published feed still shows (R-OWN-6).
+  const inFeed = new Set(built.feed.posts.map((p) => p.id));
   for (const mediaId of await listOrphanedCopyMediaIds(deps.db, accountId)) {
+    if (inFeed.has(mediaId)) continue;
     await removeMediaObjects(deps.storage, accountId, mediaId);
     await deleteMediaCopies(deps.db, accountId, mediaId);
     removedMedia.push(mediaId);
@@ -331,6 +429,7 @@ export async function publishAccountFeed(
     key,
     postCount: built.feed.posts.length,
     waiting: built.waiting,
+    carried: built.carried,
     removedMedia,
     ...(cacheControl ? { cacheControl } : {}),
     ...(changes ? { changes } : {}),
@@ -342,12 +441,22 @@ export async function publishAccountFeed(
  * true, placeholder posts of every kind) at feeds/<accountId>.json, so a site embedding it shows a
  * labelled demo instead of an error until the first complete sync replaces it. Called at the start
  * of every sync (a no-op once anything was published and is in storage); callable at connect time too.
+ *
+ * R-OWN-6: an account connected again after it was removed still has its feed and copies in
+ * storage (removal keeps them for the sites that embed them). That feed is taken over
+ * (adoptPublishedFeed), never overwritten by the demo: its posts stay until a complete listing
+ * says otherwise, and its copies are reused instead of downloaded again.
  */
 export async function publishDemoFeedIfNone(deps: PublishDeps, accountId: string): Promise<boolean> {
   const previous = await getFeedPublication(deps.db, accountId);
   // Once published, it stays; but a demo feed deleted from storage is put back (one HEAD, only
   // while the demo stands).
   if (previous && (!previous.demo || (await deps.storage.head(feedKey(accountId))))) return false;
+  const published = previous ? null : await readPublishedPosts(deps.storage, accountId);
+  if (published) {
+    await adoptPublishedFeed(deps, accountId, published);
+    return false;
+  }
   const now = deps.clock.now();
   const feed = demoFeed(now);
   const { fetchedAt: _f, ...content } = feed;
@@ -367,6 +476,64 @@ export async function publishDemoFeedIfNone(deps: PublishDeps, accountId: string
 }
 
 /**
+ * Take over a feed published before this account's rows existed (removed, then connected again;
+ * R-OWN-6): its copies from their manifests in storage (a copy whose manifest names its source
+ * file is not downloaded again), its posts as published (a listing updates them like any stored
+ * post; one it no longer has is pruned, or held: R-OWN-7), and the publication itself, written
+ * last so that a crash half-way makes the next sync adopt again.
+ */
+export async function adoptPublishedFeed(deps: PublishDeps, accountId: string, feed: Feed): Promise<void> {
+  const now = deps.clock.now();
+  let copies = 0;
+  for (const { mediaId, slot, manifest } of await readCopyManifests(deps.storage, accountId)) {
+    await saveMediaCopy(deps.db, {
+      accountId,
+      mediaId,
+      slot,
+      // An older manifest does not name its file: the copy is used, and made again when the file can be read.
+      sourceId: manifest.source ?? '',
+      key: manifest.key,
+      width: manifest.width,
+      height: manifest.height,
+      bytes: manifest.bytes,
+      contentType: manifest.contentType,
+      variants: manifest.variants,
+      placeholder: manifest.placeholder ?? null,
+      copiedAt: now,
+    });
+    copies++;
+  }
+  const oeOf = (post: Post) => {
+    const oes = post.media
+      .filter((m) => !isImageMime(m.mime))
+      .map((m) => parseOe(m.url)?.getTime())
+      .filter((t): t is number => t !== undefined);
+    return oes.length > 0 ? new Date(Math.min(...oes)) : null;
+  };
+  const posts = await adoptPosts(
+    deps.db,
+    accountId,
+    feed.posts.map((post) => ({ mediaId: post.id, post, contentHash: contentHash(post), earliestOe: oeOf(post) })),
+    now,
+  );
+  const { fetchedAt: _f, ...content } = feed;
+  const oes = feed.posts.map(oeOf).filter((d): d is Date => d !== null);
+  await saveFeedPublication(deps.db, {
+    accountId,
+    feedHash: contentHash(content),
+    publishedAt: now,
+    postCount: feed.posts.length,
+    demo: false,
+    earliestOe: oes.length > 0 ? new Date(Math.min(...oes.map((d) => d.getTime()))) : null,
+    postHashes: postHashes(feed),
+  });
+  deps.logger.info(
+    { accountId, posts, copies },
+    'took over the feed published before this account was connected again; its copies are reused',
+  );
+}
+
+/**
  * The periodic sweep (R-LNK-6): every object under media/<accountId>/ that no recorded copy
  * references (a post pruned while a copy was in flight, a superseded file of an edited post, a
  * crash between upload and bookkeeping) is deleted. Manifests (<slot>.json) of recorded slots are
@@ -374,6 +541,14 @@ export async function publishDemoFeedIfNone(deps: PublishDeps, accountId: string
  */
 export async function sweepAccountMedia(deps: Pick<FeedDeps, 'db' | 'storage'>, accountId: string): Promise<string[]> {
   const keep = recordedMediaKeys(accountId, await listMediaCopies(deps.db, accountId));
+  // R-OWN-6: never an object the published feed points at (a post kept as last published may
+  // point at copies no record names any more), nor its manifest.
+  const published = await readPublishedPosts(deps.storage, accountId);
+  for (const key of published ? referencedKeys(published, accountId) : []) {
+    keep.add(key);
+    const slot = /\/([a-z0-9][a-z0-9-]*?)-[0-9a-f]{16}(?:-w\d+)?\.[a-z0-9]+$/.exec(key)?.[1];
+    if (slot) keep.add(`${key.slice(0, key.lastIndexOf('/') + 1)}${slot}.json`);
+  }
   const removed: string[] = [];
   const candidates: string[] = [];
   for await (const key of deps.storage.list(mediaPrefix(accountId))) if (!keep.has(key)) candidates.push(key);
@@ -393,6 +568,28 @@ export function recordedMediaKeys(accountId: string, copies: readonly MediaCopy[
     keep.add(`${mediaPrefix(accountId, c.mediaId)}${c.slot}.json`);
   }
   return keep;
+}
+
+/** The storage keys of this account's copies that a feed points at (every size of every image). */
+export function referencedKeys(feed: Feed, accountId: string): string[] {
+  const marker = mediaPrefix(accountId);
+  const urls: string[] = [];
+  for (const p of feed.posts) {
+    if (p.thumbnailUrl) urls.push(p.thumbnailUrl);
+    for (const s of p.thumbnailSizes ?? []) urls.push(s.url);
+    for (const m of p.media) {
+      urls.push(m.url);
+      for (const s of m.sizes ?? []) urls.push(s.url);
+    }
+  }
+  const keys = new Set<string>();
+  for (const url of urls) {
+    const path = url.split(/[?#]/)[0]!;
+    const at = path.indexOf(`/${marker}`);
+    if (at !== -1) keys.add(path.slice(at + 1));
+    else if (path.startsWith(marker)) keys.add(path);
+  }
+  return [...keys];
 }
 
 /**

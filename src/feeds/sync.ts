@@ -17,18 +17,18 @@ import {
   getFeedPublication,
   getPosts,
   listCopySources,
-  prunePostsNotIn,
   upsertPosts,
   type PostInput,
 } from '../store/posts.ts';
 import { loadToken } from '../store/tokens.ts';
 import { redactText } from '../util/redact.ts';
-import { ID_PATTERN } from '../util/ids.ts';
 import { feedKey } from '../storage/keys.ts';
+import type { StoredRemovalHold } from '../store/holds.ts';
 import { linkExpiry } from './expiry.ts';
 import { copySlot, renewPostLinks } from './copy-slot.ts';
 import type { FeedDeps } from './deps.ts';
 import { publishAccountFeed, publishDemoFeedIfNone, sweepAccountMedia, type PublishOutcome } from './publish.ts';
+import { settleRemoval } from './publication.ts';
 import { contentHash, imageSlots, isImageMime } from './slots.ts';
 import { DAY } from '../util/clock.ts';
 import type { SyncOutcome } from '../metrics/index.ts';
@@ -65,6 +65,8 @@ export type SyncResult =
       renewedVideos: number;
       dropped: Array<{ id: string; reason: string }>;
       pruned: string[];
+      /** R-OWN-7: the removal this complete listing asked for is held (nothing pruned). */
+      held?: StoredRemovalHold;
       copies: CopyTask[];
       /** The feed must be written even if nothing changed (still the demo feed, or its video links die soon). */
       feedDue: boolean;
@@ -224,11 +226,31 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
     earliestOe: listing.expiries.get(post.id) ?? null, // parsed once, when the listing was read
   }));
   const changes = await upsertPosts(deps.db, accountId, inputs, now);
-  // R-LNK-6: only a listing that reached its end may say a post is gone.
-  // An item skipped as malformed is not "gone": its post (if it had one) stays until it reads well
-  // again or really disappears.
-  const keep = [...posts.map((p) => p.id), ...listing.skipped.map((s) => s.id).filter((id) => ID_PATTERN.test(id))];
-  const pruned = listing.complete ? await prunePostsNotIn(deps.db, accountId, keep) : [];
+  // R-LNK-6: only a listing that reached its end may say a post is gone, and a large removal
+  // waits for a second listing or the operator (R-OWN-7, src/feeds/publication.ts). An item that
+  // came back malformed (unreadable, or not convertible: no timestamp, an unknown media type) is
+  // not "gone": its post keeps its last good version until it reads well again or really
+  // disappears (R-OWN-8). An item left out by the operator's own policy (COPYRIGHT_ITEMS=drop) is.
+  const listed = [
+    ...posts.map((p) => p.id),
+    ...listing.skipped.map((s) => s.id),
+    ...converted.dropped.filter((d) => !d.byPolicy).map((d) => d.id),
+  ];
+  const settled = listing.complete
+    ? await settleRemoval(deps.db, accountId, { publication, listed, listedPosts: posts.length, now })
+    : { pruned: [], held: null, agreed: false, stale: false };
+  const pruned = settled.pruned;
+  if (settled.held)
+    log.warn(
+      {
+        removing: settled.held.removing.length,
+        publishedPosts: settled.held.publishedPosts,
+        since: settled.held.since.toISOString(),
+      },
+      'removal held: the listing would remove more than half of the feed; nothing pruned until a second complete listing an hour later agrees or the operator confirms (feedmirror feeds confirm-removal)',
+    );
+  else if (settled.agreed)
+    log.info({ pruned: pruned.length }, 'held removal agreed by a second complete listing: pruned');
 
   // Video files stay platform links in the feed (R-LNK-5): when theirs are dead or about to die
   // (the listing may hand out old signatures), renew them through the single-media read (R-MED-8)
@@ -313,8 +335,9 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
     renewedVideos,
     dropped,
     pruned,
+    ...(settled.held ? { held: settled.held } : {}),
     copies,
-    feedDue,
+    feedDue: feedDue || settled.stale,
     feedMissing,
     ...(error ? { error } : {}),
   };

@@ -61,6 +61,11 @@ export interface MirrorJob {
   url: string;
   /** Ignore an existing manifest and copy again (a changed image). */
   force?: boolean;
+  /**
+   * The link without its signature (scheme, host, path): which file this copy is of. Kept in the
+   * manifest, so a reconnected account's copies are known again from storage alone.
+   */
+  sourceId?: string;
   /** The link's expiry as stored with the post (R-LNK-1): a dead link is not even requested. */
   expiresAt?: Date | null;
   /**
@@ -116,8 +121,11 @@ const manifestSchema = z.object({
     }),
   ),
   placeholder: z.object({ color: z.string().regex(/^#[0-9a-f]{6}$/), thumbhash: z.string().min(1) }).optional(),
+  // The file copied (its link without signature); manifests written before it was kept lack it.
+  source: z.string().min(1).optional(),
 });
 type Manifest = z.output<typeof manifestSchema>;
+export type CopyManifest = Manifest;
 
 export function manifestKey(accountId: string, mediaId: string, slot: string): string {
   return mediaKey(accountId, mediaId, `${checkSlot(slot)}.json`);
@@ -222,6 +230,7 @@ export async function mirrorImage(deps: MirrorDeps, job: MirrorJob): Promise<Mir
     sha256: original.sha256,
     variants: storedVariants,
     placeholder,
+    ...(job.sourceId ? { source: job.sourceId } : {}),
   };
   await storage.put(mKey, Buffer.from(JSON.stringify(manifest)), {
     contentType: 'application/json',
@@ -240,7 +249,7 @@ export async function mirrorImage(deps: MirrorDeps, job: MirrorJob): Promise<Mir
  */
 export async function reencodeMirroredImage(
   deps: Pick<MirrorDeps, 'storage' | 'limits'>,
-  t: { accountId: string; mediaId: string; slot: string; key: string },
+  t: { accountId: string; mediaId: string; slot: string; key: string; sourceId?: string },
 ): Promise<MirroredImage | null> {
   const { storage, limits } = deps;
   const slot = checkSlot(t.slot);
@@ -279,12 +288,35 @@ export async function reencodeMirroredImage(
     sha256: original.sha256,
     variants: storedVariants,
     placeholder,
+    ...(t.sourceId ? { source: t.sourceId } : {}),
   };
   await storage.put(manifestKey(t.accountId, t.mediaId, slot), Buffer.from(JSON.stringify(manifest)), {
     contentType: 'application/json',
     cacheControl: MANIFEST_CACHE_CONTROL,
   });
   return fromManifest(storage, manifest, false);
+}
+
+/**
+ * Every complete copy of an account found in storage: its manifests (media/<account>/<media>/<slot>.json,
+ * written last, so each names a finished copy). What a reconnected account takes over instead of
+ * downloading its images again (R-OWN-6). Unreadable manifests are left out.
+ */
+export async function readCopyManifests(
+  storage: ObjectStorage,
+  accountId: string,
+): Promise<Array<{ mediaId: string; slot: string; manifest: CopyManifest }>> {
+  const prefix = mediaPrefix(accountId);
+  const out: Array<{ mediaId: string; slot: string; manifest: CopyManifest }> = [];
+  const keys: string[] = [];
+  for await (const key of storage.list(prefix)) keys.push(key);
+  for (const key of keys) {
+    const m = /^([^/]+)\/([a-z0-9][a-z0-9-]{0,63})\.json$/.exec(key.slice(prefix.length));
+    if (!m || !ID_PATTERN.test(m[1]!)) continue;
+    const manifest = await readManifest(storage, key);
+    if (manifest) out.push({ mediaId: m[1]!, slot: m[2]!, manifest });
+  }
+  return out;
 }
 
 /**

@@ -109,6 +109,53 @@ export async function prunePostsNotIn(db: Db, accountId: string, keepMediaIds: r
   return rows.map((r) => r.media_id).sort();
 }
 
+/** The ids of an account's stored posts. */
+export async function listPostIds(db: Db, accountId: string): Promise<string[]> {
+  const { rows } = await db.query<{ media_id: string }>(
+    'SELECT media_id FROM posts WHERE account_id = $1 ORDER BY media_id',
+    [accountId],
+  );
+  return rows.map((r) => r.media_id);
+}
+
+/**
+ * Remove some of an account's posts (R-LNK-6: what a complete listing no longer has, decided by
+ * src/feeds/publication.ts; or what the operator confirmed). Their media_copies rows stay until
+ * the feed without them is published, as with prunePostsNotIn. Returns the ids removed.
+ */
+export async function deletePosts(db: Db, accountId: string, mediaIds: readonly string[]): Promise<string[]> {
+  if (mediaIds.length === 0) return [];
+  const { rows } = await db.query<{ media_id: string }>(
+    'DELETE FROM posts WHERE account_id = $1 AND media_id = ANY($2::text[]) RETURNING media_id',
+    [accountId, [...mediaIds]],
+  );
+  return rows.map((r) => r.media_id).sort();
+}
+
+/**
+ * Store posts taken over from a feed published before (a reconnected account, R-OWN-6) where the
+ * account has none of that id yet: a listing then updates them like any stored post. Returns how
+ * many were stored.
+ */
+export async function adoptPosts(db: Db, accountId: string, posts: readonly PostInput[], at: Date): Promise<number> {
+  if (posts.length === 0) return 0;
+  const { rowCount } = await db.query(
+    `INSERT INTO posts (account_id, media_id, post, content_hash, earliest_oe, first_seen_at, last_seen_at)
+     SELECT $1, media_id, post, content_hash, earliest_oe, $6, $6
+       FROM unnest($2::text[], $3::jsonb[], $4::text[], $5::timestamptz[]) AS i(media_id, post, content_hash, earliest_oe)
+     ON CONFLICT (account_id, media_id) DO NOTHING`,
+    [
+      accountId,
+      posts.map((p) => p.mediaId),
+      posts.map((p) => JSON.stringify(p.post)),
+      posts.map((p) => p.contentHash),
+      posts.map((p) => p.earliestOe),
+      at,
+    ],
+  );
+  return rowCount ?? 0;
+}
+
 /** The account's posts, newest first. */
 export async function listPosts(db: Db, accountId: string): Promise<StoredPost[]> {
   const { rows } = await db.query<PostRow>(

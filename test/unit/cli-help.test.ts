@@ -52,6 +52,7 @@ describe('feedmirror --help', () => {
       'keys rotate',
       'sync',
       'feeds get',
+      'feeds confirm-removal',
       'media rebuild',
       'webhooks add',
       'webhooks list',
@@ -125,6 +126,7 @@ describe('feedmirror --help', () => {
       'keys rotate',
       'sync',
       'feeds get',
+      'feeds confirm-removal',
       'webhooks list',
       'webhooks deliveries',
     ];

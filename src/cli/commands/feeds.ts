@@ -1,10 +1,13 @@
 import type { Command } from 'commander';
 import { EXIT, type CliIO } from '../io.ts';
-import { accountIdArgument, withContext, withExamples, type Cli } from '../command.ts';
+import { accountIdArgument, printJson, withContext, withExamples, type Cli } from '../command.ts';
 
-/** `feedmirror feeds get <id>`: print the published feed (feeds/<id>.json) from the storage. */
+/**
+ * `feedmirror feeds get <id>`: print the published feed (feeds/<id>.json) from the storage.
+ * `feedmirror feeds confirm-removal <id>`: carry out a held removal now (R-OWN-7).
+ */
 export function register(program: Command, cli: Cli): void {
-  const feeds = program.command('feeds').description('read published feeds');
+  const feeds = program.command('feeds').description('read published feeds; confirm a held removal');
   withExamples(feeds, 'feedmirror feeds get 17841400000000001');
   const get = feeds
     .command('get')
@@ -23,6 +26,49 @@ export function register(program: Command, cli: Cli): void {
     'feedmirror feeds get 17841400000000001 | feedmirror validate -',
     'feedmirror feeds get 17841400000000001 --raw-links --post 17900000000000001',
   );
+  const confirm = feeds
+    .command('confirm-removal')
+    .description(
+      'remove now the posts a held listing no longer has (a listing that would remove more than half of a feed waits for a second one an hour later, or for this), and publish the feed without them',
+    )
+    .addArgument(accountIdArgument())
+    .option('--json', 'print the outcome as JSON')
+    .action(async (id: string, opts: { json?: boolean }) => cli.setExit(await confirmRemoval(id, opts, cli.io)));
+  withExamples(
+    confirm,
+    'feedmirror feeds confirm-removal 17841400000000001',
+    'feedmirror feeds confirm-removal 17841400000000001 --json',
+  );
+}
+
+async function confirmRemoval(id: string, opts: { json?: boolean }, io: CliIO): Promise<number> {
+  return withContext(io, async (ctx) => {
+    const { confirmHeldRemoval } = await import('../../feeds/removal.ts');
+    await ctx.ensureStorage();
+    const done = await confirmHeldRemoval(await ctx.feedDeps(), id);
+    if (!done) {
+      const message = `no removal is held for account ${id}: nothing to confirm (see \`feedmirror accounts list\`)`;
+      if (opts.json) printJson(io, { error: { kind: 'not_found', message } });
+      io.stderr.write(`${message}\n`);
+      return EXIT.failed;
+    }
+    const feed = done.publish.outcome === 'written' || done.publish.outcome === 'unchanged' ? done.publish : null;
+    if (opts.json) {
+      printJson(io, {
+        accountId: id,
+        removed: done.removed,
+        heldSince: done.hold.since.toISOString(),
+        feed: done.publish.outcome,
+        ...(feed ? { posts: feed.postCount } : {}),
+      });
+      return EXIT.ok;
+    }
+    io.stdout.write(
+      `removed ${done.removed.length} posts of account ${id} (held since ${done.hold.since.toISOString()}); ` +
+        `feed ${done.publish.outcome}${feed ? `, ${feed.postCount} posts` : ''}\n`,
+    );
+    return EXIT.ok;
+  });
 }
 
 interface GetOptions {

@@ -135,6 +135,13 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
       logger: ctx.logger,
       ...(dashboardConnect ? { connect: dashboardConnect } : {}),
       webhooks: { cipher: ctx.cipher, allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE },
+      // R-OWN-7: the dashboard's "Confirm" is `feedmirror feeds confirm-removal`, in this process.
+      removals: {
+        confirm: async (accountId) => {
+          const { confirmHeldRemoval } = await import('../../feeds/removal.ts');
+          return confirmHeldRemoval(await ctx.feedDeps(), accountId);
+        },
+      },
     },
   });
 }

@@ -1,6 +1,7 @@
 import { listAccounts, type AccountWithExpiry } from '../../store/accounts.ts';
 import type { Db } from '../../store/db.ts';
 import { accountCounts } from '../../store/overview.ts';
+import { listRemovalHolds, type StoredRemovalHold } from '../../store/holds.ts';
 
 /**
  * What the accounts page shows per account: the account with its token's expiry (listAccounts,
@@ -12,10 +13,12 @@ export interface AccountOverview extends AccountWithExpiry {
   copies: number;
   copyBytes: number;
   feed: { publishedAt: Date; postCount: number; demo: boolean } | null;
+  /** A removal from the feed waiting for a second listing or the operator (R-OWN-7). */
+  removalHold: StoredRemovalHold | null;
 }
 
 export async function loadAccountOverviews(db: Db, now: Date): Promise<AccountOverview[]> {
-  const [accounts, counts] = await Promise.all([listAccounts(db, now), accountCounts(db)]);
+  const [accounts, counts, holds] = await Promise.all([listAccounts(db, now), accountCounts(db), listRemovalHolds(db)]);
   const { posts: postsBy, copies: copiesBy, feeds: feedsBy } = counts;
   return accounts.map((a) => ({
     ...a,
@@ -23,6 +26,7 @@ export async function loadAccountOverviews(db: Db, now: Date): Promise<AccountOv
     copies: copiesBy.get(a.id)?.n ?? 0,
     copyBytes: copiesBy.get(a.id)?.bytes ?? 0,
     feed: feedsBy.get(a.id) ?? null,
+    removalHold: holds.get(a.id) ?? null,
   }));
 }
 

@@ -6,6 +6,7 @@ import { ExpressAdapter } from '@bull-board/express';
 import { z } from 'zod';
 import { JOBS, enqueue, manualJobId } from '../../../jobs/catalogue.ts';
 import type { AccountLifecycle } from '../../accounts/lifecycle.ts';
+import type { ConfirmedRemoval } from '../../feeds/removal.ts';
 import { getAccount } from '../../store/accounts.ts';
 import type { Db } from '../../store/db.ts';
 import type { ObjectStorage } from '../../storage/types.ts';
@@ -69,6 +70,8 @@ export interface DashboardDeps {
   connect?: DashboardConnect;
   /** Webhook endpoints (add, rotate, remove, delivery log); omitted: no webhooks page. */
   webhooks?: { cipher: TokenCipher; allowPrivate: boolean };
+  /** Confirming a held removal (src/feeds/removal.ts confirmHeldRemoval); omitted: the CLI only. */
+  removals?: { confirm(accountId: string): Promise<ConfirmedRemoval | null> };
 }
 
 export interface DashboardConnect {
@@ -296,6 +299,30 @@ export function dashboardRouter(deps: DashboardDeps): Router {
           text: `Token refresh of @${account.username} queued (job ${job.id}); no worker has finished it yet (is \`feedmirror worker\` running?). Its outcome will show in Queues.`,
         });
       }
+    }),
+  );
+
+  guarded.post(
+    '/accounts/:id/confirm-removal',
+    wrap(async (req, res) => {
+      const account = await accountParam(req, res);
+      if (!account) return;
+      if (!deps.removals) {
+        flashTo(res, { kind: 'error', text: 'This server cannot publish feeds (no storage): confirm with the CLI.' });
+        return;
+      }
+      // R-OWN-7: the same function as `feedmirror feeds confirm-removal`.
+      const done = await deps.removals.confirm(account.id);
+      logger.info({ accountId: account.id, removed: done?.removed.length ?? 0 }, 'dashboard: held removal confirmed');
+      flashTo(
+        res,
+        done
+          ? {
+              kind: 'ok',
+              text: `Removed ${done.removed.length} posts of @${account.username}; feed ${done.publish.outcome}.`,
+            }
+          : { kind: 'error', text: `No removal is held for @${account.username} any more.` },
+      );
     }),
   );
 

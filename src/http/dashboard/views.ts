@@ -74,11 +74,24 @@ function syncCell(a: AccountOverview): string {
   return `${when(a.lastSyncAt)}<br><span class="${cls}" data-sync-state="${s.state}">${h(s.text)}</span>`;
 }
 
-function feedCell(a: AccountOverview): string {
+function feedCell(a: AccountOverview, csrf: string): string {
   const preview = `<a href="/dashboard/accounts/${encodeURIComponent(a.id)}/preview">preview</a>`;
   if (!a.feed) return `<span class="muted">not published</span><br>${preview}`;
   const demo = a.feed.demo ? ' <span class="badge demo">demo</span>' : '';
-  return `${a.feed.postCount} posts${demo}<br><small>${when(a.feed.publishedAt)}</small><br>${preview}`;
+  const held = a.removalHold ? `<br>${removalHoldNotice(a.id, a.removalHold, csrf)}` : '';
+  return `${a.feed.postCount} posts${demo}<br><small>${when(a.feed.publishedAt)}</small><br>${preview}${held}`;
+}
+
+/**
+ * R-OWN-7: a held removal, what it would do, and the button that confirms it now (the same
+ * function as `feedmirror feeds confirm-removal`). For the accounts table and the account page.
+ */
+export function removalHoldNotice(
+  accountId: string,
+  hold: { since: Date; removing: string[]; listedPosts: number; publishedPosts: number },
+  csrf: string,
+): string {
+  return `<div class="notice removal-held" data-removal-held="${hold.removing.length}"><strong>Removal held</strong>: the last complete listing (${hold.listedPosts} posts) would remove ${hold.removing.length} of the ${hold.publishedPosts} published posts. Nothing is removed until a second listing an hour after ${when(hold.since)} agrees, or you confirm it.${actionForm(`/dashboard/accounts/${encodeURIComponent(accountId)}/confirm-removal`, `Confirm: remove ${hold.removing.length} posts`, csrf)}</div>`;
 }
 
 function problemCell(a: AccountOverview): string {
@@ -104,7 +117,7 @@ export function accountsPage(accounts: AccountOverview[], o: LayoutOptions & { w
 <td>${syncCell(a)}</td>
 <td class="num" data-posts="${a.posts}">${a.posts}</td>
 <td class="num" data-copies="${a.copies}">${a.copies}<br><small>${formatBytes(a.copyBytes)}</small></td>
-<td>${feedCell(a)}</td>
+<td>${feedCell(a, o.csrf)}</td>
 <td>${problemCell(a)}</td>
 <td class="actions">${actionForm(`${base}/sync`, 'Sync now', o.csrf)}${actionForm(`${base}/refresh`, 'Refresh now', o.csrf)}<a class="button danger" href="${base}/remove">Remove…</a></td>
 </tr>`;
