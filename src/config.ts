@@ -12,10 +12,35 @@ import {
 } from './platform/identifiers.ts';
 
 /**
- * Every setting of feedmirror, parsed once from the environment. Each variable is documented in
- * `.env.example` and docs/configuration.md. Defaults are the embedded ones: a local folder for storage, the
- * outbox folder for email, local Redis and Postgres, so `npm run demo` needs no configuration.
+ * Every setting of feedmirror, parsed once from the environment. Defaults are the embedded ones: a
+ * local folder for storage, the outbox folder for email, local Redis and Postgres, so `npm run demo`
+ * needs no configuration.
+ *
+ * Each setting carries its documentation next to its definition (R-SET-2): what it does, an
+ * example, which processes read it and what a change takes. `npm run docs:config` writes
+ * docs/configuration.md from it (src/config-doc.ts); a test fails when the page is stale.
  */
+
+/** A process that reads settings: the long-running `feedmirror worker` and `feedmirror serve`, or a CLI command. */
+export type SettingReader = 'worker' | 'serve' | 'cli';
+
+export interface SettingDoc {
+  description: string;
+  /** A value as it is written in the environment. */
+  example: string;
+  /** worker and serve read settings once, at start: a change needs their restart; a CLI command reads them each run. */
+  readBy: SettingReader[];
+  /** Shown instead of the type derived from the schema. */
+  type?: string;
+  /** Shown instead of the default the schema holds. */
+  default?: string;
+  /** What a change takes beyond the restart. */
+  change?: string;
+  /** The processes that refuse to start without it. */
+  requiredBy?: SettingReader[];
+}
+
+export const settings = z.registry<SettingDoc>();
 
 const url = (what: string) => z.string().url({ message: `must be a URL (${what})` });
 const csv = z.string().transform((s) =>
@@ -55,138 +80,597 @@ const trustProxy = z.string().transform((v, ctx): TrustProxy => {
 
 export const configSchema = z.object({
   /** Platform API host (R-MED-1). */
-  GRAPH_URL: url('platform API host').default(DEFAULT_GRAPH_URL),
+  GRAPH_URL: url('platform API host')
+    .default(DEFAULT_GRAPH_URL)
+    .register(settings, {
+      description: 'platform API host',
+      example: 'https://graph.instagram.com',
+      readBy: ['worker', 'serve', 'cli'],
+    }),
   /** Pinned API version for data calls (R-MED-1); token endpoints carry none. */
   GRAPH_API_VERSION: z
     .string()
     .regex(/^v\d+\.\d+$/, 'must look like v25.0')
-    .default(DEFAULT_API_VERSION),
-  AUTHORIZE_URL: url('login authorize page').default(DEFAULT_AUTHORIZE_URL),
-  OAUTH_TOKEN_URL: url('login code exchange').default(DEFAULT_OAUTH_TOKEN_URL),
-  APP_ID: z.string().min(1).optional(),
-  APP_SECRET: z.string().min(1).optional(),
+    .default(DEFAULT_API_VERSION)
+    .register(settings, {
+      description: 'pinned version for data calls; token endpoints carry none',
+      example: 'v25.0',
+      readBy: ['worker', 'serve', 'cli'],
+    }),
+  AUTHORIZE_URL: url('login authorize page')
+    .default(DEFAULT_AUTHORIZE_URL)
+    .register(settings, {
+      description: 'login page owners are sent to',
+      example: 'https://www.instagram.com/oauth/authorize',
+      readBy: ['serve'],
+    }),
+  OAUTH_TOKEN_URL: url('login code exchange')
+    .default(DEFAULT_OAUTH_TOKEN_URL)
+    .register(settings, {
+      description: 'login code exchange',
+      example: 'https://api.instagram.com/oauth/access_token',
+      readBy: ['worker', 'serve', 'cli'],
+    }),
+  APP_ID: z
+    .string()
+    .min(1)
+    .optional()
+    .register(settings, {
+      description: "your platform app's id; needed to connect accounts",
+      example: '1234567890123456',
+      readBy: ['worker', 'serve', 'cli'],
+    }),
+  APP_SECRET: z
+    .string()
+    .min(1)
+    .optional()
+    .register(settings, {
+      description:
+        "your platform app's secret; needed to connect accounts; sent only in the code exchange, never in a refresh",
+      example: '(from the app settings)',
+      readBy: ['worker', 'serve', 'cli'],
+    }),
   DATABASE_URL: z
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
-    .default('postgres://postgres@127.0.0.1:5432/feedmirror'),
+    .default('postgres://postgres@127.0.0.1:5432/feedmirror')
+    .register(settings, {
+      description: 'PostgreSQL',
+      example: 'postgres://feedmirror:pw@db.internal:5432/feedmirror',
+      readBy: ['worker', 'serve', 'cli'],
+      type: '`postgres://` URL',
+    }),
   REDIS_URL: z
     .string()
     .regex(/^rediss?:\/\//, 'must be a redis:// URL')
-    .default('redis://127.0.0.1:6379'),
+    .default('redis://127.0.0.1:6379')
+    .register(settings, {
+      description: 'Redis for BullMQ',
+      example: 'redis://:pw@redis.internal:6379',
+      readBy: ['worker', 'serve', 'cli'],
+      type: '`redis://` URL',
+    }),
   /** Key prefix for every BullMQ key; wrap it in {braces} for Redis Cluster. */
-  REDIS_PREFIX: z.string().min(1).default('feedmirror'),
+  REDIS_PREFIX: z
+    .string()
+    .min(1)
+    .default('feedmirror')
+    .register(settings, {
+      description: 'BullMQ key prefix; `{feedmirror}` on Redis Cluster',
+      example: '{feedmirror}',
+      readBy: ['worker', 'serve', 'cli'],
+      change: 'the queues under the old prefix are left behind; the reconciler rebuilds the schedules',
+    }),
   /** `s3://bucket/prefix` or a local folder. */
-  STORAGE_URL: z.string().min(1).default('./data/storage'),
-  S3_ENDPOINT: url('S3-compatible endpoint').optional(),
-  S3_REGION: z.string().min(1).default('us-east-1'),
-  S3_FORCE_PATH_STYLE: z.stringbool().default(false),
+  STORAGE_URL: z
+    .string()
+    .min(1)
+    .default('./data/storage')
+    .register(settings, {
+      description: '`s3://bucket/prefix`, or a local folder',
+      example: 's3://my-bucket/feedmirror',
+      readBy: ['worker', 'serve', 'cli'],
+      type: '`s3://bucket/prefix` or a folder',
+      change: 'feeds and copies are not moved: copy the objects first',
+    }),
+  S3_ENDPOINT: url('S3-compatible endpoint')
+    .optional()
+    .register(settings, {
+      description: 'MinIO, R2 or another S3-compatible server',
+      example: 'http://minio:9000',
+      readBy: ['worker', 'serve', 'cli'],
+      default: 'AWS',
+    }),
+  S3_REGION: z
+    .string()
+    .min(1)
+    .default('us-east-1')
+    .register(settings, {
+      description: "the bucket's region (any value for most S3-compatible servers)",
+      example: 'eu-west-1',
+      readBy: ['worker', 'serve', 'cli'],
+    }),
+  S3_FORCE_PATH_STYLE: z
+    .stringbool()
+    .default(false)
+    .register(settings, {
+      description: '`true` for MinIO and most self-hosted servers',
+      example: 'true',
+      readBy: ['worker', 'serve', 'cli'],
+      type: 'boolean',
+    }),
   /** AWS SDK checksum mode; `when_required` for S3-compatible servers that mishandle aws-chunked bodies. */
-  S3_CHECKSUMS: z.enum(['when_supported', 'when_required']).default('when_required'),
+  S3_CHECKSUMS: z
+    .enum(['when_supported', 'when_required'])
+    .default('when_required')
+    .register(settings, {
+      description: 'AWS SDK checksum mode; `when_required` works with S3-compatible servers',
+      example: 'when_supported',
+      readBy: ['worker', 'serve', 'cli'],
+    }),
   /** Prefix written into feeds for mirrored copies (a CDN or the bucket's public address). */
-  MEDIA_PUBLIC_URL: url('public address of mirrored media').optional(),
+  MEDIA_PUBLIC_URL: url('public address of mirrored media')
+    .optional()
+    .register(settings, {
+      description: 'public prefix of the bucket or CDN, written into feeds for the copies',
+      example: 'https://cdn.example.com/feedmirror/',
+      readBy: ['worker', 'serve', 'cli'],
+    }),
   /** Hosts images may be downloaded from; a leading dot matches subdomains. */
-  MEDIA_ALLOWED_HOSTS: csv.default(DEFAULT_MEDIA_HOSTS),
-  MEDIA_MAX_BYTES: posInt.default(25 * 1024 * 1024),
-  MEDIA_MAX_PIXELS: posInt.default(50_000_000),
-  MEDIA_TIMEOUT_MS: posInt.default(30_000),
+  MEDIA_ALLOWED_HOSTS: csv.default(DEFAULT_MEDIA_HOSTS).register(settings, {
+    description: 'hosts images may be downloaded from (`.suffix` = subdomains, `host:port` pins a port)',
+    example: '.cdninstagram.com,.fbcdn.net',
+    readBy: ['worker', 'cli'],
+    type: 'comma list of hosts',
+  }),
+  MEDIA_MAX_BYTES: posInt
+    .default(25 * 1024 * 1024)
+    .register(settings, { description: 'largest image downloaded', example: '52428800', readBy: ['worker', 'cli'] }),
+  MEDIA_MAX_PIXELS: posInt.default(50_000_000).register(settings, {
+    description: 'largest image decoded (decompression-bomb guard)',
+    example: '100000000',
+    readBy: ['worker', 'cli'],
+  }),
+  MEDIA_TIMEOUT_MS: posInt
+    .default(30_000)
+    .register(settings, { description: 'per download', example: '60000', readBy: ['worker', 'cli'] }),
   MEDIA_VARIANT_WIDTHS: csv
     .transform((xs) => xs.map(Number))
     .pipe(z.array(z.number().int().positive()))
     // About 1.5x steps from 160 px: a srcset ladder (widths at or near the original's are skipped).
-    .default([160, 240, 360, 540, 810, 1215, 1820, 2730]),
+    .default([160, 240, 360, 540, 810, 1215, 1820, 2730])
+    .register(settings, {
+      description:
+        "the srcset ladder: resized variants written beside each copy, about 1.5x apart; widths within 15% of the original's or above it are skipped (never upscaled; the original tops the ladder). A new ladder applies to new copies; `feedmirror media rebuild` re-encodes existing ones",
+      example: '320,640,1080',
+      readBy: ['worker', 'cli'],
+      type: 'comma list of widths (px)',
+      change: 'new copies only; then `feedmirror media rebuild` for existing ones',
+    }),
   /** Encodings of each variant: webp, avif or both (comma-separated). */
   MEDIA_VARIANT_FORMATS: csv
     .pipe(
       z.array(z.enum(['webp', 'avif'], { error: 'each must be webp or avif' })).min(1, 'must name at least one format'),
     )
-    .default(['webp']),
+    .default(['webp'])
+    .register(settings, {
+      description:
+        "encodings of each variant: `webp`, `avif` or `webp,avif` (AVIF is smaller but costs much more CPU: see [Benchmarks](benchmarks.md)). `feedmirror media rebuild` re-encodes existing copies with the workers' value",
+      example: 'webp,avif',
+      readBy: ['worker', 'cli'],
+      type: 'comma list of `webp`, `avif`',
+      change: 'new copies only; then `feedmirror media rebuild` for existing ones',
+    }),
   /** 32-byte key, base64 or hex; several keys as `id:key,id:key`, the first one encrypts. */
-  TOKEN_ENCRYPTION_KEY: z.string().min(1).optional(),
+  TOKEN_ENCRYPTION_KEY: z
+    .string()
+    .min(1)
+    .optional()
+    .register(settings, {
+      description:
+        '32 bytes, base64 or hex, encrypting the stored tokens and webhook secrets; several keys as `label:key,label:key` to rotate (the first encrypts). Each key is known by an id derived from it (see [Token lifecycle](accounts.md))',
+      example: 'new:<key>,old:<key>',
+      readBy: ['worker', 'serve', 'cli'],
+      type: 'key, or comma list of `label:key`',
+      change: 'then `feedmirror keys rotate`',
+      requiredBy: ['worker', 'serve'],
+    }),
   SMTP_URL: z
     .string()
     .regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')
-    .optional(),
-  ALERT_EMAIL_TO: emailAddress.optional(),
-  ALERT_EMAIL_FROM: emailAddress.default('feedmirror@localhost'),
+    .optional()
+    .register(settings, {
+      description:
+        '`smtp://user:pass@host:587` (must offer STARTTLS: nothing is sent in clear text to another machine) or `smtps://user:pass@host:465`; empty = emails are written as `.eml` files to `OUTBOX_DIR`',
+      example: 'smtps://alerts:pw@smtp.example.com:465',
+      readBy: ['worker', 'cli'],
+      type: '`smtp://` or `smtps://` URL',
+    }),
+  ALERT_EMAIL_TO: emailAddress.optional().register(settings, {
+    description: 'who receives alerts (required with `SMTP_URL`)',
+    example: 'ops@example.com',
+    readBy: ['worker', 'cli'],
+    type: 'email address',
+  }),
+  ALERT_EMAIL_FROM: emailAddress.default('feedmirror@localhost').register(settings, {
+    description: 'the sender of alert emails',
+    example: 'feedmirror@example.com',
+    readBy: ['worker', 'cli'],
+    type: 'email address',
+  }),
   /** Folder for emails when no SMTP_URL is set. */
-  OUTBOX_DIR: z.string().min(1).default('./data/outbox'),
-  PUBLIC_URL: url('public address of `feedmirror serve`').default('http://127.0.0.1:8080'),
-  HOST: z.string().min(1).default('127.0.0.1'),
-  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  OUTBOX_DIR: z
+    .string()
+    .min(1)
+    .default('./data/outbox')
+    .register(settings, {
+      description: 'the folder alert emails are written to as `.eml` files when no `SMTP_URL` is set',
+      example: '/var/lib/feedmirror/outbox',
+      readBy: ['worker', 'cli'],
+    }),
+  PUBLIC_URL: url('public address of `feedmirror serve`')
+    .default('http://127.0.0.1:8080')
+    .register(settings, {
+      description: 'public address of `feedmirror serve`; the OAuth redirect is `PUBLIC_URL/callback`',
+      example: 'https://feeds.example.com',
+      readBy: ['worker', 'serve', 'cli'],
+    }),
+  HOST: z
+    .string()
+    .min(1)
+    .default('127.0.0.1')
+    .register(settings, { description: 'the address `serve` listens on', example: '0.0.0.0', readBy: ['serve'] }),
+  PORT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(65535)
+    .default(8080)
+    .register(settings, { description: 'the port `serve` listens on', example: '8090', readBy: ['serve'] }),
   /** `feedmirror worker` serves /metrics and /healthz on this port; unset = no listener (0 = any free port). */
-  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  METRICS_PORT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(65535)
+    .optional()
+    .register(settings, {
+      description:
+        'where `worker` serves its own `/metrics` and `/healthz` (platform calls, copies, sync durations, failures); unset = no listener, 0 = any free port',
+      example: '9464',
+      readBy: ['worker'],
+    }),
   /** Where the worker's metrics listener binds; 0.0.0.0 in a container so Prometheus can scrape it. */
-  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
-  DASHBOARD_USER: z.string().min(1).optional(),
-  DASHBOARD_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
+  METRICS_HOST: z
+    .string()
+    .min(1)
+    .default('127.0.0.1')
+    .register(settings, {
+      description:
+        "the address the worker's metrics listener binds; `0.0.0.0` in a container so Prometheus can scrape it",
+      example: '0.0.0.0',
+      readBy: ['worker'],
+    }),
+  DASHBOARD_USER: z
+    .string()
+    .min(1)
+    .optional()
+    .register(settings, {
+      description: 'dashboard login name; required unless `HOST` is loopback',
+      example: 'ops',
+      readBy: ['serve'],
+    }),
+  DASHBOARD_PASSWORD: z
+    .string()
+    .min(8, 'must be at least 8 characters')
+    .optional()
+    .register(settings, {
+      description: 'dashboard password (8+ characters); required unless `HOST` is loopback',
+      example: '(openssl rand -base64 18)',
+      readBy: ['serve'],
+      change: 'every dashboard session ends',
+    }),
   /** Which proxies in front of serve may name the client's address (src/http/trust-proxy.ts). */
-  TRUST_PROXY: trustProxy.default(false),
+  TRUST_PROXY: trustProxy.default(false).register(settings, {
+    description:
+      "proxies in front of `serve` that may name the client's address: a hop count (`1`), or addresses / CIDR ranges (`10.0.0.0/8,loopback`); see [Security](security.md)",
+    example: '1',
+    readBy: ['serve'],
+    type: '`false`, a hop count, or addresses/CIDRs',
+    default: 'none',
+  }),
   /** Signs the dashboard's CSRF tokens and flash messages; unset = derived from TOKEN_ENCRYPTION_KEY with HKDF. */
-  SESSION_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  SESSION_SECRET: z
+    .string()
+    .min(32, 'must be at least 32 characters')
+    .optional()
+    .register(settings, {
+      description:
+        "signs the dashboard's CSRF tokens and messages (32+ characters); unset = HKDF of `TOKEN_ENCRYPTION_KEY` under its own label",
+      example: '(openssl rand -base64 32)',
+      readBy: ['serve'],
+      default: 'derived from `TOKEN_ENCRYPTION_KEY`',
+    }),
   /** A dashboard session unused this long ends (Grafana's default: 7 days). */
-  SESSION_IDLE_TIMEOUT: duration.default(7 * 86_400_000),
+  SESSION_IDLE_TIMEOUT: duration.default(7 * 86_400_000).register(settings, {
+    description: "a dashboard session unused this long ends (Grafana's default)",
+    example: '12h',
+    readBy: ['serve'],
+    type: 'duration (`90m`, `12h`, `7d`)',
+    default: '`7d`',
+  }),
   /** A dashboard session ends this long after login, however active (Grafana's default: 30 days). */
-  SESSION_MAX_LIFETIME: duration.default(30 * 86_400_000),
+  SESSION_MAX_LIFETIME: duration.default(30 * 86_400_000).register(settings, {
+    description: "a dashboard session ends this long after login, however active (Grafana's default)",
+    example: '7d',
+    readBy: ['serve'],
+    type: 'duration (`90m`, `12h`, `7d`)',
+    default: '`30d`',
+  }),
   /** true: anyone may open /connect (self-service); false: an invitation or a dashboard session is needed. */
-  CONNECT_OPEN: z.stringbool().default(false),
+  CONNECT_OPEN: z
+    .stringbool()
+    .default(false)
+    .register(settings, {
+      description: '`true`: anyone may open `/connect`; `false`: an invitation link or the dashboard is needed',
+      example: 'true',
+      readBy: ['serve'],
+      type: 'boolean',
+    }),
   /** Bearer token Prometheus sends to serve's /metrics; required unless serve listens on loopback only. */
-  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
-  PAGE_SIZE: posInt.max(500).default(50),
+  METRICS_TOKEN: z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .optional()
+    .register(settings, {
+      description:
+        "bearer token for `serve`'s `/metrics`; without it `/metrics` answers only on a loopback-only `serve`",
+      example: '(openssl rand -hex 24)',
+      readBy: ['serve'],
+    }),
+  PAGE_SIZE: posInt
+    .max(500)
+    .default(50)
+    .register(settings, {
+      description: 'media edge page size (correctness never depends on it)',
+      example: '100',
+      readBy: ['worker', 'serve', 'cli'],
+    }),
   /**
    * The most items one listing may read while the platform still offers more pages (R-NET-6):
    * an account's listing stops at twice its last complete listing plus 100, never past this; an
    * account never listed completely stops here. Raise it for accounts with more posts.
    */
-  LISTING_MAX_ITEMS: posInt.default(5_000),
-  HTTP_TIMEOUT_MS: posInt.default(15_000),
-  HTTP_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
-  SYNC_INTERVAL_MINUTES: posInt.default(60),
-  REFRESH_AFTER_DAYS: z.coerce.number().min(1).max(50).default(30),
+  LISTING_MAX_ITEMS: posInt.default(5_000).register(settings, {
+    description:
+      "the most posts one listing may read while the platform keeps offering pages: a listing stops at twice the account's last complete listing plus 100, never past this (see [A listing that never ends](operating.md#a-listing-that-never-ends-r-net-6)); raise it for accounts with more posts",
+    example: '20000',
+    readBy: ['worker', 'cli'],
+  }),
+  HTTP_TIMEOUT_MS: posInt.default(15_000).register(settings, {
+    description: 'timeout of one platform call',
+    example: '30000',
+    readBy: ['worker', 'serve', 'cli'],
+  }),
+  HTTP_MAX_RETRIES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(10)
+    .default(3)
+    .register(settings, {
+      description: 'retries of a platform call that failed transiently',
+      example: '5',
+      readBy: ['worker', 'serve', 'cli'],
+    }),
+  SYNC_INTERVAL_MINUTES: posInt.default(60).register(settings, {
+    description: 'feed sync per account',
+    example: '30',
+    readBy: ['worker', 'serve', 'cli'],
+    change: "each account's schedule is rewritten by the worker's reconciler",
+  }),
+  REFRESH_AFTER_DAYS: z.coerce
+    .number()
+    .min(1)
+    .max(50)
+    .default(30)
+    .register(settings, {
+      description: 'token age at which it is refreshed',
+      example: '40',
+      readBy: ['worker', 'serve', 'cli'],
+    }),
   /** How often each account's refresh check runs; the refresh itself happens when the token is due. */
-  REFRESH_CHECK_HOURS: z.coerce.number().positive().max(24).default(6),
+  REFRESH_CHECK_HOURS: z.coerce
+    .number()
+    .positive()
+    .max(24)
+    .default(6)
+    .register(settings, {
+      description: "how often each account's refresh check runs",
+      example: '12',
+      readBy: ['worker', 'serve', 'cli'],
+      change: "each account's schedule is rewritten by the worker's reconciler",
+    }),
   /** V8 heap growth between full collections, in percent (src/util/heap.ts); 0 = V8's dynamic default. */
-  HEAP_GROWTH_PERCENT: z.coerce.number().int().min(0).max(400).default(30),
+  HEAP_GROWTH_PERCENT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(400)
+    .default(30)
+    .register(settings, {
+      description:
+        "how far V8 lets the heap of `worker` and `serve` grow between full collections (0 = V8's own, larger, default; see [Benchmarks](benchmarks.md))",
+      example: '0',
+      readBy: ['worker', 'serve'],
+    }),
   /** node-cron expression (UTC) at which workers queue the daily expiry sweep; it runs once per day across all workers. */
   EXPIRY_SWEEP_CRON: z
     .string()
     .refine((v) => cron.validate(v), 'must be a valid cron expression')
-    .default('0 8 * * *'),
+    .default('0 8 * * *')
+    .register(settings, {
+      description:
+        'when workers queue the daily jobs: expiry alerts, the media sweep, the housekeeping and the verify (UTC; once per cluster)',
+      example: '0 6 * * 1-5',
+      readBy: ['worker'],
+      type: 'cron expression (UTC)',
+    }),
   /** What to do with copyright-flagged items (no media_url): drop them or show a text card (R-CNV-12). */
-  COPYRIGHT_ITEMS: z.enum(['drop', 'text-card']).default('drop'),
-  WORKER_CONCURRENCY: posInt.default(4),
+  COPYRIGHT_ITEMS: z
+    .enum(['drop', 'text-card'])
+    .default('drop')
+    .register(settings, {
+      description: 'items without any image (copyright-flagged): `drop`, or `text-card` linking to the post',
+      example: 'text-card',
+      readBy: ['worker', 'cli'],
+    }),
+  WORKER_CONCURRENCY: posInt
+    .default(4)
+    .register(settings, { description: 'token-refresh jobs a worker runs at once', example: '8', readBy: ['worker'] }),
   /** Feed syncs (and publishes) a worker runs at once: each mostly waits on the platform and Postgres. */
-  SYNC_CONCURRENCY: posInt.max(256).default(8),
+  SYNC_CONCURRENCY: posInt
+    .max(256)
+    .default(8)
+    .register(settings, {
+      description:
+        'feed syncs (and feed publishes) a worker runs at once; each mostly waits on the platform and Postgres',
+      example: '16',
+      readBy: ['worker'],
+    }),
   /** Image copies a worker runs at once: a number, or `auto` (from the cores and sharp's thread pool, src/mirror/concurrency.ts). */
-  MIRROR_CONCURRENCY: z.union([z.literal('auto'), posInt.max(256)]).default('auto'),
+  MIRROR_CONCURRENCY: z
+    .union([z.literal('auto'), posInt.max(256)])
+    .default('auto')
+    .register(settings, {
+      description:
+        "image copies a worker runs at once: a number, or `auto` = 3 per core, at most twice sharp's thread pool (`UV_THREADPOOL_SIZE`, 4): 6 on 2 cores (see [Benchmarks](benchmarks.md) for the curve)",
+      example: '4',
+      readBy: ['worker'],
+    }),
   /** Calls to the platform per account per hour, at most (R-OWN-1): the platform allows about 200; 180 leaves a margin. */
-  PLATFORM_CALLS_PER_ACCOUNT_HOUR: posInt.max(10_000).default(180),
+  PLATFORM_CALLS_PER_ACCOUNT_HOUR: posInt
+    .max(10_000)
+    .default(180)
+    .register(settings, {
+      description:
+        "platform calls per account per hour at most, counted in Redis across all workers (the platform allows about 200); a call over it is not sent and the job waits in the delayed set until the oldest call of the account's rolling hour is an hour old (see [Keeping within the platform's budget](operating.md#keeping-within-the-platforms-budget-r-own-1))",
+      example: '150',
+      readBy: ['worker', 'serve', 'cli'],
+    }),
   /** App usage (X-App-Usage, percent) from which the queues slow down (R-OWN-1). */
-  PLATFORM_SLOWDOWN_PERCENT: z.coerce.number().min(1).max(100).default(80),
+  PLATFORM_SLOWDOWN_PERCENT: z.coerce
+    .number()
+    .min(1)
+    .max(100)
+    .default(80)
+    .register(settings, {
+      description: 'app usage (`X-App-Usage`, percent) from which the sync and copy queues slow down',
+      example: '70',
+      readBy: ['worker'],
+    }),
   /** Pause between job starts at 100% app usage, in seconds; shorter the lower usage is (0 = no slow-down). */
-  PLATFORM_SLOWDOWN_MAX_SECONDS: z.coerce.number().min(0).max(3600).default(30),
+  PLATFORM_SLOWDOWN_MAX_SECONDS: z.coerce
+    .number()
+    .min(0)
+    .max(3600)
+    .default(30)
+    .register(settings, {
+      description: 'pause between job starts at 100% app usage, shorter the lower usage is (0 = never slow down)',
+      example: '60',
+      readBy: ['worker'],
+    }),
   /** How often one worker per cluster compares the schedules in Redis with PostgreSQL and repairs them. */
-  RECONCILE_INTERVAL_SECONDS: posInt.default(300),
+  RECONCILE_INTERVAL_SECONDS: posInt.default(300).register(settings, {
+    description:
+      'how often one worker per cluster compares the schedules in Redis with the accounts in PostgreSQL and repairs what was lost (also right after Redis comes back); repairs are logged and counted in `feedmirror_schedule_repairs_total`',
+    example: '60',
+    readBy: ['worker'],
+  }),
   /** On SIGTERM, how long running jobs may finish before they are cut off and the worker exits. */
-  SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().int().min(0).default(30),
+  SHUTDOWN_TIMEOUT_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(30)
+    .register(settings, {
+      description:
+        'on SIGTERM, how long running jobs may finish; then the worker logs the jobs it cut off (another worker takes them over) and exits',
+      example: '120',
+      readBy: ['worker'],
+    }),
   /** Account events (token history) older than this are deleted by the daily housekeeping. */
-  EVENT_RETENTION_DAYS: posInt.default(365),
+  EVENT_RETENTION_DAYS: posInt.default(365).register(settings, {
+    description:
+      'account events (token history) older than this are deleted by the daily housekeeping, which also deletes expired login states',
+    example: '90',
+    readBy: ['worker'],
+  }),
   /** The worker's daily `verify`: repair what it finds (default), only check and record, or not run it. */
-  VERIFY_DAILY: z.enum(['repair', 'check', 'off']).default('repair'),
+  VERIFY_DAILY: z
+    .enum(['repair', 'check', 'off'])
+    .default('repair')
+    .register(settings, {
+      description:
+        "the worker's daily `feedmirror verify` (see [Checking that the stores agree](operating.md#checking-that-the-stores-agree)): `repair` (as `verify --repair`), `check` (report and record only) or `off`",
+      example: 'check',
+      readBy: ['worker'],
+    }),
   /** `verify`: an unreferenced object under media/ younger than this is a copy in flight, not an orphan. */
   VERIFY_ORPHAN_GRACE_HOURS: z.coerce
     .number()
     .positive()
     .max(24 * 365)
-    .default(24),
+    .default(24)
+    .register(settings, {
+      description:
+        '`verify`: an object under `media/` that nothing references is an orphan only once it is this old (younger, it may be a copy in flight); `--repair` deletes orphans, nothing else',
+      example: '48',
+      readBy: ['worker', 'cli'],
+    }),
   /** Webhook endpoints on private, loopback or link-local addresses are refused unless this is true (SSRF guard). */
-  WEBHOOK_ALLOW_PRIVATE: z.stringbool().default(false),
+  WEBHOOK_ALLOW_PRIVATE: z
+    .stringbool()
+    .default(false)
+    .register(settings, {
+      description:
+        "allow webhook endpoints on private, loopback or link-local addresses (checked when registered and on every delivery); the workers' value decides deliveries, so `webhooks add` refuses a private endpoint while a running worker has it off",
+      example: 'true',
+      readBy: ['worker', 'serve', 'cli'],
+      type: 'boolean',
+    }),
   /** One webhook delivery attempt, answer included. */
-  WEBHOOK_TIMEOUT_MS: posInt.max(120_000).default(10_000),
+  WEBHOOK_TIMEOUT_MS: posInt
+    .max(120_000)
+    .default(10_000)
+    .register(settings, {
+      description: "one webhook delivery attempt, the endpoint's answer included",
+      example: '5000',
+      readBy: ['worker'],
+    }),
   /** OpenTelemetry collector (OTLP over HTTP); traces are sent to <it>/v1/traces. Unset: no tracing, nothing loaded. */
-  OTEL_EXPORTER_OTLP_ENDPOINT: url('OTLP/HTTP collector').optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: url('OTLP/HTTP collector')
+    .optional()
+    .register(settings, {
+      description:
+        'an OpenTelemetry collector (OTLP over HTTP, e.g. `http://otel-collector:4318`): the worker sends traces (see [Traces](operating.md#traces)); unset, no tracing code is loaded',
+      example: 'http://otel-collector:4318',
+      readBy: ['worker'],
+    }),
   /** The service name traces carry. */
-  OTEL_SERVICE_NAME: z.string().min(1).default('feedmirror'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  OTEL_SERVICE_NAME: z
+    .string()
+    .min(1)
+    .default('feedmirror')
+    .register(settings, {
+      description: 'the service name on those traces',
+      example: 'feedmirror-eu',
+      readBy: ['worker'],
+    }),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .register(settings, { description: 'pino level', example: 'debug', readBy: ['worker', 'serve', 'cli'] }),
 });
 
 export type Config = z.output<typeof configSchema>;
