@@ -7,7 +7,10 @@
 const SECRET_PARAMS = ['access_token', 'client_secret', 'code', 'refresh_token', 'token', 'state', 'password'];
 const PARAM_RE = new RegExp(`\\b(${SECRET_PARAMS.join('|')})=([^&\\s"'<>]+)`, 'gi');
 const URL_RE = /\bhttps?:\/\/[^\s"'<>]+/gi;
-const BEARER_RE = /\b(Bearer)\s+[A-Za-z0-9._~+/=-]+/gi;
+// A credential after "Bearer": a word with a digit or a symbol in it, or a long one. A plain
+// English word ("give it to Prometheus as a bearer token") is prose, not a secret (registered
+// secrets such as METRICS_TOKEN are scrubbed below whatever they look like).
+const BEARER_RE = /\b(Bearer)\s+(?=[A-Za-z]*[0-9._~+/=-]|[A-Za-z]{16})[A-Za-z0-9._~+/=-]+/gi;
 
 /** Secrets registered at start-up (app secret, encryption keys) are scrubbed wherever they appear. */
 const registered = new Set<string>();

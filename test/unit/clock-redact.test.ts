@@ -23,6 +23,13 @@ describe('redaction (R-TOK-11, R-LNK-7, R-MED-6)', () => {
     expect(s).not.toMatch(/abc123|tok456|super-secret-app-value/);
     expect(redactUrl('https://a/b?c=d#e')).toBe('https://a/b?…');
   });
+  it('scrubs a credential after Bearer, and leaves the word "token" in prose alone', () => {
+    expect(redactText('Authorization: Bearer IGQVJ1a2b3c4d')).toBe('Authorization: Bearer [redacted]');
+    expect(redactText('bearer abcdefghijklmnopqrstuv')).toBe('bearer [redacted]');
+    expect(redactText('Bearer eyJhbGciOi.x-y_z')).toBe('Bearer [redacted]');
+    const hint = 'set METRICS_TOKEN and give it to Prometheus as a bearer token';
+    expect(redactText(hint)).toBe(hint);
+  });
   it('replaces secret-named keys in objects', () => {
     expect(redactValue({ accessToken: 'x', nested: { token: 'y', ok: 1 } })).toEqual({
       accessToken: '[redacted]',
