@@ -3,7 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { processIO, EXIT, type CliIO } from './io.ts';
 import type { Cli } from './command.ts';
 import { commandModules } from './commands/index.ts';
-import { describeFailure } from './failure.ts';
+import { describeFailure, jsonFailureOf, jsonMode, stateFailure, wantsJson } from './failure.ts';
 
 /**
  * The feedmirror command line, on commander. Each command is a module of ./commands that
@@ -33,6 +33,15 @@ export function buildProgram(cli: Cli): Command {
 }
 
 export async function main(argv: string[], io: CliIO = processIO()): Promise<number> {
+  if (!wantsJson(argv)) return run(argv, io);
+  // --json: one JSON document on stdout, an error object when the command fails (failure.ts).
+  const json = jsonMode(io);
+  const code = await run(argv, json.io);
+  json.finish(code);
+  return code;
+}
+
+async function run(argv: string[], io: CliIO): Promise<number> {
   let code: number = EXIT.ok;
   const program = buildProgram({ io, setExit: (c) => (code = c) });
   if (argv.length === 0) {
@@ -45,11 +54,13 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
   } catch (err) {
     if (err instanceof CommanderError) {
       // Help and --version end with exit code 0; every parsing error is a usage error.
+      if (err.exitCode !== 0) stateFailure(io, { kind: 'usage', message: err.message.replace(/^error: /, '') });
       return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
     // Last line of defence: one line naming what failed (and where), never a stack trace or a secret.
     const failure = describeFailure(err);
     io.stderr.write(`feedmirror ${commandName(program, argv)}: ${failure.message}\n`);
+    stateFailure(io, jsonFailureOf(err, failure));
     if (io.env.LOG_LEVEL === 'debug' && failure.stack) io.stderr.write(failure.stack + '\n');
     return failure.unavailable ? EXIT.unavailable : EXIT.failed;
   }

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
+import { reportFailure } from '../failure.ts';
 import { DURATION_HINT, parseDuration } from '../../util/duration.ts';
 import { EXIT, InputTooLargeError, readAll, type CliIO } from '../io.ts';
 import { accountIdArgument, printJson, withContext, withExamples, type Cli } from '../command.ts';
@@ -196,7 +197,7 @@ async function removeAccountCommand(id: string, opts: { json?: boolean }, io: Cl
     // The lifecycle stops the schedules first, then deletes the account (its history stays).
     const { changed: removed } = await ctx.lifecycle.apply(id, 'removed');
     if (!removed) {
-      io.stderr.write(`no account with id ${id}\n`);
+      reportFailure(io, 'not_found', `no account with id ${id}`);
       return EXIT.failed;
     }
     if (opts.json) printJson(io, { id, removed: true });

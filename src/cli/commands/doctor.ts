@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { EXIT } from '../io.ts';
+import { reportFailure } from '../failure.ts';
 import { printJson, withExamples, type Cli } from '../command.ts';
 
 /** `feedmirror doctor [--create] [--json]`: is everything in place? One line per check. */
@@ -16,8 +17,18 @@ export function register(program: Command, cli: Cli): void {
       const { runDoctor, doctorFailed, formatCheck } = await import('../doctor.ts');
       const results = await runDoctor(io.env, { create: opts.create ?? false });
       const failed = doctorFailed(results);
-      if (opts.json) printJson(io, { ok: !failed, checks: results });
-      else {
+      if (opts.json) {
+        printJson(io, { ok: !failed, checks: results });
+        if (failed)
+          reportFailure(
+            io,
+            'failed',
+            `some checks failed: ${results
+              .filter((r) => r.status === 'fail')
+              .map((r) => r.name)
+              .join(', ')}`,
+          );
+      } else {
         for (const r of results) io.stdout.write(formatCheck(r) + '\n');
         const warnings = results.filter((r) => r.status === 'warn').length;
         io.stdout.write(

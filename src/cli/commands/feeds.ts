@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { reportFailure } from '../failure.ts';
 import { EXIT, type CliIO } from '../io.ts';
 import { accountIdArgument, printJson, withContext, withExamples, type Cli } from '../command.ts';
 
@@ -87,7 +88,7 @@ async function getFeed(id: string, opts: GetOptions, io: CliIO): Promise<number>
     const { readPublishedFeed } = await import('../../feeds/publish.ts');
     const obj = await readPublishedFeed(await ctx.ensureStorage(), id);
     if (!obj) {
-      io.stderr.write(`no feed published for account ${id} yet; run \`feedmirror sync ${id} --wait\`\n`);
+      reportFailure(io, 'not_found', `no feed published for account ${id} yet; run \`feedmirror sync ${id} --wait\``);
       return EXIT.failed;
     }
     const text = obj.body.toString('utf8');
@@ -112,7 +113,7 @@ async function getWithRawLinks(id: string, opts: GetOptions, io: CliIO): Promise
     if (opts.post !== undefined) {
       const stored = await getPost(db, id, opts.post);
       if (!stored) {
-        io.stderr.write(`account ${id} has no stored post ${opts.post}\n`);
+        reportFailure(io, 'not_found', `account ${id} has no stored post ${opts.post}`);
         return EXIT.failed;
       }
       print(stored.post.raw ?? null);
@@ -120,7 +121,7 @@ async function getWithRawLinks(id: string, opts: GetOptions, io: CliIO): Promise
     }
     const obj = await readPublishedFeed(ctx.storage, id);
     if (!obj) {
-      io.stderr.write(`no feed published for account ${id} yet; run \`feedmirror sync ${id} --wait\`\n`);
+      reportFailure(io, 'not_found', `no feed published for account ${id} yet; run \`feedmirror sync ${id} --wait\``);
       return EXIT.failed;
     }
     const feed = JSON.parse(obj.body.toString('utf8')) as { posts?: Array<Record<string, unknown>> };

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { reportFailure } from '../failure.ts';
 import { EXIT, type CliIO } from '../io.ts';
 import { printJson, withContext, withExamples, type Cli } from '../command.ts';
 import { ID_PATTERN } from '../../util/ids.ts';
@@ -45,7 +46,7 @@ async function rebuildCommand(opts: { account?: string; json?: boolean }, io: Cl
     let ids: string[];
     if (opts.account !== undefined) {
       if (!(await getAccount(db, opts.account))) {
-        io.stderr.write(`no account with id ${opts.account}\n`);
+        reportFailure(io, 'not_found', `no account with id ${opts.account}`);
         return EXIT.failed;
       }
       ids = [opts.account];

@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
 import { EXIT, type CliIO } from '../io.ts';
+import { reportFailure } from '../failure.ts';
+import type { RefreshOutcome } from '../../accounts/token-refresh.ts';
 import { accountIdArgument, withContext, withExamples, type Cli } from '../command.ts';
 
 /** `feedmirror refresh <id>`: refresh one account's token now (never before it is 24 hours old). */
@@ -33,11 +35,19 @@ async function refresh(id: string, opts: { json?: boolean }, io: CliIO): Promise
       },
       { accountId: id, force: true },
     );
-    if (opts.json) io.stdout.write(JSON.stringify(outcome) + '\n');
-    else {
-      const { describeRefreshOutcome } = await import('../../accounts/refresh-words.ts');
-      io.stdout.write(describeRefreshOutcome(outcome) + '\n');
-    }
+    const { describeRefreshOutcome } = await import('../../accounts/refresh-words.ts');
+    if (opts.json) {
+      io.stdout.write(JSON.stringify(outcome) + '\n');
+      // The human line once on stderr; the JSON gains {"error":{kind, message}} (failure.ts).
+      if (outcome.outcome !== 'refreshed')
+        reportFailure(io, refreshFailureKind(outcome), describeRefreshOutcome(outcome));
+    } else io.stdout.write(describeRefreshOutcome(outcome) + '\n');
     return outcome.outcome === 'refreshed' ? EXIT.ok : EXIT.failed;
   });
+}
+
+/** The JSON error kind of a refresh that did not refresh. */
+function refreshFailureKind(o: RefreshOutcome): string {
+  if (o.outcome === 'skipped') return /not found/.test(o.reason) ? 'not_found' : 'skipped';
+  return o.outcome.replace(/-/g, '_');
 }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { EXIT, type CliIO } from '../io.ts';
 import type { AppContext } from '../context.ts';
 import type { RateLimitedError } from '../../platform/errors.ts';
-import { describeFailure } from '../failure.ts';
+import { describeFailure, reportFailure } from '../failure.ts';
 import { accountIdArgument, printJson, withContext, withExamples, type Cli } from '../command.ts';
 
 /** `feedmirror sync <id> [--wait]`: read, copy and publish one account now (or queue it). */
@@ -63,7 +63,13 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
     }
     if (r.sync.outcome !== 'synced') {
       if (opts.json) printJson(io, { accountId: id, outcome: r.sync.outcome, reason: r.sync.reason });
-      io.stderr.write(`sync of ${id} ${r.sync.outcome}: ${r.sync.reason}\n`);
+      const kind =
+        r.sync.outcome === 'reauth-required'
+          ? 'reauth_required'
+          : /not found/.test(r.sync.reason)
+            ? 'not_found'
+            : 'skipped';
+      reportFailure(io, kind, `sync of ${id} ${r.sync.outcome}: ${r.sync.reason}`);
       return EXIT.failed;
     }
     // The widget script beside the feeds, as a worker publishes it when it starts: a site can embed
@@ -90,8 +96,16 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
         failedCopies: r.failedCopies,
         feed: r.publish?.outcome ?? 'not published',
         widget: { url: widget.url, written: widget.written },
-        ...(s.error ? { error: s.error } : {}),
+        ...(s.error ? { listingError: s.error } : {}),
       });
+      if (!ok)
+        reportFailure(
+          io,
+          'incomplete',
+          s.error
+            ? `sync of ${id} incomplete: the listing stopped early: ${s.error}`
+            : `sync of ${id} incomplete: ${r.failedCopies.length} image(s) could not be copied`,
+        );
       return ok ? EXIT.ok : EXIT.failed;
     }
     io.stdout.write(
@@ -145,6 +159,7 @@ async function handOver(
         : null,
     });
   else io.stdout.write(`summary: ${message}\n`);
+  if (opts.json) io.stderr.write(`${message}\n`); // the human line, once
   return EXIT.failed;
 }
 

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { reportFailure } from '../failure.ts';
 import { EXIT, type CliIO } from '../io.ts';
 import { printJson, withContext, withExamples, type Cli } from '../command.ts';
 
@@ -130,7 +131,7 @@ async function removeCommand(id: string, opts: { json?: boolean }, io: CliIO): P
   return withContext(io, async (ctx) => {
     const { removeEndpoint } = await import('../../store/webhooks.ts');
     if (!(await removeEndpoint(await ctx.migratedDb(), id))) {
-      io.stderr.write(`no webhook endpoint ${id}\n`);
+      reportFailure(io, 'not_found', `no webhook endpoint ${id}`);
       return EXIT.failed;
     }
     if (opts.json) printJson(io, { id, removed: true });
@@ -145,7 +146,7 @@ async function rotateCommand(id: string, opts: { json?: boolean }, io: CliIO): P
     const { rotateSecret } = await import('../../webhooks/endpoints.ts');
     const r = await rotateSecret({ db: await ctx.migratedDb(), cipher: ctx.cipher, now: ctx.clock.now() }, id);
     if (!r) {
-      io.stderr.write(`no webhook endpoint ${id}\n`);
+      reportFailure(io, 'not_found', `no webhook endpoint ${id}`);
       return EXIT.failed;
     }
     if (opts.json) printJson(io, { id, secret: r.secret, previousValidUntil: r.previousValidUntil.toISOString() });
@@ -168,7 +169,7 @@ async function deliveriesCommand(id: string, opts: { limit?: string; json?: bool
     const { getEndpoint, listDeliveries } = await import('../../store/webhooks.ts');
     const db = await ctx.migratedDb();
     if (!(await getEndpoint(db, id))) {
-      io.stderr.write(`no webhook endpoint ${id}\n`);
+      reportFailure(io, 'not_found', `no webhook endpoint ${id}`);
       return EXIT.failed;
     }
     const rows = (await listDeliveries(db, id, limit)).map(({ body: _b, ...d }) => d);
