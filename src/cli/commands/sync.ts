@@ -89,6 +89,15 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
         newPosts: s.newPosts,
         changedPosts: s.changedPosts,
         pruned: s.pruned.length,
+        ...(s.held
+          ? {
+              removalHeld: {
+                removing: s.held.removing.length,
+                publishedPosts: s.held.publishedPosts,
+                since: s.held.since.toISOString(),
+              },
+            }
+          : {}),
         leftOut: s.dropped.length,
         imagesCopied: r.copied,
         imagesReused: r.reused,
@@ -116,6 +125,13 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
     );
     for (const f of r.failedCopies) io.stdout.write(`  could not copy ${f.mediaId}/${f.slot}: ${f.error}\n`);
     if (s.error) io.stdout.write(`  listing stopped early: ${s.error}\n`);
+    if (s.held)
+      // R-OWN-7: the feed keeps its posts; the operator can confirm now.
+      io.stdout.write(
+        `  removal held: the listing would remove ${s.held.removing.length} of the ${s.held.publishedPosts} published posts; ` +
+          `nothing removed until a complete listing an hour after ${s.held.since.toISOString()} agrees, ` +
+          `or \`feedmirror feeds confirm-removal ${id}\`\n`,
+      );
     return ok ? EXIT.ok : EXIT.failed;
   });
 }
