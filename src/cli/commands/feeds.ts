@@ -49,8 +49,7 @@ async function confirmRemoval(id: string, opts: { json?: boolean }, io: CliIO): 
     const done = await confirmHeldRemoval(await ctx.feedDeps(), id);
     if (!done) {
       const message = `no removal is held for account ${id}: nothing to confirm (see \`feedmirror accounts list\`)`;
-      if (opts.json) printJson(io, { error: { kind: 'not_found', message } });
-      io.stderr.write(`${message}\n`);
+      reportFailure(io, 'not_found', message);
       return EXIT.failed;
     }
     const feed = done.publish.outcome === 'written' || done.publish.outcome === 'unchanged' ? done.publish : null;
