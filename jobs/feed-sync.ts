@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { FlowJob, FlowProducer } from 'bullmq';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import { needsPublish, syncAccount, type CopyTask, type SyncResult } from '../src/feeds/sync.ts';
+import { clearSyncRequest, isSyncRequest } from '../src/store/sync-requests.ts';
 import { MINUTE } from '../src/util/clock.ts';
 import { idSchema } from '../src/util/ids.ts';
 import { defineJob } from './definition.ts';
@@ -114,13 +115,25 @@ export const feedSyncJob = defineJob({
   },
   /** Sync, then queue the flow. Rate limits propagate (the worker backs off, R-OWN-1). */
   async process(deps: FeedSyncJobDeps, { accountId }, job): Promise<FeedSyncReturn> {
-    const result = await syncAccount(deps, accountId, {
-      onProgress: (p) => {
-        // Progress is for the queue view only: a job whose key vanished (Redis flushed under it)
-        // must not bring the process down with an unhandled rejection.
-        job.updateProgress({ ...p }).catch(() => undefined);
-      },
-    });
+    // An operator's request (jobs/sync-requests.ts) lists even while scheduled listings pause
+    // (R-NET-6), and is cleared once it ran: done, or failed for the last time.
+    const requested = job.id !== undefined && (await isSyncRequest(deps.db, accountId, job.id));
+    let result: SyncResult;
+    try {
+      result = await syncAccount(deps, accountId, {
+        manual: requested,
+        onProgress: (p) => {
+          // Progress is for the queue view only: a job whose key vanished (Redis flushed under it)
+          // must not bring the process down with an unhandled rejection.
+          job.updateProgress({ ...p }).catch(() => undefined);
+        },
+      });
+    } catch (err) {
+      if (requested && job.attemptsMade + 1 >= (job.opts.attempts ?? 1))
+        await clearSyncRequest(deps.db, accountId, job.id!);
+      throw err;
+    }
+    if (requested) await clearSyncRequest(deps.db, accountId, job.id!);
     // A sync that did nothing says why, in the worker's log (the queue view keeps it too).
     if (result.outcome === 'skipped') deps.logger.info({ accountId, reason: result.reason }, 'sync skipped');
     if (result.outcome !== 'synced' || !needsPublish(result)) return result;

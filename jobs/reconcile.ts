@@ -10,12 +10,14 @@ import { redactText } from '../src/util/redact.ts';
 import {
   accountSchedulers,
   dailyJobId,
+  enqueue,
   enqueueDaily,
   runScheduledOnceNow,
   scheduleOffsetMs,
   type ScheduleSettings,
 } from './catalogue.ts';
 import { feedSyncJob } from './feed-sync.ts';
+import { clearSyncRequest, listSyncRequests } from '../src/store/sync-requests.ts';
 import type { AnyJobDefinition } from './definition.ts';
 import type { Queues } from './queues.ts';
 
@@ -29,7 +31,8 @@ import type { Queues } from './queues.ts';
  * every active account with its schedulers and today's daily jobs with the queue, repairs what
  * differs, logs each repair and counts it in feedmirror_schedule_repairs_total{kind}.
  */
-export type RepairKind = 'scheduler_added' | 'scheduler_updated' | 'scheduler_removed' | 'daily_job_added';
+export type RepairKind =
+  'scheduler_added' | 'scheduler_updated' | 'scheduler_removed' | 'daily_job_added' | 'sync_request_requeued';
 
 export interface Repair {
   kind: RepairKind;
@@ -141,6 +144,19 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<Repair[]> {
     if (await deps.queues.maintenance.getJob(jobId)) continue;
     await enqueueDaily(deps.queues, def, deps.clock);
     repairs.push({ kind: 'daily_job_added', id: jobId });
+  }
+  // R-NET-7: an operator's sync request whose job Redis no longer has: queued again under its id. One whose
+  // job finished but was not cleared (the worker died in between) is cleared.
+  if (deps.queues.feedSync) {
+    for (const req of await listSyncRequests(deps.db)) {
+      const job = await deps.queues.feedSync.getJob(req.jobId);
+      if (!job) {
+        await enqueue(deps.queues, feedSyncJob, { accountId: req.accountId }, { jobId: req.jobId });
+        repairs.push({ kind: 'sync_request_requeued', id: req.jobId });
+      } else if ((await job.isCompleted()) || (await job.isFailed())) {
+        await clearSyncRequest(deps.db, req.accountId, req.jobId);
+      }
+    }
   }
   for (const r of repairs) deps.repairs?.inc({ kind: r.kind });
   if (repairs.length > 0)

@@ -29,12 +29,12 @@ interface SyncOptions {
 async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
   return withContext(io, async (ctx) => {
     if (!opts.wait) {
-      const { JOBS, enqueue, manualJobId } = await import('../../../jobs/catalogue.ts');
-      const job = await enqueue(
-        await ctx.readyQueues(),
-        JOBS.feedSync,
-        { accountId: id },
-        { jobId: manualJobId('sync', id, ctx.clock) },
+      // Recorded in PostgreSQL, then queued: a Redis restart cannot lose it (jobs/sync-requests.ts).
+      const { requestSync } = await import('../../../jobs/sync-requests.ts');
+      const job = await requestSync(
+        { db: await ctx.migratedDb(), queues: await ctx.readyQueues(), clock: ctx.clock },
+        id,
+        'cli',
       );
       if (opts.json) printJson(io, { accountId: id, queued: true, jobId: job.id ?? null });
       else io.stdout.write(`sync of ${id} queued (job ${job.id}); a running \`feedmirror worker\` picks it up\n`);

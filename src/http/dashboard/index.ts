@@ -5,6 +5,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { z } from 'zod';
 import { JOBS, enqueue, manualJobId } from '../../../jobs/catalogue.ts';
+import { requestSync } from '../../../jobs/sync-requests.ts';
 import type { AccountLifecycle } from '../../accounts/lifecycle.ts';
 import type { ConfirmedRemoval } from '../../feeds/removal.ts';
 import { getAccount } from '../../store/accounts.ts';
@@ -251,13 +252,8 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     wrap(async (req, res) => {
       const account = await accountParam(req, res);
       if (!account) return;
-      // The catalogue's definition, as the scheduler uses it; a unique id (manualJobId).
-      const job = await enqueue(
-        queues,
-        JOBS.feedSync,
-        { accountId: account.id },
-        { jobId: manualJobId('sync', account.id, clock) },
-      );
+      // Recorded in PostgreSQL, then queued under a unique id: a Redis restart cannot lose it.
+      const job = await requestSync({ db, queues, clock }, account.id, 'dashboard');
       logger.info({ accountId: account.id, jobId: job.id }, 'dashboard: sync queued');
       flashTo(res, {
         kind: 'ok',
