@@ -19,6 +19,7 @@ import {
   listPosts,
   saveFeedPublication,
   saveMediaCopy,
+  type FeedPublication,
   type MediaCopy,
   type StoredPost,
 } from '../store/posts.ts';
@@ -359,12 +360,7 @@ export async function publishAccountFeed(
     };
   }
   const now = deps.clock.now();
-  const hold = await getRemovalHold(deps.db, accountId);
-  const built = await buildAccountFeed(deps.db, account, (k) => deps.storage.publicUrl(k), now, {
-    previous: publishedIds(previous),
-    held: new Set(hold?.removing ?? []),
-    previousFeed: () => readPublishedPosts(deps.storage, accountId),
-  });
+  const built = await feedToPublish(deps, account, previous, now);
   if (built.lost.length > 0)
     deps.logger.warn(
       { accountId, posts: built.lost.length },
@@ -434,6 +430,24 @@ export async function publishAccountFeed(
     ...(cacheControl ? { cacheControl } : {}),
     ...(changes ? { changes } : {}),
   };
+}
+
+/**
+ * The feed publishAccountFeed would write now: the store, with what was published kept by the
+ * publication invariant (R-OWN-6). `feedmirror verify` compares the stored feed with it.
+ */
+export async function feedToPublish(
+  deps: Pick<PublishDeps, 'db' | 'storage'>,
+  account: Account,
+  previous: FeedPublication | null,
+  now: Date,
+): Promise<BuiltFeed & { removed: string[]; lost: string[] }> {
+  const hold = await getRemovalHold(deps.db, account.id);
+  return buildAccountFeed(deps.db, account, (k) => deps.storage.publicUrl(k), now, {
+    previous: publishedIds(previous),
+    held: new Set(hold?.removing ?? []),
+    previousFeed: () => readPublishedPosts(deps.storage, account.id),
+  });
 }
 
 /**

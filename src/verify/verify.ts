@@ -1,8 +1,8 @@
 import { copySlot, renewPostLinks } from '../feeds/copy-slot.ts';
 import type { FeedDeps } from '../feeds/deps.ts';
 import {
-  buildAccountFeed,
   feedChanges,
+  feedToPublish,
   postHashes,
   publishAccountFeed,
   publishDemoFeedIfNone,
@@ -14,7 +14,7 @@ import { validateFeed } from '../schema/validate.ts';
 import { feedKey, mediaPrefix } from '../storage/keys.ts';
 import type { ObjectStorage } from '../storage/types.ts';
 import { getAccount, listAccounts, type Account } from '../store/accounts.ts';
-import { getFeedPublication, getPost, listMediaCopies, type MediaCopy } from '../store/posts.ts';
+import { getFeedPublication, getPost, listMediaCopies, type FeedPublication, type MediaCopy } from '../store/posts.ts';
 import { auditSecrets, type UnopenedSecret } from '../store/secrets.ts';
 import { getTokenInfo } from '../store/tokens.ts';
 import { saveVerifyRun, type VerifyFinding } from '../store/verify-runs.ts';
@@ -346,7 +346,7 @@ async function checkAccount(
           ? feed.demo
             ? undefined
             : 'the database says the demo feed stands, storage holds a connected feed'
-          : await staleness(deps, account, feed, ctx.now);
+          : await staleness(deps, account, publication, feed, ctx.now);
         if (stale) problems.push({ kind: 'feed-stale', accountId, key, detail: stale });
       }
     }
@@ -411,8 +411,15 @@ async function checkAccount(
 }
 
 /** Why the stored feed is not what the database would publish now (fetchedAt aside), or undefined. */
-async function staleness(deps: VerifyDeps, account: Account, stored: Feed, now: Date): Promise<string | undefined> {
-  const built = await buildAccountFeed(deps.db, account, (k) => deps.storage.publicUrl(k), now);
+async function staleness(
+  deps: VerifyDeps,
+  account: Account,
+  publication: FeedPublication,
+  stored: Feed,
+  now: Date,
+): Promise<string | undefined> {
+  // As publish builds it: the store, with what was published kept (R-OWN-6).
+  const built = await feedToPublish(deps, account, publication, now);
   // As publish hashes it: fetchedAt is left out (re-reading unchanged posts rewrites nothing).
   const { fetchedAt: _f, ...content } = stored;
   if (contentHash(content) === built.hash) return undefined;

@@ -2,6 +2,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { EXIT, type CliIO } from '../io.ts';
 import { printJson, withContext, withExamples, type Cli } from '../command.ts';
 import { idSchema } from '../../util/ids.ts';
+import { reportFailure } from '../failure.ts';
 
 /**
  * `feedmirror verify [--account <id>] [--repair] [--json]`: do PostgreSQL, Redis and the storage
@@ -51,7 +52,7 @@ async function verify(opts: VerifyCliOptions, io: CliIO): Promise<number> {
     const queues = await ctx.readyQueues();
     const deps = await ctx.feedDeps();
     if (opts.account !== undefined && !(await getAccount(deps.db, opts.account))) {
-      io.stderr.write(`no account with id ${opts.account}\n`);
+      reportFailure(io, 'not_found', `no account with id ${opts.account}`);
       return EXIT.failed;
     }
     // Progress on a terminal only: a pipe or a log gets the report alone.
@@ -83,6 +84,7 @@ async function verify(opts: VerifyCliOptions, io: CliIO): Promise<number> {
         ...(report.found ? { found: report.found } : {}),
         repaired: report.repaired,
       });
+      if (!report.ok) reportFailure(io, 'failed', disagree(report.problems.length, report.found !== undefined));
       return report.ok ? EXIT.ok : EXIT.failed;
     }
     const c = report.counts;
@@ -105,8 +107,14 @@ async function verify(opts: VerifyCliOptions, io: CliIO): Promise<number> {
     line(`${report.problems.length} problem(s)${report.found ? ' left after the repair' : ''}:`);
     for (const p of report.problems) line(`  ${describe(p)}`);
     if (!opts.repair) line('run `feedmirror verify --repair` to repair them');
+    reportFailure(io, 'failed', disagree(report.problems.length, report.found !== undefined));
     return EXIT.failed;
   });
+}
+
+/** The one line on stderr when something is wrong. */
+function disagree(problems: number, repaired: boolean): string {
+  return `the stores disagree: ${problems} problem(s)${repaired ? ' left after the repair' : ''}`;
 }
 
 function describe(p: { kind: string; accountId?: string; key?: string; detail: string }): string {
