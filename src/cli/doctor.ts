@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { connect as tcpConnect } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { isAbsolute } from 'node:path';
+import { servePortOf } from './serve-address.ts';
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import { preflight } from './preflight.ts';
@@ -59,6 +62,7 @@ export async function runDoctor(env: NodeJS.ProcessEnv, opts: DoctorOptions = {}
     results.push(ok('configuration', 'every setting is valid for worker and serve'));
   }
   const config = pre.config;
+  results.push(...checkPlaces(config));
   const postgres = await checkPostgres(config, opts.create ?? false, timeoutMs);
   results.push(...postgres);
   results.push(await checkSecrets(config, postgres, timeoutMs));
@@ -67,6 +71,44 @@ export async function runDoctor(env: NodeJS.ProcessEnv, opts: DoctorOptions = {}
   results.push(await checkSmtp(config, timeoutMs));
   results.push(...(await checkPlatform(config, timeoutMs)));
   return results;
+}
+
+/**
+ * Where things are, as a command run from another folder would see them: serve's port against a
+ * PUBLIC_URL that points at this machine, and relative folders. Warnings only, printed when wrong.
+ */
+export function checkPlaces(config: Config): CheckResult[] {
+  const out: CheckResult[] = [];
+  const port = servePortOf(config.PUBLIC_URL);
+  if (port !== undefined && port !== config.PORT && pointsHere(config.PUBLIC_URL, config.HOST)) {
+    out.push(
+      warn(
+        'serve address',
+        `PUBLIC_URL ${config.PUBLIC_URL} is this machine on port ${port}, but serve listens on PORT=${config.PORT}: the login's redirect and the feed and image URLs lead nowhere`,
+        `set PORT=${port}, or put a proxy on ${port} that forwards to ${config.PORT}`,
+      ),
+    );
+  }
+  const relative = [
+    ...(!/^[a-z][a-z0-9+.-]*:\/\//i.test(config.STORAGE_URL) && !isAbsolute(config.STORAGE_URL) ? ['STORAGE_URL'] : []),
+    ...(!isAbsolute(config.OUTBOX_DIR) ? ['OUTBOX_DIR'] : []),
+  ];
+  if (relative.length > 0)
+    out.push(
+      warn(
+        'folders',
+        `${relative.join(' and ')} ${relative.length > 1 ? 'are' : 'is'} relative to the folder each command runs from (${process.cwd()} here)`,
+        'write absolute paths (`feedmirror init` does), so a command run from elsewhere sees the same feeds',
+      ),
+    );
+  return out;
+}
+
+/** Whether a URL's host is this machine: a loopback name or address, HOST, or one of its interfaces. */
+function pointsHere(publicUrl: string, host: string): boolean {
+  const name = new URL(publicUrl).hostname.replace(/^\[|\]$/g, '');
+  if (name === 'localhost' || name === host || /^127\./.test(name) || name === '::1') return true;
+  return Object.values(networkInterfaces()).some((list) => (list ?? []).some((i) => i.address === name));
 }
 
 export function doctorFailed(results: CheckResult[]): boolean {

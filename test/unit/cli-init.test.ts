@@ -70,10 +70,34 @@ describe('feedmirror init', () => {
     expect(await main(['init'], memoryIO({ cwd: b }))).toBe(0);
     const ea = bashEnv(path.join(a, '.env'));
     const eb = bashEnv(path.join(b, '.env'));
-    expect(ea.STORAGE_URL).toBe('./mirror');
+    // Absolute: a command run from another folder sees the same feeds and outbox.
+    expect(ea.STORAGE_URL).toBe(path.join(a, 'mirror'));
+    expect(ea.OUTBOX_DIR).toBe(path.join(a, 'data/outbox'));
     expect(ea.MEDIA_PUBLIC_URL).toBe('http://127.0.0.1:8080/');
-    expect(eb.STORAGE_URL).toBe('./data/storage');
+    expect(eb.STORAGE_URL).toBe(path.join(b, 'data/storage'));
     expect(ea.TOKEN_ENCRYPTION_KEY).not.toBe(eb.TOKEN_ENCRYPTION_KEY);
+  });
+
+  it('PORT follows a plain http://host:port PUBLIC_URL (serve itself); an https address is a proxy, PORT stays; doctor warns when they disagree', async () => {
+    const direct = fresh();
+    expect(await main(['init', '--public-url', 'http://127.0.0.1:8090'], memoryIO({ cwd: direct }))).toBe(0);
+    const d = bashEnv(path.join(direct, '.env'));
+    expect(d.PORT).toBe('8090');
+    expect(d.MEDIA_PUBLIC_URL).toBe('http://127.0.0.1:8090/');
+    const proxied = fresh();
+    expect(await main(['init', '--public-url', 'https://feeds.example.com:8443'], memoryIO({ cwd: proxied }))).toBe(0);
+    expect(bashEnv(path.join(proxied, '.env')).PORT).toBe('8080');
+    const { checkPlaces } = await import('../../src/cli/doctor.ts');
+    const { loadConfig } = await import('../../src/config.ts');
+    registerSecretForAudit(d.TOKEN_ENCRYPTION_KEY!);
+    registerSecretForAudit(d.DASHBOARD_PASSWORD!);
+    expect(checkPlaces(loadConfig(d))).toEqual([]);
+    const [mismatch] = checkPlaces(loadConfig({ ...d, PORT: '8080' }));
+    expect(mismatch).toMatchObject({ name: 'serve address', status: 'warn' });
+    expect(mismatch!.fix).toBe('set PORT=8090, or put a proxy on 8090 that forwards to 8080');
+    // Not this machine: the port is the proxy's business.
+    expect(checkPlaces(loadConfig({ ...d, PORT: '8080', PUBLIC_URL: 'http://203.0.113.9:8090' }))).toEqual([]);
+    expect(checkPlaces(loadConfig({ ...d, STORAGE_URL: './data/storage' }))[0]).toMatchObject({ name: 'folders' });
   });
 
   it('refuses to overwrite an existing file (exit 1, file unchanged)', async () => {

@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { EXIT, type CliIO } from '../io.ts';
 import { withExamples, type Cli } from '../command.ts';
+import { servePortOf } from '../serve-address.ts';
 
 /**
  * `feedmirror init`: a new .env from .env.example with what can be generated (a fresh
@@ -19,7 +20,10 @@ export function register(program: Command, cli: Cli): void {
     )
     .option('--storage <url|folder>', 's3://bucket/prefix, or a local folder', './data/storage')
     .option('--s3-endpoint <url>', 'S3-compatible endpoint (MinIO, R2, ...); also sets path-style addressing')
-    .option('--public-url <url>', 'public address of `feedmirror serve` (the OAuth redirect is PUBLIC_URL/callback)')
+    .option(
+      '--public-url <url>',
+      'public address of `feedmirror serve` (the OAuth redirect is PUBLIC_URL/callback). A plain http://host:port is serve itself, so PORT is set to its port; an https:// address (or one without a port) is a proxy in front, so PORT keeps 8080 and the proxy forwards to it',
+    )
     .option('--database-url <url>', 'PostgreSQL connection string')
     .option('--redis-url <url>', 'Redis connection string')
     .option('--out <file>', 'file to write', '.env')
@@ -47,9 +51,16 @@ async function init(opts: InitOptions, io: CliIO): Promise<number> {
     TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     DASHBOARD_USER: 'admin',
     DASHBOARD_PASSWORD: randomBytes(18).toString('base64url'),
-    STORAGE_URL: opts.storage,
+    // Absolute: a command run from another folder (cron, systemd, a second terminal) must find the
+    // same feeds and outbox, not quietly make new folders where it stands.
+    STORAGE_URL: s3 ? opts.storage : resolve(io.cwd, opts.storage),
+    OUTBOX_DIR: resolve(io.cwd, 'data/outbox'),
   };
-  if (opts.publicUrl) values.PUBLIC_URL = opts.publicUrl.replace(/\/+$/, '');
+  if (opts.publicUrl) {
+    values.PUBLIC_URL = opts.publicUrl.replace(/\/+$/, '');
+    const port = servePortOf(values.PUBLIC_URL);
+    if (port !== undefined) values.PORT = String(port);
+  }
   if (opts.databaseUrl) values.DATABASE_URL = opts.databaseUrl;
   if (opts.redisUrl) values.REDIS_URL = opts.redisUrl;
   if (opts.s3Endpoint) {
@@ -126,7 +137,7 @@ async function init(opts: InitOptions, io: CliIO): Promise<number> {
     throw err;
   }
   io.stdout.write(
-    `wrote ${opts.out} (mode 600): a new TOKEN_ENCRYPTION_KEY, dashboard login admin (password in DASHBOARD_PASSWORD), STORAGE_URL=${opts.storage}\n` +
+    `wrote ${opts.out} (mode 600): a new TOKEN_ENCRYPTION_KEY, dashboard login admin (password in DASHBOARD_PASSWORD), STORAGE_URL=${values.STORAGE_URL}${values.PORT ? `, PORT=${values.PORT} (from --public-url)` : ''}\n` +
       `left to fill in:\n${todo.map((t) => `  - ${t}`).join('\n')}\n` +
       `then: set -a; . ./${opts.out}; set +a; npx feedmirror doctor\n`,
   );
