@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { UnrecoverableError, type Job, type JobsOptions } from 'bullmq';
-import { copySlot, type CopyOutcome } from '../src/feeds/copy-slot.ts';
+import { copySlot, noteCopyFailure, type CopyOutcome } from '../src/feeds/copy-slot.ts';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import { MirrorError } from '../src/mirror/errors.ts';
 import { StorageError } from '../src/storage/errors.ts';
@@ -68,7 +68,13 @@ export const mirrorMediaJob = defineJob({
       // R-OWN-1: a rate-limited link renewal goes back up as it is: the worker delays the job by
       // the time the platform states (jobs/rate-limits.ts), without spending an attempt.
       if (err instanceof RateLimitedError) throw err;
-      if (!retryable(err)) throw new UnrecoverableError((err as Error).message);
+      const canRetry = retryable(err);
+      // The account's health counts failing copies: each failed attempt is recorded, with whether
+      // the job gives up now (no attempt left, or an error no retry heals); a success clears it.
+      await noteCopyFailure(deps, payload, err, {
+        gaveUp: !canRetry || job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
+      });
+      if (!canRetry) throw new UnrecoverableError((err as Error).message);
       throw err;
     }
   },

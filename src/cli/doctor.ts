@@ -12,6 +12,7 @@ import { createStorage } from '../storage/index.ts';
 import { pingRedis, describeRedis, redisOptions } from '../../jobs/queues.ts';
 import { redactText } from '../util/redact.ts';
 import { connectionErrorCode } from '../util/unavailable.ts';
+import { clockFromEnv } from '../util/clock.ts';
 
 /**
  * `feedmirror doctor`: every check an operator needs before (and while) running feedmirror, one
@@ -66,6 +67,12 @@ export async function runDoctor(env: NodeJS.ProcessEnv, opts: DoctorOptions = {}
   const postgres = await checkPostgres(config, opts.create ?? false, timeoutMs);
   results.push(...postgres);
   results.push(await checkSecrets(config, postgres, timeoutMs));
+  const migrations = postgres.find((r) => r.name === 'migrations current');
+  results.push(
+    migrations?.status === 'ok'
+      ? await checkAccounts(config, env, timeoutMs)
+      : skip('accounts health', migrations?.status === 'warn' ? 'migrations pending' : 'database not usable'),
+  );
   results.push(...(await checkRedis(config, timeoutMs)));
   results.push(...(await checkStorage(config, env, timeoutMs)));
   results.push(await checkSmtp(config, timeoutMs));
@@ -263,6 +270,50 @@ async function checkSecrets(config: Config, postgres: CheckResult[], timeoutMs: 
     return ok(name, `all ${audit.total} decrypt with the primary key ${primary}`);
   } catch (err) {
     return fail(name, redactText((err as Error).message), "check the database user's rights");
+  } finally {
+    await pool.end().catch(() => undefined);
+  }
+}
+
+/** How many failing accounts doctor names, with their first reasons. */
+const WORST_SHOWN = 3;
+
+/**
+ * R-HLT-1: every account's health, the same verdict the dashboard, `accounts list` and /metrics
+ * show, summed up in one line: the counts by verdict and the worst few with their reasons. Fails
+ * when any account fails, warns when any warns.
+ */
+export async function checkAccounts(config: Config, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<CheckResult> {
+  const name = 'accounts health';
+  const { loadAccountHealth, countByVerdict, byConcern } = await import('../accounts/health.ts');
+  const pool = new pg.Pool({ connectionString: config.DATABASE_URL, connectionTimeoutMillis: timeoutMs, max: 5 });
+  pool.on('error', () => undefined);
+  try {
+    const list = await loadAccountHealth(pool, {
+      now: clockFromEnv(env).now(),
+      syncIntervalMs: config.SYNC_INTERVAL_MINUTES * 60_000,
+    });
+    if (list.length === 0) return ok(name, 'no account connected yet');
+    const n = countByVerdict(list);
+    const counts = `${list.length} account${list.length === 1 ? '' : 's'}: ${n.ok} ok, ${n.warn} warn, ${n.fail} fail`;
+    if (n.fail + n.warn === 0) return ok(name, counts);
+    const worst = [...list]
+      .sort(byConcern)
+      .filter((a) => a.health.verdict !== 'ok')
+      .slice(0, WORST_SHOWN)
+      .map(
+        (a) =>
+          `@${a.facts.username} (${a.facts.accountId}) ${a.health.verdict}: ${a.health.reasons
+            .slice(0, 2)
+            .map((r) => `[${r.kind}] ${r.text}`)
+            .join('; ')}`,
+      );
+    const rest = n.fail + n.warn - worst.length;
+    const detail = `${counts}; ${worst.join(' | ')}${rest > 0 ? ` | and ${rest} more` : ''}`;
+    const fix = '`feedmirror accounts list` and the dashboard show every reason (README, Account health)';
+    return n.fail > 0 ? fail(name, detail, fix) : warn(name, detail, fix);
+  } catch (err) {
+    return fail(name, `could not read the accounts (${redactText((err as Error).message)})`, 'check PostgreSQL');
   } finally {
     await pool.end().catch(() => undefined);
   }

@@ -6,6 +6,8 @@ import { linkExpiry } from './expiry.ts';
 import { convertItem } from '../convert/convert-item.ts';
 import type { Post } from '../schema/v1.ts';
 import { getPostForCopy, saveMediaCopy, updatePostLinks } from '../store/posts.ts';
+import { clearCopyFailure, recordCopyFailure } from '../store/copy-failures.ts';
+import { errorKind } from '../accounts/error-kind.ts';
 import { loadToken } from '../store/tokens.ts';
 import { MINUTE } from '../util/clock.ts';
 import type { FeedDeps } from './deps.ts';
@@ -81,7 +83,11 @@ export async function copySlot(
   let post = stored.post;
   const find = (p: Post) => imageSlots(p).find((s) => s.slot === t.slot);
   let slot = find(post);
-  if (!slot) return { outcome: 'gone', reason: `post has no image slot ${t.slot}` };
+  if (!slot) {
+    // An edited post lost this slot: a failure recorded for it no longer means anything.
+    await clearCopyFailure(deps.db, t.accountId, t.mediaId, t.slot);
+    return { outcome: 'gone', reason: `post has no image slot ${t.slot}` };
+  }
   if (copiedSourceId === slot.sourceId && !opts.force) return { outcome: 'up-to-date' };
 
   let renewed = false;
@@ -133,4 +139,27 @@ export async function copySlot(
     copiedAt: deps.clock.now(),
   });
   return { outcome: image.reused ? 'reused' : 'copied', renewed, image };
+}
+
+/**
+ * Record a failed copy of one slot for the account's health and page (media_copy_failures): its
+ * error kind and redacted text, one more attempt, and whether this was the last one. The worker's
+ * mirror-media job and `sync --wait` both record through here; the copy's success clears it
+ * (saveMediaCopy). Never throws: a copy that failed must not fail twice because of its record.
+ */
+export async function noteCopyFailure(
+  deps: Pick<FeedDeps, 'db' | 'clock' | 'logger'>,
+  t: CopyTarget,
+  err: unknown,
+  opts: { gaveUp: boolean },
+): Promise<void> {
+  await recordCopyFailure(deps.db, {
+    ...t,
+    errorKind: errorKind(err),
+    error: (err as Error)?.message ?? String(err),
+    at: deps.clock.now(),
+    gaveUp: opts.gaveUp,
+  }).catch((e: unknown) =>
+    deps.logger.warn({ accountId: t.accountId, mediaId: t.mediaId, err: e }, 'could not record a failed copy'),
+  );
 }

@@ -25,7 +25,7 @@ import { redactText } from '../util/redact.ts';
 import { feedKey } from '../storage/keys.ts';
 import type { StoredRemovalHold } from '../store/holds.ts';
 import { linkExpiry } from './expiry.ts';
-import { copySlot, renewPostLinks } from './copy-slot.ts';
+import { copySlot, noteCopyFailure, renewPostLinks } from './copy-slot.ts';
 import type { FeedDeps } from './deps.ts';
 import { publishAccountFeed, publishDemoFeedIfNone, sweepAccountMedia, type PublishOutcome } from './publish.ts';
 import { settleRemoval } from './publication.ts';
@@ -315,6 +315,8 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
     error: error ?? null,
     errorKind: listing.error ? errorKind(listing.error) : null,
     skipped: faults,
+    outcome: listing.complete ? 'complete' : 'incomplete',
+    posts: posts.length,
   });
   if (error) log.warn({ pages: listing.pages, error }, 'listing incomplete: nothing pruned');
   let newPosts = 0;
@@ -397,8 +399,10 @@ export async function runSyncNow(deps: FeedDeps, accountId: string, opts: SyncOp
         if (r.renewed) out.renewed++;
       }
     } catch (err) {
-      // One image that cannot be copied must not hold up the others or the feed.
+      // One image that cannot be copied must not hold up the others or the feed. It is tried
+      // once here (the next sync tries again): recorded as given up, for the account's health.
       out.failedCopies.push({ mediaId: task.mediaId, slot: task.slot, error: redactText((err as Error).message) });
+      await noteCopyFailure(deps, task, err, { gaveUp: true });
     }
     progress.imagesCopied++;
     opts.onProgress?.({ ...progress });

@@ -41,11 +41,21 @@ export interface TokenExpiry {
   expiresAt: Date | null;
 }
 
+/** The health verdicts, as src/accounts/health.ts names them (ok, warn, fail). */
+export const HEALTH_VERDICTS = ['ok', 'warn', 'fail'] as const;
+/** One account's health verdict. */
+export interface AccountVerdict {
+  accountId: string;
+  verdict: (typeof HEALTH_VERDICTS)[number];
+}
+
 export interface MetricsOptions {
   /** Queues whose job counts are read on every scrape. */
   queues?: readonly JobCountsSource[];
   /** Reads every account's token expiry on every scrape (e.g. from the tokens table). */
   tokenExpiries?: () => Promise<readonly TokenExpiry[]>;
+  /** Reads every account's health verdict on every scrape (src/accounts/health.ts, R-HLT-1). */
+  accountHealth?: () => Promise<readonly AccountVerdict[]>;
   clock?: Clock;
   /** Process metrics (CPU, memory, event loop, GC) under the same prefix; default true. */
   processMetrics?: boolean;
@@ -167,6 +177,57 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
       // Two decimals: enough for "alert under 14 days" without a new value every millisecond.
       gauge.set({ account_id: row.accountId }, Math.round(((row.expiresAt.getTime() - now) / DAY) * 100) / 100);
     }
+  }
+
+  /**
+   * Both health gauges come from one read per scrape: the first collect() starts it, the second
+   * takes the same promise and clears it, so the next scrape reads again.
+   */
+  let healthRead: Promise<readonly AccountVerdict[] | null> | undefined;
+  const readHealth = (): Promise<readonly AccountVerdict[] | null> => {
+    if (healthRead) {
+      const shared = healthRead;
+      healthRead = undefined;
+      return shared;
+    }
+    healthRead = withTimeout(opts.accountHealth!(), timeoutMs, 'account health').catch(() => {
+      collectFailures.inc({ source: 'accounts' });
+      return null;
+    });
+    return healthRead;
+  };
+  if (opts.accountHealth) {
+    new Gauge({
+      name: `${p}account_health`,
+      help: 'Health of each account (R-HLT-1): 1 for its verdict (ok, warn, fail), 0 for the others; the reasons are on its dashboard page and in `accounts list --json`.',
+      labelNames: ['account_id', 'verdict'] as const,
+      registers: [registry],
+      collect() {
+        return track(
+          readHealth().then((rows) => {
+            this.reset(); // a removed account disappears, an unreadable store reports nothing
+            for (const row of rows ?? [])
+              for (const v of HEALTH_VERDICTS)
+                this.set({ account_id: row.accountId, verdict: v }, row.verdict === v ? 1 : 0);
+          }),
+        );
+      },
+    });
+    new Gauge({
+      name: `${p}accounts`,
+      help: 'Accounts by health verdict (ok, warn, fail): alert on feedmirror_accounts{verdict="fail"} > 0.',
+      labelNames: ['verdict'] as const,
+      registers: [registry],
+      collect() {
+        return track(
+          readHealth().then((rows) => {
+            this.reset();
+            if (!rows) return;
+            for (const v of HEALTH_VERDICTS) this.set({ verdict: v }, rows.filter((r) => r.verdict === v).length);
+          }),
+        );
+      },
+    });
   }
 
   new Gauge({

@@ -29,6 +29,10 @@ export interface Account {
   skippedItems: number;
   /** The last reasons, at most SKIPPED_REASONS_KEPT. */
   skippedReasons: SkippedItem[];
+  /** How the last sync ended; null before the first. */
+  lastSyncOutcome: SyncOutcomeRecorded | null;
+  /** When a listing last read to its end: what the published feed is as fresh as. */
+  lastCompleteSyncAt: Date | null;
 }
 
 /** An item a sync left out, and why (a malformed id, no timestamp, an unknown type...). */
@@ -76,6 +80,8 @@ interface AccountRow {
   last_sync_error_kind: ErrorKind | null;
   skipped_items: number;
   skipped_reasons: SkippedItem[];
+  last_sync_outcome: SyncOutcomeRecorded | null;
+  last_complete_sync_at: Date | null;
 }
 
 function toAccount(r: AccountRow): Account {
@@ -96,6 +102,8 @@ function toAccount(r: AccountRow): Account {
     lastSyncErrorKind: r.last_sync_error_kind,
     skippedItems: r.skipped_items,
     skippedReasons: r.skipped_reasons,
+    lastSyncOutcome: r.last_sync_outcome ?? null,
+    lastCompleteSyncAt: r.last_complete_sync_at ?? null,
   };
 }
 
@@ -233,6 +241,49 @@ export interface SyncRecord {
   errorKind?: ErrorKind | null;
   /** Items it left out; undefined keeps what the last run recorded (a run that read nothing). */
   skipped?: readonly SkippedItem[];
+  /**
+   * complete: the listing reached its end; incomplete: it stopped early (nothing pruned); failed:
+   * nothing was read. Default: complete without an error, failed with one.
+   */
+  outcome?: SyncOutcomeRecorded;
+  /** Posts the listing held (its page's "last syncs"); absent when nothing was read. */
+  posts?: number;
+}
+export type SyncOutcomeRecorded = 'complete' | 'incomplete' | 'failed';
+
+/** How many sync runs each account's history keeps. */
+export const SYNC_RUNS_KEPT = 20;
+
+export interface SyncRun {
+  at: Date;
+  outcome: SyncOutcomeRecorded;
+  errorKind: ErrorKind | null;
+  error: string | null;
+  posts: number | null;
+  skipped: number | null;
+}
+
+/** An account's last sync runs, newest first. */
+export async function listSyncRuns(db: Db, id: string, limit = SYNC_RUNS_KEPT): Promise<SyncRun[]> {
+  const { rows } = await db.query<{
+    at: Date;
+    outcome: SyncOutcomeRecorded;
+    error_kind: ErrorKind | null;
+    error: string | null;
+    posts: number | null;
+    skipped: number | null;
+  }>(
+    'SELECT at, outcome, error_kind, error, posts, skipped FROM sync_runs WHERE account_id = $1 ORDER BY id DESC LIMIT $2',
+    [id, limit],
+  );
+  return rows.map((r) => ({
+    at: r.at,
+    outcome: r.outcome,
+    errorKind: r.error_kind,
+    error: r.error,
+    posts: r.posts,
+    skipped: r.skipped,
+  }));
 }
 
 /** Record a sync run: its time, its error and kind (or null on success), the items it skipped. */
@@ -241,10 +292,20 @@ export async function markSynced(db: Db, id: string, at: Date, record: SyncRecor
   const skipped = record.skipped
     ?.slice(-SKIPPED_REASONS_KEPT)
     .map((s) => ({ id: s.id.slice(0, 128), reason: redactText(s.reason).slice(0, 300) }));
+  const outcome = record.outcome ?? (error ? 'failed' : 'complete');
+  // One statement: the account's last sync, a row in its history (sync_runs), and the history
+  // cut to its latest SYNC_RUNS_KEPT (the DELETE does not see the row inserted beside it).
   await db.query(
-    `UPDATE accounts SET last_sync_at = $2, last_sync_error = $3, last_sync_error_kind = $4,
-            skipped_items = COALESCE($5, skipped_items), skipped_reasons = COALESCE($6::jsonb, skipped_reasons)
-      WHERE id = $1`,
+    `WITH updated AS (
+       UPDATE accounts SET last_sync_at = $2, last_sync_error = $3, last_sync_error_kind = $4,
+              skipped_items = COALESCE($5, skipped_items), skipped_reasons = COALESCE($6::jsonb, skipped_reasons),
+              last_sync_outcome = $7, last_complete_sync_at = CASE WHEN $7 = 'complete' THEN $2 ELSE last_complete_sync_at END
+        WHERE id = $1 RETURNING id),
+     logged AS (
+       INSERT INTO sync_runs (account_id, at, outcome, error_kind, error, posts, skipped)
+       SELECT id, $2, $7, $4, left($3, 500), $8, $5 FROM updated)
+     DELETE FROM sync_runs WHERE account_id = $1
+        AND id <= (SELECT id FROM sync_runs WHERE account_id = $1 ORDER BY id DESC OFFSET ${SYNC_RUNS_KEPT - 2} LIMIT 1)`,
     [
       id,
       at,
@@ -252,6 +313,8 @@ export async function markSynced(db: Db, id: string, at: Date, record: SyncRecor
       error ? (record.errorKind ?? 'internal') : null,
       record.skipped ? record.skipped.length : null,
       skipped ? JSON.stringify(skipped) : null,
+      outcome,
+      record.posts ?? null,
     ],
   );
 }

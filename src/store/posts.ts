@@ -289,8 +289,10 @@ function toCopy(r: CopyRow): MediaCopy {
  * locked read-then-write cost more than the upsert itself (`npm run bench`).
  */
 export async function saveMediaCopy(db: Db, c: MediaCopy): Promise<void> {
+  // The slot's recorded copy failures go in the same statement (no extra round trip per copy).
   await db.query(
-    `INSERT INTO media_copies (account_id, media_id, slot, source_id, key, width, height, bytes, content_type, variants, placeholder, copied_at)
+    `WITH cleared AS (DELETE FROM media_copy_failures WHERE account_id = $1 AND media_id = $2 AND slot = $3)
+     INSERT INTO media_copies (account_id, media_id, slot, source_id, key, width, height, bytes, content_type, variants, placeholder, copied_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
      ON CONFLICT (account_id, media_id, slot) DO UPDATE SET
        source_id = EXCLUDED.source_id, key = EXCLUDED.key, width = EXCLUDED.width, height = EXCLUDED.height,

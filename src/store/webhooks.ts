@@ -226,8 +226,9 @@ export async function insertDeliveries(
   event: { id: string; type: string; body: string; at: Date },
 ): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
-    `INSERT INTO webhook_deliveries (endpoint_id, event_id, event_type, body, created_at)
-     SELECT e.id, $1, $2, $3, $4 FROM webhook_endpoints e
+    // account_id: the account the event is about, so its health and page find its deliveries.
+    `INSERT INTO webhook_deliveries (endpoint_id, event_id, event_type, body, created_at, account_id)
+     SELECT e.id, $1, $2, $3, $4, ($3::jsonb) -> 'data' ->> 'accountId' FROM webhook_endpoints e
       WHERE cardinality(e.events) = 0 OR $2 = ANY (e.events)
      ON CONFLICT (endpoint_id, event_id) DO NOTHING
      RETURNING id`,

@@ -270,7 +270,12 @@ describe('operator dashboard in headless Chromium', () => {
     // left out by the operator's policy (COPYRIGHT_ITEMS=drop), which is no fault: the sync is ok.
     // (A faulty item is shown as skipped: test/integration/item-faults.test.ts.)
     const syncCell = row.locator('td').nth(4).locator('[data-sync-state]');
-    expect(await syncCell.getAttribute('data-sync-state')).toBe('ok');
+    expect(await syncCell.getAttribute('data-sync-state')).toBe('complete');
+    // Its health (R-HLT-1): the token has 10 days left and was not renewed, so a warning says so.
+    expect(await row.locator('td.health').getAttribute('data-health')).toBe('warn');
+    expect(
+      await row.locator('[data-reason]').evaluateAll((li) => li.map((l) => l.getAttribute('data-reason'))),
+    ).toEqual(['token_expiring']);
 
     const stale = page.locator(`tr[data-account-id="${staleId}"]`);
     expect(await stale.textContent()).toContain('Owner must log in again');

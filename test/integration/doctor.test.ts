@@ -128,9 +128,11 @@ describe('feedmirror doctor', () => {
       'SMTP',
       'platform host answers',
       'app credentials',
+      'accounts health',
     ]) {
       expect(r.by(name), name).toMatchObject({ status: 'ok' });
     }
+    expect(r.by('accounts health')!.detail).toBe('no account connected yet');
     // Redis's own settings, as this Redis has them: BullMQ's production guide.
     const client = new Redis(redis.url);
     const [, policy] = (await client.config('GET', 'maxmemory-policy')) as string[];
@@ -245,5 +247,31 @@ describe('feedmirror doctor', () => {
       w.child.kill('SIGTERM');
       await w.exited;
     }
+  }, 60_000);
+
+  it('R-HLT-1: one line sums the accounts up by health and fails naming the worst with their reasons', async () => {
+    const db = new pg.Pool({ connectionString: env.DATABASE_URL });
+    const { upsertAccount, removeAccount } = await import('../../src/store/accounts.ts');
+    const now = new Date();
+    try {
+      // Connected but without a token (an import that stopped half-way): nothing can sync it.
+      await upsertAccount(db, { id: '17841400000000077', username: 'no.token.shop' }, now);
+      const r = await doctor([]);
+      expect(r.code).toBe(1);
+      expect(r.by('accounts health')).toMatchObject({
+        status: 'fail',
+        detail: expect.stringMatching(
+          /^1 account: 0 ok, 0 warn, 1 fail; @no\.token\.shop \(17841400000000077\) fail: \[token_missing\] no token is stored/,
+        ),
+        fix: expect.stringMatching(/accounts list/),
+      });
+      const io = memoryIO({ env });
+      expect(await main(['doctor'], io)).toBe(1);
+      expect(io.out()).toMatch(/^FAIL {2}accounts health: 1 account: 0 ok, 0 warn, 1 fail; @no\.token\.shop/m);
+    } finally {
+      await removeAccount(db, '17841400000000077', now);
+      await db.end();
+    }
+    expect((await doctor([])).by('accounts health')).toMatchObject({ status: 'ok' });
   }, 60_000);
 });

@@ -20,6 +20,7 @@ import { migrate } from '../../src/store/migrate.ts';
 import { listPosts } from '../../src/store/posts.ts';
 import { saveToken } from '../../src/store/tokens.ts';
 import { syncSummary } from '../../src/accounts/sync-summary.ts';
+import { loadAccountHealth } from '../../src/accounts/health.ts';
 import { DAY } from '../../src/util/clock.ts';
 import { createLogger } from '../../src/util/logger.ts';
 import { startFeedWorkers } from '../../jobs/feed-workers.ts';
@@ -193,14 +194,19 @@ describe('one bad item never stops an account', () => {
     expect((await readFeed()).posts.map((p) => p.id)).toContain(added);
     const account = (await getAccount(db, accountId))!;
     expect(account).toMatchObject({ skippedItems: 0, skippedReasons: [], lastSyncError: null });
-    expect(syncSummary(account)).toEqual({ state: 'ok', text: 'ok' });
+    expect(syncSummary(account)).toEqual({ state: 'complete', text: 'complete' });
   });
 
-  it('a sync that fails records its error kind, and the account says "sync failed", never "ok"', async () => {
+  it('a listing that stops records its error kind, and the account says "listing incomplete", never "ok"', async () => {
     sim.injectFault({ path: '/me/media', kind: 'status', status: 500, times: 5 });
     await syncThroughTheWorkers();
     const account = (await getAccount(db, accountId))!;
     expect(account.lastSyncErrorKind).toBe('network');
-    expect(syncSummary(account).text).toMatch(/^sync failed: network: /);
+    expect(account.lastSyncOutcome).toBe('incomplete');
+    expect(syncSummary(account).text).toMatch(/^listing incomplete: network: /);
+    // R-HLT-2: its health says so too (a warning: feedmirror retries on its own).
+    const [one] = await loadAccountHealth(db, { now: sim.clock.now(), syncIntervalMs: 3_600_000 }, { accountId });
+    expect(one!.health.verdict).toBe('warn');
+    expect(one!.health.reasons.map((r) => r.kind)).toContain('sync_incomplete');
   });
 });

@@ -251,7 +251,16 @@ describe('errors in operator words (R-TOK-10, R-TOK-13, R-TOK-14, R-OWN-1, R-OWN
     const at = new Date('2026-05-01T00:00:00Z');
     const base = { lastSyncAt: at, lastSyncError: null, lastSyncErrorKind: null, skippedItems: 0, skippedReasons: [] };
     expect(syncSummary({ ...base, lastSyncAt: null })).toEqual({ state: 'never', text: 'not synced yet' });
-    expect(syncSummary(base)).toEqual({ state: 'ok', text: 'ok' });
+    // The run itself: "complete"; "ok" is the account's health alone (R-HLT-1).
+    expect(syncSummary(base)).toEqual({ state: 'complete', text: 'complete' });
+    expect(
+      syncSummary({
+        ...base,
+        lastSyncOutcome: 'incomplete' as const,
+        lastSyncError: 'page 2: HTTP 500',
+        lastSyncErrorKind: 'platform' as const,
+      }),
+    ).toEqual({ state: 'incomplete', text: 'listing incomplete: platform: page 2: HTTP 500' });
     expect(
       syncSummary({ ...base, lastSyncError: 'media list: HTTP 500', lastSyncErrorKind: 'platform' as const }),
     ).toEqual({ state: 'failed', text: 'sync failed: platform: media list: HTTP 500' });

@@ -129,6 +129,49 @@ describe('metrics', () => {
   });
 });
 
+describe('account health metrics (R-HLT-1)', () => {
+  it('one gauge per account and verdict (1 for its verdict, 0 for the others), the counts by verdict, one read per scrape', async () => {
+    let verdicts: Array<{ accountId: string; verdict: 'ok' | 'warn' | 'fail' }> = [
+      { accountId: 'a1', verdict: 'ok' },
+      { accountId: 'a2', verdict: 'fail' },
+      { accountId: 'a3', verdict: 'fail' },
+    ];
+    let reads = 0;
+    const m = createMetrics({
+      processMetrics: false,
+      accountHealth: async () => {
+        reads++;
+        return verdicts;
+      },
+    });
+    let f = parseExposition(await m.metricsText());
+    expect(reads).toBe(1);
+    const health = f.get('feedmirror_account_health');
+    expect(health?.type).toBe('gauge');
+    expect(sample(health, { account_id: 'a1', verdict: 'ok' })).toBe(1);
+    expect(sample(health, { account_id: 'a1', verdict: 'fail' })).toBe(0);
+    expect(sample(health, { account_id: 'a2', verdict: 'fail' })).toBe(1);
+    expect(health?.samples).toHaveLength(9);
+    expect(sample(f.get('feedmirror_accounts'), { verdict: 'fail' })).toBe(2);
+    expect(sample(f.get('feedmirror_accounts'), { verdict: 'warn' })).toBe(0);
+    // The next scrape reads again: a removed account disappears, a healed one turns ok.
+    verdicts = [{ accountId: 'a2', verdict: 'ok' }];
+    f = parseExposition(await m.metricsText());
+    expect(reads).toBe(2);
+    expect(f.get('feedmirror_account_health')?.samples).toHaveLength(3);
+    expect(sample(f.get('feedmirror_account_health'), { account_id: 'a2', verdict: 'ok' })).toBe(1);
+    expect(sample(f.get('feedmirror_accounts'), { verdict: 'fail' })).toBe(0);
+  });
+
+  it('a store that fails reports no verdict (never a stale "ok") and counts the failure', async () => {
+    const m = createMetrics({ processMetrics: false, accountHealth: () => Promise.reject(new Error('ECONNREFUSED')) });
+    const f = parseExposition(await m.metricsText());
+    expect(f.get('feedmirror_account_health')?.samples).toEqual([]);
+    expect(f.get('feedmirror_accounts')?.samples).toEqual([]);
+    expect(sample(f.get('feedmirror_metrics_collect_failures_total'), { source: 'accounts' })).toBe(1);
+  });
+});
+
 describe('strict exposition parser', () => {
   const ok = '# HELP a_total help\n# TYPE a_total counter\na_total{x="1"} 2\n';
   it('accepts valid text, label escapes, and prom-client NaN spelling', () => {

@@ -52,13 +52,13 @@ export function register(program: Command, cli: Cli): void {
 
   const list = accounts
     .command('list')
-    .description('list the connected accounts, their status and token expiry')
+    .description('list the connected accounts: status, token expiry and health (ok, warn or fail, with the reasons)')
     .option('--json', 'print the accounts as JSON')
     .action(async (opts: { json?: boolean }) => cli.setExit(await listAccountsCommand(opts, cli.io)));
   withExamples(
     list,
     'feedmirror accounts list',
-    "feedmirror accounts list --json | jq -r '.[] | select(.daysLeft < 10) | .username'",
+    'feedmirror accounts list --json | jq -r \'.[] | select(.health.verdict != "ok") | .username\'',
   );
 
   const remove = accounts
@@ -151,7 +151,15 @@ async function listAccountsCommand(opts: { json?: boolean }, io: CliIO): Promise
   return withContext(io, async (ctx) => {
     const { listAccounts } = await import('../../store/accounts.ts');
     const { syncSummary } = await import('../../accounts/sync-summary.ts');
-    const rows = await listAccounts(await ctx.migratedDb(), ctx.clock.now());
+    const { healthById, healthLine } = await import('../../accounts/health.ts');
+    const db = await ctx.migratedDb();
+    const now = ctx.clock.now();
+    // R-HLT-1: the same verdict the dashboard, /metrics and doctor show.
+    const [rows, health] = await Promise.all([
+      listAccounts(db, now),
+      healthById(db, { now, syncIntervalMs: ctx.config.SYNC_INTERVAL_MINUTES * 60_000 }),
+    ]);
+    const healthOf = (id: string) => health.get(id) ?? { verdict: 'fail' as const, reasons: [] };
     if (opts.json) {
       printJson(
         io,
@@ -162,7 +170,8 @@ async function listAccountsCommand(opts: { json?: boolean }, io: CliIO): Promise
           expiresAt: a.expiresAt?.toISOString() ?? null,
           daysLeft: a.daysLeft,
           lastSyncAt: a.lastSyncAt?.toISOString() ?? null,
-          // "ok", "sync failed: …" or "N items skipped: …": never "ok" after a failed sync.
+          // How the last sync ended ("complete", "sync failed: …", "N items skipped: …"); whether
+          // the account is well is `health`, never this.
           lastSync: syncSummary(a).text,
           lastSyncError: a.lastSyncError,
           lastSyncErrorKind: a.lastSyncErrorKind,
@@ -170,6 +179,10 @@ async function listAccountsCommand(opts: { json?: boolean }, io: CliIO): Promise
           skippedReasons: a.skippedReasons,
           statusReason: a.statusReason,
           statusReasonKind: a.statusReasonKind,
+          health: {
+            verdict: healthOf(a.id).verdict,
+            reasons: healthOf(a.id).reasons.map((r) => ({ kind: r.kind, level: r.level, text: r.text })),
+          },
         })),
       );
     } else if (rows.length === 0) {
@@ -181,9 +194,7 @@ async function listAccountsCommand(opts: { json?: boolean }, io: CliIO): Promise
         const expiry = a.expiresAt
           ? `expires ${a.expiresAt.toISOString().slice(0, 10)} (${a.daysLeft} days left)`
           : 'no token';
-        io.stdout.write(
-          `${a.id}\t@${a.username}\t${a.status}\t${expiry}\t${syncSummary(a).text}${a.statusReason ? `\t${a.statusReason}` : ''}\n`,
-        );
+        io.stdout.write(`${a.id}\t@${a.username}\t${a.status}\t${expiry}\t${healthLine(healthOf(a.id), 3)}\n`);
       }
     }
     return EXIT.ok;

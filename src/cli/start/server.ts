@@ -10,6 +10,7 @@ import { ConnectThrottle, LoginThrottle } from '../../http/throttle.ts';
 import { createInvitation } from '../../store/invitations.ts';
 import { listTokenExpiries } from '../../store/tokens.ts';
 import { createMetrics } from '../../metrics/index.ts';
+import { loadAccountHealth } from '../../accounts/health.ts';
 import { applyHeapGrowthPercent } from '../../util/heap.ts';
 
 /**
@@ -59,6 +60,14 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
       }
       return expiries.rows;
     },
+    // R-HLT-1: the verdict the dashboard shows, computed the same way on every scrape.
+    accountHealth: async () =>
+      (
+        await loadAccountHealth(db, {
+          now: ctx.clock.now(),
+          syncIntervalMs: ctx.config.SYNC_INTERVAL_MINUTES * 60_000,
+        })
+      ).map((a) => ({ accountId: a.facts.accountId, verdict: a.health.verdict })),
   });
   // /metrics names accounts and their days left: open only when nothing but this machine can
   // reach the server (loopback, no proxy in front); otherwise it needs METRICS_TOKEN.
@@ -142,6 +151,7 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
           return confirmHeldRemoval(await ctx.feedDeps(), accountId);
         },
       },
+      syncIntervalMs: ctx.config.SYNC_INTERVAL_MINUTES * 60_000,
     },
   });
 }

@@ -8,7 +8,11 @@ import { JOBS, enqueue, manualJobId } from '../../../jobs/catalogue.ts';
 import { requestSync } from '../../../jobs/sync-requests.ts';
 import type { AccountLifecycle } from '../../accounts/lifecycle.ts';
 import type { ConfirmedRemoval } from '../../feeds/removal.ts';
-import { getAccount } from '../../store/accounts.ts';
+import { getAccount, listSyncRuns } from '../../store/accounts.ts';
+import { loadAccountHealth } from '../../accounts/health.ts';
+import { listCopyFailures } from '../../store/copy-failures.ts';
+import { accountCopyTotals, listAccountDeliveries, listAccountEvents } from '../../store/health-facts.ts';
+import { accountNotFoundPage, accountPage } from './account-views.ts';
 import type { Db } from '../../store/db.ts';
 import type { ObjectStorage } from '../../storage/types.ts';
 import type { Clock } from '../../util/clock.ts';
@@ -73,6 +77,8 @@ export interface DashboardDeps {
   webhooks?: { cipher: TokenCipher; allowPrivate: boolean };
   /** Confirming a held removal (src/feeds/removal.ts confirmHeldRemoval); omitted: the CLI only. */
   removals?: { confirm(accountId: string): Promise<ConfirmedRemoval | null> };
+  /** SYNC_INTERVAL_MINUTES in ms: when an account's feed counts as stale (its health); default 60 min. */
+  syncIntervalMs?: number;
 }
 
 export interface DashboardConnect {
@@ -204,11 +210,17 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     const id = String(req.params.id ?? '');
     const account = ACCOUNT_ID_RE.test(id) ? await getAccount(db, id) : null;
     if (!account) {
-      res.status(404).type('text/plain').send('No such account.\n');
+      pageHeaders(res);
+      res
+        .status(404)
+        .type('html')
+        .send(accountNotFoundPage(id, layoutOf(req, res)));
       return null;
     }
     return account;
   };
+  /** R-HLT-1: every page computes health with the same policy. */
+  const healthPolicy = () => ({ now: clock.now(), syncIntervalMs: deps.syncIntervalMs ?? 60 * 60_000 });
 
   const wrap =
     (fn: (req: Request, res: Response) => Promise<void>) => (req: Request, res: Response, next: NextFunction) => {
@@ -218,7 +230,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
   guarded.get(
     '/',
     wrap(async (req, res) => {
-      const accounts = await loadAccountOverviews(db, clock.now());
+      const accounts = await loadAccountOverviews(db, healthPolicy());
       pageHeaders(res);
       res.type('html').send(accountsPage(accounts, { ...layoutOf(req, res), warnings: storageWarnings() }));
     }),
@@ -231,6 +243,49 @@ export function dashboardRouter(deps: DashboardDeps): Router {
         .set({ 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' })
         .type(WIDGET_CONTENT_TYPE)
         .send(await widgetSource());
+    }),
+  );
+
+  guarded.get(
+    '/accounts/:id',
+    wrap(async (req, res) => {
+      const account = await accountParam(req, res);
+      if (!account) return;
+      const policy = healthPolicy();
+      const [[one], copies, failures, syncs, events, deliveries] = await Promise.all([
+        loadAccountHealth(db, policy, { accountId: account.id }),
+        accountCopyTotals(db, account.id),
+        listCopyFailures(db, account.id),
+        listSyncRuns(db, account.id),
+        listAccountEvents(db, account.id),
+        listAccountDeliveries(db, account.id),
+      ]);
+      if (!one) {
+        // Removed between the two reads.
+        pageHeaders(res);
+        res
+          .status(404)
+          .type('html')
+          .send(accountNotFoundPage(account.id, layoutOf(req, res)));
+        return;
+      }
+      pageHeaders(res);
+      res.type('html').send(
+        accountPage(
+          {
+            account,
+            facts: one.facts,
+            health: one.health,
+            copies,
+            failures,
+            syncs,
+            events,
+            deliveries,
+            now: policy.now,
+          },
+          layoutOf(req, res),
+        ),
+      );
     }),
   );
 

@@ -4,6 +4,7 @@ import type { AccountOverview } from './data.ts';
 import { formatBytes } from './data.ts';
 import { lastProblem } from './explain.ts';
 import { syncSummary } from '../../accounts/sync-summary.ts';
+import type { AccountHealth } from '../../accounts/health.ts';
 
 /**
  * The dashboard's HTML. Server-rendered, no script of our own (the preview loads the published
@@ -68,9 +69,9 @@ function refreshCell(a: AccountOverview): string {
 
 function syncCell(a: AccountOverview): string {
   if (!a.lastSyncAt) return '<span class="muted">not yet</span>';
-  // Never "ok" after a sync that failed or left items out (syncSummary).
+  // How that run ended; whether the account is well is the Health column (R-HLT-1).
   const s = syncSummary(a);
-  const cls = s.state === 'ok' ? 'ok' : 'bad';
+  const cls = s.state === 'complete' ? 'ok' : 'bad';
   return `${when(a.lastSyncAt)}<br><span class="${cls}" data-sync-state="${s.state}">${h(s.text)}</span>`;
 }
 
@@ -94,11 +95,30 @@ export function removalHoldNotice(
   return `<div class="notice removal-held" data-removal-held="${hold.removing.length}"><strong>Removal held</strong>: the last complete listing (${hold.listedPosts} posts) would remove ${hold.removing.length} of the ${hold.publishedPosts} published posts. Nothing is removed until a second listing an hour after ${when(hold.since)} agrees, or you confirm it.${actionForm(`/dashboard/accounts/${encodeURIComponent(accountId)}/confirm-removal`, `Confirm: remove ${hold.removing.length} posts`, csrf)}</div>`;
 }
 
-function problemCell(a: AccountOverview): string {
+/** The verdict as a badge (ok, warn, fail): the same words every surface uses. */
+export function verdictBadge(v: AccountHealth['verdict']): string {
+  return `<span class="verdict ${v}" data-verdict="${v}">${v}</span>`;
+}
+
+/** Each reason of a health, as a list item carrying its kind. */
+export function reasonList(health: AccountHealth, limit = Infinity): string {
+  if (health.reasons.length === 0) return '';
+  const shown = health.reasons.slice(0, limit);
+  const more = health.reasons.length - shown.length;
+  return `<ul class="reasons">${shown
+    .map((r) => `<li class="${r.level}" data-reason="${h(r.kind)}">${h(r.text)}</li>`)
+    .join('')}${more > 0 ? `<li class="muted">and ${more} more</li>` : ''}</ul>`;
+}
+
+/** R-HLT-1: the account's health (verdict and reasons), then its last recorded error explained. */
+function healthCell(a: AccountOverview): string {
   const p = lastProblem(a);
-  if (!p) return '<span class="muted">none</span>';
-  if (!p.detail || p.detail === p.summary) return `<span class="problem">${h(p.summary)}</span>`;
-  return `<span class="problem">${h(p.summary)}</span><details><summary><small>details</small></summary><small>${h(p.detail)}</small></details>`;
+  const problem = !p
+    ? ''
+    : !p.detail || p.detail === p.summary
+      ? `<span class="problem">${h(p.summary)}</span>`
+      : `<span class="problem">${h(p.summary)}</span><details><summary><small>details</small></summary><small>${h(p.detail)}</small></details>`;
+  return `${verdictBadge(a.health.verdict)}${reasonList(a.health, 3)}${problem}`;
 }
 
 function actionForm(action: string, label: string, csrf: string, extra = ''): string {
@@ -110,7 +130,7 @@ export function accountsPage(accounts: AccountOverview[], o: LayoutOptions & { w
   const rows = accounts.map((a) => {
     const base = `/dashboard/accounts/${encodeURIComponent(a.id)}`;
     return `<tr data-account-id="${h(a.id)}">
-<td><strong>@${h(a.username)}</strong>${a.displayName ? `<br>${h(a.displayName)}` : ''}<br><small>${h(a.id)}</small></td>
+<td><a href="${base}"><strong>@${h(a.username)}</strong></a>${a.displayName ? `<br>${h(a.displayName)}` : ''}<br><small>${h(a.id)}</small></td>
 <td class="status-${h(a.status)}">${h(STATUS_WORDS[a.status] ?? a.status)}</td>
 <td>${daysLeftCell(a)}</td>
 <td>${refreshCell(a)}</td>
@@ -118,12 +138,12 @@ export function accountsPage(accounts: AccountOverview[], o: LayoutOptions & { w
 <td class="num" data-posts="${a.posts}">${a.posts}</td>
 <td class="num" data-copies="${a.copies}">${a.copies}<br><small>${formatBytes(a.copyBytes)}</small></td>
 <td>${feedCell(a, o.csrf)}</td>
-<td>${problemCell(a)}</td>
+<td class="health" data-health="${a.health.verdict}">${healthCell(a)}</td>
 <td class="actions">${actionForm(`${base}/sync`, 'Sync now', o.csrf)}${actionForm(`${base}/refresh`, 'Refresh now', o.csrf)}<a class="button danger" href="${base}/remove">Remove…</a></td>
 </tr>`;
   });
   const table = accounts.length
-    ? `<table><thead><tr><th>Account</th><th>Status</th><th>Token expires</th><th>Last refresh</th><th>Last sync</th><th>Posts</th><th>Copies</th><th>Feed</th><th>Last error</th><th>Actions</th></tr></thead>
+    ? `<table><thead><tr><th>Account</th><th>Status</th><th>Token expires</th><th>Last refresh</th><th>Last sync</th><th>Posts</th><th>Copies</th><th>Feed</th><th>Health</th><th>Actions</th></tr></thead>
 <tbody>${rows.join('\n')}</tbody></table>`
     : `<p>No account is connected yet.${o.connectUrl ? ` <a href="${h(o.connectUrl)}">Connect an account</a> (or send that link to the account's owner).` : ''}</p>`;
   const connect = o.connectUrl
@@ -131,7 +151,12 @@ export function accountsPage(accounts: AccountOverview[], o: LayoutOptions & { w
 <p class="muted">Your own account: <a href="${h(o.connectUrl)}">connect it now</a> (you log in on the platform and approve). Someone else's: invite its owner. The invitation is a link that works once and expires; send it to them.</p>
 ${actionForm('/dashboard/invitations', 'Invite an owner', o.csrf, `<label>expires in <select name="expires"><option value="1d">1 day</option><option value="7d" selected>7 days</option><option value="30d">30 days</option></select></label> `)}`
     : '<p class="muted">Connecting through the login needs APP_ID and APP_SECRET; <code>feedmirror accounts add</code> works without them.</p>';
-  return layout('Accounts', `<h1>Accounts</h1>${warnings}${table}${connect}`, o);
+  const counts = { ok: 0, warn: 0, fail: 0 };
+  for (const a of accounts) counts[a.health.verdict]++;
+  const summary = accounts.length
+    ? `<p class="health-summary" data-ok="${counts.ok}" data-warn="${counts.warn}" data-fail="${counts.fail}">${accounts.length} account${accounts.length === 1 ? '' : 's'}: ${counts.ok} ok, ${counts.warn} warn, ${counts.fail} fail${counts.fail + counts.warn > 0 ? ' (listed first)' : ''}</p>`
+    : '';
+  return layout('Accounts', `<h1>Accounts</h1>${warnings}${summary}${table}${connect}`, o);
 }
 
 export function removeConfirmPage(a: { id: string; username: string }, o: LayoutOptions): string {

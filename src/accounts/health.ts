@@ -1,0 +1,344 @@
+import { DAY, HOUR, MINUTE, daysLeft } from '../util/clock.ts';
+import type { ErrorKind } from '../util/error-kinds.ts';
+import { redactText } from '../util/redact.ts';
+import type { Db } from '../store/db.ts';
+import { loadHealthFacts, type StoredHealthFacts } from '../store/health-facts.ts';
+
+/**
+ * One health per account: a verdict (ok, warn, fail) and its reasons, computed from facts that
+ * PostgreSQL holds (src/store/health-facts.ts gathers them for one account or all in a fixed
+ * number of queries). Pure: the dashboard, `accounts list`, /metrics and `doctor` all call
+ * accountHealth on the same facts, so they can never disagree.
+ *
+ *  - fail: the published feed is wrong or will go stale without someone acting (the owner must
+ *    log in, copies gave up so posts are withheld, nothing synced for too long, storage refuses).
+ *  - warn: degraded, and feedmirror retries on its own (a copy retrying, a rate limit, an
+ *    incomplete listing, a token under 14 days, a failing webhook); look if it lasts.
+ *  - ok: nothing to report. Never ok while a copy fails, a post is withheld or the last sync
+ *    failed (R-HLT-2).
+ */
+export const VERDICTS = ['ok', 'warn', 'fail'] as const;
+export type Verdict = (typeof VERDICTS)[number];
+
+/** Every reason's stable kind (README "Account health" says what each means and what to do). */
+export const HEALTH_REASON_KINDS = [
+  'reauth_required',
+  'token_missing',
+  'token_expired',
+  'token_expiring',
+  'token_refresh_failing',
+  'never_synced',
+  'sync_stale',
+  'sync_failed',
+  'sync_rate_limited',
+  'sync_incomplete',
+  'items_skipped',
+  'copies_failing',
+  'posts_withheld',
+  'feed_not_published',
+  'removal_held',
+  'webhooks_failing',
+] as const;
+export type HealthReasonKind = (typeof HEALTH_REASON_KINDS)[number];
+
+export interface HealthReason {
+  kind: HealthReasonKind;
+  level: Exclude<Verdict, 'ok'>;
+  /** One line for an operator: what is wrong and what to do. Redacted. */
+  text: string;
+}
+
+export interface AccountHealth {
+  verdict: Verdict;
+  /** fail before warn; empty when ok. */
+  reasons: HealthReason[];
+}
+
+/** One failing copy, the most recent of the account (shown as an example in the reason). */
+export interface CopyFailureFact {
+  mediaId: string;
+  slot: string;
+  errorKind: ErrorKind;
+  error: string;
+}
+
+/** A webhook endpoint whose latest delivery of one of this account's events did not go through. */
+export interface FailingEndpointFact {
+  endpointId: string;
+  /** failed: no retry left; retrying: an attempt failed and another is scheduled. */
+  state: 'failed' | 'retrying';
+  lastHttpStatus: number | null;
+  lastError: string | null;
+  lastAttemptAt: Date | null;
+}
+
+/** A listing that would remove more than half the feed, held until a second listing agrees. */
+export interface RemovalHoldFact {
+  since: Date;
+  /** Posts it would remove. */
+  removing: number;
+  /** Posts in the published feed it would shrink. */
+  publishedPosts: number;
+}
+
+/** What the health of one account is computed from. */
+export interface HealthFacts {
+  accountId: string;
+  status: 'active' | 'reauth_required';
+  statusReason: string | null;
+  statusReasonKind: ErrorKind | null;
+  createdAt: Date;
+  token: {
+    present: boolean;
+    expiresAt: Date | null;
+    refreshFailures: number;
+    lastRefreshError: string | null;
+    lastRefreshErrorKind: ErrorKind | null;
+  };
+  sync: {
+    lastAt: Date | null;
+    /** null before the first sync. */
+    outcome: 'complete' | 'incomplete' | 'failed' | null;
+    error: string | null;
+    errorKind: ErrorKind | null;
+    lastCompleteAt: Date | null;
+    skippedItems: number;
+  };
+  copies: {
+    /** Slots of stored posts whose copy is failing. */
+    failing: number;
+    /** Of those, the ones whose job gave up (the next sync tries again). */
+    gaveUp: number;
+    latest: CopyFailureFact | null;
+    /** Stored posts not published: their cover has no copy yet. */
+    waitingPosts: number;
+    /** When the oldest of them was first read. */
+    oldestWaitingSince: Date | null;
+  };
+  publication: { publishedAt: Date; postCount: number; demo: boolean } | null;
+  webhooks: FailingEndpointFact[];
+  /** Absent when the caller has no removal holds to report. */
+  removalHold?: RemovalHoldFact | null;
+}
+
+export interface HealthPolicy {
+  now: Date;
+  /** SYNC_INTERVAL_MINUTES, in ms: how fresh a feed is expected to be. */
+  syncIntervalMs: number;
+}
+
+/** R-TOK-9: the operator hears of a token under 14 days; under 3 the feed is days from stopping. */
+export const TOKEN_WARN_DAYS = 14;
+export const TOKEN_FAIL_DAYS = 3;
+/** A post waiting this long for its images is withheld, not in transit: copies take seconds. */
+export const WITHHELD_FAIL_MS = 15 * MINUTE;
+/** Sync errors that feedmirror retries on its own: a warning until the feed goes stale. */
+const SELF_HEALING: ReadonlySet<ErrorKind> = new Set(['rate_limit', 'network', 'platform', 'link_expired']);
+
+/** How long without a complete listing before the account fails: two intervals and ten minutes. */
+export function staleAfterMs(syncIntervalMs: number): number {
+  return 2 * syncIntervalMs + 10 * MINUTE;
+}
+
+const at = (d: Date) => `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+
+/** "3 min", "5 h", "2 days": how long ago, in the largest whole unit. */
+export function ago(ms: number): string {
+  if (ms < HOUR) return `${Math.max(0, Math.floor(ms / MINUTE))} min`;
+  if (ms < 2 * DAY) return `${Math.floor(ms / HOUR)} h`;
+  return `${Math.floor(ms / DAY)} days`;
+}
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+const clip = (s: string, n = 200) => {
+  const r = redactText(s).replace(/\s+/g, ' ').trim();
+  return r.length > n ? `${r.slice(0, n - 1)}…` : r;
+};
+
+/** The verdict and reasons of one account (R-HLT-1, R-HLT-2). */
+export function accountHealth(f: HealthFacts, p: HealthPolicy): AccountHealth {
+  const reasons: HealthReason[] = [];
+  const add = (kind: HealthReasonKind, level: HealthReason['level'], text: string) =>
+    reasons.push({ kind, level, text });
+  const now = p.now.getTime();
+  const active = f.status === 'active';
+
+  // ---- token (R-TOK-9, R-TOK-10) ----
+  if (!active)
+    add(
+      'reauth_required',
+      'fail',
+      `the owner must connect the account again${f.statusReason ? ` (${clip(f.statusReason, 160)})` : ''}; send them an invitation (\`feedmirror accounts invite\`)`,
+    );
+  if (!f.token.present) add('token_missing', 'fail', 'no token is stored: connect the account again');
+  else if (f.token.expiresAt) {
+    const left = daysLeft(f.token.expiresAt, p.now);
+    if (left < 0)
+      add('token_expired', 'fail', `the token expired on ${at(f.token.expiresAt)}: the owner must connect again`);
+    else if (left < TOKEN_WARN_DAYS)
+      add(
+        'token_expiring',
+        left < TOKEN_FAIL_DAYS ? 'fail' : 'warn',
+        `the token expires in ${plural(left, 'day')} (${at(f.token.expiresAt)}) and was not renewed: run \`feedmirror refresh ${f.accountId}\`, or ask the owner to connect again`,
+      );
+  }
+  if (
+    f.token.present &&
+    f.token.refreshFailures > 0 &&
+    f.token.lastRefreshError &&
+    f.token.lastRefreshErrorKind !== 'token_too_young'
+  )
+    add(
+      'token_refresh_failing',
+      'warn',
+      `the last ${plural(f.token.refreshFailures, 'token renewal')} failed${f.token.lastRefreshErrorKind ? ` (${f.token.lastRefreshErrorKind.replace(/_/g, ' ')})` : ''}: ${clip(f.token.lastRefreshError, 160)}`,
+    );
+
+  // ---- last sync ----
+  const syncs = active && f.token.present; // otherwise nothing syncs, by design (R-TOK-10)
+  if (syncs) {
+    const reference = f.sync.lastCompleteAt ?? f.createdAt;
+    const stale = now - reference.getTime() > staleAfterMs(p.syncIntervalMs);
+    if (stale)
+      add(
+        'sync_stale',
+        'fail',
+        f.sync.lastCompleteAt
+          ? `no complete sync for ${ago(now - f.sync.lastCompleteAt.getTime())} (one is due every ${ago(p.syncIntervalMs)}): is \`feedmirror worker\` running?`
+          : `never synced completely since it was connected ${ago(now - f.createdAt.getTime())} ago: is \`feedmirror worker\` running?`,
+      );
+    else if (!f.sync.lastAt) add('never_synced', 'warn', 'not synced yet: the first sync is queued');
+  }
+  if (f.sync.lastAt && f.sync.outcome !== 'complete' && f.sync.error) {
+    const kind = f.sync.errorKind;
+    const what = `${kind ? `${kind.replace(/_/g, ' ')}: ` : ''}${clip(f.sync.error, 160)}`;
+    if (kind === 'rate_limit')
+      add(
+        'sync_rate_limited',
+        'warn',
+        `the last sync (${at(f.sync.lastAt)}) met a rate limit; it is retried after the wait`,
+      );
+    else if (f.sync.outcome === 'incomplete')
+      add(
+        'sync_incomplete',
+        kind && !SELF_HEALING.has(kind) ? 'fail' : 'warn',
+        `the last listing (${at(f.sync.lastAt)}) stopped early, nothing was removed: ${what}`,
+      );
+    else if (active)
+      add(
+        'sync_failed',
+        kind && SELF_HEALING.has(kind) ? 'warn' : 'fail',
+        `the last sync (${at(f.sync.lastAt)}) failed: ${what}`,
+      );
+  }
+  if (f.sync.skippedItems > 0)
+    add(
+      'items_skipped',
+      'warn',
+      `the last sync skipped ${plural(f.sync.skippedItems, 'item')} the platform sent malformed; the account page lists them`,
+    );
+
+  // ---- copies ----
+  if (f.copies.failing > 0) {
+    const l = f.copies.latest;
+    const example = l
+      ? ` (latest: ${l.mediaId} ${l.slot}: ${l.errorKind.replace(/_/g, ' ')}: ${clip(l.error, 160)})`
+      : '';
+    add(
+      'copies_failing',
+      f.copies.gaveUp > 0 ? 'fail' : 'warn',
+      f.copies.gaveUp > 0
+        ? `${plural(f.copies.failing, 'image copy', 'image copies')} failing, ${f.copies.gaveUp} given up until the next sync${example}`
+        : `${plural(f.copies.failing, 'image copy', 'image copies')} failed and ${f.copies.failing === 1 ? 'is' : 'are'} being retried${example}`,
+    );
+  }
+  if (f.copies.waitingPosts > 0) {
+    const since = f.copies.oldestWaitingSince;
+    const waited = since ? now - since.getTime() : 0;
+    add(
+      'posts_withheld',
+      waited >= WITHHELD_FAIL_MS ? 'fail' : 'warn',
+      `${plural(f.copies.waitingPosts, 'post')} stored but not published: ${f.copies.waitingPosts === 1 ? 'its' : 'their'} images are not copied yet${since ? ` (oldest waiting ${ago(waited)})` : ''}`,
+    );
+  }
+
+  // ---- publication ----
+  if (f.sync.lastCompleteAt && (!f.publication || f.publication.demo))
+    add(
+      'feed_not_published',
+      'fail',
+      `a complete listing was read (${at(f.sync.lastCompleteAt)}) but ${f.publication ? 'the published feed is still the demo feed' : 'no feed is published'}: check the publish-feed jobs (Queues) and storage`,
+    );
+  if (f.removalHold)
+    add(
+      'removal_held',
+      'warn',
+      `a listing would remove ${f.removalHold.removing} of the feed's ${f.removalHold.publishedPosts} posts: held since ${at(f.removalHold.since)} until a second listing an hour later agrees, or you confirm it (account page)`,
+    );
+
+  // ---- webhooks ----
+  if (f.webhooks.length > 0) {
+    const shown = f.webhooks
+      .slice(0, 3)
+      .map(
+        (e) =>
+          `${e.endpointId} ${e.state}${e.lastHttpStatus !== null ? ` (HTTP ${e.lastHttpStatus})` : e.lastError ? ` (${clip(e.lastError, 80)})` : ''}`,
+      )
+      .join(', ');
+    add(
+      'webhooks_failing',
+      'warn',
+      `${plural(f.webhooks.length, 'webhook endpoint')} did not take this account's last event: ${shown}`,
+    );
+  }
+
+  reasons.sort((a, b) => (a.level === b.level ? 0 : a.level === 'fail' ? -1 : 1));
+  const verdict: Verdict = reasons.some((r) => r.level === 'fail') ? 'fail' : reasons.length ? 'warn' : 'ok';
+  return { verdict, reasons };
+}
+
+/** "ok", or "fail: <first reason>; <second reason> (+2 more)": one line for lists and logs. */
+export function healthLine(h: AccountHealth, shown = 2): string {
+  if (h.verdict === 'ok') return 'ok';
+  const more = h.reasons.length > shown ? ` (+${h.reasons.length - shown} more)` : '';
+  return `${h.verdict}: ${h.reasons
+    .slice(0, shown)
+    .map((r) => r.text)
+    .join('; ')}${more}`;
+}
+
+/** Accounts counted by verdict (every verdict present, zero included). */
+export function countByVerdict(list: ReadonlyArray<{ health: AccountHealth }>): Record<Verdict, number> {
+  const out: Record<Verdict, number> = { ok: 0, warn: 0, fail: 0 };
+  for (const a of list) out[a.health.verdict]++;
+  return out;
+}
+
+/** Worst first: fail, then warn, then ok; more reasons first within a verdict. */
+export function byConcern<T extends { health: AccountHealth }>(a: T, b: T): number {
+  const rank = (v: Verdict) => VERDICTS.indexOf(v);
+  return rank(b.health.verdict) - rank(a.health.verdict) || b.health.reasons.length - a.health.reasons.length;
+}
+
+export interface AccountWithHealth {
+  facts: StoredHealthFacts & Pick<HealthFacts, 'removalHold'>;
+  health: AccountHealth;
+}
+
+/**
+ * The health of every account (ordered by username), or of one: the facts read in a fixed number
+ * of queries (src/store/health-facts.ts), then accountHealth on each. What every surface calls.
+ */
+export async function loadAccountHealth(
+  db: Db,
+  policy: HealthPolicy,
+  opts: { accountId?: string } = {},
+): Promise<AccountWithHealth[]> {
+  const facts = await loadHealthFacts(db, opts);
+  return facts.map((f) => ({ facts: f, health: accountHealth(f, policy) }));
+}
+
+/** The health of each account, by id (for lists that already hold the accounts). */
+export async function healthById(db: Db, policy: HealthPolicy): Promise<Map<string, AccountHealth>> {
+  return new Map((await loadAccountHealth(db, policy)).map((a) => [a.facts.accountId, a.health]));
+}

@@ -1,0 +1,122 @@
+import { escapeHtml as h } from '../pages.ts';
+import { CSRF_FIELD } from '../csrf.ts';
+import { ago, type AccountHealth } from '../../accounts/health.ts';
+import type { Account, SyncRun } from '../../store/accounts.ts';
+import type { CopyFailure } from '../../store/copy-failures.ts';
+import type { AccountDelivery, StoredHealthFacts } from '../../store/health-facts.ts';
+import { formatBytes } from './data.ts';
+import { explainError } from './explain.ts';
+import { layout, reasonList, verdictBadge, type LayoutOptions } from './views.ts';
+
+/**
+ * One account's page (/dashboard/accounts/<id>): its health with every reason, the token, the
+ * published feed, the copies and their failures, the last syncs, the items skipped, its recent
+ * events and the deliveries of its webhook events. Server-rendered like the rest of the
+ * dashboard: no script, every value through escapeHtml, actions as POST forms with the CSRF token.
+ */
+export interface AccountPageData {
+  account: Account;
+  facts: StoredHealthFacts;
+  health: AccountHealth;
+  copies: { n: number; bytes: number };
+  failures: CopyFailure[];
+  syncs: SyncRun[];
+  events: Array<{ kind: string; at: Date; detail: string | null; errorKind: string | null; expiresAt: Date | null }>;
+  deliveries: AccountDelivery[];
+  now: Date;
+}
+
+const when = (d: Date | null) => (d ? `${d.toISOString().slice(0, 19).replace('T', ' ')} UTC` : '—');
+const since = (d: Date | null, now: Date) => (d ? `${when(d)} (${ago(now.getTime() - d.getTime())} ago)` : 'never');
+
+function form(action: string, label: string, csrf: string): string {
+  return `<form method="post" action="${h(action)}"><input type="hidden" name="${CSRF_FIELD}" value="${h(csrf)}"><button type="submit">${h(label)}</button></form>`;
+}
+
+function table(headers: string[], rows: string[], empty: string): string {
+  if (rows.length === 0) return `<p class="muted">${h(empty)}</p>`;
+  return `<table><thead><tr>${headers.map((x) => `<th>${h(x)}</th>`).join('')}</tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
+}
+
+export function accountPage(d: AccountPageData, o: LayoutOptions): string {
+  const { account: a, facts: f, now } = d;
+  const base = `/dashboard/accounts/${encodeURIComponent(a.id)}`;
+  const feedPath = `/feeds/${encodeURIComponent(a.id)}.json`;
+  const problem = a.status === 'reauth_required' ? explainError(a.statusReasonKind, a.statusReason) : null;
+
+  const token = f.token.present
+    ? `<p>Token expires ${when(f.token.expiresAt)}${f.token.refreshFailures > 0 ? ` · <span class="bad">${f.token.refreshFailures} renewal${f.token.refreshFailures === 1 ? '' : 's'} failed</span>${f.token.lastRefreshError ? `: ${h(f.token.lastRefreshError)}` : ''}` : ''}</p>`
+    : '<p class="bad">No token stored.</p>';
+
+  const feed = f.publication
+    ? `<p data-feed-posts="${f.publication.postCount}">${f.publication.postCount} posts published${f.publication.demo ? ' <span class="badge demo">demo</span>' : ''}, feed written ${since(f.publication.publishedAt, now)} · <a href="${h(feedPath)}">${h(feedPath)}</a> · <a href="${base}/preview">preview</a></p>`
+    : `<p class="muted">No feed published yet · <a href="${base}/preview">preview</a></p>`;
+  const fresh = `<p>Last complete listing: ${since(f.sync.lastCompleteAt, now)}. Posts withheld (stored, images not copied yet): <strong data-withheld="${f.copies.waitingPosts}">${f.copies.waitingPosts}</strong>${f.copies.oldestWaitingSince ? `, the oldest since ${when(f.copies.oldestWaitingSince)}` : ''}.</p>`;
+
+  const copies = `<p><span data-copies="${d.copies.n}">${d.copies.n}</span> images copied (${formatBytes(d.copies.bytes)}); <strong data-copies-failing="${f.copies.failing}">${f.copies.failing}</strong> failing${f.copies.gaveUp ? `, ${f.copies.gaveUp} given up until the next sync` : ''}.</p>`;
+  const failures = table(
+    ['Media', 'Image', 'Error', 'Attempts', 'First failed', 'Last failed', 'State'],
+    d.failures.map(
+      (x) =>
+        `<tr data-copy-failure="${h(x.mediaId)}/${h(x.slot)}"><td>${h(x.mediaId)}</td><td>${h(x.slot)}</td><td>${h(x.errorKind.replace(/_/g, ' '))}<br><small>${h(x.error)}</small></td><td class="num">${x.attempts}</td><td>${when(x.firstFailedAt)}</td><td>${when(x.lastFailedAt)}</td><td class="${x.gaveUp ? 'bad' : 'muted'}">${x.gaveUp ? 'given up' : 'retrying'}</td></tr>`,
+    ),
+    'No copy is failing.',
+  );
+
+  const syncs = table(
+    ['When', 'Outcome', 'Posts listed', 'Skipped', 'Error'],
+    d.syncs.map(
+      (s) =>
+        `<tr data-sync-outcome="${h(s.outcome)}"><td>${when(s.at)}</td><td class="${s.outcome === 'complete' ? 'ok' : 'bad'}">${h(s.outcome)}</td><td class="num">${s.posts ?? '—'}</td><td class="num">${s.skipped ?? '—'}</td><td>${s.error ? `${s.errorKind ? `${h(s.errorKind.replace(/_/g, ' '))}: ` : ''}<small>${h(s.error)}</small>` : ''}</td></tr>`,
+    ),
+    'No sync yet.',
+  );
+
+  const skipped = table(
+    ['Item', 'Why it was skipped'],
+    a.skippedReasons.map((s) => `<tr data-skipped-item="${h(s.id)}"><td>${h(s.id)}</td><td>${h(s.reason)}</td></tr>`),
+    'The last sync skipped nothing.',
+  );
+
+  const events = table(
+    ['When', 'Event', 'Token expiry', 'Detail'],
+    d.events.map(
+      (e) =>
+        `<tr data-event="${h(e.kind)}"><td>${when(e.at)}</td><td>${h(e.kind.replace(/_/g, ' '))}</td><td>${when(e.expiresAt)}</td><td>${e.errorKind ? `${h(e.errorKind.replace(/_/g, ' '))}: ` : ''}${e.detail ? `<small>${h(e.detail)}</small>` : ''}</td></tr>`,
+    ),
+    'No event recorded.',
+  );
+
+  const deliveries = table(
+    ['Created', 'Event', 'Endpoint', 'Status', 'Attempts', 'Last answer'],
+    d.deliveries.map(
+      (x) =>
+        `<tr data-delivery-status="${h(x.status)}"><td>${when(x.createdAt)}</td><td>${h(x.eventType)}</td><td><a href="/dashboard/webhooks/${encodeURIComponent(x.endpointId)}">${h(x.endpointId)}</a><br><small>${h(x.endpointUrl)}</small></td><td class="${x.status === 'delivered' ? 'ok' : x.status === 'failed' ? 'bad' : 'muted'}">${h(x.status)}</td><td class="num">${x.attempts}</td><td>${x.lastHttpStatus !== null ? `HTTP ${x.lastHttpStatus}` : '—'}${x.lastError ? `<br><small>${h(x.lastError)}</small>` : ''}</td></tr>`,
+    ),
+    'No webhook delivery for this account.',
+  );
+
+  const body = `<h1>@${h(a.username)}</h1>
+<p class="muted">${h(a.id)}${a.displayName ? ` · ${h(a.displayName)}` : ''} · connected ${when(a.createdAt)}</p>
+<p class="actions">${form(`${base}/sync`, 'Sync now', o.csrf)}${form(`${base}/refresh`, 'Refresh now', o.csrf)}<a class="button danger" href="${base}/remove">Remove…</a></p>
+<section id="health" data-health="${d.health.verdict}"><h2>Health ${verdictBadge(d.health.verdict)}</h2>
+${d.health.reasons.length ? reasonList(d.health) : '<p class="ok">Nothing to report: synced, every post published, every copy made.</p>'}
+${problem ? `<p class="problem">${h(problem.summary)}</p>` : ''}</section>
+<section id="token"><h2>Token</h2>${token}</section>
+<section id="feed"><h2>Feed</h2>${feed}${fresh}</section>
+<section id="copies"><h2>Copies</h2>${copies}${failures}</section>
+<section id="syncs"><h2>Last syncs</h2>${syncs}</section>
+<section id="skipped"><h2>Items skipped by the last sync</h2>${skipped}</section>
+<section id="events"><h2>Recent events</h2>${events}</section>
+<section id="deliveries"><h2>Webhook deliveries of its events</h2>${deliveries}</section>
+<p><a class="button" href="/dashboard">Back to the accounts</a></p>`;
+  return layout(`@${a.username}`, body, o);
+}
+
+/** The dashboard's 404 for an account id nobody has (or a malformed one), as a page. */
+export function accountNotFoundPage(id: string, o: LayoutOptions): string {
+  const body = `<h1>No such account</h1>
+<p>No account has the id <code>${h(id.slice(0, 128))}</code>. It may have been removed, or the link is mistyped.</p>
+<p><a class="button" href="/dashboard">Back to the accounts</a></p>`;
+  return layout('No such account', body, o);
+}

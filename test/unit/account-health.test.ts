@@ -1,0 +1,345 @@
+import { describe, expect, it } from 'vitest';
+import {
+  accountHealth,
+  byConcern,
+  countByVerdict,
+  HEALTH_REASON_KINDS,
+  healthLine,
+  staleAfterMs,
+  type HealthFacts,
+  type HealthReasonKind,
+} from '../../src/accounts/health.ts';
+import { DAY, HOUR, MINUTE } from '../../src/util/clock.ts';
+
+/**
+ * R-HLT-1, R-HLT-2: one verdict per account from its facts, each reason a stable kind and a
+ * sentence. One case per reason: the healthy account gets exactly that reason and its level.
+ */
+const now = new Date('2026-06-01T12:00:00Z');
+const policy = { now, syncIntervalMs: HOUR };
+const ago = (ms: number) => new Date(now.getTime() - ms);
+
+function healthy(): HealthFacts {
+  return {
+    accountId: '17841400000000001',
+    status: 'active',
+    statusReason: null,
+    statusReasonKind: null,
+    createdAt: ago(30 * DAY),
+    token: {
+      present: true,
+      expiresAt: new Date(now.getTime() + 50 * DAY),
+      refreshFailures: 0,
+      lastRefreshError: null,
+      lastRefreshErrorKind: null,
+    },
+    sync: {
+      lastAt: ago(10 * MINUTE),
+      outcome: 'complete',
+      error: null,
+      errorKind: null,
+      lastCompleteAt: ago(10 * MINUTE),
+      skippedItems: 0,
+    },
+    copies: { failing: 0, gaveUp: 0, latest: null, waitingPosts: 0, oldestWaitingSince: null },
+    publication: { publishedAt: ago(2 * DAY), postCount: 18, demo: false },
+    webhooks: [],
+    removalHold: null,
+  };
+}
+
+type Patch = {
+  [K in keyof HealthFacts]?: HealthFacts[K] extends object | null
+    ? Partial<NonNullable<HealthFacts[K]>> | null
+    : HealthFacts[K];
+};
+function facts(patch: Patch): HealthFacts {
+  const base = healthy() as unknown as Record<string, unknown>;
+  for (const [k, v] of Object.entries(patch)) {
+    const cur = base[k];
+    base[k] =
+      v &&
+      typeof v === 'object' &&
+      !Array.isArray(v) &&
+      !(v instanceof Date) &&
+      cur &&
+      typeof cur === 'object' &&
+      !Array.isArray(cur)
+        ? { ...cur, ...v }
+        : v;
+  }
+  return base as unknown as HealthFacts;
+}
+
+const only = (f: HealthFacts) => {
+  const h = accountHealth(f, policy);
+  return { verdict: h.verdict, kinds: h.reasons.map((r) => r.kind), texts: h.reasons.map((r) => r.text).join(' | ') };
+};
+
+describe('accountHealth: one verdict and its reasons (R-HLT-1, R-HLT-2)', () => {
+  it('a healthy account is ok with no reason', () => {
+    expect(accountHealth(healthy(), policy)).toEqual({ verdict: 'ok', reasons: [] });
+    expect(healthLine(accountHealth(healthy(), policy))).toBe('ok');
+  });
+
+  const cases: Array<{
+    kind: HealthReasonKind;
+    verdict: 'warn' | 'fail';
+    patch: Patch;
+    text: RegExp;
+    extra?: HealthReasonKind[];
+  }> = [
+    {
+      kind: 'reauth_required',
+      verdict: 'fail',
+      patch: { status: 'reauth_required', statusReason: 'Error validating access token: password changed' },
+      text: /owner must connect the account again \(Error validating/,
+    },
+    {
+      kind: 'token_missing',
+      verdict: 'fail',
+      patch: { token: { present: false, expiresAt: null } },
+      text: /no token is stored/,
+    },
+    {
+      kind: 'token_expired',
+      verdict: 'fail',
+      patch: { token: { expiresAt: ago(HOUR) } },
+      text: /token expired on 2026-06-01 11:00 UTC/,
+    },
+    {
+      kind: 'token_expiring',
+      verdict: 'warn',
+      patch: { token: { expiresAt: new Date(now.getTime() + 10 * DAY + HOUR) } },
+      text: /expires in 10 days/,
+    },
+    {
+      kind: 'token_expiring',
+      verdict: 'fail',
+      patch: { token: { expiresAt: new Date(now.getTime() + 2 * DAY + HOUR) } },
+      text: /expires in 2 days/,
+    },
+    {
+      kind: 'token_refresh_failing',
+      verdict: 'warn',
+      patch: {
+        token: {
+          refreshFailures: 2,
+          lastRefreshError: 'Service temporarily unavailable',
+          lastRefreshErrorKind: 'network',
+        },
+      },
+      text: /last 2 token renewals failed \(network\)/,
+    },
+    {
+      kind: 'never_synced',
+      verdict: 'warn',
+      patch: { createdAt: ago(MINUTE), sync: { lastAt: null, outcome: null, lastCompleteAt: null }, publication: null },
+      text: /not synced yet/,
+    },
+    {
+      kind: 'sync_stale',
+      verdict: 'fail',
+      patch: { sync: { lastAt: ago(3 * HOUR), lastCompleteAt: ago(3 * HOUR) } },
+      text: /no complete sync for 3 h \(one is due every 1 h\)/,
+    },
+    {
+      kind: 'sync_stale',
+      verdict: 'fail',
+      patch: {
+        createdAt: ago(5 * HOUR),
+        sync: { lastAt: null, outcome: null, lastCompleteAt: null },
+        publication: null,
+      },
+      text: /never synced completely since it was connected 5 h ago/,
+    },
+    {
+      kind: 'sync_failed',
+      verdict: 'fail',
+      patch: { sync: { outcome: 'failed', error: 'storage said no: EACCES', errorKind: 'storage' } },
+      text: /last sync \(.*\) failed: storage: storage said no/,
+    },
+    {
+      kind: 'sync_failed',
+      verdict: 'warn',
+      patch: { sync: { outcome: 'failed', error: 'ECONNRESET', errorKind: 'network' } },
+      text: /failed: network: ECONNRESET/,
+    },
+    {
+      kind: 'sync_rate_limited',
+      verdict: 'warn',
+      patch: { sync: { outcome: 'failed', error: 'Application request limit reached', errorKind: 'rate_limit' } },
+      text: /met a rate limit/,
+    },
+    {
+      kind: 'sync_incomplete',
+      verdict: 'warn',
+      patch: { sync: { outcome: 'incomplete', error: 'page 3: HTTP 500', errorKind: 'platform' } },
+      text: /stopped early, nothing was removed: platform: page 3/,
+    },
+    { kind: 'items_skipped', verdict: 'warn', patch: { sync: { skippedItems: 3 } }, text: /skipped 3 items/ },
+    {
+      kind: 'copies_failing',
+      verdict: 'warn',
+      patch: {
+        copies: {
+          failing: 2,
+          gaveUp: 0,
+          latest: { mediaId: 'm1', slot: 'cover', errorKind: 'network', error: 'ETIMEDOUT' },
+        },
+      },
+      text: /2 image copies failed and are being retried \(latest: m1 cover: network: ETIMEDOUT\)/,
+    },
+    {
+      kind: 'copies_failing',
+      verdict: 'fail',
+      patch: {
+        copies: {
+          failing: 1,
+          gaveUp: 1,
+          latest: {
+            mediaId: 'm1',
+            slot: 'cover',
+            errorKind: 'bad_item',
+            error: 'host cdn.example is not in MEDIA_ALLOWED_HOSTS',
+          },
+        },
+      },
+      text: /1 image copy failing, 1 given up until the next sync .*MEDIA_ALLOWED_HOSTS/,
+    },
+    {
+      kind: 'posts_withheld',
+      verdict: 'warn',
+      patch: { copies: { waitingPosts: 4, oldestWaitingSince: ago(MINUTE) } },
+      text: /4 posts stored but not published.*oldest waiting 1 min/,
+    },
+    {
+      kind: 'posts_withheld',
+      verdict: 'fail',
+      patch: { copies: { waitingPosts: 1, oldestWaitingSince: ago(HOUR) } },
+      text: /1 post stored but not published: its images/,
+    },
+    { kind: 'feed_not_published', verdict: 'fail', patch: { publication: null }, text: /no feed is published/ },
+    {
+      kind: 'feed_not_published',
+      verdict: 'fail',
+      patch: { publication: { demo: true } },
+      text: /still the demo feed/,
+    },
+    {
+      kind: 'removal_held',
+      verdict: 'warn',
+      patch: { removalHold: { since: ago(HOUR), removing: 18, publishedPosts: 18 } },
+      text: /would remove 18 of the feed's 18 posts: held since/,
+    },
+    {
+      kind: 'webhooks_failing',
+      verdict: 'warn',
+      patch: {
+        webhooks: [
+          {
+            endpointId: 'wh_abcdefgh',
+            state: 'failed',
+            lastHttpStatus: 500,
+            lastError: 'HTTP 500',
+            lastAttemptAt: ago(MINUTE),
+          },
+        ],
+      },
+      text: /1 webhook endpoint did not take .*wh_abcdefgh failed \(HTTP 500\)/,
+    },
+  ];
+
+  for (const c of cases)
+    it(`${c.kind} → ${c.verdict} (${String(c.text).slice(1, 40)})`, () => {
+      const got = only(facts(c.patch));
+      expect(got.kinds).toEqual([c.kind, ...(c.extra ?? [])]);
+      expect(got.verdict).toBe(c.verdict);
+      expect(got.texts).toMatch(c.text);
+    });
+
+  it('covers every reason kind', () => {
+    expect(new Set(cases.map((c) => c.kind))).toEqual(new Set(HEALTH_REASON_KINDS));
+  });
+
+  it('never ok while a copy fails, a post is withheld or the last sync failed (R-HLT-2)', () => {
+    for (const patch of [
+      { copies: { failing: 1, gaveUp: 0 } },
+      { copies: { waitingPosts: 1, oldestWaitingSince: now } },
+      { sync: { outcome: 'failed' as const, error: 'x', errorKind: 'network' as const } },
+      { sync: { outcome: 'incomplete' as const, error: 'x', errorKind: 'platform' as const } },
+    ])
+      expect(accountHealth(facts(patch), policy).verdict).not.toBe('ok');
+  });
+
+  it('an account that waits for its owner is not also "stale" or "never synced": nothing syncs it by design', () => {
+    const got = only(
+      facts({ status: 'reauth_required', sync: { lastAt: ago(10 * DAY), lastCompleteAt: ago(10 * DAY) } }),
+    );
+    expect(got.kinds).toEqual(['reauth_required']);
+  });
+
+  it('a token too young to renew is not a failing renewal', () => {
+    expect(
+      only(
+        facts({
+          token: { refreshFailures: 1, lastRefreshError: 'too young', lastRefreshErrorKind: 'token_too_young' },
+        }),
+      ).verdict,
+    ).toBe('ok');
+  });
+
+  it('fail reasons come first; the verdict is the worst; the line names the first reasons', () => {
+    const h = accountHealth(
+      facts({
+        webhooks: [
+          {
+            endpointId: 'wh_abcdefgh',
+            state: 'retrying',
+            lastHttpStatus: null,
+            lastError: 'ECONNREFUSED',
+            lastAttemptAt: null,
+          },
+        ],
+        copies: { failing: 1, gaveUp: 1 },
+      }),
+      policy,
+    );
+    expect(h.verdict).toBe('fail');
+    expect(h.reasons.map((r) => [r.kind, r.level])).toEqual([
+      ['copies_failing', 'fail'],
+      ['webhooks_failing', 'warn'],
+    ]);
+    expect(healthLine(h, 1)).toMatch(/^fail: 1 image copy failing.* \(\+1 more\)$/);
+  });
+
+  it('redacts what it quotes', () => {
+    const h = accountHealth(
+      facts({
+        sync: {
+          outcome: 'failed',
+          error: 'GET https://graph.example/me/media?access_token=IGQVJsecretsecret failed',
+          errorKind: 'internal',
+        },
+      }),
+      policy,
+    );
+    expect(h.reasons[0]!.text).not.toContain('IGQVJsecretsecret');
+  });
+
+  it('stale after two intervals and ten minutes', () => {
+    expect(staleAfterMs(HOUR)).toBe(2 * HOUR + 10 * MINUTE);
+    expect(only(facts({ sync: { lastCompleteAt: ago(2 * HOUR + 9 * MINUTE) } })).verdict).toBe('ok');
+    expect(only(facts({ sync: { lastCompleteAt: ago(2 * HOUR + 11 * MINUTE) } })).kinds).toEqual(['sync_stale']);
+  });
+
+  it('counts by verdict and sorts worst first', () => {
+    const list = [
+      { id: 'a', health: accountHealth(healthy(), policy) },
+      { id: 'b', health: accountHealth(facts({ token: { present: false } }), policy) },
+      { id: 'c', health: accountHealth(facts({ sync: { skippedItems: 1 } }), policy) },
+    ];
+    expect(countByVerdict(list)).toEqual({ ok: 1, warn: 1, fail: 1 });
+    expect([...list].sort(byConcern).map((a) => a.id)).toEqual(['b', 'c', 'a']);
+  });
+});
