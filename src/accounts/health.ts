@@ -3,6 +3,7 @@ import type { ErrorKind } from '../util/error-kinds.ts';
 import { redactText } from '../util/redact.ts';
 import type { Db } from '../store/db.ts';
 import { loadHealthFacts, type StoredHealthFacts } from '../store/health-facts.ts';
+import { getRemovalHold, listRemovalHolds } from '../store/holds.ts';
 
 /**
  * One health per account: a verdict (ok, warn, fail) and its reasons, computed from facts that
@@ -72,7 +73,7 @@ export interface FailingEndpointFact {
   lastAttemptAt: Date | null;
 }
 
-/** A listing that would remove more than half the feed, held until a second listing agrees. */
+/** A listing that would remove more than half the feed, held until a second listing agrees (R-OWN-7). */
 export interface RemovalHoldFact {
   since: Date;
   /** Posts it would remove. */
@@ -273,7 +274,7 @@ export function accountHealth(f: HealthFacts, p: HealthPolicy): AccountHealth {
     add(
       'removal_held',
       'warn',
-      `a listing would remove ${f.removalHold.removing} of the feed's ${f.removalHold.publishedPosts} posts: held since ${at(f.removalHold.since)} until a second listing an hour later agrees, or you confirm it (account page)`,
+      `a listing would remove ${f.removalHold.removing} of the feed's ${f.removalHold.publishedPosts} posts: held since ${at(f.removalHold.since)} until a second complete listing an hour later agrees (R-OWN-7); nothing is removed meanwhile`,
     );
 
   // ---- webhooks ----
@@ -334,8 +335,22 @@ export async function loadAccountHealth(
   policy: HealthPolicy,
   opts: { accountId?: string } = {},
 ): Promise<AccountWithHealth[]> {
-  const facts = await loadHealthFacts(db, opts);
-  return facts.map((f) => ({ facts: f, health: accountHealth(f, policy) }));
+  const [facts, holds] = await Promise.all([
+    loadHealthFacts(db, opts),
+    opts.accountId
+      ? getRemovalHold(db, opts.accountId).then((h) => new Map(h ? [[h.accountId, h]] : []))
+      : listRemovalHolds(db),
+  ]);
+  return facts.map((f) => {
+    const hold = holds.get(f.accountId);
+    const withHold = {
+      ...f,
+      removalHold: hold
+        ? { since: hold.since, removing: hold.removing.length, publishedPosts: hold.publishedPosts }
+        : null,
+    };
+    return { facts: withHold, health: accountHealth(withHold, policy) };
+  });
 }
 
 /** The health of each account, by id (for lists that already hold the accounts). */

@@ -305,7 +305,7 @@ export async function markSynced(db: Db, id: string, at: Date, record: SyncRecor
        INSERT INTO sync_runs (account_id, at, outcome, error_kind, error, posts, skipped)
        SELECT id, $2, $7, $4, left($3, 500), $8, $5 FROM updated)
      DELETE FROM sync_runs WHERE account_id = $1
-        AND id <= (SELECT id FROM sync_runs WHERE account_id = $1 ORDER BY id DESC OFFSET ${SYNC_RUNS_KEPT - 2} LIMIT 1)`,
+        AND id <= (SELECT id FROM sync_runs WHERE account_id = $1 ORDER BY id DESC OFFSET ${SYNC_RUNS_KEPT - 1} LIMIT 1)`,
     [
       id,
       at,

@@ -228,7 +228,7 @@ export async function insertDeliveries(
   const { rows } = await db.query<{ id: string }>(
     // account_id: the account the event is about, so its health and page find its deliveries.
     `INSERT INTO webhook_deliveries (endpoint_id, event_id, event_type, body, created_at, account_id)
-     SELECT e.id, $1, $2, $3, $4, ($3::jsonb) -> 'data' ->> 'accountId' FROM webhook_endpoints e
+     SELECT e.id, $1, $2, $3, $4, ($3::text)::jsonb -> 'data' ->> 'accountId' FROM webhook_endpoints e
       WHERE cardinality(e.events) = 0 OR $2 = ANY (e.events)
      ON CONFLICT (endpoint_id, event_id) DO NOTHING
      RETURNING id`,

@@ -1,9 +1,9 @@
 import { escapeHtml as h } from '../pages.ts';
 import { CSRF_FIELD } from '../csrf.ts';
-import { ago, type AccountHealth } from '../../accounts/health.ts';
+import { ago, type AccountHealth, type AccountWithHealth } from '../../accounts/health.ts';
 import type { Account, SyncRun } from '../../store/accounts.ts';
 import type { CopyFailure } from '../../store/copy-failures.ts';
-import type { AccountDelivery, StoredHealthFacts } from '../../store/health-facts.ts';
+import type { AccountDelivery } from '../../store/health-facts.ts';
 import { formatBytes } from './data.ts';
 import { explainError } from './explain.ts';
 import { layout, reasonList, verdictBadge, type LayoutOptions } from './views.ts';
@@ -16,7 +16,7 @@ import { layout, reasonList, verdictBadge, type LayoutOptions } from './views.ts
  */
 export interface AccountPageData {
   account: Account;
-  facts: StoredHealthFacts;
+  facts: AccountWithHealth['facts'];
   health: AccountHealth;
   copies: { n: number; bytes: number };
   failures: CopyFailure[];
@@ -53,6 +53,9 @@ export function accountPage(d: AccountPageData, o: LayoutOptions): string {
     : `<p class="muted">No feed published yet · <a href="${base}/preview">preview</a></p>`;
   const fresh = `<p>Last complete listing: ${since(f.sync.lastCompleteAt, now)}. Posts withheld (stored, images not copied yet): <strong data-withheld="${f.copies.waitingPosts}">${f.copies.waitingPosts}</strong>${f.copies.oldestWaitingSince ? `, the oldest since ${when(f.copies.oldestWaitingSince)}` : ''}.</p>`;
 
+  const hold = f.removalHold
+    ? `<p class="notice" data-removal-held="${f.removalHold.removing}">A complete listing would remove ${f.removalHold.removing} of the feed's ${f.removalHold.publishedPosts} posts. Held since ${when(f.removalHold.since)}: nothing is removed until a second complete listing at least an hour later agrees.</p>`
+    : '';
   const copies = `<p><span data-copies="${d.copies.n}">${d.copies.n}</span> images copied (${formatBytes(d.copies.bytes)}); <strong data-copies-failing="${f.copies.failing}">${f.copies.failing}</strong> failing${f.copies.gaveUp ? `, ${f.copies.gaveUp} given up until the next sync` : ''}.</p>`;
   const failures = table(
     ['Media', 'Image', 'Error', 'Attempts', 'First failed', 'Last failed', 'State'],
@@ -103,7 +106,7 @@ export function accountPage(d: AccountPageData, o: LayoutOptions): string {
 ${d.health.reasons.length ? reasonList(d.health) : '<p class="ok">Nothing to report: synced, every post published, every copy made.</p>'}
 ${problem ? `<p class="problem">${h(problem.summary)}</p>` : ''}</section>
 <section id="token"><h2>Token</h2>${token}</section>
-<section id="feed"><h2>Feed</h2>${feed}${fresh}</section>
+<section id="feed"><h2>Feed</h2>${feed}${fresh}${hold}</section>
 <section id="copies"><h2>Copies</h2>${copies}${failures}</section>
 <section id="syncs"><h2>Last syncs</h2>${syncs}</section>
 <section id="skipped"><h2>Items skipped by the last sync</h2>${skipped}</section>
