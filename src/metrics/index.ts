@@ -56,6 +56,11 @@ export interface MetricsOptions {
   tokenExpiries?: () => Promise<readonly TokenExpiry[]>;
   /** Reads every account's health verdict on every scrape (src/accounts/health.ts, R-HLT-1). */
   accountHealth?: () => Promise<readonly AccountVerdict[]>;
+  /**
+   * Bound on that read (default 8000 ms, under Prometheus's 10 s scrape timeout): at 10,000
+   * accounts it takes about a second on an idle machine, several on a loaded one.
+   */
+  accountHealthTimeoutMs?: number;
   clock?: Clock;
   /** Process metrics (CPU, memory, event loop, GC) under the same prefix; default true. */
   processMetrics?: boolean;
@@ -190,10 +195,12 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
       healthRead = undefined;
       return shared;
     }
-    healthRead = withTimeout(opts.accountHealth!(), timeoutMs, 'account health').catch(() => {
-      collectFailures.inc({ source: 'accounts' });
-      return null;
-    });
+    healthRead = withTimeout(opts.accountHealth!(), opts.accountHealthTimeoutMs ?? 8_000, 'account health').catch(
+      () => {
+        collectFailures.inc({ source: 'accounts' });
+        return null;
+      },
+    );
     return healthRead;
   };
   if (opts.accountHealth) {

@@ -169,7 +169,13 @@ describe('feedmirror doctor', () => {
       await saveToken(
         pool,
         TokenCipher.fromEnv(other.toString('base64')),
-        { accountId: 'doctor-keys', accessToken: 'tok-doctor', obtainedAt: at, expiresAt: new Date(+at + 86_400_000) },
+        // 60 days: a token a day from expiry would fail the accounts' health check too.
+        {
+          accountId: 'doctor-keys',
+          accessToken: 'tok-doctor',
+          obtainedAt: at,
+          expiresAt: new Date(+at + 60 * 86_400_000),
+        },
         'imported',
       );
       const broken = await doctor([]);

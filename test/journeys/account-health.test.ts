@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openStage, type Stage } from './stage.ts';
 
 /**
- * The README's "Account health" as an operator meets it, with real processes: one verdict per
+ * docs/health.md ("Account health") as an operator meets it, with real processes: one verdict per
  * account that `accounts list`, `doctor` and the dashboard's account page agree on (R-HLT-1), never
  * ok while copies fail or posts are withheld (R-HLT-2); and Redis losing its keys under a running
  * worker, after which the schedules come back from PostgreSQL and the account is ok again.

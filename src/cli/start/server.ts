@@ -9,7 +9,7 @@ import { RedisSessionStore } from '../../http/sessions.ts';
 import { ConnectThrottle, LoginThrottle } from '../../http/throttle.ts';
 import { createInvitation } from '../../store/invitations.ts';
 import { listTokenExpiries } from '../../store/tokens.ts';
-import { createMetrics } from '../../metrics/index.ts';
+import { createMetrics, type AccountVerdict } from '../../metrics/index.ts';
 import { loadAccountHealth } from '../../accounts/health.ts';
 import { applyHeapGrowthPercent } from '../../util/heap.ts';
 
@@ -50,6 +50,7 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
   const queues = ctx.queues;
   // Token days left change slowly: read them at most once a minute, not on every scrape.
   let expiries: { at: number; rows: Array<{ accountId: string; expiresAt: Date }> } | undefined;
+  let verdicts: { at: number; rows: AccountVerdict[] } | undefined;
   const metrics = createMetrics({
     queues: Object.values(queues),
     clock: ctx.clock,
@@ -60,14 +61,19 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
       }
       return expiries.rows;
     },
-    // R-HLT-1: the verdict the dashboard shows, computed the same way on every scrape.
-    accountHealth: async () =>
-      (
-        await loadAccountHealth(db, {
+    // R-HLT-1: the verdict the dashboard shows, computed by the same function; read at most every
+    // 15 s (10,000 accounts take about a second), so scrapes from several Prometheus servers share it.
+    accountHealth: async () => {
+      const now = ctx.clock.now().getTime();
+      if (!verdicts || now - verdicts.at >= 15_000 || now < verdicts.at) {
+        const list = await loadAccountHealth(db, {
           now: ctx.clock.now(),
           syncIntervalMs: ctx.config.SYNC_INTERVAL_MINUTES * 60_000,
-        })
-      ).map((a) => ({ accountId: a.facts.accountId, verdict: a.health.verdict })),
+        });
+        verdicts = { at: now, rows: list.map((a) => ({ accountId: a.facts.accountId, verdict: a.health.verdict })) };
+      }
+      return verdicts.rows;
+    },
   });
   // /metrics names accounts and their days left: open only when nothing but this machine can
   // reach the server (loopback, no proxy in front); otherwise it needs METRICS_TOKEN.
