@@ -274,7 +274,7 @@ export function accountHealth(f: HealthFacts, p: HealthPolicy): AccountHealth {
     add(
       'removal_held',
       'warn',
-      `a listing would remove ${f.removalHold.removing} of the feed's ${f.removalHold.publishedPosts} posts: held since ${at(f.removalHold.since)} until a second complete listing an hour later agrees (R-OWN-7); nothing is removed meanwhile`,
+      `a listing would remove ${f.removalHold.removing} of the feed's ${f.removalHold.publishedPosts} posts: held since ${at(f.removalHold.since)} until a second complete listing an hour later agrees (R-OWN-7), or you confirm it (\`feedmirror feeds confirm-removal ${f.accountId}\` or the account page)`,
     );
 
   // ---- webhooks ----

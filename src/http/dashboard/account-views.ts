@@ -6,7 +6,8 @@ import type { CopyFailure } from '../../store/copy-failures.ts';
 import type { AccountDelivery } from '../../store/health-facts.ts';
 import { formatBytes } from './data.ts';
 import { explainError } from './explain.ts';
-import { layout, reasonList, verdictBadge, type LayoutOptions } from './views.ts';
+import { layout, reasonList, removalHoldNotice, verdictBadge, type LayoutOptions } from './views.ts';
+import type { StoredRemovalHold } from '../../store/holds.ts';
 
 /**
  * One account's page (/dashboard/accounts/<id>): its health with every reason, the token, the
@@ -23,6 +24,8 @@ export interface AccountPageData {
   syncs: SyncRun[];
   events: Array<{ kind: string; at: Date; detail: string | null; errorKind: string | null; expiresAt: Date | null }>;
   deliveries: AccountDelivery[];
+  /** R-OWN-7: a removal waiting for a second listing or the operator's confirmation. */
+  removalHold: StoredRemovalHold | null;
   now: Date;
 }
 
@@ -53,9 +56,7 @@ export function accountPage(d: AccountPageData, o: LayoutOptions): string {
     : `<p class="muted">No feed published yet · <a href="${base}/preview">preview</a></p>`;
   const fresh = `<p>Last complete listing: ${since(f.sync.lastCompleteAt, now)}. Posts withheld (stored, images not copied yet): <strong data-withheld="${f.copies.waitingPosts}">${f.copies.waitingPosts}</strong>${f.copies.oldestWaitingSince ? `, the oldest since ${when(f.copies.oldestWaitingSince)}` : ''}.</p>`;
 
-  const hold = f.removalHold
-    ? `<p class="notice" data-removal-held="${f.removalHold.removing}">A complete listing would remove ${f.removalHold.removing} of the feed's ${f.removalHold.publishedPosts} posts. Held since ${when(f.removalHold.since)}: nothing is removed until a second complete listing at least an hour later agrees.</p>`
-    : '';
+  const hold = d.removalHold ? removalHoldNotice(a.id, d.removalHold, o.csrf) : '';
   const copies = `<p><span data-copies="${d.copies.n}">${d.copies.n}</span> images copied (${formatBytes(d.copies.bytes)}); <strong data-copies-failing="${f.copies.failing}">${f.copies.failing}</strong> failing${f.copies.gaveUp ? `, ${f.copies.gaveUp} given up until the next sync` : ''}.</p>`;
   const failures = table(
     ['Media', 'Image', 'Error', 'Attempts', 'First failed', 'Last failed', 'State'],

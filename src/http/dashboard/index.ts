@@ -11,6 +11,7 @@ import type { ConfirmedRemoval } from '../../feeds/removal.ts';
 import { getAccount, listSyncRuns } from '../../store/accounts.ts';
 import { loadAccountHealth } from '../../accounts/health.ts';
 import { listCopyFailures } from '../../store/copy-failures.ts';
+import { getRemovalHold } from '../../store/holds.ts';
 import { accountCopyTotals, listAccountDeliveries, listAccountEvents } from '../../store/health-facts.ts';
 import { accountNotFoundPage, accountPage } from './account-views.ts';
 import type { Db } from '../../store/db.ts';
@@ -252,13 +253,14 @@ export function dashboardRouter(deps: DashboardDeps): Router {
       const account = await accountParam(req, res);
       if (!account) return;
       const policy = healthPolicy();
-      const [[one], copies, failures, syncs, events, deliveries] = await Promise.all([
+      const [[one], copies, failures, syncs, events, deliveries, removalHold] = await Promise.all([
         loadAccountHealth(db, policy, { accountId: account.id }),
         accountCopyTotals(db, account.id),
         listCopyFailures(db, account.id),
         listSyncRuns(db, account.id),
         listAccountEvents(db, account.id),
         listAccountDeliveries(db, account.id),
+        getRemovalHold(db, account.id),
       ]);
       if (!one) {
         // Removed between the two reads.
@@ -281,6 +283,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
             syncs,
             events,
             deliveries,
+            removalHold,
             now: policy.now,
           },
           layoutOf(req, res),
