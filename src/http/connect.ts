@@ -6,6 +6,7 @@ import {
   checkInvitation,
   hashInvitation,
   releaseInvitation,
+  stateOfHash,
   takeInvitation,
   type InvitationState,
 } from '../store/invitations.ts';
@@ -78,14 +79,28 @@ const INVITATION_TEXT: Record<Exclude<InvitationState, 'ok'>, string> = {
 export function connectRoutes(deps: ConnectRoutesDeps): Router {
   const router = Router();
   const throttle = deps.throttle ?? new ConnectThrottle({ prefix: 'local' });
-  const send = (res: Response, status: number, title: string, lines: string[], retry = false) =>
+  const base = deps.publicUrl.replace(/\/+$/, '');
+  const send = (res: Response, status: number, title: string, lines: string[], retryUrl?: string) =>
     res
       .status(status)
       .set('Cache-Control', 'no-store')
       .type('html')
-      .send(
-        page(title, lines, retry && deps.open ? { retryUrl: `${deps.publicUrl.replace(/\/+$/, '')}/connect` } : {}),
-      );
+      .send(page(title, lines, retryUrl ? { retryUrl } : {}));
+
+  /**
+   * Where "Connect again" leads after a login that did not connect: the same door the login came
+   * through. An invitation is never used up by a declined or failed login, but only its hash is
+   * stored, so its link cannot be rebuilt: a fresh single-use login state bound to the same
+   * invitation leads straight back to the platform's login (and the invitation is still taken
+   * only by a login that connects). The operator's own login goes back through the dashboard
+   * (behind its session); with CONNECT_OPEN, /connect. No link for a spent or expired invitation.
+   */
+  async function retryUrlFor(invitationHash: string | null): Promise<string | undefined> {
+    if (deps.open) return `${base}/connect`;
+    if (!invitationHash) return `${base}/dashboard/connect`;
+    if ((await stateOfHash(deps.db, invitationHash, deps.clock.now())) !== 'ok') return undefined;
+    return startLogin(deps, { invitationHash });
+  }
 
   router.get('/connect', async (req: Request, res: Response, next) => {
     try {
@@ -133,7 +148,8 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
   async function callback(req: Request, res: Response): Promise<void> {
     const q = req.query as Record<string, unknown>;
     const str = (k: string) => (typeof q[k] === 'string' ? (q[k] as string) : undefined);
-    const fail = (status: number, title: string, ...lines: string[]) => void send(res, status, title, lines, true);
+    const fail = (status: number, title: string, ...lines: string[]) => void send(res, status, title, lines);
+
     const again = deps.open
       ? 'Start again from the connect link.'
       : 'Open your invitation link again, or ask the operator for a new one.';
@@ -156,11 +172,13 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
       }[taken.result];
       return fail(400, 'Login link not valid', why, again);
     }
+    const failWithRetry = async (status: number, title: string, ...lines: string[]) =>
+      void send(res, status, title, lines, await retryUrlFor(taken.invitationHash));
     const error = str('error');
     if (error) {
       // Fixed texts only: error_description is the platform's (or an attacker's) free text.
       const declined = str('error_reason') === 'user_denied' || error === 'access_denied';
-      return fail(
+      return failWithRetry(
         403,
         'Account not connected',
         declined
@@ -199,32 +217,32 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
         );
       deps.logger.warn({ err }, 'connect failed');
       if (err instanceof PersonalAccountError)
-        return fail(
+        return failWithRetry(
           400,
           'Account not connected',
           'This is a personal account. Only professional accounts (Business or Creator) can be connected: switch the account type in the app, then connect again.',
         );
       if (err instanceof MissingScopeError)
-        return fail(
+        return failWithRetry(
           400,
           'Account not connected',
           `The login did not grant the ${SCOPE} permission. Connect again and leave it ticked on the approval screen.`,
         );
       if (err instanceof InsufficientDeveloperRoleError)
-        return fail(
+        return failWithRetry(
           400,
           'Account not connected',
           'The app is in development mode and this account has not accepted its tester role. Accept it in the app (settings, "Apps and websites"), then connect again.',
         );
       if (err instanceof PlatformError && (err.code === 100 || err.status === 400)) {
-        return fail(
+        return failWithRetry(
           400,
           'Login expired',
           'The login code was already used or has expired (codes live one hour and work once).',
           again,
         );
       }
-      return fail(
+      return failWithRetry(
         502,
         'Account not connected',
         'The platform could not be reached or answered unexpectedly. Try again in a few minutes.',

@@ -39,7 +39,7 @@ export async function checkInvitation(db: Db, token: string, now: Date): Promise
   return stateOfHash(db, hashInvitation(token), now);
 }
 
-async function stateOfHash(db: Db, hash: string, now: Date): Promise<InvitationState> {
+export async function stateOfHash(db: Db, hash: string, now: Date): Promise<InvitationState> {
   const { rows } = await db.query<{ expires_at: Date; used_at: Date | null }>(
     'SELECT expires_at, used_at FROM invitations WHERE token_hash = $1',
     [hash],

@@ -175,6 +175,36 @@ describe('connecting by invitation', () => {
     expect(ok.status, ok.text).toBe(200);
   });
 
+  it('a declined login offers "Connect again": a fresh login bound to the same invitation, which is used only when it connects', async () => {
+    const owner = sim.createAccount({ username: 'changed.mind', posts: 1 });
+    sim.autoApprove = owner.id;
+    const inv = await createInvitation(s.ctx.db, s.ctx.clock.now(), 86_400_000, 'cli');
+    const start = await fetch(`${s.url}/connect?invite=${inv.token}`, {
+      redirect: 'manual',
+      headers: { 'x-forwarded-for': '198.51.100.65' },
+    });
+    const state = new URL(start.headers.get('location')!).searchParams.get('state')!;
+    const declined = await fetchText(
+      `${s.url}/callback?state=${encodeURIComponent(state)}&error=access_denied&error_reason=user_denied`,
+    );
+    expect(declined.res.status).toBe(403);
+    expect(declined.text).toContain('The login was cancelled or the permission was declined.');
+    const href = /<a href="([^"]+)">Connect again<\/a>/.exec(declined.text)?.[1]?.replace(/&amp;/g, '&');
+    expect(href, declined.text).toBeDefined();
+    // Straight back to the platform's login, with a new state (the old one is spent).
+    const retry = new URL(href!);
+    expect(`${retry.origin}${retry.pathname}`).toBe(sim.authorizeUrl);
+    expect(retry.searchParams.get('state')).not.toBe(state);
+    const toCallback = await fetch(href!, { redirect: 'manual' });
+    const done = await fetchText(toCallback.headers.get('location')!, {
+      headers: { 'x-forwarded-for': '198.51.100.65' },
+    });
+    expect(done.res.status, done.text).toBe(200);
+    expect(done.text).toContain('@changed.mind is connected');
+    // The invitation worked once: its own link is now spent.
+    expect((await connectWith(`${s.url}/connect?invite=${inv.token}`)).status).toBe(403);
+  });
+
   it('starting a login is rate-limited per client address (10 a minute), other clients unaffected', async () => {
     const inv = await createInvitation(s.ctx.db, s.ctx.clock.now(), 86_400_000, 'cli');
     const link = `${s.url}/connect?invite=${inv.token}`;
