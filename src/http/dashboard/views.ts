@@ -77,9 +77,9 @@ function syncCell(a: AccountOverview): string {
 
 function feedCell(a: AccountOverview, csrf: string): string {
   const preview = `<a href="/dashboard/accounts/${encodeURIComponent(a.id)}/preview">preview</a>`;
-  if (!a.feed) return `<span class="muted">not published</span><br>${preview}`;
-  const demo = a.feed.demo ? ' <span class="badge demo">demo</span>' : '';
   const held = a.removalHold ? `<br>${removalHoldNotice(a.id, a.removalHold, csrf)}` : '';
+  if (!a.feed) return `<span class="muted">not published</span><br>${preview}${held}`;
+  const demo = a.feed.demo ? ' <span class="badge demo">demo</span>' : '';
   return `${a.feed.postCount} posts${demo}<br><small>${when(a.feed.publishedAt)}</small><br>${preview}${held}`;
 }
 
