@@ -71,10 +71,11 @@ describe('commands and the settings the workers run with', () => {
     await worker('w1', ['webp']);
     const r = await run({ MEDIA_VARIANT_FORMATS: 'webp,avif' });
     expect(r.code).toBe(1);
-    expect(r.out).toBe('');
-    expect(r.err).toBe(
-      "media rebuild: the running workers re-encode with MEDIA_VARIANT_FORMATS=webp, not MEDIA_VARIANT_FORMATS=webp,avif as set here: set it in the workers' environment and restart them, then run media rebuild again\n",
-    );
+    const line =
+      "media rebuild: the running workers re-encode with MEDIA_VARIANT_FORMATS=webp, not MEDIA_VARIANT_FORMATS=webp,avif as set here: set it in the workers' environment and restart them, then run media rebuild again";
+    expect(r.err).toBe(`${line}\n`);
+    // --json: the same error as one JSON object on stdout.
+    expect(JSON.parse(r.out)).toEqual({ error: { kind: 'failed', message: line } });
   });
 
   it('uses the workers settings when this environment sets none, and the job carries them', async () => {
