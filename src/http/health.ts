@@ -37,6 +37,11 @@ export interface HealthDeps {
   /** Bound on each dependency check (default 2000 ms). */
   timeoutMs?: number;
   /**
+   * Bound on the storage probe of each prefix (a write, a read and a delete; default 5000 ms):
+   * its own, since it does three requests where the others do one, and it runs once a minute.
+   */
+  storageTimeoutMs?: number;
+  /**
    * Who may read /metrics (account ids, days of validity left): 'open' (serve listens on loopback
    * only, nothing in front), a bearer token (METRICS_TOKEN), or 'off' (neither: not served).
    */
@@ -156,7 +161,9 @@ export async function readiness(deps: HealthDeps, cache: StorageProbeCache = {})
         // At most one probe a minute whoever asks how often (R-NET-5); one at a time.
         const now = (deps.clock ?? systemClock).now().getTime();
         if (cache.result && cache.at !== undefined && now - cache.at < STORAGE_PROBE_EVERY_MS) return cache.result;
-        cache.inFlight ??= probeStorage(storage, timeoutMs, deps.logger).finally(() => (cache.inFlight = undefined));
+        cache.inFlight ??= probeStorage(storage, deps.storageTimeoutMs ?? 5_000, deps.logger).finally(
+          () => (cache.inFlight = undefined),
+        );
         const result = await cache.inFlight;
         cache.result = result;
         cache.at = now;
