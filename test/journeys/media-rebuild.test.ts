@@ -59,6 +59,7 @@ describe('journey: media rebuild to WebP + AVIF', () => {
       const key = u.slice(u.indexOf('media/'));
       expect((await stage.fetchPublic(key)).status, key).toBe(200);
     }
-    expect(worker.output()).toMatch(/"msg":"media rebuilt"/);
+    // The worker logs the rebuild once the feed is written.
+    await stage.until(() => /"msg":"media rebuilt"/.test(worker.output()), 'the worker to log the rebuild', 30_000);
   }, 180_000);
 });
