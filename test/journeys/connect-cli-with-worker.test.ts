@@ -54,7 +54,11 @@ describe('journey: connect from the CLI while a worker runs', () => {
     expect(log).not.toMatch(/account not found/);
     expect(log).not.toMatch(/no token stored/);
     const list = await stage.cli(['accounts', 'list', '--json']);
-    const rows = JSON.parse(list.stdout) as Array<{ id: string; lastSync: string }>;
-    for (const acc of accounts) expect(rows.find((r) => r.id === acc.id)?.lastSync).toBe('ok');
+    const rows = JSON.parse(list.stdout) as Array<{ id: string; lastSync: string; health: { verdict: string } }>;
+    for (const acc of accounts) {
+      const row = rows.find((r) => r.id === acc.id);
+      expect(row?.lastSync).toBe('complete');
+      expect(row?.health.verdict, JSON.stringify(row?.health)).toBe('ok');
+    }
   }, 120_000);
 });

@@ -31,11 +31,9 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
     if (!opts.wait) {
       // Recorded in PostgreSQL, then queued: a Redis restart cannot lose it (jobs/sync-requests.ts).
       const { requestSync } = await import('../../../jobs/sync-requests.ts');
-      const job = await requestSync(
-        { db: await ctx.migratedDb(), queues: await ctx.readyQueues(), clock: ctx.clock },
-        id,
-        'cli',
-      );
+      // Redis first: with it down the command says so in one line and touches nothing else.
+      const queues = await ctx.readyQueues();
+      const job = await requestSync({ db: await ctx.migratedDb(), queues, clock: ctx.clock }, id, 'cli');
       if (opts.json) printJson(io, { accountId: id, queued: true, jobId: job.id ?? null });
       else io.stdout.write(`sync of ${id} queued (job ${job.id}); a running \`feedmirror worker\` picks it up\n`);
       return EXIT.ok;
