@@ -8,7 +8,7 @@ import type { ObjectStorage } from './types.ts';
 
 export type { ObjectStorage, PutOptions, StoredObject } from './types.ts';
 export { StorageError, StorageUnavailableError, InvalidKeyError } from './errors.ts';
-export { feedKey, mediaKey, mediaPrefix } from './keys.ts';
+export { feedKey, mediaKey, mediaPrefix, widgetDocumentKey, widgetFragmentKey } from './keys.ts';
 export { LocalStorage } from './local.ts';
 export { S3Storage } from './s3.ts';
 

@@ -5,6 +5,8 @@ import { ID_PATTERN } from '../util/ids.ts';
  * The storage layout, in one place:
  *   feeds/<accountId>.json                  the published feed
  *   media/<accountId>/<mediaId>/<name>       mirrored images and their manifests
+ *   widgets/<widgetId>.json                  a widget's document (its accounts' posts, merged)
+ *   widgets/<widgetId>.html                  the same widget as a static HTML fragment
  * Every part is checked against a strict pattern, so no id can traverse (`../`) or smuggle a
  * separator. The implementations check whole keys again (assertStorageKey) in case this module
  * is bypassed.
@@ -36,6 +38,16 @@ export function assertName(part: string, value: string): string {
 /** `feeds/<accountId>.json` */
 export function feedKey(accountId: string): string {
   return `feeds/${assertId('accountId', accountId)}.json`;
+}
+
+/** `widgets/<widgetId>.json`: the widget document. */
+export function widgetDocumentKey(widgetId: string): string {
+  return `widgets/${assertId('widgetId', widgetId)}.json`;
+}
+
+/** `widgets/<widgetId>.html`: the widget as a static HTML fragment. */
+export function widgetFragmentKey(widgetId: string): string {
+  return `widgets/${assertId('widgetId', widgetId)}.html`;
 }
 
 /** `media/<accountId>/` or `media/<accountId>/<mediaId>/` */

@@ -22,7 +22,8 @@ const LAYERS: Array<{ from: string; mayImport: string[] }> = [
   { from: 'src/webhooks/', mayImport: ['src/store/', 'src/util/'] },
   { from: 'src/metrics/', mayImport: ['src/platform/', 'src/util/'] },
   { from: 'src/demo/', mayImport: ['src/platform/', 'src/schema/', 'src/util/'] },
-  { from: 'src/widget/', mayImport: ['src/storage/', 'src/util/'] },
+  // The static markup renders the widget document: its contract only (zod and schema v1).
+  { from: 'src/widget/', mayImport: ['src/storage/', 'src/util/', 'src/schema/', 'src/widgets/document.ts'] },
   { from: 'src/simulator/', mayImport: ['src/platform/', 'src/util/'] },
   {
     from: 'src/accounts/',
@@ -43,6 +44,10 @@ const LAYERS: Array<{ from: string; mayImport: string[] }> = [
       'src/webhooks/',
       'src/util/',
     ],
+  },
+  {
+    from: 'src/widgets/',
+    mayImport: ['src/feeds/', 'src/schema/', 'src/storage/', 'src/store/', 'src/util/', 'src/widget/'],
   },
   {
     from: 'src/verify/',
