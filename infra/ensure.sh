@@ -70,6 +70,8 @@ for what in "$@"; do
       ensure_redis; ensure_postgres
       # The resilience tests restart a Redis of their own: they need the binary even when a server is reachable.
       command -v redis-server >/dev/null 2>&1 || apt_install redis-server
+      # The pooled-PostgreSQL test runs its own PgBouncer in transaction mode in front of PostgreSQL.
+      command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || apt_install pgbouncer
       ;;
     browser)
       if [ -x /usr/bin/chromium ]; then say "chromium: using /usr/bin/chromium"

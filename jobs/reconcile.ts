@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { Redis } from 'ioredis';
 import type { Queue } from 'bullmq';
 import { getAccount, listScheduledAccountIds } from '../src/store/accounts.ts';
-import { holdAdvisoryLock, type HeldLock } from '../src/store/locks.ts';
+import { holdLease, newHolderId, type HeldLease } from '../src/store/locks.ts';
 import type { Clock } from '../src/util/clock.ts';
 import type { Logger } from '../src/util/logger.ts';
 import { redactText } from '../src/util/redact.ts';
@@ -25,9 +25,11 @@ import type { Queues } from './queues.ts';
  * Redis is a cache of PostgreSQL: the schedules and the day's jobs are rebuilt from the accounts
  * table whenever they are lost (a FLUSHDB, a failover or a restart without persistence).
  *
- * One worker per cluster reconciles: the one holding the `feedmirror:reconcile` advisory lock on
- * a connection of its own (it dies with the process, so another worker takes over within one
- * interval). Every RECONCILE_INTERVAL_SECONDS, and right after Redis comes back, it compares
+ * One worker per cluster reconciles: the one holding the `feedmirror:reconcile` lease (a row in
+ * PostgreSQL with an expiry and a fencing token, src/store/locks.ts; it holds behind a
+ * transaction pooler, R-SCL-2). The leader renews it while it runs; it releases it when it stops,
+ * so another worker takes over at its next interval, and a killed leader's lease lapses after its
+ * time to live. Every RECONCILE_INTERVAL_SECONDS, and right after Redis comes back, it compares
  * every active account with its schedulers and today's daily jobs with the queue, repairs what
  * differs, logs each repair and counts it in feedmirror_schedule_repairs_total{kind}.
  */
@@ -49,6 +51,11 @@ export interface ReconcileDeps {
   clock: Clock;
   logger: Logger;
   repairs?: Pick<Counter<'kind'>, 'inc'>;
+  /**
+   * Asked before each repair: false stops the pass (the leader's lease lapsed or changed hands,
+   * so another worker may be repairing now).
+   */
+  leading?: () => boolean;
 }
 
 const ACCOUNT_SCHEDULER = /^(token-refresh|feed-sync):(.+)$/;
@@ -121,6 +128,7 @@ export async function compareSchedules(
 export async function reconcileOnce(deps: ReconcileDeps): Promise<Repair[]> {
   const repairs: Repair[] = [];
   for (const d of await compareSchedules(deps)) {
+    if (deps.leading && !deps.leading()) throw new Error('reconciler lost its lease; stopping this pass');
     if (d.kind === 'stray') {
       await d.queue.removeJobScheduler(d.id);
       repairs.push({ kind: 'scheduler_removed', id: d.id });
@@ -165,14 +173,23 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<Repair[]> {
   return repairs;
 }
 
+/** The lease's name: one leader per database, whatever REDIS_PREFIX the workers use. */
+export const RECONCILE_LEASE = 'feedmirror:reconcile';
+
 export interface ReconcilerOptions {
   intervalMs: number;
+  /**
+   * The lease's time to live: how long a killed leader holds the others back. Default: twice the
+   * interval, within 15 s to 60 s (it is renewed every third of it, independently of the interval).
+   */
+  leaseMs?: number;
   /** A client whose 'ready' after a reconnect means "Redis came back": reconcile at once. */
   redis?: Redis;
 }
 
 export class Reconciler {
-  private lock: HeldLock | null = null;
+  private lock: HeldLease | null = null;
+  private readonly holder = newHolderId();
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> = Promise.resolve();
   private stopped = false;
@@ -215,9 +232,18 @@ export class Reconciler {
         await this.lock.release();
         this.lock = null;
       }
-      this.lock ??= await holdAdvisoryLock(this.deps.db, 'feedmirror:reconcile');
+      const ttlMs = this.opts.leaseMs ?? Math.min(60_000, Math.max(15_000, 2 * this.opts.intervalMs));
+      this.lock ??= await holdLease(this.deps.db, RECONCILE_LEASE, { ttlMs, holder: this.holder });
       if (!this.lock) return undefined; // another worker leads
-      return await reconcileOnce(this.deps);
+      // Renewed right before the pass: a leader whose lease lapsed (a long pause) finds out here.
+      if (!(await this.lock.renew())) {
+        await this.lock.release();
+        this.lock = null;
+        return undefined;
+      }
+      const lock = this.lock;
+      this.deps.logger.debug({ fence: lock.fence }, 'reconciler: comparing the schedules');
+      return await reconcileOnce({ ...this.deps, leading: () => lock.held });
     } catch (err) {
       // Redis or Postgres down: the next tick (or Redis's return) tries again.
       this.deps.logger.warn(

@@ -11,8 +11,8 @@ import { DatabaseNewerError, MigrationChecksumError, MigrationError } from './er
 export const DEFAULT_MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
 
 /**
- * A fixed key for pg_advisory_lock: every feedmirror process migrating the same database queues
- * on it, so concurrent start-ups apply each migration exactly once. ("fmig" in ASCII.)
+ * A fixed key for pg_advisory_xact_lock: every feedmirror process migrating the same database
+ * queues on it, so concurrent start-ups apply each migration exactly once. ("fmig" in ASCII.)
  */
 export const MIGRATION_LOCK_KEY = 0x666d6967;
 
@@ -72,11 +72,17 @@ export async function readMigrations(dir: string = DEFAULT_MIGRATIONS_DIR): Prom
 }
 
 /**
- * Bring the database to the schema of this code. Safe to run from many processes at once (an
- * advisory lock held on one connection serialises them), idempotent, and each file runs in its
- * own transaction so a failing migration leaves the previous ones applied and itself absent.
+ * Bring the database to the schema of this code. Safe to run from many processes at once,
+ * idempotent, and a failing migration leaves the previous ones applied and itself absent.
  * Refuses a database that records a migration we do not know (it is newer than this code) or
  * whose applied file was edited afterwards.
+ *
+ * R-SCL-2: the whole run is one transaction that starts with a transaction-scoped advisory lock
+ * (pg_advisory_xact_lock): the lock is held exactly as long as the transaction, which a
+ * transaction pooler (PgBouncer in transaction mode) keeps on one server connection from BEGIN to
+ * COMMIT. A session-level lock would be taken on one server connection and released on another,
+ * excluding nothing. Each file runs under its own savepoint, so a failing one is rolled back alone
+ * and the ones before it are committed.
  */
 export async function migrate(
   pool: pg.Pool,
@@ -84,11 +90,13 @@ export async function migrate(
 ): Promise<{ applied: string[]; current: string }> {
   const files = await readMigrations(opts.dir);
   const client = await connect(pool);
-  let unlockFailed = false;
+  let broken = false;
   try {
-    // Session-level lock: it must be taken and released on this same connection.
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await client.query('BEGIN');
+    let failure: MigrationError | undefined;
+    const applied: string[] = [];
     try {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
       await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
         name       text PRIMARY KEY,
         checksum   text NOT NULL,
@@ -112,35 +120,39 @@ export async function migrate(
         await client.query('UPDATE schema_migrations SET checksum = $2 WHERE name = $1', [f.name, f.checksum]);
       }
 
-      const applied: string[] = [];
       for (const f of files) {
         if (appliedBefore.has(f.name)) continue;
-        await client.query('BEGIN');
+        await client.query('SAVEPOINT feedmirror_migration');
         try {
           await client.query(f.sql);
           await client.query('INSERT INTO schema_migrations (name, checksum) VALUES ($1, $2)', [f.name, f.checksum]);
-          await client.query('COMMIT');
+          await client.query('RELEASE SAVEPOINT feedmirror_migration');
         } catch (err) {
-          await client.query('ROLLBACK').catch(() => undefined);
           const e = translateDbError(err, pool);
-          if (e !== err) throw e;
-          throw new MigrationError(`migration ${f.name} failed: ${(err as Error).message}`, { cause: err });
+          if (e !== err) throw e; // the connection went: nothing to commit
+          await client.query('ROLLBACK TO SAVEPOINT feedmirror_migration');
+          failure = new MigrationError(`migration ${f.name} failed: ${(err as Error).message}`, { cause: err });
+          break;
         }
         applied.push(f.name);
-        opts.logger?.info({ migration: f.name }, 'migration applied');
       }
-      const current = files.at(-1)?.name ?? '';
-      if (applied.length === 0) opts.logger?.debug({ current }, 'database schema is current');
-      return { applied, current };
-    } finally {
-      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {
-        unlockFailed = true;
+      // The files before a failing one stay applied; the lock goes with the transaction.
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
       });
+      throw err;
     }
+    for (const name of applied) opts.logger?.info({ migration: name }, 'migration applied');
+    if (failure) throw failure;
+    const current = files.at(-1)?.name ?? '';
+    if (applied.length === 0) opts.logger?.debug({ current }, 'database schema is current');
+    return { applied, current };
   } catch (err) {
     throw translateDbError(err, pool);
   } finally {
-    // A connection that may still hold the lock must not go back to the pool.
-    client.release(unlockFailed);
+    // A connection whose transaction could not be ended must not go back to the pool.
+    client.release(broken);
   }
 }

@@ -102,7 +102,7 @@ describe('schedule reconciler', () => {
     expect(await reconcileOnce(deps())).toEqual([]);
   });
 
-  it('only one process in the cluster reconciles (the holder of the advisory lock); another takes over when it stops', async () => {
+  it('only one process in the cluster reconciles (the holder of the lease); another takes over when it stops', async () => {
     const a = new Reconciler(deps(), { intervalMs: 3_600_000 });
     const b = new Reconciler(deps(), { intervalMs: 3_600_000 });
     await queues.tokenRefresh.removeJobScheduler(refreshSchedulerId('2001'));
