@@ -1,4 +1,5 @@
-/*! feedmirror widget: renders a schema v1 feed on any page. Usage:
+/*! feedmirror widget: renders a widget configured on the dashboard, or a schema v1 feed. Usage:
+ *   <div data-feedmirror-widget="w_abcdefghij"></div>   (reads ../widgets/<id>.json beside this script)
  *   <div data-feedmirror-feed="https://bucket.example/feeds/123.json" data-layout="grid" data-limit="12"></div>
  *   <script defer src="https://bucket.example/widget/feedmirror-widget.js"></script>
  * Plain ES2017, no dependencies. It reads a public JSON file and holds no secret (R-TOK-11).
@@ -12,8 +13,7 @@
   var MAX_LIMIT = 100;
   var ALT_WORDS = 12;
   var ALT_MAX = 120;
-  // Keep in step with the CSS below: grid columns are minmax(160px, 1fr) with an 8 px gap; list
-  // images are 120 px wide.
+  // As in the CSS: feed grid columns minmax(160px, 1fr), 8 px gap; list images 120 px.
   var GRID_MIN = 160;
   var GRID_GAP = 8;
   var LIST_WIDTH = 120;
@@ -39,6 +39,50 @@
     '.fmw-domain,.fmw-date{display:block;margin:4px 0 0;font-size:12px;opacity:.7}',
     '.fmw-badge{position:absolute;top:6px;right:6px;padding:1px 6px;border-radius:4px;background:rgba(0,0,0,.65);color:#fff;font-size:11px;font-weight:600;pointer-events:none}',
     '.fmw-error{margin:0;opacity:.7}',
+    // Widgets: a site's --fm-* wins over the dashboard's --fmw-* (set on the root).
+    '.fmw-w{--_fg:var(--fm-fg,#1a1a1a);--_bg:var(--fm-bg,#fff);--_ac:var(--fm-accent,#1d4ed8);--_af:var(--fm-accent-fg,#fff);--_r:var(--fm-radius,var(--fmw-r,8px));--_g:var(--fm-gap,var(--fmw-g,8px));--_c:var(--fmw-cp,2);position:relative;color:var(--_fg);background:var(--_bg);padding:var(--_g);border-radius:var(--_r)}',
+    '.fmw--dark{--_fg:var(--fm-fg,#f2f2f2);--_bg:var(--fm-bg,#141414)}',
+    '@media (prefers-color-scheme:dark){.fmw--auto{--_fg:var(--fm-fg,#f2f2f2);--_bg:var(--fm-bg,#141414)}}',
+    '@media (min-width:600px){.fmw-w{--_c:var(--fmw-ct,3)}}',
+    '@media (min-width:1024px){.fmw-w{--_c:var(--fmw-cd,4)}}',
+    '.fmw-w .fmw-list{gap:var(--_g)}',
+    '.fmw-w.fmw--grid .fmw-list{grid-template-columns:repeat(var(--_c),minmax(0,1fr))}',
+    '.fmw--carousel .fmw-list{display:grid;grid-auto-flow:column;grid-auto-columns:calc((100% - (var(--_c) - 1) * var(--_g)) / var(--_c));overflow-x:auto;scroll-snap-type:x mandatory;overscroll-behavior-x:contain}',
+    '.fmw--carousel .fmw-item{scroll-snap-align:start}',
+    '.fmw--masonry .fmw-list{display:block;columns:var(--_c);column-gap:var(--_g)}',
+    '.fmw--masonry .fmw-item{break-inside:avoid;margin-bottom:var(--_g)}',
+    '.fmw-w .fmw-link{border-radius:var(--_r);background:rgba(128,128,128,.14);position:relative}',
+    '.fmw-w.fmw--grid .fmw-img,.fmw--carousel .fmw-img{aspect-ratio:1/1;object-fit:cover}',
+    '.fmw-w.fmw--grid .fmw-card .fmw-link,.fmw--carousel .fmw-card .fmw-link{aspect-ratio:1/1}',
+    '.fmw-w .fmw-visual .fmw-body{display:block}',
+    '.fmw-w:not(.fmw--list) .fmw-text{-webkit-line-clamp:3}',
+    '.fmw-cap-hover:not(.fmw--list) .fmw-visual .fmw-body{position:absolute;left:0;right:0;bottom:0;background:rgba(0,0,0,.75);color:#fff;opacity:0;transition:opacity .15s}',
+    '.fmw-cap-hover .fmw-visual:hover .fmw-body,.fmw-cap-hover .fmw-visual:focus-within .fmw-body{opacity:1}',
+    '.fmw-w .fmw-date{opacity:.8}',
+    '.fmw-head{display:flex;flex-wrap:wrap;gap:var(--_g);margin-bottom:var(--_g)}',
+    '.fmw-acct{display:flex;align-items:center;gap:8px;flex:1 1 auto}',
+    '.fmw-avatar{width:40px;height:40px;border-radius:50%;object-fit:cover;background:rgba(128,128,128,.2)}',
+    '.fmw-user{color:inherit;font-weight:600;text-decoration:none;margin-right:auto}',
+    '.fmw-follow,.fmw-more,.fmw-arr,.fmw-box button{border:0;border-radius:var(--_r);background:var(--_ac);color:var(--_af);font:inherit;font-weight:600;text-decoration:none;cursor:pointer;text-align:center}',
+    '.fmw-follow{padding:6px 14px}',
+    '.fmw-more{display:block;width:11em;height:2.75em;line-height:2.75em;padding:0;margin:var(--_g) auto 0}',
+    '.fmw-rail{position:relative}',
+    '.fmw-arr{position:absolute;top:50%;width:36px;height:36px;margin-top:-18px;padding:0;border-radius:50%;font-size:22px;line-height:36px}',
+    '.fmw-prev{left:4px}.fmw-next{right:4px}',
+    '.fmw-w a:focus-visible,.fmw-w button:focus-visible{outline:3px solid var(--_ac);outline-offset:2px}',
+    '.fmw-box{width:min(94vw,760px);max-height:94vh;padding:16px;border:0;border-radius:var(--_r);color:var(--_fg);background:var(--_bg)}',
+    '.fmw-box::backdrop{background:rgba(0,0,0,.75)}',
+    '.fmw-stage{position:relative;display:flex;align-items:center;justify-content:center;height:min(66vh,620px);margin-top:40px}',
+    '.fmw-stage img,.fmw-stage video{display:block;max-width:100%;max-height:100%;width:auto;height:auto}',
+    '.fmw-stage>a{display:flex;align-items:center;justify-content:center;width:100%;height:100%;color:inherit}',
+    '.fmw-play{position:absolute;top:50%;left:50%;margin:-28px 0 0 -28px;width:56px;height:56px;border-radius:50%;background:rgba(0,0,0,.7);color:#fff;font-size:24px;line-height:56px;text-align:center;pointer-events:none}',
+    '.fmw-box .fmw-x{position:absolute;top:8px;right:8px;width:36px;height:36px;font-size:22px;padding:0}',
+    '.fmw-nav{display:flex;align-items:center;justify-content:center;gap:12px;margin:8px 0}',
+    '.fmw-nav button{width:36px;height:36px;padding:0;font-size:22px}',
+    '.fmw-nav [aria-disabled=true]{opacity:.45;cursor:default}',
+    '.fmw-full{white-space:pre-line;overflow-wrap:anywhere}',
+    '.fmw-info a{color:inherit}',
+    '.fmw-sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}',
   ].join('\n');
 
   /** Absolute http(s) only: a feed cannot smuggle javascript: links. */
@@ -80,10 +124,7 @@
     return typeof n === 'number' && isFinite(n) && n > 0 ? Math.round(n) : null;
   }
 
-  /**
-   * width/height so the page reserves the box before the image loads: the cover's own size when
-   * the feed lists it (the largest entry of thumbnailSizes is the original), else media[0]'s.
-   */
+  /** width/height, so the box is reserved before the image loads: the largest size, else media[0]'s. */
   function imageSize(post, sizes) {
     var top = sizes && sizes.length ? sizes[sizes.length - 1] : null;
     if (top) return { width: top.width, height: top.height };
@@ -96,10 +137,7 @@
     return null;
   }
 
-  /**
-   * The usable entries of an image's `sizes` extension (feedmirror; absent on a plain v1 feed):
-   * http(s) URLs with whole positive widths, smallest first.
-   */
+  /** The usable entries of an image's `sizes` extension, smallest first. */
   function imageSizes(list) {
     if (!Array.isArray(list)) return [];
     var out = [];
@@ -116,17 +154,12 @@
     });
   }
 
-  /**
-   * `srcset` for one format: its own entries plus every other entry the browser can always show
-   * (JPEG, PNG, WebP), so the ladder keeps its top (the original). A candidate whose width is
-   * already listed is skipped. Empty string when fewer than two candidates (src is enough).
-   */
+  /** `srcset` for one format, plus the JPEG/PNG/WebP entries of other widths; '' under two candidates. */
   function srcsetFor(sizes, mime) {
     var byWidth = {};
     for (var i = 0; i < sizes.length; i++) {
       var s = sizes[i];
       if (s.mime !== mime && !/^image\/(jpeg|png|webp)$/.test(s.mime)) continue;
-      // One candidate per width; this format's own one wins.
       if (!byWidth[s.width] || s.mime === mime) byWidth[s.width] = s;
     }
     var widths = Object.keys(byWidth)
@@ -135,7 +168,6 @@
         return a - b;
       });
     if (widths.length < 2) return '';
-    // Spaces and commas would split a srcset entry: percent-encode them.
     return widths
       .map(function (w) {
         return byWidth[w].url.replace(/ /g, '%20').replace(/,/g, '%2C') + ' ' + w + 'w';
@@ -143,7 +175,7 @@
       .join(', ');
   }
 
-  /** Formats offered besides the ones every browser shows (AVIF): each becomes a <source>. */
+  /** Formats not every browser shows (AVIF): a <source> each. */
   function extraFormats(sizes) {
     var out = [];
     for (var i = 0; i < sizes.length; i++) {
@@ -153,18 +185,13 @@
     return out;
   }
 
-  /** The srcset of the widely shown formats: WebP where the feed has it, else the original's. */
+  /** WebP where the feed has it, else the original's format. */
   function baseFormat(sizes) {
     for (var i = 0; i < sizes.length; i++) if (sizes[i].mime === 'image/webp') return 'image/webp';
     return sizes.length ? sizes[sizes.length - 1].mime : 'image/jpeg';
   }
 
-  /**
-   * The CSS width an image fills, for `sizes`: a grid column computed from the widget's own width
-   * (the columns are auto-fill, so no media query could say it), or the list's fixed width. Grid
-   * tiles crop to a square (object-fit: cover), so a landscape image fills the square's height
-   * and needs its aspect ratio times the column's width.
-   */
+  /** The CSS width a feed image fills (a square crop of a landscape image needs aspect x column). */
   function slotWidth(layout, containerWidth, aspect) {
     if (layout === 'list') return LIST_WIDTH;
     if (!(containerWidth > 0)) return null;
@@ -173,13 +200,12 @@
     return Math.ceil(col * Math.max(1, aspect || 1));
   }
 
-  /** `sizes` for an image: its slot in px, or a guess by viewport while the widget has no width yet. */
   function sizesAttr(layout, containerWidth, aspect) {
     var w = slotWidth(layout, containerWidth, aspect);
     return w ? w + 'px' : '(max-width: 480px) 50vw, 200px';
   }
 
-  /** A `placeholder` extension: its colour when it is a #rrggbb, its ThumbHash bytes when base64. */
+  /** A `placeholder` extension: #rrggbb colour and ThumbHash bytes. */
   function placeholderOf(ph) {
     if (!ph || typeof ph !== 'object') return null;
     var color = typeof ph.color === 'string' && /^#[0-9a-fA-F]{6}$/.test(ph.color) ? ph.color : null;
@@ -197,11 +223,7 @@
     return color || hash ? { color: color, hash: hash } : null;
   }
 
-  /*
-   * thumbHashToRGBA from the thumbhash package by Evan Wallace (MIT License,
-   * https://github.com/evanw/thumbhash), written out in ES5 here: the widget is one
-   * dependency-free file with no build step. Turns the ~25-byte hash into a small RGBA image.
-   */
+  /*! thumbHashToRGBA of the thumbhash package by Evan Wallace (MIT, github.com/evanw/thumbhash), in ES5. */
   function thumbHashToRGBA(hash) {
     var PI = Math.PI,
       min = Math.min,
@@ -288,7 +310,6 @@
     return lx / ly;
   }
 
-  /** The ThumbHash as a data: URL (through a canvas), or null where there is no canvas. */
   function thumbHashDataUrl(hash) {
     try {
       var img = thumbHashToRGBA(hash);
@@ -306,18 +327,13 @@
     }
   }
 
-  /**
-   * Paint the placeholder behind the image until it has loaded (or failed): the colour at once,
-   * the ThumbHash over it. Set through the CSSOM (element.style), which a page's CSP allows where
-   * a style attribute would not be.
-   */
+  /** The placeholder behind the image until it loads, through the CSSOM (a page's CSP allows it). */
   function paintPlaceholder(img, ph) {
     if (!ph) return;
     if (ph.color) img.style.backgroundColor = ph.color;
     var url = ph.hash ? thumbHashDataUrl(ph.hash) : null;
     if (url) img.style.backgroundImage = 'url("' + url + '")';
     var clear = function () {
-      // A transparent image must not keep showing the placeholder through it.
       img.style.backgroundColor = '';
       img.style.backgroundImage = '';
       img.removeEventListener('load', clear);
@@ -327,52 +343,75 @@
     img.addEventListener('error', clear);
   }
 
-  /**
-   * The visual of a post: an <img> with width/height (no layout shift), src (the original, what a
-   * browser without srcset shows), srcset/sizes from the `sizes` extension, a <picture> with a
-   * <source> per extra format (AVIF), and the placeholder. On a plain v1 feed: just the <img>.
-   */
-  function pictureFor(post, feed, opts) {
-    var img = el('img', 'fmw-img');
-    img.setAttribute('alt', altText(post, feed));
-    img.setAttribute('loading', 'lazy');
-    img.setAttribute('decoding', 'async');
-    var sizes = imageSizes(post.thumbnailSizes);
-    var size = imageSize(post, sizes);
-    if (size) {
-      img.setAttribute('width', String(size.width));
-      img.setAttribute('height', String(size.height));
-    }
+  /** An image as a tree: width/height, srcset/sizes, <picture> for AVIF, placeholder colour. */
+  function imgTree(url, list, size, alt, sizesFn, ph, cls, eager) {
+    var sizes = imageSizes(list);
+    size = (sizes.length && sizes[sizes.length - 1]) || size;
     var aspect = size ? size.width / size.height : 1;
-    var sizesValue = sizesAttr(opts.layout, opts.width, aspect);
-    var node = img;
-    var extras = extraFormats(sizes);
-    if (extras.length) {
-      node = el('picture', 'fmw-picture');
-      for (var i = 0; i < extras.length; i++) {
-        var set = srcsetFor(sizes, extras[i]);
-        if (!set) continue;
-        var source = document.createElement('source');
-        source.setAttribute('type', extras[i]);
-        source.setAttribute('srcset', set);
-        source.setAttribute('sizes', sizesValue);
-        node.appendChild(source);
-      }
-      node.appendChild(img);
-    }
+    var sizesValue = sizesFn(aspect);
     var srcset = srcsetFor(sizes, baseFormat(sizes));
-    if (srcset) {
-      img.setAttribute('srcset', srcset);
-      img.setAttribute('sizes', sizesValue);
+    var img = h('img', {
+      class: cls,
+      alt: alt,
+      loading: eager ? null : 'lazy',
+      decoding: 'async',
+      width: size && size.width,
+      height: size && size.height,
+      srcset: srcset || null,
+      sizes: srcset ? sizesValue : null,
+      'data-fmw-aspect': aspect,
+      style: ph && ph.color ? { 'background-color': ph.color } : null,
+      // src last: srcset and sizes are known when the fetch starts.
+      src: url,
+    });
+    var sources = [];
+    var extras = extraFormats(sizes);
+    for (var i = 0; i < extras.length; i++) {
+      var set = srcsetFor(sizes, extras[i]);
+      if (set) sources.push(h('source', { type: extras[i], srcset: set, sizes: sizesValue }));
     }
-    img.setAttribute('data-fmw-aspect', String(aspect));
-    paintPlaceholder(img, placeholderOf(post.thumbnailPlaceholder));
-    // src last: with srcset and sizes already set, the browser fetches the right candidate only.
-    img.setAttribute('src', post.thumbnailUrl);
+    return extras.length ? h('picture', { class: 'fmw-picture' }, sources.concat([img])) : img;
+  }
+
+  function pictureFor(post, feed, opts) {
+    var ph = placeholderOf(post.thumbnailPlaceholder);
+    var node = toDom(
+      imgTree(
+        post.thumbnailUrl,
+        post.thumbnailSizes,
+        imageSize(post, []),
+        altText(post, feed),
+        function (aspect) {
+          return sizesAttr(opts.layout, opts.width, aspect);
+        },
+        ph,
+        'fmw-img',
+      ),
+    );
+    paintPlaceholder(node.tagName === 'IMG' ? node : node.querySelector('img'), ph);
     return node;
   }
 
-  /** When the widget's width changes, so does a grid column: `sizes` follows (the browser may then fetch a larger candidate). */
+  /** Markup node: [tag, attributes, children]; a string child is text, never HTML. */
+  function h(tag, attrs, kids) {
+    return [tag, attrs || {}, kids || []];
+  }
+
+  function toDom(n) {
+    if (typeof n === 'string') return document.createTextNode(n);
+    var e = document.createElement(n[0]);
+    var a = n[1];
+    for (var k in a) {
+      var v = a[k];
+      if (v === null || v === undefined || v === false) continue;
+      if (k === 'style') for (var p in v) e.style.setProperty(p, v[p]);
+      else e.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (var i = 0; i < n[2].length; i++) if (n[2][i]) e.appendChild(toDom(n[2][i]));
+    return e;
+  }
+
+  /** `sizes` follows the feed grid's width. */
   function followWidth(wrap, layout) {
     if (layout !== 'grid' || typeof root.ResizeObserver !== 'function') return;
     var last = wrap.clientWidth;
@@ -477,7 +516,6 @@
     var list = el('ul', 'fmw-list');
     wrap.appendChild(list);
     container.textContent = '';
-    // In the page before the posts are made, so its width is known for `sizes`.
     container.appendChild(wrap);
     var itemOpts = { layout: opts.layout, width: list.clientWidth };
     var posts = feed.posts.slice(0, opts.limit);
@@ -528,12 +566,548 @@
     var nodes = document.querySelectorAll('[data-feedmirror-feed]');
     var jobs = [];
     for (var i = 0; i < nodes.length; i++) jobs.push(mount(nodes[i]));
+    nodes = document.querySelectorAll('[data-feedmirror-widget]');
+    for (i = 0; i < nodes.length; i++) jobs.push(mountWidget(nodes[i]));
     return Promise.all(jobs);
+  }
+
+  /* Widgets: <div data-feedmirror-widget="ID">, configured on the dashboard. */
+
+  var LAYOUTS = ['grid', 'list', 'carousel', 'masonry'];
+  var MONTHS = 'Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec'.split(' ');
+  var BOX_SIZES = '(max-width: 808px) 94vw, 760px';
+  // Documents sit at ../widgets/ from the script.
+  var SCRIPT_SRC = typeof document !== 'undefined' && document.currentScript ? document.currentScript.src : '';
+  var counted = {};
+
+  /** The same on the server and in every browser (English, UTC). */
+  function shortDate(iso) {
+    var d = new Date(iso);
+    return isNaN(d.getTime()) ? '' : MONTHS[d.getUTCMonth()] + ' ' + d.getUTCDate() + ', ' + d.getUTCFullYear();
+  }
+
+  /** Caption without hashtags, first sentence, ~120 characters. */
+  function captionAlt(text) {
+    var t = String(text || '')
+      .replace(/(^|\s)#[^\s#]+/g, ' ')
+      .replace(/\s+/g, ' ')
+      .trim();
+    var m = /^.+?[.!?](?=\s|$)/.exec(t);
+    if (m) t = m[0];
+    if (t.length > ALT_MAX)
+      t =
+        t
+          .slice(0, ALT_MAX)
+          .replace(/\s+\S*$/, '')
+          .replace(/[\s,;:]+$/, '') + '\u2026';
+    return t;
+  }
+
+  function widgetAlt(post) {
+    var m = post.media && post.media[0];
+    if (m && typeof m.alt === 'string' && m.alt.trim()) return m.alt.trim();
+    var d = shortDate(post.publishedAt);
+    return captionAlt(post.text) || 'Post by @' + (post.username || 'unknown') + (d ? ' on ' + d : '');
+  }
+
+  /** R-SCH-10: format and type serve badges. */
+  function badgeOf(post) {
+    if (post.format === 'reel') return 'Reel';
+    if (post.type === 'carousel') return 'Carousel';
+    return post.type === 'video' ? 'Video' : '';
+  }
+
+  function layoutOf(doc) {
+    return LAYOUTS.indexOf(doc.layout) >= 0 ? doc.layout : 'grid';
+  }
+
+  function limitOf(o) {
+    var n = Math.floor(Number(o.limit));
+    return n >= 1 ? Math.min(n, 200) : DEFAULT_LIMIT;
+  }
+
+  function keyOf(p) {
+    return p.accountId + '/' + p.id;
+  }
+
+  function liKey(li) {
+    return li.getAttribute('data-account-id') + '/' + li.getAttribute('data-post-id');
+  }
+
+  /** `sizes` by viewport, until resize() knows the width. */
+  function mediaSizes(o, layout, aspect) {
+    if (layout === 'list') return LIST_WIDTH + 'px';
+    var c = o.columns || {};
+    var f = layout === 'masonry' ? 1 : Math.max(1, aspect);
+    var vw = function (n) {
+      return Math.ceil((100 * f) / (n > 0 ? n : 1)) + 'vw';
+    };
+    return (
+      '(max-width: 599px) ' +
+      vw(c.phone || 2) +
+      ', (max-width: 1023px) ' +
+      vw(c.tablet || 3) +
+      ', ' +
+      vw(c.desktop || 4)
+    );
+  }
+
+  function link(href, cls, kids, label) {
+    return h('a', { class: cls, href: href, target: '_blank', rel: 'noopener noreferrer', 'aria-label': label }, kids);
+  }
+
+  function tileTree(post, doc) {
+    var o = doc.options || {};
+    var layout = layoutOf(doc);
+    var kind = cardKind(post);
+    var href = kind === 'link' ? safeUrl(post.link.url) : safeUrl(post.url);
+    var kids = [];
+    if (kind === 'visual')
+      kids.push(
+        imgTree(
+          post.thumbnailUrl,
+          post.thumbnailSizes,
+          imageSize(post, []),
+          widgetAlt(post),
+          function (a) {
+            return mediaSizes(o, layout, a);
+          },
+          placeholderOf(post.thumbnailPlaceholder),
+          'fmw-img',
+        ),
+      );
+    var body = [];
+    var text = kind === 'link' ? post.link.title || post.text : post.text;
+    if (text && (kind !== 'visual' || o.captions !== 'hide')) body.push(h('p', { class: 'fmw-text' }, [String(text)]));
+    var d = o.date !== false && shortDate(post.publishedAt);
+    if (d) body.push(h('time', { class: 'fmw-date', datetime: new Date(post.publishedAt).toISOString() }, [d]));
+    if (body.length) kids.push(h('div', { class: 'fmw-body' }, body));
+    var badge = o.badges !== false && badgeOf(post);
+    return h(
+      'li',
+      {
+        class: 'fmw-item fmw-' + (kind === 'visual' ? 'visual' : 'card'),
+        'data-post-id': post.id,
+        'data-account-id': post.accountId,
+      },
+      [
+        href ? link(href, 'fmw-link', kids) : h('div', { class: 'fmw-link' }, kids),
+        badge && h('span', { class: 'fmw-badge' }, [badge]),
+      ],
+    );
+  }
+
+  /** The widget's markup: the server's fragment and the script's rendering alike. */
+  function widgetTree(doc) {
+    var o = doc.options || {};
+    var c = o.columns || {};
+    var layout = layoutOf(doc);
+    var accounts = Array.isArray(doc.accounts) ? doc.accounts : [];
+    var kids = [];
+    if (doc.demo === true) kids.push(h('p', { class: 'fmw-demo' }, ['Demo feed']));
+    if (o.header !== false && accounts.length)
+      kids.push(
+        h(
+          'div',
+          { class: 'fmw-head' },
+          accounts.map(function (a) {
+            var url = safeUrl(a.profileUrl);
+            var at = '@' + a.username;
+            return h('div', { class: 'fmw-acct' }, [
+              safeUrl(a.avatarUrl) &&
+                h('img', { class: 'fmw-avatar', src: a.avatarUrl, alt: '', width: 40, height: 40 }),
+              url ? link(url, 'fmw-user', [at]) : h('span', { class: 'fmw-user' }, [at]),
+              url && link(url, 'fmw-follow', ['Follow'], 'Follow ' + at),
+            ]);
+          }),
+        ),
+      );
+    var limit = limitOf(o);
+    var list = h(
+      'ul',
+      { class: 'fmw-list' },
+      doc.posts.slice(0, limit).map(function (p) {
+        return tileTree(p, doc);
+      }),
+    );
+    kids.push(layout === 'carousel' ? h('div', { class: 'fmw-rail' }, [list]) : list);
+    // Without script a link to the profile; enhance() swaps in "Load more" (same box).
+    var more = accounts[0] && safeUrl(accounts[0].profileUrl);
+    if (layout !== 'carousel' && doc.posts.length > limit && more) kids.push(link(more, 'fmw-more', ['More posts']));
+    var num = function (n, d) {
+      return n >= 0 ? n : d;
+    };
+    return h(
+      'div',
+      {
+        class:
+          'fmw fmw-w fmw--' +
+          layout +
+          ' fmw--' +
+          (o.theme === 'light' || o.theme === 'dark' ? o.theme : 'auto') +
+          ' fmw-cap-' +
+          (o.captions === 'show' || o.captions === 'hide' ? o.captions : 'hover'),
+        'data-fmw-widget': doc.id,
+        'data-stale': doc.staleSince ? doc.staleSince : null,
+        style: {
+          '--fmw-cp': String(num(c.phone, 2)),
+          '--fmw-ct': String(num(c.tablet, 3)),
+          '--fmw-cd': String(num(c.desktop, 4)),
+          '--fmw-r': num(o.radius, 8) + 'px',
+          '--fmw-g': num(o.gap, 8) + 'px',
+        },
+      },
+      kids,
+    );
+  }
+
+  function isWidgetDoc(d) {
+    return !!d && typeof d === 'object' && d.version === 1 && typeof d.id === 'string' && Array.isArray(d.posts);
+  }
+
+  function smooth() {
+    return root.matchMedia && root.matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth';
+  }
+
+  function resize(w) {
+    var width = w.list.clientWidth;
+    if (!width) return;
+    var cs = getComputedStyle(w.wrap);
+    var cols = parseInt(cs.getPropertyValue('--_c'), 10) || 1;
+    var gap = parseFloat(cs.getPropertyValue('--_g')) || 0;
+    var col = (width - gap * (cols - 1)) / cols;
+    var nodes = w.list.querySelectorAll('img[sizes], source[sizes]');
+    for (var i = 0; i < nodes.length; i++) {
+      var img = nodes[i].tagName === 'IMG' ? nodes[i] : nodes[i].parentNode.querySelector('img');
+      var aspect = Number(img && img.getAttribute('data-fmw-aspect')) || 1;
+      var px = w.layout === 'list' ? LIST_WIDTH : Math.ceil(w.layout === 'masonry' ? col : col * Math.max(1, aspect));
+      nodes[i].setAttribute('sizes', px + 'px');
+    }
+  }
+
+  function paintTiles(w, lis) {
+    for (var i = 0; i < lis.length; i++) {
+      var img = lis[i].querySelector('img.fmw-img');
+      var post = w.byKey[liKey(lis[i])];
+      if (!img) continue;
+      if (img.complete) img.style.backgroundColor = '';
+      else if (post) paintPlaceholder(img, placeholderOf(post.thumbnailPlaceholder));
+    }
+  }
+
+  function loadMore(w, btn) {
+    var have = {};
+    var lis = w.list.children;
+    for (var i = 0; i < lis.length; i++) have[liKey(lis[i])] = 1;
+    var rest = w.doc.posts.filter(function (p) {
+      return !have[keyOf(p)];
+    });
+    var added = rest.slice(0, limitOf(w.doc.options || {})).map(function (p) {
+      return w.list.appendChild(toDom(tileTree(p, w.doc)));
+    });
+    paintTiles(w, added);
+    resize(w);
+    if (rest.length <= added.length) btn.parentNode.removeChild(btn);
+    if (added[0]) added[0].querySelector('.fmw-link').focus();
+  }
+
+  function slidesOf(post) {
+    var m =
+      post.type === 'carousel' && Array.isArray(post.media)
+        ? post.media.filter(function (x) {
+            return x && safeUrl(x.url);
+          })
+        : [];
+    return m.length ? m : [null];
+  }
+
+  /** Only a copy on the document's host plays (never the platform's CDN). */
+  function playable(w, m) {
+    try {
+      return !!m && /^video\//.test(m.mime) && new URL(m.url).host === w.host ? m.url : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  function stageTree(w, post, slide, i) {
+    var video = slide
+      ? /^video\//.test(slide.mime)
+        ? slide
+        : null
+      : post.type === 'video'
+        ? (post.media || []).filter(function (m) {
+            return m && /^video\//.test(m.mime);
+          })[0] || {}
+        : null;
+    var cover = slide && !video ? slide.url : !slide || i === 0 ? post.thumbnailUrl : null;
+    var list = slide && !video ? slide.sizes : post.thumbnailSizes;
+    var size = slide && !video ? (positive(slide.width) && positive(slide.height) ? slide : null) : imageSize(post, []);
+    var img =
+      safeUrl(cover) &&
+      imgTree(
+        cover,
+        list,
+        size,
+        widgetAlt(post),
+        function () {
+          return BOX_SIZES;
+        },
+        null,
+        'fmw-big',
+        true,
+      );
+    if (!video) return img;
+    var src = playable(w, video);
+    if (src)
+      return h('video', {
+        src: src,
+        poster: safeUrl(post.thumbnailUrl),
+        controls: true,
+        playsinline: true,
+        preload: 'none',
+        width: size && size.width,
+        height: size && size.height,
+      });
+    return link(safeUrl(post.url), '', [
+      img,
+      h('span', { class: 'fmw-play', 'aria-hidden': 'true' }, ['\u25b6']),
+      h('span', { class: 'fmw-sr' }, ['Play on the original post']),
+    ]);
+  }
+
+  function drawBox(w) {
+    var lis = w.list.children;
+    var li = lis[w.at];
+    var post = w.byKey[liKey(li)];
+    var slides = slidesOf(post);
+    var d = w.box;
+    var at = '@' + post.username;
+    var acct = (w.doc.accounts || []).filter(function (a) {
+      return a.id === post.accountId;
+    })[0];
+    d.setAttribute('aria-label', 'Post by ' + at);
+    var stage = d.querySelector('.fmw-stage');
+    stage.textContent = '';
+    var visual = cardKind(post) === 'visual' && stageTree(w, post, slides[w.slide], w.slide);
+    if (visual) stage.appendChild(toDom(visual));
+    stage.hidden = !visual;
+    d.querySelector('.fmw-count').textContent = slides.length > 1 ? w.slide + 1 + ' / ' + slides.length : '';
+    d.querySelector('.fmw-prev').setAttribute('aria-disabled', String(!w.at && !w.slide));
+    d.querySelector('.fmw-next').setAttribute(
+      'aria-disabled',
+      String(w.at >= lis.length - 1 && w.slide >= slides.length - 1),
+    );
+    var info = d.querySelector('.fmw-info');
+    info.textContent = '';
+    var profile = acct && safeUrl(acct.profileUrl);
+    info.appendChild(
+      toDom(
+        h('div', {}, [
+          h('p', {}, [
+            profile ? link(profile, '', [at]) : at,
+            ' \u00b7 ',
+            h('time', { datetime: new Date(post.publishedAt).toISOString() }, [shortDate(post.publishedAt)]),
+          ]),
+          post.text && h('p', { class: 'fmw-full' }, [String(post.text)]),
+          safeUrl(post.url) && h('p', {}, [link(post.url, '', ['View the original post'])]),
+        ]),
+      ),
+    );
+  }
+
+  function step(w, dir) {
+    var lis = w.list.children;
+    var n = slidesOf(w.byKey[liKey(lis[w.at])]).length;
+    if (w.slide + dir >= 0 && w.slide + dir < n) w.slide += dir;
+    else if (w.at + dir >= 0 && w.at + dir < lis.length && w.byKey[liKey(lis[w.at + dir])]) {
+      w.at += dir;
+      w.slide = 0;
+    } else return;
+    drawBox(w);
+    // The redrawn part may have held the focus: keep it in the dialog.
+    if (!w.box.contains(document.activeElement)) w.box.querySelector(dir > 0 ? '.fmw-next' : '.fmw-prev').focus();
+  }
+
+  function openBox(w, li) {
+    var d = w.box;
+    if (!d) {
+      d = w.box = toDom(
+        h('dialog', { class: 'fmw-box' }, [
+          h('button', { class: 'fmw-x', type: 'button', 'aria-label': 'Close' }, ['\u00d7']),
+          h('div', { class: 'fmw-stage' }),
+          h('div', { class: 'fmw-nav' }, [
+            h('button', { class: 'fmw-prev', type: 'button', 'aria-label': 'Previous' }, ['\u2039']),
+            h('span', { class: 'fmw-count' }),
+            h('button', { class: 'fmw-next', type: 'button', 'aria-label': 'Next' }, ['\u203a']),
+          ]),
+          h('div', { class: 'fmw-info' }),
+        ]),
+      );
+      w.wrap.appendChild(d);
+      d.addEventListener('click', function (e) {
+        var t = e.target;
+        if (t === d || t.closest('.fmw-x')) d.close();
+        else if (t.closest('.fmw-prev')) step(w, -1);
+        else if (t.closest('.fmw-next')) step(w, 1);
+      });
+      d.addEventListener('keydown', function (e) {
+        if (e.target.tagName === 'VIDEO') return;
+        var dir = e.key === 'ArrowRight' ? 1 : e.key === 'ArrowLeft' ? -1 : 0;
+        if (dir) {
+          e.preventDefault();
+          step(w, dir);
+        }
+      });
+      d.addEventListener('close', function () {
+        var tile = w.list.children[w.at];
+        var a = tile && tile.querySelector('.fmw-link');
+        if (a) a.focus();
+      });
+    }
+    w.at = Array.prototype.indexOf.call(w.list.children, li);
+    w.slide = 0;
+    drawBox(w);
+    if (!d.open) d.showModal();
+  }
+
+  /** Behaviour for the markup, rendered here or by the server; no box changes size. */
+  function enhance(wrap, doc, url) {
+    var w = {
+      doc: doc,
+      wrap: wrap,
+      layout: layoutOf(doc),
+      list: wrap.querySelector('.fmw-list'),
+      byKey: {},
+      host: new URL(url).host,
+    };
+    doc.posts.forEach(function (p) {
+      w.byKey[keyOf(p)] = p;
+    });
+    paintTiles(w, w.list.children);
+    var more = wrap.querySelector('.fmw-more');
+    if (more) {
+      var btn = toDom(h('button', { class: 'fmw-more', type: 'button' }, ['Load more']));
+      more.parentNode.replaceChild(btn, more);
+      btn.addEventListener('click', function () {
+        loadMore(w, btn);
+      });
+    }
+    if (w.layout === 'carousel') {
+      [-1, 1].forEach(function (dir) {
+        var b = toDom(
+          h(
+            'button',
+            {
+              class: 'fmw-arr fmw-' + (dir < 0 ? 'prev' : 'next'),
+              type: 'button',
+              'aria-label': dir < 0 ? 'Previous posts' : 'Next posts',
+            },
+            [dir < 0 ? '\u2039' : '\u203a'],
+          ),
+        );
+        b.addEventListener('click', function () {
+          w.list.scrollBy({ left: dir * w.list.clientWidth, behavior: smooth() });
+        });
+        w.list.parentNode.appendChild(b);
+      });
+      w.list.addEventListener('keydown', function (e) {
+        var dir = e.key === 'ArrowRight' ? 1 : e.key === 'ArrowLeft' ? -1 : 0;
+        var li = dir && e.target.closest('.fmw-item');
+        var next = li && (dir > 0 ? li.nextElementSibling : li.previousElementSibling);
+        if (next) {
+          e.preventDefault();
+          next.querySelector('.fmw-link').focus();
+        }
+      });
+    }
+    w.list.addEventListener('click', function (e) {
+      var li = e.target.closest('.fmw-item');
+      var post = li && w.byKey[liKey(li)];
+      if (
+        !post ||
+        cardKind(post) === 'link' ||
+        e.button ||
+        e.metaKey ||
+        e.ctrlKey ||
+        e.shiftKey ||
+        e.altKey ||
+        typeof HTMLDialogElement !== 'function'
+      )
+        return;
+      e.preventDefault();
+      openBox(w, li);
+    });
+    resize(w);
+    if (typeof root.ResizeObserver === 'function')
+      new root.ResizeObserver(function () {
+        resize(w);
+      }).observe(w.list);
+    return w;
+  }
+
+  /** One view per widget per page load: no cookies, no referrer. */
+  function countView(doc) {
+    var url = safeUrl(doc.viewsUrl);
+    if (!url || counted[doc.id]) return;
+    counted[doc.id] = 1;
+    try {
+      fetch(url, {
+        method: 'POST',
+        mode: 'no-cors',
+        credentials: 'omit',
+        keepalive: true,
+        referrerPolicy: 'no-referrer',
+      }).catch(function () {});
+    } catch (e) {
+      /* views are best effort */
+    }
+  }
+
+  function docUrl(c) {
+    var src = c.getAttribute('data-src');
+    var id = c.getAttribute('data-feedmirror-widget');
+    if (!src && !/^[\w-]+$/.test(id || '')) return null;
+    var s = SCRIPT_SRC || (document.querySelector('script[src*="feedmirror-widget"]') || {}).src || location.href;
+    return new URL(src || '../widgets/' + id + '.json', src ? location.href : s).href;
+  }
+
+  function mountWidget(c) {
+    if (!c || c.getAttribute('data-feedmirror-state')) return Promise.resolve();
+    var url = docUrl(c);
+    c.setAttribute('data-feedmirror-state', 'loading');
+    injectStyle();
+    return fetch(url, { credentials: 'omit', headers: { Accept: 'application/json' } })
+      .then(function (res) {
+        if (!res.ok) throw new Error('widget document answered HTTP ' + res.status);
+        return res.json();
+      })
+      .then(function (doc) {
+        if (!isWidgetDoc(doc)) throw new Error('not a widget document');
+        var wrap = c.querySelector('.fmw-w');
+        if (!wrap || wrap.getAttribute('data-fmw-widget') !== doc.id) {
+          c.textContent = '';
+          wrap = c.appendChild(toDom(widgetTree(doc)));
+        }
+        enhance(wrap, doc, url);
+        countView(doc);
+        c.setAttribute('data-feedmirror-state', 'ready');
+      })
+      .catch(function (err) {
+        // A fragment stays: the last good posts rather than nothing.
+        if (!c.querySelector('.fmw-w')) showError(c);
+        c.setAttribute('data-feedmirror-state', 'error');
+        if (root.console) root.console.warn('feedmirror widget: ' + (err && err.message ? err.message : err));
+      });
   }
 
   root.FeedMirrorWidget = {
     mount: mount,
+    mountWidget: mountWidget,
     mountAll: mountAll,
+    // For src/widget/markup.ts (widgets/<id>.html).
+    css: CSS,
+    widgetTree: widgetTree,
     // Pure helpers, exposed for tests.
     helpers: {
       safeUrl: safeUrl,
@@ -548,6 +1122,11 @@
       slotWidth: slotWidth,
       placeholderOf: placeholderOf,
       thumbHashToRGBA: thumbHashToRGBA,
+      captionAlt: captionAlt,
+      widgetAlt: widgetAlt,
+      badgeOf: badgeOf,
+      shortDate: shortDate,
+      mediaSizes: mediaSizes,
     },
   };
 
