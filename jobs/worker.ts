@@ -6,6 +6,7 @@ import type { Clock } from '../src/util/clock.ts';
 import type { PlatformClient } from '../src/platform/client.ts';
 import type { TokenCipher } from '../src/store/crypto.ts';
 import type { Mailer } from '../src/alerts/mailer.ts';
+import type { Brand, EmailTemplates } from '../src/alerts/templates.ts';
 import { alertReauthRequired } from '../src/alerts/sweep.ts';
 import { listScheduledAccountIds } from '../src/store/accounts.ts';
 import {
@@ -83,6 +84,9 @@ export interface WorkerDeps {
   eventRetentionDays?: number;
   /** The daily verify (VERIFY_DAILY; default repair, 24 h orphan grace); needs the feed pipeline. */
   verify?: { mode: 'repair' | 'check' | 'off'; orphanGraceMs: number };
+  /** The email templates (EMAIL_TEMPLATES_DIR over the built-in ones) and BRAND_*; default: built-in, feedmirror's look. */
+  emailTemplates?: EmailTemplates;
+  brand?: Brand;
   /** Outgoing webhooks (needs queues.webhooks): delivery settings; the retry delays are for tests. */
   webhooks?: { allowPrivate: boolean; timeoutMs: number; retryDelaysMs?: readonly number[]; concurrency?: number };
 }
@@ -125,6 +129,8 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     logger: deps.logger,
     publicUrl: deps.publicUrl,
     events,
+    ...(deps.emailTemplates ? { emailTemplates: deps.emailTemplates } : {}),
+    ...(deps.brand ? { brand: deps.brand } : {}),
   };
   // Every account state change of this process, with its effects (R-TOK-10: stop the schedules
   // and tell the operator at once).

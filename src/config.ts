@@ -428,6 +428,67 @@ export const configSchema = z.object({
       example: '(openssl rand -hex 24)',
       readBy: ['serve'],
     }),
+  /** The name on the emails and the pages an account owner sees. */
+  BRAND_NAME: z
+    .string()
+    .trim()
+    .min(1)
+    .max(80, 'must be at most 80 characters')
+    .default('feedmirror')
+    .register(settings, {
+      description:
+        'the name the emails and the owner pages (connect result, reconnect, status) carry: your agency or product',
+      example: 'Northwind Studio',
+      readBy: ['worker', 'serve', 'cli'],
+    }),
+  /** A logo on the emails and owner pages, https only. */
+  BRAND_LOGO_URL: z
+    .string()
+    .url({ message: 'must be a URL (the logo image)' })
+    .refine(
+      (v) => v.startsWith('https://'),
+      'must be an https:// URL (mail clients and browsers block a logo over http)',
+    )
+    .optional()
+    .register(settings, {
+      description:
+        'an image (about 32 px high, PNG or SVG) shown instead of the name in the header of the emails and the owner pages; https only',
+      example: 'https://example.com/logo.png',
+      readBy: ['worker', 'serve', 'cli'],
+      type: '`https://` URL',
+    }),
+  /** Where owners can write with questions; shown on the emails and owner pages. */
+  BRAND_SUPPORT_EMAIL: emailAddress.optional().register(settings, {
+    description: 'the address owners can write to, shown at the foot of the emails and the owner pages',
+    example: 'help@example.com',
+    readBy: ['worker', 'serve', 'cli'],
+    type: 'email address',
+  }),
+  /** The colour of the buttons on the emails and owner pages. */
+  BRAND_ACCENT_COLOR: z
+    .string()
+    .regex(/^#[0-9a-fA-F]{6}$/, 'must be a colour written #rrggbb')
+    .optional()
+    .register(settings, {
+      description:
+        "the colour of the buttons and the header's rule on the emails and owner pages; the button text turns dark on a light colour",
+      example: '#0f766e',
+      readBy: ['worker', 'serve', 'cli'],
+      type: '`#rrggbb`',
+      default: '`#2563eb`',
+    }),
+  /** A folder of email templates laid over the built-in ones. */
+  EMAIL_TEMPLATES_DIR: z
+    .string()
+    .min(1)
+    .optional()
+    .register(settings, {
+      description:
+        'a folder whose files replace built-in email templates of the same name (`owner-expiry.html`, `layout.txt`, …; see [the emails](accounts.md#the-emails-and-their-templates)); files it lacks stay built in; a file feedmirror cannot use stops worker and serve at start-up with one line naming it',
+      example: '/etc/feedmirror/email-templates',
+      readBy: ['worker', 'serve', 'cli'],
+      type: 'folder',
+    }),
   PAGE_SIZE: posInt
     .max(500)
     .default(50)

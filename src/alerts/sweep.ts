@@ -7,7 +7,8 @@ import { AccountLifecycle, NO_SCHEDULES } from '../accounts/lifecycle.ts';
 import { forgetAlert, recordAlertOnce, type AlertKey } from '../store/alerts-sent.ts';
 import { getTokenInfo } from '../store/tokens.ts';
 import type { Mailer } from './mailer.ts';
-import { connectUrlFor, expiryEmail, reauthEmail, type Email } from './messages.ts';
+import { connectUrlFor } from './messages.ts';
+import { renderEmail, type Brand, type EmailTemplates, type RenderedEmail as Email } from './templates.ts';
 import { daysLeft, dueThreshold } from './thresholds.ts';
 import type { EventSink } from '../webhooks/events.ts';
 
@@ -30,6 +31,10 @@ export interface SweepDeps {
    * then is lost for good.
    */
   events: EventSink;
+  /** The email templates (EMAIL_TEMPLATES_DIR laid over the built-in ones); default: built-in. */
+  emailTemplates?: EmailTemplates;
+  /** BRAND_*: the look of every email; default: feedmirror's. */
+  brand?: Brand;
 }
 
 export interface SentAlert {
@@ -128,13 +133,19 @@ async function alertAccount(
     account.refreshFailures > 0
       ? `the last ${account.refreshFailures} refresh attempt${account.refreshFailures === 1 ? '' : 's'} failed${account.lastRefreshError ? ` (last error: ${account.lastRefreshError})` : ''}.`
       : undefined;
-  const email = expiryEmail({
-    account: { id: account.id, username: account.username },
-    expiresAt,
-    daysLeft: left,
-    ...(why ? { reason: why } : {}),
-    connectUrl: connectUrlFor(deps.publicUrl),
-  });
+  const email = renderEmail(
+    'operator-expiry',
+    {
+      username: account.username,
+      accountId: account.id,
+      expiresAt,
+      daysLeft: left,
+      reason: why,
+      dashboardUrl: connectUrlFor(deps.publicUrl),
+      brand: deps.brand,
+    },
+    deps.emailTemplates,
+  );
   const sent = await sendOnce(
     deps,
     { accountId: account.id, kind: 'expiry', thresholdDays: threshold, tokenExpiresAt: expiresAt },
@@ -171,12 +182,18 @@ async function sendReauth(
   expiresAt: Date,
   now: Date,
 ): Promise<SentAlert | null> {
-  const email = reauthEmail({
-    account: { id: account.id, username: account.username },
-    reason: account.statusReason ?? 'the token is no longer valid',
-    connectUrl: connectUrlFor(deps.publicUrl),
-    expiresAt,
-  });
+  const email = renderEmail(
+    'operator-reauth',
+    {
+      username: account.username,
+      accountId: account.id,
+      cause: account.statusReason ?? 'the token is no longer valid',
+      dashboardUrl: connectUrlFor(deps.publicUrl),
+      expiresAt,
+      brand: deps.brand,
+    },
+    deps.emailTemplates,
+  );
   const sent = await sendOnce(
     deps,
     { accountId: account.id, kind: 'reauth', thresholdDays: 0, tokenExpiresAt: expiresAt },

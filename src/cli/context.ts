@@ -9,6 +9,8 @@ import { createPool } from '../store/db.ts';
 import { migrate } from '../store/migrate.ts';
 import { TokenCipher } from '../store/crypto.ts';
 import { createMailer, type Mailer } from '../alerts/mailer.ts';
+import { loadEmailTemplates, type EmailTemplates } from '../alerts/templates.ts';
+import { brandFromSettings, type Brand } from '../util/brand.ts';
 import {
   createQueues,
   pingRedis,
@@ -43,6 +45,7 @@ export class AppContext {
   private _cipher?: TokenCipher;
   private _platform?: PlatformClient;
   private _mailer?: Mailer;
+  private _emailTemplates?: EmailTemplates;
   private _queues?: Queues;
   private _storage?: ObjectStorage;
   private _redisClient?: Redis;
@@ -223,6 +226,20 @@ export class AppContext {
     return this._events;
   }
 
+  /**
+   * The email templates: the built-in ones with EMAIL_TEMPLATES_DIR laid over them, checked once
+   * (an unusable file is an EmailTemplateError naming it; worker and serve meet it in preflight).
+   */
+  get emailTemplates(): EmailTemplates {
+    this._emailTemplates ??= loadEmailTemplates(this.config.EMAIL_TEMPLATES_DIR);
+    return this._emailTemplates;
+  }
+
+  /** BRAND_*: the look of the emails and the owner pages. */
+  get brand(): Brand {
+    return brandFromSettings(this.config);
+  }
+
   /** What sends alerts: the mailer and the webhook events, as the worker's daily sweep has them. */
   get alertDeps(): SweepDeps {
     return {
@@ -232,6 +249,8 @@ export class AppContext {
       logger: this.logger,
       publicUrl: this.config.PUBLIC_URL,
       events: this.events,
+      emailTemplates: this.emailTemplates,
+      brand: this.brand,
     };
   }
 

@@ -33,6 +33,16 @@ export async function preflight(env: NodeJS.ProcessEnv, role: Role): Promise<Pre
   if (role === 'worker' && config.SMTP_URL && !config.ALERT_EMAIL_TO) {
     problems.push('ALERT_EMAIL_TO: required when SMTP_URL is set (the address that receives alerts)');
   }
+  if (role === 'worker' || role === 'serve') {
+    // An override folder's template that cannot be used stops the start, rather than an alert
+    // later: one line naming the file, its line and what is wrong.
+    const { loadEmailTemplates } = await import('../alerts/templates.ts');
+    try {
+      if (config.EMAIL_TEMPLATES_DIR !== undefined) loadEmailTemplates(config.EMAIL_TEMPLATES_DIR);
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  }
   if (role === 'serve') {
     // The same rule the server applies when it starts (src/http/auth.ts).
     const { resolveDashboardAuth } = await import('../http/auth.ts');

@@ -238,6 +238,34 @@ describe('expiry sweep', () => {
     expect((await runExpirySweep(deps(clock))).sent.filter((s) => s.accountId === acct.id)).toEqual([]);
   });
 
+  it('R-EML-1: an alert arrives through SMTP as multipart/alternative, text and HTML, branded, with no raw markup', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 10, 15, 9, 0));
+    const acct = await connectAccount(clock, 2 * DAY + HOUR);
+    const brand = { name: 'Northwind Studio', accentColor: '#0f766e', supportEmail: 'help@northwind.example' };
+    const r = await runExpirySweep({ ...deps(clock), brand });
+    expect(r.sent.filter((s) => s.accountId === acct.id)).toHaveLength(1);
+    const [mail] = mailsFor(acct.username);
+    expect(mail!.raw).toMatch(/^Content-Type: multipart\/alternative;/im);
+    expect(mail!.raw).toMatch(/^Content-Type: text\/plain; charset=utf-8/im);
+    expect(mail!.raw).toMatch(/^Content-Type: text\/html; charset=utf-8/im);
+    expect(mail!.subject).toBe(`Northwind Studio: the token of @${acct.username} expires in 2 days (2026-11-17)`);
+    for (const part of [mail!.text, mail!.html]) {
+      expect(part).toContain(`@${acct.username}`);
+      expect(part).toContain('in 2 days');
+      expect(part).toContain(`${PUBLIC_URL}/dashboard`);
+      expect(part).toContain('help@northwind.example');
+      expect(part).not.toContain('`');
+      expect(part).not.toMatch(/\*\*\w/);
+    }
+    // The button: the dashboard link in a cell of the brand's colour.
+    expect(mail!.html).toMatch(
+      new RegExp(
+        `<td style="[^"]*background-color:#0f766e;"><a href="${PUBLIC_URL}/dashboard"[^>]*>Open the dashboard</a>`,
+      ),
+    );
+    expect(mail!.text).not.toMatch(/<[a-z]/i);
+  });
+
   it('a failed send releases its claim; the next sweep retries', async () => {
     const clock = new ManualClock(Date.UTC(2026, 10, 1, 9, 0));
     const acct = await connectAccount(clock, 6 * DAY);

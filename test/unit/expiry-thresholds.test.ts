@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ALERT_THRESHOLDS_DAYS, daysLeft, dueThreshold } from '../../src/alerts/thresholds.ts';
-import { connectUrlFor, expiryEmail, reauthEmail } from '../../src/alerts/messages.ts';
+import { connectUrlFor } from '../../src/alerts/messages.ts';
+import { renderEmail } from '../../src/alerts/templates.ts';
 import { DAY, HOUR, MINUTE } from '../../src/util/clock.ts';
 
 const now = new Date(Date.UTC(2026, 0, 1, 9, 0));
@@ -51,12 +52,13 @@ describe('alert emails', () => {
   const connectUrl = connectUrlFor('https://feeds.example.com/');
 
   it('expiry email names the account, the date (ISO and human), the days left, why, what to do and the link', () => {
-    const m = expiryEmail({
-      account,
+    const m = renderEmail('operator-expiry', {
+      username: account.username,
+      accountId: account.id,
       expiresAt: new Date('2026-02-21T15:00:00Z'),
       daysLeft: 6,
       reason: 'the last 2 refresh attempts failed.',
-      connectUrl,
+      dashboardUrl: connectUrl,
     });
     expect(connectUrl).toBe('https://feeds.example.com/dashboard');
     expect(m.subject).toContain('@studio.north');
@@ -78,16 +80,23 @@ describe('alert emails', () => {
   });
 
   it('says "less than a day" rather than "0 days"', () => {
-    const m = expiryEmail({ account, expiresAt: new Date('2026-02-21T15:00:00Z'), daysLeft: 0, connectUrl });
+    const m = renderEmail('operator-expiry', {
+      username: account.username,
+      accountId: account.id,
+      expiresAt: new Date('2026-02-21T15:00:00Z'),
+      daysLeft: 0,
+      dashboardUrl: connectUrl,
+    });
     expect(m.subject).toContain('in less than a day');
     expect(m.text).not.toContain('0 days');
   });
 
   it('reauth email says why and what to do, and escapes HTML', () => {
-    const m = reauthEmail({
-      account: { id: '1', username: 'a<b>' },
-      reason: 'the account password was changed',
-      connectUrl,
+    const m = renderEmail('operator-reauth', {
+      username: 'a<b>',
+      accountId: '1',
+      cause: 'the account password was changed',
+      dashboardUrl: connectUrl,
     });
     expect(m.subject).toBe('feedmirror: @a<b> must log in again');
     expect(m.text).toContain('the account password was changed');

@@ -74,6 +74,8 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
       cipher: ctx.cipher,
       platform: ctx.platform,
       mailer: ctx.mailer,
+      emailTemplates: ctx.emailTemplates,
+      brand: ctx.brand,
       clock: ctx.clock,
       logger: ctx.logger,
       redis: ctx.redis,
