@@ -315,6 +315,21 @@ export const configSchema = z.object({
       example: 'https://feeds.example.com',
       readBy: ['worker', 'serve', 'cli'],
     }),
+  /** Views counted by serve (R-WID-7); unset: widget documents carry no viewsUrl and nothing is counted. */
+  WIDGET_VIEWS_URL: url('public address of `feedmirror serve` for widget views')
+    .optional()
+    .register(settings, {
+      description:
+        'address of `feedmirror serve` as sites reach it (usually `PUBLIC_URL`): widget documents then carry `viewsUrl` (`WIDGET_VIEWS_URL/w/<id>/view`) and the script reports each view there; unset = views are not counted',
+      example: 'https://feeds.example.com',
+      readBy: ['worker', 'serve', 'cli'],
+    }),
+  /** Views one widget may count per minute (R-WID-7). */
+  WIDGET_VIEWS_PER_MINUTE: posInt.default(600).register(settings, {
+    description: 'views one widget counts per minute at most, whoever sends them; more are answered but not counted',
+    example: '1200',
+    readBy: ['serve'],
+  }),
   HOST: z
     .string()
     .min(1)

@@ -104,6 +104,11 @@ export interface LifecycleDeps {
   transitions?: Pick<Counter<'transition'>, 'inc'>;
   /** Webhook events (account.removed); the reauth event goes out with its alert (src/alerts/sweep.ts). */
   events?: EventSink;
+  /**
+   * Told after a transition this process made (removed, needs its owner, connected again): the
+   * widgets that merge the account republish (R-WID-5; a removed account leaves them). Must not throw.
+   */
+  accountChanged?: (accountId: string) => Promise<void>;
 }
 
 export interface ApplyOptions {
@@ -170,6 +175,7 @@ export class AccountLifecycle {
         this.count(event, accountId, from, t, detail, opts.log);
         // Once: only the process whose delete won gets here.
         await this.deps.events?.emit({ type: 'account.removed', data: { accountId } });
+        await this.tell(accountId);
       }
       return { changed, from, to: changed ? 'removed' : from, effects: unscheduled ? ['unschedule'] : [] };
     }
@@ -194,7 +200,17 @@ export class AccountLifecycle {
       done.push(effect);
       if (effect === 'alert_reauth') alert = ran.alert;
     }
+    if (t.to !== from) await this.tell(accountId);
     return { changed, from, to: t.to, effects: done, ...(alert !== undefined ? { alert } : {}) };
+  }
+
+  /** R-WID-5: the account's widgets follow its change; a failure is logged, never thrown. */
+  private async tell(accountId: string): Promise<void> {
+    try {
+      await this.deps.accountChanged?.(accountId);
+    } catch (err) {
+      this.deps.logger.warn({ err, accountId }, 'the widgets of this account could not be told of its change');
+    }
   }
 
   private count(

@@ -31,6 +31,7 @@ import type { EventSink } from '../webhooks/events.ts';
 import type { Redis } from 'ioredis';
 import { createMetrics, type Metrics } from '../metrics/index.ts';
 import { platformCallObserver } from '../metrics/observe.ts';
+import { widgetRepublisher, type WidgetDeps } from '../widgets/publish.ts';
 
 /**
  * The composition root: builds what a command needs from the configuration, each piece only
@@ -265,6 +266,8 @@ export class AppContext {
       schedules: boundedSchedules(accountSchedules(this.queues, this.schedules), SCHEDULE_TIMEOUT_MS),
       events: this.events,
       alertReauth: (accountId) => alertReauthRequired(this.alertDeps, accountId),
+      // R-WID-5: a removed account leaves its widgets; one whose owner must act makes them stale.
+      accountChanged: widgetRepublisher(this.widgetDeps),
       ...(this._metrics ? { transitions: this._metrics.accountTransitions } : {}),
     });
     return this._lifecycle;
@@ -284,6 +287,19 @@ export class AppContext {
       lifecycle: this.lifecycle,
       events: this.events,
       listingMaxItems: this.config.LISTING_MAX_ITEMS,
+      // R-WID-5: every feed publication (and failed sync) republishes the account's widgets.
+      sourceChanged: widgetRepublisher(this.widgetDeps),
+    };
+  }
+
+  /** What widgets are published with: the CLI, the dashboard and the worker alike. */
+  get widgetDeps(): WidgetDeps {
+    return {
+      db: this.db,
+      storage: this.storage,
+      clock: this.clock,
+      logger: this.logger,
+      ...(this.config.WIDGET_VIEWS_URL ? { viewsBaseUrl: this.config.WIDGET_VIEWS_URL } : {}),
     };
   }
 

@@ -33,6 +33,12 @@ export interface FeedDeps {
   metrics?: PipelineMetrics;
   /** Webhook events (feed.updated); none = no webhooks. */
   events?: EventSink;
+  /**
+   * Told after an account's feed was published (written or unchanged) and after its sync failed:
+   * the widgets that merge the account republish (R-WID-5). It must not throw (the widgets'
+   * listener logs its own failures); the feed pipeline never waits on widgets beyond this call.
+   */
+  sourceChanged?: (accountId: string) => Promise<void>;
   /** R-NET-6: the most items a listing may read while more pages follow (LISTING_MAX_ITEMS; default 5000). */
   listingMaxItems?: number;
 }

@@ -33,8 +33,21 @@ export const FEED_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 type PublishDeps = Pick<
   FeedDeps,
-  'db' | 'storage' | 'clock' | 'logger' | 'feedMaxAgeSeconds' | 'relinkMarginMs' | 'events'
+  'db' | 'storage' | 'clock' | 'logger' | 'feedMaxAgeSeconds' | 'relinkMarginMs' | 'events' | 'sourceChanged'
 >;
+
+/**
+ * R-WID-5: the account's widgets republish from its feed as published now. Never throws: the
+ * feed's own work is done, and a widget missed here is caught up by the next publication.
+ */
+export async function announceSource(deps: Pick<FeedDeps, 'sourceChanged' | 'logger'>, accountId: string) {
+  if (!deps.sourceChanged) return;
+  try {
+    await deps.sourceChanged(accountId);
+  } catch (err) {
+    deps.logger.warn({ err, accountId }, 'the widgets of this account could not be told of its feed');
+  }
+}
 
 /** The platform's signed-link fields of an item and its slides. */
 const LINK_FIELDS = ['media_url', 'thumbnail_url'] as const;
@@ -420,6 +433,7 @@ export async function publishAccountFeed(
     await deleteMediaCopies(deps.db, accountId, mediaId);
     removedMedia.push(mediaId);
   }
+  await announceSource(deps, accountId);
   return {
     outcome,
     key,

@@ -27,7 +27,13 @@ import type { StoredRemovalHold } from '../store/holds.ts';
 import { linkExpiry } from './expiry.ts';
 import { copySlot, noteCopyFailure, renewPostLinks } from './copy-slot.ts';
 import type { FeedDeps } from './deps.ts';
-import { publishAccountFeed, publishDemoFeedIfNone, sweepAccountMedia, type PublishOutcome } from './publish.ts';
+import {
+  announceSource,
+  publishAccountFeed,
+  publishDemoFeedIfNone,
+  sweepAccountMedia,
+  type PublishOutcome,
+} from './publish.ts';
 import { settleRemoval } from './publication.ts';
 import { contentHash, imageSlots, isImageMime } from './slots.ts';
 import { DAY } from '../util/clock.ts';
@@ -113,9 +119,15 @@ export async function syncAccount(deps: FeedDeps, accountId: string, opts: SyncO
         error: (err as Error).message ?? String(err),
         errorKind: errorKind(err),
       }).catch(() => undefined);
+      // R-WID-5: the account's widgets now say since when their data is stale.
+      await announceSource(deps, accountId);
       throw err;
     });
     // A skipped account did no work: it would only drag the histogram towards zero.
+    // R-WID-5: a sync that ended without a complete listing may publish nothing; the account's
+    // widgets still learn that their data is getting stale.
+    if (result.outcome === 'reauth-required' || (result.outcome === 'synced' && !result.complete))
+      await announceSource(deps, accountId);
     if (result.outcome === 'synced') outcome = result.complete ? 'ok' : 'incomplete';
     else outcome = result.outcome === 'reauth-required' ? 'reauth_required' : undefined;
     return result;

@@ -47,7 +47,15 @@ const LAYERS: Array<{ from: string; mayImport: string[] }> = [
   },
   {
     from: 'src/widgets/',
-    mayImport: ['src/feeds/', 'src/schema/', 'src/storage/', 'src/store/', 'src/util/', 'src/widget/'],
+    mayImport: [
+      'src/feeds/',
+      'src/platform/identifiers.ts',
+      'src/schema/',
+      'src/storage/',
+      'src/store/',
+      'src/util/',
+      'src/widget/',
+    ],
   },
   {
     from: 'src/verify/',

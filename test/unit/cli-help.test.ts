@@ -59,6 +59,13 @@ describe('feedmirror --help', () => {
       'webhooks remove',
       'webhooks rotate',
       'webhooks deliveries',
+      'widgets add',
+      'widgets list',
+      'widgets show',
+      'widgets set',
+      'widgets hide',
+      'widgets unhide',
+      'widgets remove',
       'worker',
       'serve',
       'demo-run',
@@ -129,6 +136,10 @@ describe('feedmirror --help', () => {
       'feeds confirm-removal',
       'webhooks list',
       'webhooks deliveries',
+      'widgets add',
+      'widgets list',
+      'widgets show',
+      'widgets set',
     ];
     for (const path of reads) {
       const cmd = find(path);

@@ -17,6 +17,7 @@ import { register as demoRun } from './demo-run.ts';
 import { register as webhooks } from './webhooks.ts';
 import { register as media } from './media.ts';
 import { register as verify } from './verify.ts';
+import { register as widgets } from './widgets.ts';
 
 /**
  * Every command of `feedmirror`, in the order `feedmirror --help` lists them. To add one: write
@@ -39,6 +40,7 @@ export const commandModules: RegisterCommand[] = [
   media,
   verify,
   webhooks,
+  widgets,
   worker,
   serve,
   demoRun,

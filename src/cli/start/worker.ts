@@ -107,6 +107,16 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
     await tracing?.shutdown();
     throw err;
   }
+  // R-WID-5: a widget whose republication was missed (storage down, a crash) is caught up; an
+  // unchanged one costs a HEAD. In the background: the first job never waits for it.
+  void (async () => {
+    const { publishAllWidgets } = await import('../../widgets/publish.ts');
+    const { listWidgets } = await import('../../store/widgets.ts');
+    const ids = (await listWidgets(db)).map((w) => w.id);
+    const out = await publishAllWidgets(ctx.widgetDeps, ids);
+    const written = out.filter((o) => o.outcome === 'written').length;
+    if (ids.length > 0) ctx.logger.info({ widgets: ids.length, written }, 'widgets checked at start');
+  })().catch((err: unknown) => ctx.logger.warn({ err }, 'could not check the widgets at start'));
   return {
     ...(metricsServer ? { metricsUrl: metricsServer.url } : {}),
     reconciler: worker.reconciler,

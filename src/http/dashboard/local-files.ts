@@ -3,14 +3,14 @@ import { assertStorageKey } from '../../storage/keys.ts';
 import type { ObjectStorage } from '../../storage/types.ts';
 
 /**
- * Read-only HTTP access to the public objects of LOCAL storage: GET /media/<key> and
- * /widget/<key>, the same paths as the storage keys. With MEDIA_PUBLIC_URL = PUBLIC_URL the feeds
+ * Read-only HTTP access to the public objects of LOCAL storage: GET /media/<key>, /widget/<key>
+ * and /widgets/<key> (widget documents and their static HTML), the same paths as the storage keys. With MEDIA_PUBLIC_URL = PUBLIC_URL the feeds
  * then carry http addresses that this server answers (a local folder has no web server of its
  * own; S3 does, so this is mounted for local storage only). /feeds/<id>.json is the feed API.
  * Keys are validated (assertStorageKey: no "..", no leading dot, so .meta and temporary files
  * are unreachable) before the storage is asked, and the storage checks them again.
  */
-const PUBLIC_PREFIXES = ['media/', 'widget/'];
+const PUBLIC_PREFIXES = ['media/', 'widget/', 'widgets/'];
 
 export function localFilesRouter(storage: ObjectStorage): Router {
   const router = Router();
