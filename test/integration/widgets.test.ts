@@ -188,10 +188,10 @@ describe('widgets merge their accounts and follow their feeds (R-WID-1..5)', () 
     expect(doc.accounts.map((x) => x.username)).toEqual(['widget.alpha', 'widget.beta']);
     expect(doc).toMatchObject({ version: 1, layout: 'masonry', staleSince: null, demo: false });
     expect(doc.viewsUrl).toBe(`http://feeds.example.test/w/${widgetId}/view`);
-    // The static fragment is published beside it.
-    expect(await readFile(join(storageDir, 'widgets', `${widgetId}.html`), 'utf8')).toContain(
-      `data-feedmirror-widget="${widgetId}"`,
-    );
+    // The static fragment (src/widget/markup.ts) is published beside it.
+    const html = await readFile(join(storageDir, 'widgets', `${widgetId}.html`), 'utf8');
+    expect(html).toContain(widgetId);
+    expect(html).toContain(doc.posts[0]!.thumbnailSizes![0]!.url);
     // Republishing an unchanged widget writes nothing.
     expect((await publishWidgetDocument(wdeps, widgetId)).outcome).toBe('unchanged');
   });
