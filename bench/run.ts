@@ -88,6 +88,16 @@ const argsSchema = z.object({
     .number({ error: '--window-minutes must be a number' })
     .positive('--window-minutes must be > 0')
     .default(10),
+  /** The soak's realistic feeds: mean posts per account (truncated geometric over 1..100); --posts fixes it. */
+  'posts-mean': z.coerce
+    .number({ error: '--posts-mean must be a number' })
+    .gt(1, '--posts-mean must be > 1')
+    .lt(50.5, '--posts-mean must be < 50.5')
+    .default(24),
+  /** The soak's catch-up after an hour down is counted this long at most (all of it when shorter). */
+  'catch-up-seconds': positive('catch-up-seconds').default(180),
+  /** The seed of the soak's random feeds and events (the same seed draws the same run). */
+  seed: positive('seed').default(1),
   /** --workers-compare N: N accounts' first sync by 1, then 2 worker processes on one Redis. */
   'workers-compare': positive('workers-compare').optional(),
   /** --downtime N: catch-up of N accounts after the worker was down (--down-days, --link-days, --time-scale). */
@@ -113,8 +123,10 @@ The first-sync pipeline against sharp + storage alone (default):
   --format-samples K    images per encoding in the formats comparison (24)
   --no-limit            skip the limit (no share of it then)
   --no-warm-cdn         let the fake CDN render images during the passes
-The scale benchmarks (tiny images; --posts defaults to 2 there):
-  --scale N [--window-minutes 10]                       the soak: N accounts on one worker
+The scale benchmarks (tiny images; --posts defaults to 2 for --downtime and --workers-compare):
+  --scale N [--window-minutes 10] [--posts-mean 24] [--catch-up-seconds 180] [--seed 1]
+                                                        the soak: N accounts of realistic feeds on one
+                                                        worker (--posts M: M posts each instead)
   --downtime N [--down-days 3] [--link-days 2] [--time-scale 60] [--new-posts 2]
                                                         catch-up after the worker was down
   --workers-compare N                                   the first sync by 1, then 2 workers
@@ -142,6 +154,9 @@ function parse() {
         'no-limit': { type: 'boolean' },
         scale: { type: 'string' },
         'window-minutes': { type: 'string' },
+        'posts-mean': { type: 'string' },
+        'catch-up-seconds': { type: 'string' },
+        seed: { type: 'string' },
         rounds: { type: 'string' },
         curve: { type: 'string' },
         'workers-compare': { type: 'string' },
@@ -227,7 +242,15 @@ async function main() {
     const { runScale } = await import('./scale.ts');
     const { writeMemoryChart } = await import('./chart.ts');
     const result = await runScale(
-      { accounts: args.scale, posts: smallPosts, windowMinutes: args['window-minutes'], json: args.json },
+      {
+        accounts: args.scale,
+        posts: process.argv.includes('--posts') ? args.posts : undefined,
+        meanPosts: args['posts-mean'],
+        windowMinutes: args['window-minutes'],
+        catchUpSeconds: args['catch-up-seconds'],
+        seed: args.seed,
+        json: args.json,
+      },
       say,
     );
     const chart = await writeMemoryChart(
@@ -236,6 +259,12 @@ async function main() {
       `Worker RSS over the ${args.scale}-account run`,
     );
     say(`memory chart: ${chart}`);
+    // The run's figures for bench/soak-report.ts (the growth table and chart across sizes).
+    const { mkdir, writeFile } = await import('node:fs/promises');
+    await mkdir('bench/results', { recursive: true });
+    const saved = `bench/results/scale-${args.scale}${process.argv.includes('--posts') ? `-posts-${args.posts}` : ''}.json`;
+    await writeFile(saved, JSON.stringify(result, null, 2) + '\n');
+    say(`figures: ${saved} (bench/soak-report.ts makes the growth table and chart from these)`);
     if (args.json) process.stdout.write(JSON.stringify({ ...result, memoryChart: chart }, null, 2) + '\n');
     return;
   }

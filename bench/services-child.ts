@@ -22,6 +22,18 @@ export interface ServicesChild {
   ): Promise<Array<{ id: string; username: string; token: string }>>;
   /** A new post on each account, at the given simulated instants (default now). */
   change(accountIds: string[], atMs?: number[]): Promise<void>;
+  /** Accounts with realistic feeds (bench/feeds.ts): their post counts and token ages given. */
+  feedAccounts(opts: {
+    usernamePrefix: string;
+    postCounts: number[];
+    tokenAgesMs: number[];
+    signedSpreadMs: number;
+    seed: number;
+  }): Promise<Array<{ id: string; username: string; token: string }>>;
+  /** A new long-lived token for each account, issued at the given simulated instants (aged tokens). */
+  reissueTokens(accountIds: string[], issuedAtMs: number[]): Promise<string[]>;
+  /** One post deleted at the source on each account (never an account's last); resolves to how many. */
+  deletePosts(accountIds: string[], seed: number): Promise<number>;
   /** The next sync of each account fails (its listing answers 500 to every try). */
   fail(accountIds: string[]): Promise<void>;
   setClock(ms: number): Promise<void>;
@@ -48,6 +60,8 @@ export async function startServicesChild(opts: {
     BENCH_JPEG_CACHE_MB: String(opts.jpegCacheMb),
     BENCH_JPEG_CACHE_ENTRIES: String(opts.jpegCacheEntries),
     BENCH_SIM_WALL_CLOCK: opts.wallClock ? '1' : '0',
+    // The soak's 100,000 simulated accounts hold some 2.4 million posts in this process's heap.
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --max-old-space-size=8192`.trim(),
     ...(opts.linkLifetimeMs ? { BENCH_SIM_LINK_LIFETIME_MS: String(opts.linkLifetimeMs) } : {}),
   });
   return {
@@ -73,6 +87,15 @@ export async function startServicesChild(opts: {
     change: async (accountIds, atMs) => {
       await child.ask({ type: 'change', accountIds, ...(atMs ? { atMs } : {}) });
     },
+    feedAccounts: async (o) =>
+      (await child.ask({ type: 'feed-accounts', ...o })).accounts as Array<{
+        id: string;
+        username: string;
+        token: string;
+      }>,
+    reissueTokens: async (accountIds, issuedAtMs) =>
+      (await child.ask({ type: 'reissue', accountIds, issuedAtMs })).tokens as string[],
+    deletePosts: async (accountIds, seed) => (await child.ask({ type: 'delete', accountIds, seed })).deleted as number,
     fail: async (accountIds) => {
       await child.ask({ type: 'fail', accountIds });
     },

@@ -21,6 +21,7 @@ import { startSimulator } from '../src/simulator/index.ts';
 import { followWallClock } from '../src/simulator/wall-clock.ts';
 import { startS3 } from '../test/support/s3.ts';
 import { serveParent } from './ipc.ts';
+import { drawPost, seededRandom } from './feeds.ts';
 import { MemorySampler, type MemoryStats } from './memory.ts';
 import { quietNodeVersionWarning } from '../bin/quiet-node-warning.js';
 
@@ -70,6 +71,28 @@ const request = z.discriminatedUnion('type', [
     atMs: z.array(z.number()).optional(),
   }),
   z.object({ id: z.number(), type: z.literal('fail'), accountIds: z.array(z.string()) }),
+  // The soak's realistic feeds (bench/feeds.ts): each account's number of posts, the mix of
+  // kinds drawn from a seeded source, posts spread back in time, their links signed at a moment
+  // spread over the link lifetime (as the platform's and the worker's renewals leave them), and
+  // each account's token issued at its own age.
+  z.object({
+    id: z.number(),
+    type: z.literal('feed-accounts'),
+    usernamePrefix: z.string(),
+    postCounts: z.array(z.number().int().positive()),
+    tokenAgesMs: z.array(z.number().int().nonnegative()),
+    signedSpreadMs: z.number().int().nonnegative(),
+    seed: z.number().int(),
+  }),
+  /** A new long-lived token for each account, issued at the given simulated instants. */
+  z.object({
+    id: z.number(),
+    type: z.literal('reissue'),
+    accountIds: z.array(z.string()),
+    issuedAtMs: z.array(z.number()),
+  }),
+  /** A post deleted at the source on each account (its newest, one of its others at random). */
+  z.object({ id: z.number(), type: z.literal('delete'), accountIds: z.array(z.string()), seed: z.number().int() }),
   z.object({ id: z.number(), type: z.literal('clock'), setMs: z.number() }),
   z.object({ id: z.number(), type: z.literal('close') }),
 ]);
@@ -188,6 +211,57 @@ async function main(): Promise<void> {
             out.push({ ...acc, token });
           }
           return { accounts: out };
+        }
+        case 'feed-accounts': {
+          const rnd = seededRandom(m.seed);
+          const now = sim.clock.now().getTime();
+          const out: Array<{ id: string; username: string; token: string }> = [];
+          try {
+            m.postCounts.forEach((count, i) => {
+              const acc = sim.createAccount({ username: `${m.usernamePrefix}${i}` });
+              // A post every 1-3 days back from now, oldest first (the newest ends up first).
+              const gaps = Array.from({ length: count }, () => (1 + rnd() * 2) * 86_400_000);
+              let t = now;
+              const times = gaps.map((g) => (t -= g));
+              for (let k = count - 1; k >= 0; k--) {
+                const p = drawPost(rnd);
+                sim.clock.set(new Date(now - Math.floor(rnd() * m.signedSpreadMs)));
+                sim.addPost(acc.id, {
+                  ...SMALL_POST,
+                  kind: p.kind,
+                  ...(p.slides ? { slides: p.slides } : {}),
+                  caption: `Post ${k} of ${i} #bench`,
+                  timestamp: new Date(times[k]!),
+                });
+              }
+              const token = sim.issueLongLivedToken(acc.id, { issuedAt: new Date(now - (m.tokenAgesMs[i] ?? 0)) });
+              tokens.set(acc.id, token);
+              out.push({ ...acc, token });
+            });
+          } finally {
+            sim.clock.set(new Date(now));
+          }
+          return { accounts: out };
+        }
+        case 'reissue': {
+          const out = m.accountIds.map((accountId, i) => {
+            const token = sim.issueLongLivedToken(accountId, { issuedAt: new Date(m.issuedAtMs[i]!) });
+            tokens.set(accountId, token);
+            return token;
+          });
+          return { tokens: out };
+        }
+        case 'delete': {
+          const rnd = seededRandom(m.seed);
+          let deleted = 0;
+          for (const accountId of m.accountIds) {
+            const posts = sim.posts(accountId);
+            // Never the last post: an empty account is another story (R-OWN-7 holds big removals).
+            if (posts.length < 2) continue;
+            sim.deletePost(accountId, posts[Math.floor(rnd() * posts.length)]!.id);
+            deleted++;
+          }
+          return { deleted };
         }
         case 'change': {
           // A new post on each account (at the given simulated instants: its links are signed then).

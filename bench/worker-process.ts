@@ -57,6 +57,11 @@ const settings = z.object({
   BENCH_OAUTH_TOKEN_URL: z.string().url(),
   BENCH_IMAGE_HOST: z.string().min(1),
   BENCH_CIPHER_KEY: z.string().min(1),
+  /**
+   * The daily verify (VERIFY_DAILY): the scale runs record their accounts' earlier copies as rows
+   * only (no objects), so a verify in repair mode would copy every image again. Off there.
+   */
+  BENCH_VERIFY: z.enum(['repair', 'check', 'off']).default('repair'),
   /** A file clock shared with the bench (the downtime run moves time); unset: the system clock. */
   BENCH_CLOCK_FILE: z.string().optional(),
 });
@@ -136,6 +141,7 @@ async function main(): Promise<void> {
     mirrorConcurrency: mirrorConcurrency(config.MIRROR_CONCURRENCY),
     syncConcurrency: config.SYNC_CONCURRENCY,
     sweepCron: config.EXPIRY_SWEEP_CRON,
+    verify: { mode: env.BENCH_VERIFY, orphanGraceMs: config.VERIFY_ORPHAN_GRACE_HOURS * HOUR },
     feed,
   });
 

@@ -36,7 +36,18 @@ describe('bench command line', () => {
     const r = bench(flag);
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/^usage: npm run bench -- \[options\]/);
-    for (const f of ['--accounts', '--rounds', '--curve', '--scale', '--downtime', '--workers-compare', '--json'])
+    for (const f of [
+      '--accounts',
+      '--rounds',
+      '--curve',
+      '--scale',
+      '--posts-mean',
+      '--catch-up-seconds',
+      '--seed',
+      '--downtime',
+      '--workers-compare',
+      '--json',
+    ])
       expect(r.stdout).toContain(f);
     expect(r.stderr).toBe('');
     expect(r.ms).toBeLessThan(15_000);
@@ -47,6 +58,8 @@ describe('bench command line', () => {
     [['--accounts', 'many'], /^bench: --accounts must be a number/],
     [['--curve', '1,,2'], /^bench: --curve must be a list like 1,2,4,8/],
     [['--scale', '0'], /^bench: --scale must be > 0/],
+    [['--scale', '10', '--posts-mean', '80'], /^bench: --posts-mean must be < 50.5/],
+    [['--scale', '10', '--catch-up-seconds', 'soon'], /^bench: --catch-up-seconds must be a number/],
   ])('%j: one line naming what is wrong, then the usage; exit 2, no stack', (args, first) => {
     const r = bench(...(args as string[]));
     expect(r.status).toBe(2);

@@ -1,0 +1,111 @@
+/**
+ * The soak's growth table and chart from the runs' JSON (`npm run bench -- --scale N` writes
+ * bench/results/scale-N.json):
+ *
+ *   node --import tsx bench/soak-report.ts [--out docs/images/soak-growth.svg] [--extrapolate 100000] bench/results/scale-*.json
+ *
+ * Prints a markdown table (one column per run) on stdout and writes an SVG: each per-account
+ * figure against the number of accounts, relative to the smallest run (1 = no growth per account).
+ * --extrapolate N adds a column for N accounts that was not measured, marked as such: worker CPU
+ * scaled by the accounts (syncs per hour grow with them), per-account sizes and lateness held.
+ */
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { writeChart } from './chart.ts';
+
+interface Run {
+  accounts: number;
+  postsPerAccount: number;
+  imagesPerAccount: number;
+  cpuPercentOfOneCore: number;
+  p50LatenessSeconds: number;
+  p99LatenessSeconds: number;
+  copiesBeforeDeadline: number;
+  copiesAfterDeadline: number;
+  redisBytesPerAccount: number;
+  postgresBytesPerAccount: number;
+  storageObjectsPerAccount: number;
+  workerPeakRssMb: number;
+  catchUpSyncsPerSecond: number;
+  extrapolated?: boolean;
+}
+
+const FIGURES: Array<{ key: keyof Run; label: string; fmt: (v: number) => string; perAccount: boolean }> = [
+  { key: 'postsPerAccount', label: 'posts per account', fmt: (v) => v.toFixed(1), perAccount: false },
+  { key: 'imagesPerAccount', label: 'images per account', fmt: (v) => v.toFixed(1), perAccount: false },
+  { key: 'cpuPercentOfOneCore', label: 'worker CPU, % of one core', fmt: (v) => v.toFixed(1), perAccount: false },
+  { key: 'p50LatenessSeconds', label: 'lateness p50 (s)', fmt: (v) => v.toFixed(2), perAccount: false },
+  { key: 'p99LatenessSeconds', label: 'lateness p99 (s)', fmt: (v) => v.toFixed(2), perAccount: false },
+  { key: 'copiesAfterDeadline', label: 'copies after their deadline', fmt: (v) => v.toFixed(0), perAccount: false },
+  { key: 'redisBytesPerAccount', label: 'Redis KB per account', fmt: (v) => (v / 1024).toFixed(1), perAccount: true },
+  {
+    key: 'postgresBytesPerAccount',
+    label: 'PostgreSQL KB per account',
+    fmt: (v) => (v / 1024).toFixed(1),
+    perAccount: true,
+  },
+  { key: 'storageObjectsPerAccount', label: 'storage objects per account', fmt: (v) => v.toFixed(0), perAccount: true },
+  { key: 'workerPeakRssMb', label: 'worker peak RSS (MB)', fmt: (v) => v.toFixed(0), perAccount: false },
+  {
+    key: 'catchUpSyncsPerSecond',
+    label: 'catch-up after an hour down (syncs/s)',
+    fmt: (v) => v.toFixed(1),
+    perAccount: false,
+  },
+];
+
+async function main(): Promise<void> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { out: { type: 'string' }, extrapolate: { type: 'string' } },
+  });
+  if (positionals.length === 0) {
+    process.stderr.write(
+      'usage: node --import tsx bench/soak-report.ts [--out file.svg] [--extrapolate N] run.json...\n',
+    );
+    process.exit(2);
+  }
+  const runs: Run[] = [];
+  for (const f of positionals) runs.push(JSON.parse(await readFile(f, 'utf8')) as Run);
+  runs.sort((a, b) => a.accounts - b.accounts);
+  const n = Number(values.extrapolate);
+  if (n > 0 && !runs.some((r) => r.accounts === n)) {
+    const last = runs.at(-1)!;
+    runs.push({
+      ...last,
+      accounts: n,
+      cpuPercentOfOneCore: (last.cpuPercentOfOneCore * n) / last.accounts,
+      extrapolated: true,
+    });
+  }
+  const head = runs.map((r) => `${r.accounts.toLocaleString('en')}${r.extrapolated ? ' (extrapolated)' : ''}`);
+  const lines = [`| figure | ${head.join(' | ')} |`, `|---|${runs.map(() => '---').join('|')}|`];
+  for (const f of FIGURES) lines.push(`| ${f.label} | ${runs.map((r) => f.fmt(Number(r[f.key]))).join(' | ')} |`);
+  process.stdout.write(lines.join('\n') + '\n');
+  const base = runs[0]!;
+  const measured = runs.filter((r) => !r.extrapolated);
+  const rel = (k: keyof Run, rs: Run[]) =>
+    rs.map((r) => [r.accounts, Number(r[k]) / Math.max(1e-9, Number(base[k]))] as const);
+  const out = values.out ?? 'bench/results/soak-growth.svg';
+  await writeChart(out, {
+    title: `Soak: figures per account against accounts, relative to ${base.accounts.toLocaleString('en')} accounts`,
+    xLabel: 'accounts on one worker',
+    yLabel: `per-account figure / its value at ${base.accounts.toLocaleString('en')}`,
+    series: [
+      {
+        name: 'CPU per account',
+        points: measured.map(
+          (r) => [r.accounts, r.cpuPercentOfOneCore / r.accounts / (base.cpuPercentOfOneCore / base.accounts)] as const,
+        ),
+      },
+      { name: 'Redis per account', points: rel('redisBytesPerAccount', measured) },
+      { name: 'PostgreSQL per account', points: rel('postgresBytesPerAccount', measured) },
+      { name: 'peak RSS', points: rel('workerPeakRssMb', measured) },
+      { name: 'p99 lateness', points: rel('p99LatenessSeconds', measured) },
+    ],
+    marks: [{ y: 2, label: '2x' }],
+  });
+  process.stderr.write(`chart: ${out}\n`);
+}
+
+await main();
