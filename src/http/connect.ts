@@ -18,7 +18,8 @@ import {
   PlatformError,
 } from '../platform/errors.ts';
 import { MINUTE } from '../util/clock.ts';
-import { page } from './pages.ts';
+import { renderOwnerPage } from './owner-pages.ts';
+import type { Brand } from '../util/brand.ts';
 import { ConnectThrottle } from './throttle.ts';
 
 /**
@@ -34,6 +35,9 @@ import { ConnectThrottle } from './throttle.ts';
  *
  * Every failure is a plain page in our own words: the platform's free text
  * (error_description) is never shown on the operator's domain, where it could pass for ours.
+ * The pages carry the operator's brand (src/http/owner-pages.ts); a declined or failed login
+ * offers "Try again" through the same door, and the done page says which account was connected
+ * and what happens next.
  */
 export interface ConnectRoutesDeps extends ConnectDeps {
   appId: string;
@@ -46,6 +50,10 @@ export interface ConnectRoutesDeps extends ConnectDeps {
   open?: boolean;
   /** Per-client limit on starting logins (Redis-backed in serve); default: this process, 10 a minute. */
   throttle?: ConnectThrottle;
+  /** BRAND_*: the look of the pages an owner sees. */
+  brand?: Brand;
+  /** The address of an account's published feed, named on the done page. */
+  feedUrl?: (accountId: string) => string;
 }
 
 export function redirectUri(publicUrl: string): string {
@@ -80,15 +88,13 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
   const router = Router();
   const throttle = deps.throttle ?? new ConnectThrottle({ prefix: 'local' });
   const base = deps.publicUrl.replace(/\/+$/, '');
+  const html = (res: Response, status: number, doc: string) =>
+    res.status(status).set('Cache-Control', 'no-store').type('html').send(doc);
   const send = (res: Response, status: number, title: string, lines: string[], retryUrl?: string) =>
-    res
-      .status(status)
-      .set('Cache-Control', 'no-store')
-      .type('html')
-      .send(page(title, lines, retryUrl ? { retryUrl } : {}));
+    html(res, status, renderOwnerPage('notice', { title, lines, retryUrl, brand: deps.brand }));
 
   /**
-   * Where "Connect again" leads after a login that did not connect: the same door the login came
+   * Where "Try again" leads after a login that did not connect: the same door the login came
    * through. An invitation is never used up by a declined or failed login, but only its hash is
    * stored, so its link cannot be rebuilt: a fresh single-use login state bound to the same
    * invitation leads straight back to the platform's login (and the invitation is still taken
@@ -109,7 +115,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
         // Closed by default: no state is written, nothing is looked up.
         return send(res, 403, 'An invitation is needed', [
           'Connecting an account to this feedmirror needs an invitation link from its operator.',
-          'Ask the operator for one: they create it in the dashboard (Accounts, "Invite an owner") or with `feedmirror accounts invite`, and send it to you. The link works once and expires.',
+          'Ask the operator for one: they create it in the dashboard (Accounts, "Invite an owner") or with the command feedmirror accounts invite, and send it to you. The link works once and expires.',
         ]);
       }
       // Each start writes a login state: bounded per client address.
@@ -178,13 +184,19 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
     if (error) {
       // Fixed texts only: error_description is the platform's (or an attacker's) free text.
       const declined = str('error_reason') === 'user_denied' || error === 'access_denied';
-      return failWithRetry(
+      return void html(
+        res,
         403,
-        'Account not connected',
-        declined
-          ? 'The login was cancelled or the permission was declined.'
-          : 'The platform did not complete the login.',
-        `To connect, log in again and approve the ${SCOPE} permission.`,
+        renderOwnerPage('declined', {
+          lines: [
+            declined
+              ? 'The login was cancelled or the permission was declined.'
+              : 'The platform did not complete the login.',
+            `Nothing was connected. To connect, log in again and approve the ${SCOPE} permission: it lets this service read your posts to show them on a website, nothing else.`,
+          ],
+          retryUrl: await retryUrlFor(taken.invitationHash),
+          brand: deps.brand,
+        }),
       );
     }
     const code = str('code');
@@ -206,10 +218,17 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
         via: invitation ? 'invitation' : 'login',
       });
       await deps.onConnected?.(account);
-      send(res, 200, 'Account connected', [
-        `@${account.username} is connected. Its access is valid until ${account.expiresAt.toISOString().slice(0, 10)} and will be renewed automatically.`,
-        'You can close this page.',
-      ]);
+      html(
+        res,
+        200,
+        renderOwnerPage('done', {
+          username: account.username,
+          expiresAt: account.expiresAt,
+          scheduled: account.scheduled,
+          feedUrl: deps.feedUrl?.(account.id),
+          brand: deps.brand,
+        }),
+      );
     } catch (err) {
       if (invitation)
         await releaseInvitation(deps.db, invitation, now).catch((e: unknown) =>

@@ -66,6 +66,8 @@ beforeAll(async () => {
     GRAPH_URL: sim.graphUrl,
     AUTHORIZE_URL: sim.authorizeUrl,
     OAUTH_TOKEN_URL: sim.oauthTokenUrl,
+    BRAND_NAME: 'Northwind Studio',
+    BRAND_ACCENT_COLOR: '#0f766e',
   });
 }, 60_000);
 
@@ -97,6 +99,11 @@ describe('connecting by invitation', () => {
     const first = await connectWith(link);
     expect(first.status, first.text).toBe(200);
     expect(first.text).toContain('@invited.shop is connected');
+    // Branded, and it says what happens next and where the feed is.
+    expect(first.text).toContain('<title>Account connected · Northwind Studio</title>');
+    expect(first.text).toContain('--accent:#0f766e');
+    expect(first.text).toContain('What happens next');
+    expect(first.text).toContain(`${s.env.PUBLIC_URL}/feeds/${owner.id}.json`);
     expect(await accounts()).toBe(1);
 
     const again = await connectWith(link);
@@ -175,7 +182,7 @@ describe('connecting by invitation', () => {
     expect(ok.status, ok.text).toBe(200);
   });
 
-  it('a declined login offers "Connect again": a fresh login bound to the same invitation, which is used only when it connects', async () => {
+  it('a declined login offers "Try again": a fresh login bound to the same invitation, which is used only when it connects', async () => {
     const owner = sim.createAccount({ username: 'changed.mind', posts: 1 });
     sim.autoApprove = owner.id;
     const inv = await createInvitation(s.ctx.db, s.ctx.clock.now(), 86_400_000, 'cli');
@@ -189,7 +196,7 @@ describe('connecting by invitation', () => {
     );
     expect(declined.res.status).toBe(403);
     expect(declined.text).toContain('The login was cancelled or the permission was declined.');
-    const href = /<a href="([^"]+)">Connect again<\/a>/.exec(declined.text)?.[1]?.replace(/&amp;/g, '&');
+    const href = /<a class="button" href="([^"]+)">Try again<\/a>/.exec(declined.text)?.[1]?.replace(/&amp;/g, '&');
     expect(href, declined.text).toBeDefined();
     // Straight back to the platform's login, with a new state (the old one is spent).
     const retry = new URL(href!);

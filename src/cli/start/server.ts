@@ -103,6 +103,8 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
       lifecycle: ctx.lifecycle,
       open: ctx.config.CONNECT_OPEN,
       throttle: new ConnectThrottle(store),
+      brand: ctx.brand,
+      feedUrl: (accountId) => `${publicUrl}/feeds/${encodeURIComponent(accountId)}.json`,
     };
   } else {
     ctx.logger.warn(

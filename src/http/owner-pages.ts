@@ -1,0 +1,245 @@
+import { resolveBrand, type Brand, type ResolvedBrand } from '../util/brand.ts';
+import { escapeHtml as h } from './pages.ts';
+
+/**
+ * The pages an account's owner sees, branded (BRAND_NAME, BRAND_LOGO_URL, BRAND_SUPPORT_EMAIL,
+ * BRAND_ACCENT_COLOR): the result of a connect or reconnect login, a link that no longer works,
+ * a login with the wrong account, and the owner's status page.
+ *
+ *   renderOwnerPage(kind, vars) -> a complete HTML document
+ *
+ * kind           | vars (? = optional; every kind also takes brand?)
+ * ---------------|----------------------------------------------------------------------------
+ * done           | username, expiresAt?, reconnected?, feedUrl?, scheduled?
+ * declined       | title?, lines (what happened, our own words), retryUrl? ("Try again")
+ * expired-link   | reason (one sentence), retryUrl? , whatNext?
+ * wrong-account  | expectedUsername?, retryUrl?
+ * status         | username, connected, reason?, daysLeft?, expiresAt?, lastSyncAt?, linkExpiresAt?,
+ *                | reconnect?: { url } or { action, fields } (a POST form), statusText?
+ * notice         | title, lines, retryUrl?, status? (any other page of the connect flow)
+ *
+ * No script anywhere (the Content-Security-Policy allows none inline: src/http/security-headers.ts);
+ * one <style> block (style-src allows inline styles); nothing loaded from elsewhere but the
+ * brand's https logo (img-src allows https:). Every value is escaped.
+ */
+export type OwnerPageKind = 'done' | 'declined' | 'expired-link' | 'wrong-account' | 'status' | 'notice';
+
+interface Common {
+  brand?: Brand | undefined;
+}
+export interface OwnerPageVars {
+  done: Common & {
+    username: string;
+    expiresAt?: Date | undefined;
+    /** A reconnect (owner's link) rather than a first connection. */
+    reconnected?: boolean | undefined;
+    /** Where the feed is published (the feed API's address), for whoever set up the website. */
+    feedUrl?: string | undefined;
+    /** False when the account's jobs could not be made now: the first sync then waits for the worker. */
+    scheduled?: boolean | undefined;
+  };
+  declined: Common & { title?: string | undefined; lines: string[]; retryUrl?: string | undefined };
+  'expired-link': Common & { reason: string; retryUrl?: string | undefined; whatNext?: string | undefined };
+  'wrong-account': Common & { expectedUsername?: string | undefined; retryUrl?: string | undefined };
+  status: Common & {
+    username: string;
+    connected: boolean;
+    /** Why it stopped, in plain words. */
+    reason?: string | null | undefined;
+    daysLeft?: number | null | undefined;
+    expiresAt?: Date | null | undefined;
+    lastSyncAt?: Date | null | undefined;
+    /** Until when the owner's link works. */
+    linkExpiresAt?: Date | undefined;
+    reconnect?: { url: string } | { action: string; fields: Record<string, string> } | undefined;
+  };
+  notice: Common & { title: string; lines: string[]; retryUrl?: string | undefined };
+}
+
+const when = (d: Date) => {
+  const day = d.toLocaleDateString('en-GB', {
+    weekday: 'long',
+    day: 'numeric',
+    month: 'long',
+    year: 'numeric',
+    timeZone: 'UTC',
+  });
+  const time = d.toLocaleTimeString('en-GB', { hour: '2-digit', minute: '2-digit', hour12: false, timeZone: 'UTC' });
+  return `${day}, ${time} UTC`;
+};
+
+/** Only http(s) links reach an href; anything else is dropped (never a javascript: button). */
+function href(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  if (url.startsWith('/') && !url.startsWith('//')) return url;
+  try {
+    return ['http:', 'https:'].includes(new URL(url).protocol) ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const p = (text: string) => `<p>${h(text)}</p>`;
+const button = (url: string | undefined, label: string) => {
+  const u = href(url);
+  return u ? `<p class="actions"><a class="button" href="${h(u)}">${h(label)}</a></p>` : '';
+};
+
+function css(b: ResolvedBrand): string {
+  return `:root{--accent:${b.accentColor};--accent-text:${b.accentText}}
+*{box-sizing:border-box}
+body{margin:0;background:#f3f4f6;color:#111827;font:16px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
+.wrap{max-width:36rem;margin:0 auto;padding:2rem 1rem}
+.card{background:#fff;border:1px solid #e5e7eb;border-radius:10px;overflow:hidden}
+.brand{display:flex;align-items:center;gap:.6rem;padding:1rem 1.5rem;border-bottom:3px solid var(--accent);font-weight:700;font-size:1.1rem}
+.brand img{display:block;height:32px;width:auto}
+main{padding:1.5rem}
+h1{font-size:1.45rem;line-height:1.25;margin:0 0 1rem}
+h2{font-size:1.05rem;margin:1.5rem 0 .5rem}
+p{margin:0 0 1rem}
+.actions{margin:1.5rem 0}
+.button,button{display:inline-block;background:var(--accent);color:var(--accent-text);border:0;border-radius:6px;padding:.75rem 1.4rem;font:inherit;font-weight:700;text-decoration:none;cursor:pointer}
+.button:focus-visible,button:focus-visible{outline:3px solid #111827;outline-offset:2px}
+.state{display:inline-block;border-radius:999px;padding:.1rem .7rem;font-weight:600;font-size:.95rem}
+.state.ok{background:#dcfce7;color:#14532d}
+.state.bad{background:#fee2e2;color:#7f1d1d}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.35rem 1rem;margin:0 0 1rem}
+dt{color:#4b5563}
+dd{margin:0}
+.muted{color:#4b5563;font-size:.92rem}
+code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;word-break:break-all}
+footer{padding:1rem 1.5rem;border-top:1px solid #e5e7eb;color:#4b5563;font-size:.9rem}
+footer a{color:inherit}`;
+}
+
+/** The branded document around a body of HTML the caller built (and escaped). */
+export function ownerDocument(opts: { title: string; bodyHtml: string; brand?: Brand | undefined }): string {
+  const b = resolveBrand(opts.brand);
+  const head = b.logoUrl ? `<img src="${h(b.logoUrl)}" alt="${h(b.name)}">` : `<span>${h(b.name)}</span>`;
+  const foot = b.supportEmail
+    ? `Questions? Write to <a href="mailto:${h(b.supportEmail)}">${h(b.supportEmail)}</a>.`
+    : `${h(b.name)}`;
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<title>${h(opts.title)} · ${h(b.name)}</title>
+<style>${css(b)}</style>
+</head>
+<body>
+<div class="wrap">
+<div class="card">
+<header class="brand">${head}</header>
+<main>
+<h1>${h(opts.title)}</h1>
+${opts.bodyHtml}
+</main>
+<footer>${foot}</footer>
+</div>
+</div>
+</body>
+</html>
+`;
+}
+
+export function renderOwnerPage<K extends OwnerPageKind>(kind: K, vars: OwnerPageVars[K]): string {
+  const brand = vars.brand;
+  const doc = (title: string, body: string[]) =>
+    ownerDocument({ title, bodyHtml: body.filter(Boolean).join('\n'), brand });
+  switch (kind) {
+    case 'done': {
+      const v = vars as OwnerPageVars['done'];
+      const who = `@${v.username}`;
+      const until = v.expiresAt
+        ? ` Its access is valid until ${v.expiresAt.toISOString().slice(0, 10)} and will be renewed automatically.`
+        : '';
+      const feed = href(v.feedUrl);
+      return doc(v.reconnected ? 'Account reconnected' : 'Account connected', [
+        p(`${v.reconnected ? 'Thank you: ' : ''}${who} is connected${v.reconnected ? ' again' : ''}.${until}`),
+        '<h2>What happens next</h2>',
+        p(
+          v.scheduled === false
+            ? `The first posts of ${who} are read within a few minutes, as soon as the feed service picks the account up.`
+            : `The first posts of ${who} are read within a minute or so.`,
+        ),
+        p(
+          v.reconnected
+            ? 'They appear on the website that shows this feed as before; there is nothing else to do.'
+            : 'They then appear on the website that shows this feed; new posts follow by themselves.',
+        ),
+        feed ? `<p class="muted">Feed address, for whoever set up the website: <code>${h(feed)}</code></p>` : '',
+        p('You can close this page.'),
+      ]);
+    }
+    case 'declined': {
+      const v = vars as OwnerPageVars['declined'];
+      return doc(v.title ?? 'Account not connected', [
+        ...v.lines.map(p),
+        href(v.retryUrl)
+          ? button(v.retryUrl, 'Try again')
+          : p('To try again, ask for a new link from whoever sent you this one.'),
+      ]);
+    }
+    case 'expired-link': {
+      const v = vars as OwnerPageVars['expired-link'];
+      return doc('This link no longer works', [
+        p(v.reason),
+        p(
+          v.whatNext ??
+            'Ask for a new link from whoever sent you this one; each link works once and for a limited time.',
+        ),
+        button(v.retryUrl, 'Try again'),
+      ]);
+    }
+    case 'wrong-account': {
+      const v = vars as OwnerPageVars['wrong-account'];
+      const who = v.expectedUsername ? `@${v.expectedUsername}` : 'the account this link is for';
+      return doc('Wrong account', [
+        p(`You logged in with another account. This link is for ${who} only, so nothing was changed.`),
+        p(`Log out of the platform (or open the link in a private window), then try again and log in as ${who}.`),
+        button(v.retryUrl, 'Try again'),
+      ]);
+    }
+    case 'status': {
+      const v = vars as OwnerPageVars['status'];
+      const who = `@${v.username}`;
+      const state = v.connected
+        ? '<span class="state ok" data-state="connected">Connected</span>'
+        : '<span class="state bad" data-state="needs_owner">Not updating: needs you to reconnect</span>';
+      const left =
+        v.daysLeft !== null && v.daysLeft !== undefined && v.daysLeft >= 0
+          ? `${v.daysLeft} day${v.daysLeft === 1 ? '' : 's'}${v.expiresAt ? ` (until ${when(v.expiresAt)})` : ''}`
+          : 'none: the connection has ended';
+      const why = v.connected
+        ? `The connection to ${who} works. Reconnect before it ends to keep your website's feed updating without a gap.`
+        : `The connection to ${who} stopped working${v.reason ? ` (${v.reason})` : ''}. New posts no longer reach your website until you reconnect.`;
+      let action = '';
+      if (v.reconnect && 'url' in v.reconnect) action = button(v.reconnect.url, `Reconnect ${who}`);
+      else if (v.reconnect) {
+        const fields = Object.entries(v.reconnect.fields)
+          .map(([k, val]) => `<input type="hidden" name="${h(k)}" value="${h(val)}">`)
+          .join('');
+        action = `<form class="actions" method="post" action="${h(href(v.reconnect.action) ?? '')}">${fields}<button type="submit">Reconnect ${h(who)}</button></form>`;
+      }
+      return doc(`Your feed of ${who}`, [
+        p(why),
+        `<dl>
+<dt>Account</dt><dd>${h(who)}</dd>
+<dt>Connection</dt><dd>${state}</dd>
+<dt>Validity left</dt><dd data-days-left="${v.daysLeft ?? ''}">${h(left)}</dd>
+<dt>Last successful update</dt><dd data-last-sync>${h(v.lastSyncAt ? when(v.lastSyncAt) : 'not yet')}</dd>
+</dl>`,
+        action
+          ? `<p>Press Reconnect, log in as <strong>${h(who)}</strong> on the platform and approve access. Your password is never seen here.${v.linkExpiresAt ? ` This link works once, until ${h(when(v.linkExpiresAt))}.` : ''}</p>\n${action}`
+          : '',
+      ]);
+    }
+    case 'notice': {
+      const v = vars as OwnerPageVars['notice'];
+      return doc(v.title, [...v.lines.map(p), button(v.retryUrl, 'Try again')]);
+    }
+  }
+  throw new Error(`unknown owner page ${String(kind)}`);
+}
