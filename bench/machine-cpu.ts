@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 /**
  * CPU spent on the whole machine and by Redis, between two snapshots. The pipeline and the limit
@@ -25,7 +25,7 @@ async function machineBusySeconds(): Promise<number | undefined> {
   }
 }
 
-async function redisCpuSeconds(redis: Redis): Promise<number | undefined> {
+async function redisCpuSeconds(redis: Redis | Cluster): Promise<number | undefined> {
   try {
     const info = await redis.info('cpu');
     const field = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? NaN);
@@ -36,7 +36,7 @@ async function redisCpuSeconds(redis: Redis): Promise<number | undefined> {
   }
 }
 
-export async function cpuSnapshot(redis: Redis): Promise<CpuSnapshot> {
+export async function cpuSnapshot(redis: Redis | Cluster): Promise<CpuSnapshot> {
   const [machineS, redisS] = await Promise.all([machineBusySeconds(), redisCpuSeconds(redis)]);
   return { ...(machineS !== undefined ? { machineS } : {}), ...(redisS !== undefined ? { redisS } : {}) };
 }

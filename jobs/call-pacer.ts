@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { CallPacer } from '../src/platform/pacing.ts';
 import { HOUR, systemClock, type Clock } from '../src/util/clock.ts';
 
@@ -25,7 +25,7 @@ export interface PacerOptions {
   /** Calls per account in any window (default window: one hour). */
   callsPerHour: number;
   /** Redis for a log shared by every worker; a client factory, so nothing connects until a call is paced. */
-  redis?: () => Redis;
+  redis?: () => Redis | Cluster;
   /** Key prefix in Redis (REDIS_PREFIX). */
   prefix: string;
   /** The window; an hour except in tests. */
@@ -50,7 +50,7 @@ local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return math.max(1, tonumber(oldest[2]) + window - now)
 `;
 
-type PacingRedis = Redis & {
+type PacingRedis = (Redis | Cluster) & {
   feedmirrorPaceTake(key: string, now: number, windowMs: number, limit: number, member: string): Promise<number>;
 };
 

@@ -2,7 +2,7 @@ import { FlowProducer, Worker } from 'bullmq';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import type { FlowSettings, FeedSyncJobDeps } from './feed-sync.ts';
 import { queueProcessor } from './catalogue.ts';
-import { QUEUE, bullConnection, redisOutage, watchRedis, type RedisSettings } from './queues.ts';
+import { QUEUE, bullConnection, ownedBy, redisOutage, watchRedis, type RedisSettings } from './queues.ts';
 import { waitingOutsideJobs, type PlatformWaitSettings } from './rate-limits.ts';
 import { telemetryOptions } from './telemetry.ts';
 
@@ -31,7 +31,11 @@ export async function startFeedWorkers(deps: FeedWorkerDeps): Promise<RunningFee
   const log = deps.logger.child({ component: 'feed-workers' });
   // Options, not clients: each Worker and the FlowProducer own their connection and close it.
   const conn = (forWorker = true) => bullConnection(deps.redis, forWorker);
-  const flows = new FlowProducer({ ...telemetryOptions(), connection: conn(false), prefix: deps.redis.prefix });
+  const flowConnection = conn(false);
+  const flows = ownedBy(
+    new FlowProducer({ ...telemetryOptions(), connection: flowConnection, prefix: deps.redis.prefix }),
+    flowConnection,
+  );
   flows.on('error', (err) => redisOutage(deps.redis, deps.logger).error(err, 'flow producer'));
   const syncDeps: FeedSyncJobDeps = {
     ...deps,

@@ -1,8 +1,14 @@
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import { telemetryOptions } from './telemetry.ts';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Logger } from '../src/util/logger.ts';
 import { ServiceUnavailableError, connectionErrorCode, UNREACHABLE_CODES } from '../src/util/unavailable.ts';
+import {
+  describeRedisTarget,
+  effectiveRedisPrefix,
+  parseRedisTarget,
+  type RedisTarget,
+} from '../src/util/redis-target.ts';
 
 /**
  * Every queue of feedmirror, one name each, with the defaults its jobs run with. Job payloads
@@ -22,42 +28,182 @@ export type QueueName = (typeof QUEUE)[QueueKey];
 /** One BullMQ Queue per queue of QUEUE, under the same keys. */
 export type Queues = Record<QueueKey, Queue>;
 
+/** A client of one Redis server or of a Redis Cluster: every caller takes either. */
+export type RedisClient = Redis | Cluster;
+
 export interface RedisSettings {
+  /** REDIS_URL: `redis://`, `rediss://`, or `redis+cluster://host:port,host:port`. */
   url: string;
-  /** BullMQ key prefix; `{name}` keeps every key in one hash slot on Redis Cluster. */
+  /**
+   * The key prefix of every key (BullMQ's and feedmirror's own). On a cluster it must hold a hash
+   * tag: redisSettings() wraps REDIS_PREFIX in braces there (R-SCL-1).
+   */
   prefix: string;
+  /** REDIS_CLUSTER_NODES: seed nodes; set, the target is a cluster. */
+  clusterNodes?: string | undefined;
 }
 
 /**
- * Connection options for BullMQ, parsed from REDIS_URL. Passing options (not a client) lets each
- * Queue and Worker own its connection and close it on close(). Workers need
- * `maxRetriesPerRequest: null` (blocking commands); the retry strategy reconnects forever with a
- * capped delay, so a Redis restart is survived.
+ * The settings from the configuration, the prefix as this target needs it: on Redis Cluster a
+ * REDIS_PREFIX without a hash tag is wrapped in braces (R-SCL-1), so every queue's keys and
+ * feedmirror's own keys share one slot (BullMQ's flows link jobs of several queues in one
+ * transaction, so one tag for all of them, not one per queue).
  */
-export function redisOptions(settings: RedisSettings, forWorker = true): RedisOptions {
-  const u = new URL(settings.url);
-  const db = u.pathname.length > 1 ? Number(u.pathname.slice(1)) : 0;
+export function redisSettings(config: {
+  REDIS_URL: string;
+  REDIS_PREFIX: string;
+  REDIS_CLUSTER_NODES?: string | undefined;
+}): RedisSettings {
+  const target = parseRedisTarget(config.REDIS_URL, config.REDIS_CLUSTER_NODES);
   return {
-    host: u.hostname.replace(/^\[|\]$/g, ''),
-    port: u.port ? Number(u.port) : 6379,
-    ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
-    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
-    ...(Number.isInteger(db) ? { db } : {}),
-    ...(u.protocol === 'rediss:' ? { tls: {} } : {}),
+    url: config.REDIS_URL,
+    prefix: effectiveRedisPrefix(config.REDIS_PREFIX, target.cluster),
+    ...(config.REDIS_CLUSTER_NODES ? { clusterNodes: config.REDIS_CLUSTER_NODES } : {}),
+  };
+}
+
+/** One server or a cluster, and where. */
+export function redisTarget(settings: Pick<RedisSettings, 'url' | 'clusterNodes'>): RedisTarget {
+  return parseRedisTarget(settings.url, settings.clusterNodes);
+}
+
+/** Is this a cluster? */
+export function isCluster(settings: Pick<RedisSettings, 'url' | 'clusterNodes'>): boolean {
+  try {
+    return redisTarget(settings).cluster;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Connection options of one node. Workers need `maxRetriesPerRequest: null` (blocking commands);
+ * the retry strategy reconnects forever with a capped delay, so a Redis restart is survived.
+ */
+function nodeOptions(target: RedisTarget, forWorker: boolean): RedisOptions {
+  return {
+    ...(target.username ? { username: target.username } : {}),
+    ...(target.password ? { password: target.password } : {}),
+    ...(target.tls ? { tls: {} } : {}),
     maxRetriesPerRequest: forWorker ? null : 3,
     enableReadyCheck: true,
     retryStrategy: (times: number) => Math.min(200 * times, 5_000),
   };
 }
 
-/** The same options typed for BullMQ's constructors, which create (and close) their own clients. */
+/**
+ * Connection options of one Redis server for BullMQ and plain clients, parsed from REDIS_URL.
+ * Passing options (not a client) lets each Queue and Worker own its connection and close it on
+ * close().
+ */
+export function redisOptions(settings: RedisSettings, forWorker = true): RedisOptions {
+  const target = redisTarget(settings);
+  const node = target.nodes[0]!;
+  return {
+    host: node.host,
+    port: node.port,
+    ...(target.db ? { db: target.db } : {}),
+    ...nodeOptions(target, forWorker),
+  };
+}
+
+/**
+ * Options of an ioredis Cluster: BullMQ's needs are the same as on one server (a worker's
+ * connections never give up on a command: `maxRetriesPerRequest: null`), the cluster is ready only
+ * once it says `cluster_state:ok`, and its topology is looked up again for ever after a failover
+ * or a restart. Host names are used as given (no DNS rewrite), which TLS endpoints need.
+ */
+function clusterOptions(target: RedisTarget, forWorker: boolean, extra: ClusterOptions = {}): ClusterOptions {
+  return {
+    enableReadyCheck: true,
+    clusterRetryStrategy: (times: number) => Math.min(200 * times, 5_000),
+    slotsRefreshTimeout: 2_000,
+    dnsLookup: (address, callback) => callback(null, address),
+    ...extra,
+    redisOptions: { ...nodeOptions(target, forWorker), ...extra.redisOptions },
+  };
+}
+
+/**
+ * The one place a Redis client is made: a `Redis` for one server, a `Cluster` for a cluster. The
+ * caller closes it. `probe` makes it try once (no retries, no offline queue) within its timeout.
+ */
+export function createRedis(
+  settings: Pick<RedisSettings, 'url' | 'clusterNodes'>,
+  opts: { forWorker?: boolean; lazyConnect?: boolean; probe?: { timeoutMs: number } } = {},
+): RedisClient {
+  const target = redisTarget(settings);
+  const forWorker = opts.forWorker ?? false;
+  const probe = opts.probe
+    ? {
+        connectTimeout: opts.probe.timeoutMs,
+        retryStrategy: () => null,
+        maxRetriesPerRequest: 0,
+      }
+    : {};
+  if (target.cluster) {
+    return new Cluster(
+      target.nodes,
+      clusterOptions(target, forWorker, {
+        ...(opts.lazyConnect || opts.probe ? { lazyConnect: true } : {}),
+        ...(opts.probe ? { clusterRetryStrategy: () => null, enableOfflineQueue: false } : {}),
+        redisOptions: probe,
+      }),
+    );
+  }
+  return new Redis({
+    ...redisOptions(settings as RedisSettings, forWorker),
+    ...(opts.lazyConnect || opts.probe ? { lazyConnect: true } : {}),
+    ...(opts.probe ? { enableOfflineQueue: false } : {}),
+    ...probe,
+  });
+}
+
+/**
+ * The connection for BullMQ's constructors. One server: options, so each Queue and Worker creates
+ * and closes its own clients. A cluster: BullMQ cannot make a Cluster from options, so it gets a
+ * Cluster (not yet connected): a Worker duplicates it for its own connections (and closes them);
+ * a Queue or FlowProducer uses it as it is and leaves it open, so ownedBy() closes it with them.
+ */
 export function bullConnection(settings: RedisSettings, forWorker = true): ConnectionOptions {
+  if (isCluster(settings))
+    return createRedis(settings, { forWorker, lazyConnect: true }) as unknown as ConnectionOptions;
   return redisOptions(settings, forWorker) as unknown as ConnectionOptions;
 }
 
-/** A plain client (health checks, tests); the caller closes it. With `outage`, its errors are reported there. */
-export function redisClient(settings: RedisSettings, outage?: RedisOutage): Redis {
-  const client = new Redis(redisOptions(settings, false));
+/**
+ * `owner` (a Queue, FlowProducer) closes `connection` too when it is a client we made
+ * (cluster mode): BullMQ leaves a client it was handed open.
+ */
+export function ownedBy<T extends { close(): Promise<void>; disconnect?(): Promise<void> }>(
+  owner: T,
+  connection: ConnectionOptions,
+): T {
+  if (!(connection instanceof Cluster) && !(connection instanceof Redis)) return owner;
+  const client = connection as RedisClient;
+  const close = owner.close.bind(owner);
+  owner.close = async () => {
+    try {
+      await close();
+    } finally {
+      client.disconnect();
+    }
+  };
+  const disconnect = owner.disconnect?.bind(owner);
+  if (disconnect)
+    owner.disconnect = async () => {
+      try {
+        await disconnect();
+      } finally {
+        client.disconnect();
+      }
+    };
+  return owner;
+}
+
+/** A plain client (health checks, sessions, throttles, the pacer); the caller closes it. With `outage`, its errors are reported there. */
+export function redisClient(settings: RedisSettings, outage?: RedisOutage): RedisClient {
+  const client = createRedis(settings);
   if (outage) {
     client.on('error', (err: Error) => outage.error(err));
     client.on('ready', () => outage.ready());
@@ -65,11 +211,10 @@ export function redisClient(settings: RedisSettings, outage?: RedisOutage): Redi
   return client;
 }
 
-/** `host:port/db` of REDIS_URL: where Redis was looked for, without the password. */
-export function describeRedis(settings: Pick<RedisSettings, 'url'>): string {
+/** Where Redis was looked for, without the password: `host:port/db`, or `cluster host:port,host:port`. */
+export function describeRedis(settings: Pick<RedisSettings, 'url' | 'clusterNodes'>): string {
   try {
-    const u = new URL(settings.url);
-    return `${u.hostname}:${u.port || '6379'}${u.pathname.length > 1 ? u.pathname : ''}`;
+    return describeRedisTarget(redisTarget(settings));
   } catch {
     return '(unparseable REDIS_URL)';
   }
@@ -78,25 +223,29 @@ export function describeRedis(settings: Pick<RedisSettings, 'url'>): string {
 /**
  * Is Redis there? One connection attempt, no retries, at most `timeoutMs`: commands check this
  * before they queue anything, so a Redis that is down is one clear line and exit 3, not a
- * command that hangs while ioredis reconnects for ever.
+ * command that hangs while ioredis reconnects for ever. A cluster must also be whole
+ * (cluster_state:ok).
  */
 export async function pingRedis(settings: RedisSettings, timeoutMs = 3_000): Promise<void> {
-  const client = new Redis({
-    ...redisOptions(settings, false),
-    lazyConnect: true,
-    connectTimeout: timeoutMs,
-    retryStrategy: () => null,
-    maxRetriesPerRequest: 0,
-    enableOfflineQueue: false,
-  });
+  const client = createRedis(settings, { probe: { timeoutMs } });
   let last: unknown;
   client.on('error', (err) => (last = err));
+  let timer: NodeJS.Timeout | undefined;
   try {
-    await client.connect();
-    await client.ping();
+    await Promise.race([
+      (async () => {
+        await client.connect();
+        await client.ping();
+      })(),
+      new Promise<never>(
+        (_, reject) =>
+          (timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs + 500)),
+      ),
+    ]);
   } catch (err) {
     throw redisUnavailable(settings, last ?? err);
   } finally {
+    clearTimeout(timer);
     client.disconnect();
   }
 }
@@ -104,7 +253,8 @@ export async function pingRedis(settings: RedisSettings, timeoutMs = 3_000): Pro
 /** The one-line error for a Redis that cannot be used (down, wrong password, ...). */
 export function redisUnavailable(settings: RedisSettings, err: unknown): ServiceUnavailableError {
   const where = describeRedis(settings);
-  const code = connectionErrorCode(err);
+  // A cluster's "Failed to refresh slots cache" carries the last node's own error.
+  const code = connectionErrorCode(err) ?? connectionErrorCode((err as { lastNodeError?: unknown })?.lastNodeError);
   const message = err instanceof Error ? err.message : String(err);
   if (/NOAUTH|WRONGPASS|invalid password|invalid username-password/i.test(message)) {
     return new ServiceUnavailableError(
@@ -116,7 +266,7 @@ export function redisUnavailable(settings: RedisSettings, err: unknown): Service
   const why = code ?? (/timeout|timed out/i.test(message) ? 'timed out' : 'connection failed');
   return new ServiceUnavailableError(
     'Redis',
-    `cannot reach Redis at ${where} (${why}); is it running? check REDIS_URL`,
+    `cannot reach Redis at ${where} (${why}); is it running? check ${isCluster(settings) ? 'REDIS_URL and REDIS_CLUSTER_NODES' : 'REDIS_URL'}`,
     { cause: err },
   );
 }
@@ -147,7 +297,9 @@ export function redisOutage(settings: RedisSettings, logger: Logger): RedisOutag
       const code = connectionErrorCode(err);
       const connection =
         (code !== undefined && UNREACHABLE_CODES.has(code)) ||
-        /Connection is closed|connect ETIMEDOUT|NOAUTH|WRONGPASS|LOADING/i.test(err.message);
+        /Connection is closed|connect ETIMEDOUT|NOAUTH|WRONGPASS|LOADING|CLUSTERDOWN|None of startup nodes|Failed to refresh slots cache/i.test(
+          err.message,
+        );
       if (!connection) {
         logger.error({ err, ...(source ? { source } : {}) }, 'Redis error');
         return;
@@ -214,12 +366,14 @@ export function createQueue(
   connection?: ConnectionOptions,
   outage?: RedisOutage,
 ): Queue {
+  const own = connection ? undefined : bullConnection(settings, false);
   const queue = new Queue(name, {
     ...telemetryOptions(),
-    connection: connection ?? bullConnection(settings, false),
+    connection: connection ?? own!,
     prefix: settings.prefix,
     defaultJobOptions: DEFAULT_JOB_OPTIONS,
   });
+  if (own) ownedBy(queue, own);
   if (outage) watchRedis(queue, outage, `queue ${name}`);
   return queue;
 }

@@ -1,6 +1,6 @@
 import type { Counter } from 'prom-client';
 import type pg from 'pg';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { Queue } from 'bullmq';
 import { getAccount, listScheduledAccountIds } from '../src/store/accounts.ts';
 import { holdLease, newHolderId, type HeldLease } from '../src/store/locks.ts';
@@ -184,7 +184,7 @@ export interface ReconcilerOptions {
    */
   leaseMs?: number;
   /** A client whose 'ready' after a reconnect means "Redis came back": reconcile at once. */
-  redis?: Redis;
+  redis?: Redis | Cluster;
 }
 
 export class Reconciler {

@@ -3,6 +3,7 @@ import cron from 'node-cron';
 import { registerSecret } from './util/redact.ts';
 import { parseDuration, DURATION_HINT } from './util/duration.ts';
 import { parseTrustProxy, type TrustProxy } from './util/trust-proxy.ts';
+import { parseRedisNodes, parseRedisTarget } from './util/redis-target.ts';
 import {
   DEFAULT_API_VERSION,
   DEFAULT_AUTHORIZE_URL,
@@ -140,24 +141,54 @@ export const configSchema = z.object({
       readBy: ['worker', 'serve', 'cli'],
       type: '`postgres://` URL',
     }),
+  /** One Redis server, or a Redis Cluster (`redis+cluster://`); see src/util/redis-target.ts. */
   REDIS_URL: z
     .string()
-    .regex(/^rediss?:\/\//, 'must be a redis:// URL')
+    .superRefine((v, ctx) => {
+      try {
+        parseRedisTarget(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    })
     .default('redis://127.0.0.1:6379')
     .register(settings, {
-      description: 'Redis for BullMQ',
-      example: 'redis://:pw@redis.internal:6379',
+      description:
+        'Redis for BullMQ and the shared state of the processes: one server (`redis://`, `rediss://` for TLS), or a Redis Cluster (`redis+cluster://host:port,host:port`, `rediss+cluster://` for TLS; see [Managed Redis Cluster](production.md#managed-redis-cluster-and-pooled-postgresql))',
+      example: 'redis+cluster://:pw@redis-1.internal:6379,redis-2.internal:6379',
       readBy: ['worker', 'serve', 'cli'],
-      type: '`redis://` URL',
+      type: '`redis://`, `rediss://` or `redis+cluster://` URL',
     }),
-  /** Key prefix for every BullMQ key; wrap it in {braces} for Redis Cluster. */
+  /** Seed nodes of a Redis Cluster: set, feedmirror runs in cluster mode. */
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .superRefine((v, ctx) => {
+      try {
+        parseRedisNodes(v);
+      } catch (err) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be host:port pairs separated by commas: ${(err as Error).message}`,
+        });
+      }
+    })
+    .optional()
+    .register(settings, {
+      description:
+        'Redis Cluster seed nodes (any reachable one tells feedmirror the others); set, feedmirror runs in cluster mode and takes only the user name, password and TLS (`rediss://`) from `REDIS_URL`',
+      example: '10.0.0.11:6379,10.0.0.12:6379,10.0.0.13:6379',
+      readBy: ['worker', 'serve', 'cli'],
+      type: 'host:port list',
+    }),
+  /** Key prefix for every BullMQ key and feedmirror's own; wrapped in {braces} on Redis Cluster (R-SCL-1). */
   REDIS_PREFIX: z
     .string()
     .min(1)
     .default('feedmirror')
     .register(settings, {
-      description: 'BullMQ key prefix; `{feedmirror}` on Redis Cluster',
-      example: '{feedmirror}',
+      description:
+        'key prefix of every key in Redis; on Redis Cluster it is wrapped in braces (`{feedmirror}`, a hash tag that keeps every key in one slot) unless it already holds a `{tag}`',
+      example: 'feedmirror-eu',
       readBy: ['worker', 'serve', 'cli'],
       change: 'the queues under the old prefix are left behind; the reconciler rebuilds the schedules',
     }),
@@ -769,6 +800,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     // Name the variable, never echo its value: it may be a secret.
     throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  }
+  // Together: REDIS_CLUSTER_NODES turns a plain REDIS_URL into a cluster's credentials.
+  try {
+    parseRedisTarget(parsed.data.REDIS_URL, parsed.data.REDIS_CLUSTER_NODES);
+  } catch (err) {
+    throw new ConfigError([`REDIS_URL with REDIS_CLUSTER_NODES: ${(err as Error).message}`]);
   }
   registerSecret(parsed.data.APP_SECRET);
   registerSecret(parsed.data.TOKEN_ENCRYPTION_KEY);

@@ -25,10 +25,9 @@ import { alertReauthRequired, type SweepDeps } from '../alerts/sweep.ts';
 import { createStorage, type ObjectStorage } from '../storage/index.ts';
 import { mirrorLimitsFromConfig } from '../mirror/copy.ts';
 import type { FeedDeps } from '../feeds/deps.ts';
-import { redisClient } from '../../jobs/queues.ts';
+import { redisClient, redisSettings, type RedisClient } from '../../jobs/queues.ts';
 import { webhookEventSink } from '../../jobs/webhook-events.ts';
 import type { EventSink } from '../webhooks/events.ts';
-import type { Redis } from 'ioredis';
 import { createMetrics, type Metrics } from '../metrics/index.ts';
 import { platformCallObserver } from '../metrics/observe.ts';
 import { widgetRepublisher, type WidgetDeps } from '../widgets/publish.ts';
@@ -49,7 +48,7 @@ export class AppContext {
   private _emailTemplates?: EmailTemplates;
   private _queues?: Queues;
   private _storage?: ObjectStorage;
-  private _redisClient?: Redis;
+  private _redisClient?: RedisClient;
   private _metrics?: Metrics;
   private _lifecycle?: AccountLifecycle;
   private _redisChecked?: Promise<void>;
@@ -67,7 +66,7 @@ export class AppContext {
   }
 
   get redis(): RedisSettings {
-    return { url: this.config.REDIS_URL, prefix: this.config.REDIS_PREFIX };
+    return redisSettings(this.config);
   }
 
   get db(): pg.Pool {
@@ -108,7 +107,7 @@ export class AppContext {
       observer,
       pacer: new AccountCallPacer({
         callsPerHour: this.config.PLATFORM_CALLS_PER_ACCOUNT_HOUR,
-        prefix: this.config.REDIS_PREFIX,
+        prefix: this.redis.prefix,
         redis: () => this.redisClient,
       }),
     });
@@ -208,7 +207,7 @@ export class AppContext {
   }
 
   /** A plain Redis client (readiness checks); BullMQ makes its own. */
-  get redisClient(): Redis {
+  get redisClient(): RedisClient {
     if (!this._redisClient) {
       const c = redisClient(this.redis, this.redisOutage);
       this._redisClient = c;

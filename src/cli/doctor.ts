@@ -9,7 +9,8 @@ import { preflight } from './preflight.ts';
 import { describeDatabaseUrl } from '../store/db.ts';
 import { readMigrations } from '../store/migrate.ts';
 import { createStorage } from '../storage/index.ts';
-import { pingRedis, describeRedis, redisOptions } from '../../jobs/queues.ts';
+import { Cluster } from 'ioredis';
+import { pingRedis, describeRedis, createRedis, redisSettings } from '../../jobs/queues.ts';
 import { redactText } from '../util/redact.ts';
 import { connectionErrorCode } from '../util/unavailable.ts';
 import { clockFromEnv } from '../util/clock.ts';
@@ -320,7 +321,7 @@ export async function checkAccounts(config: Config, env: NodeJS.ProcessEnv, time
 }
 
 async function checkRedis(config: Config, timeoutMs: number): Promise<CheckResult[]> {
-  const settings = { url: config.REDIS_URL, prefix: config.REDIS_PREFIX };
+  const settings = redisSettings(config);
   const where = describeRedis(settings);
   try {
     await pingRedis(settings, timeoutMs);
@@ -331,17 +332,15 @@ async function checkRedis(config: Config, timeoutMs: number): Promise<CheckResul
     ];
   }
   const out: CheckResult[] = [ok('Redis reachable', where)];
-  const { Redis } = await import('ioredis');
-  const client = new Redis({
-    ...redisOptions(settings, false),
-    lazyConnect: true,
-    retryStrategy: () => null,
-    maxRetriesPerRequest: 0,
-    connectTimeout: timeoutMs,
-  });
+  const client = createRedis(settings, { probe: { timeoutMs } });
   client.on('error', () => undefined);
   try {
     await client.connect();
+    if (client instanceof Cluster) {
+      // R-SCL-1: one hash tag for every key, so each queue's scripts stay in one slot.
+      const masters = client.nodes('master').length;
+      out.push(ok('Redis Cluster', `${masters} master(s), cluster_state ok; every key under ${settings.prefix}`));
+    }
     // BullMQ's production guide: keys must never be evicted, and the queues should survive a restart.
     try {
       const [, policy] = (await client.config('GET', 'maxmemory-policy')) as string[];

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { z } from 'zod';
 
 /**
@@ -40,7 +40,7 @@ const recordSchema = z.object({ user: z.string(), credentials: z.string(), creat
 
 export class RedisSessionStore implements SessionStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly prefix: string,
   ) {}
 

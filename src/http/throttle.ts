@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import ipaddr from 'ipaddr.js';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 
@@ -35,7 +35,7 @@ const HOUR_S = 3600;
 const DAY_S = 86400;
 
 export interface ThrottleStore {
-  redis?: Redis | undefined;
+  redis?: Redis | Cluster | undefined;
   /** Key prefix in Redis (REDIS_PREFIX). */
   prefix: string;
 }

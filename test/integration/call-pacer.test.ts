@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AccountCallPacer } from '../../jobs/call-pacer.ts';
 import { redisClient } from '../../jobs/queues.ts';
@@ -10,7 +10,7 @@ import { redisForTest } from '../support/services.ts';
  * clock hour's turn (a fixed window would not).
  */
 const redis = redisForTest('pacer');
-const connections: Redis[] = [];
+const connections: Array<Redis | Cluster> = [];
 const connect = () => {
   const c = redisClient(redis);
   connections.push(c);

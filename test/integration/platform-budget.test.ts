@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { pino } from 'pino';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
@@ -41,7 +41,7 @@ describe('platform budget: pacing, slow-down, waits outside the job (R-OWN-1)', 
   let sim: Simulator;
   let db: pg.Pool;
   let drop: () => Promise<void>;
-  let redisConn: Redis;
+  let redisConn: Redis | Cluster;
   let workers: RunningFeedWorkers | undefined;
   let syncQueue: Queue;
   const redis = redisForTest('budget');

@@ -30,7 +30,7 @@ export interface RunningServer {
 export async function buildServeApp(ctx: AppContext): Promise<Express> {
   // First, before touching any service: a misconfigured dashboard is a start-up error.
   // Sessions and throttles live in Redis: every replica shares them, and a logout reaches all.
-  const store = { redis: ctx.redisClient, prefix: ctx.config.REDIS_PREFIX };
+  const store = { redis: ctx.redisClient, prefix: ctx.redis.prefix };
   const auth = resolveDashboardAuth({
     host: ctx.config.HOST,
     user: ctx.config.DASHBOARD_USER,
@@ -39,7 +39,7 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
     publicUrl: ctx.config.PUBLIC_URL,
     clock: ctx.clock,
     logger: ctx.logger,
-    sessions: new RedisSessionStore(ctx.redisClient, ctx.config.REDIS_PREFIX),
+    sessions: new RedisSessionStore(ctx.redisClient, ctx.redis.prefix),
     throttle: new LoginThrottle(store),
     sessionIdleMs: ctx.config.SESSION_IDLE_TIMEOUT,
     sessionMaxMs: ctx.config.SESSION_MAX_LIFETIME,
