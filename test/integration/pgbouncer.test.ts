@@ -55,7 +55,7 @@ describe('PostgreSQL through PgBouncer in transaction mode (R-SCL-2)', () => {
     const d = await freshDatabase('pgbmigcli');
     cleanups.push(d.drop);
     const env = { DATABASE_URL: bouncer.url(d.url), LOG_LEVEL: 'warn' };
-    const runs = await Promise.all([1, 2].map(() => runFeedmirror(['migrate', '--json'], env, { timeoutMs: 20_000 })));
+    const runs = await Promise.all([1, 2].map(() => runFeedmirror(['migrate', '--json'], env, { timeoutMs: 60_000 })));
     for (const r of runs) expect(r.code, r.stderr).toBe(0);
     const applied = runs.flatMap((r) => (JSON.parse(r.stdout) as { applied: string[] }).applied).sort();
     expect(applied).toEqual(await shipped());
@@ -66,7 +66,7 @@ describe('PostgreSQL through PgBouncer in transaction mode (R-SCL-2)', () => {
     } finally {
       await pool.end();
     }
-  });
+  }, 90_000);
 
   it('three migrators racing through the pooler over a slow migration apply each file exactly once', async () => {
     // Plain CREATE TABLE (no IF NOT EXISTS): a second run of a file fails loudly; the sleep makes
