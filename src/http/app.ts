@@ -10,6 +10,7 @@ import { securityHeaders } from './security-headers.ts';
 import { errorHandler } from './errors.ts';
 import { utf8BodiesOnly } from './charset.ts';
 import type { TrustProxy } from '../util/trust-proxy.ts';
+import { widgetViewsRouter, type WidgetViewsDeps } from './widget-views.ts';
 
 /**
  * `feedmirror serve`: health, readiness and metrics; the feed API; the OAuth connect/callback
@@ -30,6 +31,8 @@ export interface AppDeps {
   trustProxy?: TrustProxy;
   /** PUBLIC_URL: https turns on HSTS. */
   publicUrl?: string;
+  /** Widget views (R-WID-7), counted when WIDGET_VIEWS_URL is set; absent: /w/<id>/view is a 404. */
+  widgetViews?: WidgetViewsDeps;
 }
 
 export function createApp(deps: AppDeps): Express {
@@ -45,6 +48,7 @@ export function createApp(deps: AppDeps): Express {
   // Probes carry no credentials; /metrics checks its own bearer token (health.ts).
   app.use(healthRoutes({ logger: deps.logger, ...deps.health }));
   if (deps.storage) app.use(feedsRouter({ storage: deps.storage }));
+  if (deps.widgetViews) app.use(widgetViewsRouter(deps.widgetViews));
   if (deps.connect) app.use(connectRoutes(deps.connect));
   if (deps.storage && deps.serveLocalFiles !== false && deps.storage.kind === 'local')
     app.use(localFilesRouter(deps.storage));

@@ -142,6 +142,17 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
       logger: ctx.logger,
     },
     ...(connect ? { connect } : {}),
+    // R-WID-7: views are counted only when documents tell the script where to send them.
+    ...(ctx.config.WIDGET_VIEWS_URL
+      ? {
+          widgetViews: {
+            db,
+            clock: ctx.clock,
+            logger: ctx.logger,
+            perMinute: ctx.config.WIDGET_VIEWS_PER_MINUTE,
+          },
+        }
+      : {}),
     dashboard: {
       auth,
       db,
@@ -160,6 +171,7 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
         },
       },
       syncIntervalMs: ctx.config.SYNC_INTERVAL_MINUTES * 60_000,
+      widgets: { ...ctx.widgetDeps, db },
     },
   });
 }

@@ -47,6 +47,8 @@ import { deliveriesPage, secretPage, webhooksPage } from './webhooks-views.ts';
 import type { TokenCipher } from '../../store/crypto.ts';
 import { getEndpoint, listDeliveries, listEndpoints, removeEndpoint } from '../../store/webhooks.ts';
 import { EndpointInputError, registerEndpoint, rotateSecret } from '../../webhooks/endpoints.ts';
+import type { WidgetDeps } from '../../widgets/publish.ts';
+import { registerWidgetRoutes } from './widgets-routes.ts';
 
 /**
  * The operator dashboard under /dashboard: the accounts page and its actions, the feed preview,
@@ -80,6 +82,8 @@ export interface DashboardDeps {
   removals?: { confirm(accountId: string): Promise<ConfirmedRemoval | null> };
   /** SYNC_INTERVAL_MINUTES in ms: when an account's feed counts as stale (its health); default 60 min. */
   syncIntervalMs?: number;
+  /** Widgets (create, edit, preview, hide, delete): published with these; omitted: no widgets page. */
+  widgets?: WidgetDeps;
 }
 
 export interface DashboardConnect {
@@ -131,7 +135,8 @@ const flashSchema = z.object({ kind: z.enum(['ok', 'error']), text: z.string().m
 export function dashboardRouter(deps: DashboardDeps): Router {
   const { auth, db, queues, clock, logger } = deps;
   const router = Router();
-  const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 20 });
+  // 80 fields: a widget's form has its options, its accounts' and types' checkboxes.
+  const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 80 });
   const csrfOf = (res: Response) => csrfTokenFor(auth.sessionKey, sessionOf(res).sid);
 
   router.use(loginRoutes(auth));
@@ -408,6 +413,17 @@ export function dashboardRouter(deps: DashboardDeps): Router {
       });
     }),
   );
+
+  // ---- widgets ----
+  if (deps.widgets)
+    registerWidgetRoutes(guarded, {
+      deps: deps.widgets,
+      viewsCounted: deps.widgets.viewsBaseUrl !== undefined,
+      layoutOf,
+      flashTo,
+      pageHeaders,
+      wrap,
+    });
 
   // ---- webhooks ----
   const ENDPOINT_ID_RE = /^wh_[a-z0-9]{8,32}$/;

@@ -38,7 +38,7 @@ export function layout(title: string, body: string, o: LayoutOptions): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${h(title)} · feedmirror</title><link rel="stylesheet" href="${DASHBOARD_STYLESHEET}"></head>
-<body><header><a class="brand" href="/dashboard">feedmirror</a><a href="/dashboard">Accounts</a><a href="/dashboard/queues">Queues</a><a href="/dashboard/webhooks">Webhooks</a>${o.connectUrl ? `<a href="${h(o.connectUrl)}">Connect an account</a>` : ''}${logout}</header>
+<body><header><a class="brand" href="/dashboard">feedmirror</a><a href="/dashboard">Accounts</a><a href="/dashboard/queues">Queues</a><a href="/dashboard/widgets">Widgets</a><a href="/dashboard/webhooks">Webhooks</a>${o.connectUrl ? `<a href="${h(o.connectUrl)}">Connect an account</a>` : ''}${logout}</header>
 <main>${flash}${body}</main></body></html>
 `;
 }

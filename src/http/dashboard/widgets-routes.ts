@@ -1,0 +1,208 @@
+import type { Request, Response, Router } from 'express';
+import { listAccounts } from '../../store/accounts.ts';
+import { widgetViewTotals } from '../../store/widgets.ts';
+import { widgetDocumentKey } from '../../storage/keys.ts';
+import type { WidgetDeps } from '../../widgets/publish.ts';
+import {
+  changeWidget,
+  createWidget,
+  hidePost,
+  listWidgetViews,
+  removeWidget,
+  requireWidget,
+  unhidePost,
+  widgetCandidates,
+  widgetView,
+  WidgetInputError,
+  WidgetNotFoundError,
+  type WidgetInput,
+} from '../../widgets/widgets.ts';
+import type { Flash, LayoutOptions } from './views.ts';
+import { COPY_SCRIPT, widgetPage, widgetsPage, WIDGETS_PATH } from './widgets-views.ts';
+
+/**
+ * The dashboard's widget routes (under the session and the CSRF check of every POST, see
+ * index.ts). Every action calls the same function as the CLI (src/widgets/widgets.ts), which
+ * validates, writes PostgreSQL and publishes the widget.
+ */
+export interface WidgetRoutesContext {
+  deps: WidgetDeps;
+  viewsCounted: boolean;
+  layoutOf(req: Request, res: Response): LayoutOptions;
+  flashTo(res: Response, flash: Flash, to?: string): void;
+  pageHeaders(res: Response): void;
+  wrap(fn: (req: Request, res: Response) => Promise<void>): (req: Request, res: Response, next: () => void) => void;
+}
+
+const today = (d: Date) => d.toISOString().slice(0, 10);
+const list = (v: unknown): string[] => ([] as unknown[]).concat(v ?? []).map(String);
+const words = (v: unknown): string[] =>
+  String(v ?? '')
+    .split(/[\s,]+/)
+    .map((s) => s.trim())
+    .filter(Boolean);
+const int = (v: unknown): unknown => (typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v);
+
+/** The edit form's fields as a widget change (checkboxes: absent = off). */
+function editInput(body: Record<string, unknown>): WidgetInput {
+  return {
+    name: body.name,
+    layout: body.layout,
+    accounts: list(body.accounts),
+    options: {
+      limit: int(body.limit),
+      maxPosts: int(body.maxPosts),
+      columns: { phone: int(body.columnsPhone), tablet: int(body.columnsTablet), desktop: int(body.columnsDesktop) },
+      radius: int(body.radius),
+      gap: int(body.gap),
+      theme: body.theme,
+      captions: body.captions,
+      header: body.header === 'on',
+      date: body.date === 'on',
+      badges: body.badges === 'on',
+      filters: { types: list(body.types), includeTags: words(body.includeTags), excludeTags: words(body.excludeTags) },
+    },
+  };
+}
+
+export function registerWidgetRoutes(guarded: Router, c: WidgetRoutesContext): void {
+  const { deps, wrap } = c;
+  const choices = async () =>
+    (await listAccounts(deps.db, deps.clock.now())).map((a) => ({ id: a.id, username: a.username }));
+  /** A refusal (bad input, unknown account or post) is a flash on the page it came from. */
+  const refused = (res: Response, err: unknown, to: string) => {
+    if (err instanceof WidgetInputError || err instanceof WidgetNotFoundError) {
+      c.flashTo(res, { kind: 'error', text: err.message.slice(0, 400) }, to);
+      return true;
+    }
+    return false;
+  };
+
+  guarded.get('/widgets/copy.js', (_req: Request, res: Response) => {
+    res.set({ 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }).type('application/javascript');
+    res.send(COPY_SCRIPT);
+  });
+
+  guarded.get(
+    '/widgets',
+    wrap(async (req, res) => {
+      const [widgets, accounts, views] = await Promise.all([
+        listWidgetViews(deps),
+        choices(),
+        widgetViewTotals(deps.db, today(deps.clock.now())),
+      ]);
+      c.pageHeaders(res);
+      res
+        .type('html')
+        .send(widgetsPage(widgets, accounts, views, { ...c.layoutOf(req, res), viewsCounted: c.viewsCounted }));
+    }),
+  );
+
+  guarded.post(
+    '/widgets',
+    wrap(async (req, res) => {
+      const body = req.body as Record<string, unknown>;
+      try {
+        const { widget } = await createWidget(deps, {
+          name: body.name,
+          layout: body.layout,
+          accounts: list(body.accounts),
+        });
+        c.flashTo(
+          res,
+          { kind: 'ok', text: `Widget ${widget.name} created and published.` },
+          `${WIDGETS_PATH}/${widget.id}`,
+        );
+      } catch (err) {
+        if (!refused(res, err, WIDGETS_PATH)) throw err;
+      }
+    }),
+  );
+
+  /** The widget named in the path, or a 404. */
+  const widgetParam = async (req: Request, res: Response) => {
+    try {
+      return await requireWidget(deps, String(req.params.id ?? ''));
+    } catch (err) {
+      if (!(err instanceof WidgetNotFoundError)) throw err;
+      res.status(404).type('text/plain').send('No such widget.\n');
+      return null;
+    }
+  };
+
+  guarded.get(
+    '/widgets/:id',
+    wrap(async (req, res) => {
+      const w = await widgetParam(req, res);
+      if (!w) return;
+      const [accounts, posts, views] = await Promise.all([
+        choices(),
+        widgetCandidates(deps, w),
+        widgetViewTotals(deps.db, today(deps.clock.now())),
+      ]);
+      c.pageHeaders(res);
+      res.type('html').send(
+        widgetPage(widgetView(deps, w), accounts, posts, views.get(w.id) ?? { last7: 0, last30: 0 }, {
+          ...c.layoutOf(req, res),
+          viewsCounted: c.viewsCounted,
+          documentPath: `${WIDGETS_PATH}/${w.id}/document.json`,
+        }),
+      );
+    }),
+  );
+
+  // The preview reads the published document through the session (any storage, S3 included),
+  // without its viewsUrl: the operator's own looks are not views.
+  guarded.get(
+    '/widgets/:id/document.json',
+    wrap(async (req, res) => {
+      const w = await widgetParam(req, res);
+      if (!w) return;
+      const obj = await deps.storage.get(widgetDocumentKey(w.id));
+      if (!obj) {
+        res.status(404).type('text/plain').send('Not published yet.\n');
+        return;
+      }
+      const doc = JSON.parse(obj.body.toString('utf8')) as Record<string, unknown>;
+      res.set('Cache-Control', 'no-store').json({ ...doc, viewsUrl: null });
+    }),
+  );
+
+  const action = (path: string, fn: (id: string, body: Record<string, unknown>) => Promise<string>) =>
+    guarded.post(
+      path,
+      wrap(async (req, res) => {
+        const w = await widgetParam(req, res);
+        if (!w) return;
+        const to = `${WIDGETS_PATH}/${w.id}`;
+        try {
+          c.flashTo(res, { kind: 'ok', text: await fn(w.id, req.body as Record<string, unknown>) }, to);
+        } catch (err) {
+          if (!refused(res, err, to)) throw err;
+        }
+      }),
+    );
+
+  action('/widgets/:id', async (id, body) => {
+    const { widget, publish } = await changeWidget(deps, id, editInput(body));
+    return `Saved; ${publish.outcome === 'unchanged' ? 'nothing changed' : 'published'} (${widget.layout}).`;
+  });
+  action('/widgets/:id/hide', async (id, body) => {
+    await hidePost(deps, id, String(body.postId ?? ''));
+    return `Post ${String(body.postId)} hidden.`;
+  });
+  action('/widgets/:id/unhide', async (id, body) => {
+    await unhidePost(deps, id, String(body.postId ?? ''));
+    return `Post ${String(body.postId)} shown again.`;
+  });
+
+  guarded.post(
+    '/widgets/:id/remove',
+    wrap(async (req, res) => {
+      const w = await widgetParam(req, res);
+      if (!w) return;
+      await removeWidget(deps, w.id);
+      c.flashTo(res, { kind: 'ok', text: `Widget ${w.name} deleted with its published objects.` }, WIDGETS_PATH);
+    }),
+  );
+}

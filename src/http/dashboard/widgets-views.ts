@@ -1,0 +1,153 @@
+import { escapeHtml as h } from '../pages.ts';
+import { CSRF_FIELD } from '../csrf.ts';
+import { WIDGET_CAPTIONS, WIDGET_FILTER_TYPES, WIDGET_LAYOUTS, WIDGET_THEMES } from '../../widgets/document.ts';
+import type { WidgetCandidate, WidgetView } from '../../widgets/widgets.ts';
+import { layout, type LayoutOptions } from './views.ts';
+
+/**
+ * The widgets pages of the dashboard: the list (with views over 7 and 30 days) and the create
+ * form; one widget's edit form beside its live preview (the published script rendering the
+ * widget's published document), its embed snippet with a copy button, the posts of its accounts
+ * with Hide/Unhide, and Delete. Server-rendered, every value through escapeHtml, every action a
+ * POST form with the session's CSRF token; the only script is ours, from a file (the CSP).
+ */
+export const WIDGETS_PATH = '/dashboard/widgets';
+
+export interface AccountChoice {
+  id: string;
+  username: string;
+}
+
+export interface ViewCounts {
+  last7: number;
+  last30: number;
+}
+
+function form(action: string, label: string, csrf: string, extra = '', cls = ''): string {
+  return `<form method="post" action="${h(action)}"><input type="hidden" name="${CSRF_FIELD}" value="${h(csrf)}">${extra}<button type="submit"${cls ? ` class="${cls}"` : ''}>${h(label)}</button></form>`;
+}
+
+const options = (values: readonly string[], selected: string) =>
+  values.map((v) => `<option value="${h(v)}"${v === selected ? ' selected' : ''}>${h(v)}</option>`).join('');
+
+function accountBoxes(accounts: AccountChoice[], chosen: readonly string[]): string {
+  if (accounts.length === 0) return '<p class="muted">No account is connected yet.</p>';
+  return accounts
+    .map(
+      (a) =>
+        `<label><input type="checkbox" name="accounts" value="${h(a.id)}"${chosen.includes(a.id) ? ' checked' : ''}> @${h(a.username)}</label>`,
+    )
+    .join(' ');
+}
+
+export function widgetsPage(
+  widgets: WidgetView[],
+  accounts: AccountChoice[],
+  views: ReadonlyMap<string, ViewCounts>,
+  o: LayoutOptions & { viewsCounted: boolean },
+): string {
+  const names = new Map(accounts.map((a) => [a.id, a.username]));
+  const rows = widgets
+    .map((w) => {
+      const v = views.get(w.id) ?? { last7: 0, last30: 0 };
+      return `<tr data-widget-id="${h(w.id)}"><td><a href="${WIDGETS_PATH}/${h(w.id)}">${h(w.name)}</a><br><code>${h(w.id)}</code></td>
+<td>${h(w.layout)}</td><td>${w.accounts.map((id) => `@${h(names.get(id) ?? id)}`).join('<br>') || '<span class="muted">none</span>'}</td>
+<td data-views-7="${v.last7}" data-views-30="${v.last30}">${o.viewsCounted ? `${v.last7} <small class="muted">/ 7 days</small><br>${v.last30} <small class="muted">/ 30 days</small>` : '<span class="muted">not counted</span>'}</td></tr>`;
+    })
+    .join('\n');
+  const body = `<h1>Widgets</h1>
+<p class="muted">A widget shows the posts of one or more accounts, merged newest first, in the layout chosen here. Sites embed it by its id; a change here reaches them on their next page load.${o.viewsCounted ? '' : ' Views are not counted: set WIDGET_VIEWS_URL to this server’s public address to count them.'}</p>
+${widgets.length ? `<table><thead><tr><th>Widget</th><th>Layout</th><th>Accounts</th><th>Views</th></tr></thead><tbody>${rows}</tbody></table>` : '<p>No widget yet.</p>'}
+<h2>New widget</h2>
+<form method="post" action="${WIDGETS_PATH}" class="widget-form"><input type="hidden" name="${CSRF_FIELD}" value="${h(o.csrf)}">
+<p><label>Name <input name="name" required maxlength="100"></label></p>
+<p><label>Layout <select name="layout">${options(WIDGET_LAYOUTS, 'grid')}</select></label></p>
+<fieldset><legend>Accounts</legend>${accountBoxes(accounts, accounts.length === 1 ? [accounts[0]!.id] : [])}</fieldset>
+<p><button type="submit">Create widget</button></p></form>`;
+  return layout('Widgets', body, o);
+}
+
+function check(name: string, label: string, on: boolean): string {
+  return `<label><input type="checkbox" name="${name}" value="on"${on ? ' checked' : ''}> ${h(label)}</label>`;
+}
+
+function num(name: string, label: string, value: number, min: number, max: number): string {
+  return `<label>${h(label)} <input type="number" name="${name}" value="${value}" min="${min}" max="${max}" required></label>`;
+}
+
+export function widgetPage(
+  w: WidgetView,
+  accounts: AccountChoice[],
+  posts: WidgetCandidate[],
+  views: ViewCounts,
+  o: LayoutOptions & { viewsCounted: boolean; documentPath: string },
+): string {
+  const base = `${WIDGETS_PATH}/${encodeURIComponent(w.id)}`;
+  const op = w.options;
+  const typeBoxes = WIDGET_FILTER_TYPES.map(
+    (t) =>
+      `<label><input type="checkbox" name="types" value="${h(t)}"${op.filters.types.includes(t) ? ' checked' : ''}> ${h(t)}</label>`,
+  ).join(' ');
+  const editForm = `<form method="post" action="${base}" class="widget-form"><input type="hidden" name="${CSRF_FIELD}" value="${h(o.csrf)}">
+<p><label>Name <input name="name" value="${h(w.name)}" required maxlength="100"></label></p>
+<p><label>Layout <select name="layout">${options(WIDGET_LAYOUTS, w.layout)}</select></label>
+<label>Theme <select name="theme">${options(WIDGET_THEMES, op.theme)}</select></label>
+<label>Captions <select name="captions">${options(WIDGET_CAPTIONS, op.captions)}</select></label></p>
+<fieldset><legend>Accounts</legend>${accountBoxes(accounts, w.accounts)}</fieldset>
+<p>${num('limit', 'Shown before “Load more”', op.limit, 1, 200)} ${num('maxPosts', 'At most', op.maxPosts, 1, 200)}</p>
+<p>Columns: ${num('columnsPhone', 'phone', op.columns.phone, 1, 8)} ${num('columnsTablet', 'tablet', op.columns.tablet, 1, 8)} ${num('columnsDesktop', 'desktop', op.columns.desktop, 1, 8)}</p>
+<p>${num('radius', 'Corner radius (px)', op.radius, 0, 48)} ${num('gap', 'Gap (px)', op.gap, 0, 64)}</p>
+<p>${check('header', 'Header (avatar, username, follow link)', op.header)} ${check('date', 'Dates', op.date)} ${check('badges', 'Post-type badges', op.badges)}</p>
+<fieldset><legend>Filters</legend><p>Types (none = all): ${typeBoxes}</p>
+<p><label>Only with one of these hashtags <input name="includeTags" value="${h(op.filters.includeTags.join(' '))}" placeholder="sale new"></label></p>
+<p><label>Never with these hashtags <input name="excludeTags" value="${h(op.filters.excludeTags.join(' '))}" placeholder="ad"></label></p></fieldset>
+<p><button type="submit">Save and publish</button></p></form>`;
+  const postRows = posts
+    .map((p) => {
+      const state = p.hidden
+        ? '<span class="bad">hidden</span>'
+        : p.filtered
+          ? '<span class="muted">filtered out</span>'
+          : '<span class="ok">shown</span>';
+      const action = p.hidden
+        ? form(`${base}/unhide`, 'Unhide', o.csrf, `<input type="hidden" name="postId" value="${h(p.id)}">`)
+        : form(`${base}/hide`, 'Hide', o.csrf, `<input type="hidden" name="postId" value="${h(p.id)}">`);
+      const thumb = p.thumbnailUrl
+        ? `<img src="${h(p.thumbnailUrl)}" alt="" width="48" height="48" loading="lazy">`
+        : '';
+      return `<tr data-post-id="${h(p.id)}"><td>${thumb}</td><td><a href="${h(p.url)}" rel="noopener">${h(p.text.slice(0, 80) || '(no caption)')}</a><br><small>@${h(p.username)} · ${h(p.publishedAt.slice(0, 10))} · ${h(p.type)}</small></td><td>${state}</td><td class="actions">${action}</td></tr>`;
+    })
+    .join('\n');
+  const body = `<h1>Widget: ${h(w.name)}</h1>
+<p class="muted"><code>${h(w.id)}</code> · document <a href="${h(w.documentUrl)}">${h(w.documentUrl)}</a> · static HTML <a href="${h(w.fragmentUrl)}">${h(w.fragmentUrl)}</a>${o.viewsCounted ? ` · <span data-views-7="${views.last7}">${views.last7} views in 7 days</span>, ${views.last30} in 30` : ''}</p>
+<h2>Embed</h2>
+<p>Paste this where the widget should appear. Layout and options come from here, so the page never changes again.</p>
+<pre id="embed-snippet">${h(w.embed)}</pre>
+<p><button type="button" id="copy-embed" data-copy="embed-snippet">Copy the snippet</button> <span id="copy-status" role="status"></span></p>
+<div class="widget-edit">
+<section><h2>Settings</h2>${editForm}</section>
+<section><h2>Preview</h2><p class="muted">The published widget, as sites show it.</p>
+<div class="widget-preview"><div data-feedmirror-widget="${h(w.id)}" data-src="${h(o.documentPath)}"></div></div></section>
+</div>
+<h2>Posts</h2>
+<p class="muted">Every post of its accounts, newest first. A hidden post stays hidden through re-syncs and reconnects.</p>
+${posts.length ? `<table><thead><tr><th></th><th>Post</th><th>In the widget</th><th></th></tr></thead><tbody>${postRows}</tbody></table>` : '<p class="muted">No posts published yet.</p>'}
+<h2>Delete</h2>
+<p>Sites embedding it then show nothing.</p>
+${form(`${base}/remove`, `Delete ${w.name}`, o.csrf, '', 'danger')}
+<script defer src="/dashboard/widget.js"></script><script defer src="${WIDGETS_PATH}/copy.js"></script>`;
+  return layout(`Widget ${w.name}`, body, o);
+}
+
+/** The copy button's script (a file: the CSP allows no inline script). */
+export const COPY_SCRIPT = `document.addEventListener('click', function (e) {
+  var b = e.target.closest && e.target.closest('[data-copy]');
+  if (!b) return;
+  var text = document.getElementById(b.getAttribute('data-copy')).textContent;
+  var status = document.getElementById('copy-status');
+  navigator.clipboard.writeText(text).then(
+    function () { status.textContent = 'Copied.'; },
+    function () { status.textContent = 'Select the snippet and copy it.'; }
+  );
+});
+`;
