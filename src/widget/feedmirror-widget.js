@@ -392,7 +392,7 @@
     return node;
   }
 
-  /** Markup node: [tag, attributes, children]; a string child is text, never HTML. */
+  /** Markup node: [tag, attributes, children]; a string child is text, never HTML (R-EMB-5). */
   function h(tag, attrs, kids) {
     return [tag, attrs || {}, kids || []];
   }
@@ -586,7 +586,7 @@
     return isNaN(d.getTime()) ? '' : MONTHS[d.getUTCMonth()] + ' ' + d.getUTCDate() + ', ' + d.getUTCFullYear();
   }
 
-  /** Caption without hashtags, first sentence, ~120 characters. */
+  /** R-EMB-1: caption without hashtags, first sentence, ~120 characters. */
   function captionAlt(text) {
     var t = String(text || '')
       .replace(/(^|\s)#[^\s#]+/g, ' ')
@@ -821,7 +821,7 @@
     return m.length ? m : [null];
   }
 
-  /** Only a copy on the document's host plays (never the platform's CDN). */
+  /** R-EMB-2: only a copy on the document's host plays (never the platform's CDN). */
   function playable(w, m) {
     try {
       return !!m && /^video\//.test(m.mime) && new URL(m.url).host === w.host ? m.url : null;
@@ -959,10 +959,15 @@
           step(w, dir);
         }
       });
+      // Focus goes to the tile of the post shown last, after the browser's own restoring.
       d.addEventListener('close', function () {
-        var tile = w.list.children[w.at];
-        var a = tile && tile.querySelector('.fmw-link');
-        if (a) a.focus();
+        var back = function () {
+          var tile = w.list.children[w.at];
+          var a = tile && tile.querySelector('.fmw-link');
+          if (a) a.focus();
+        };
+        back();
+        setTimeout(back, 0);
       });
     }
     w.at = Array.prototype.indexOf.call(w.list.children, li);
@@ -971,7 +976,7 @@
     if (!d.open) d.showModal();
   }
 
-  /** Behaviour for the markup, rendered here or by the server; no box changes size. */
+  /** R-EMB-3: behaviour for the markup, rendered here or by the server; no box changes size. */
   function enhance(wrap, doc, url) {
     var w = {
       doc: doc,
@@ -1046,7 +1051,7 @@
     return w;
   }
 
-  /** One view per widget per page load: no cookies, no referrer. */
+  /** R-EMB-4: one view per widget per page load: no cookies, no referrer. */
   function countView(doc) {
     var url = safeUrl(doc.viewsUrl);
     if (!url || counted[doc.id]) return;

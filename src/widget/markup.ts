@@ -32,7 +32,7 @@ function widgetScript(): WidgetScript {
 const VOID = new Set(['img', 'source', 'br', 'input']);
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
-/** Text and attribute values: every character HTML gives a meaning to is escaped. */
+/** R-EMB-5: text and attribute values; every character HTML gives a meaning to is escaped. */
 export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 }

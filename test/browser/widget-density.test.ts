@@ -106,6 +106,20 @@ beforeAll(async () => {
         const obj = await storage.get(WIDGET_KEY);
         return send(200, 'application/javascript', obj!.body);
       }
+      if (u.pathname === '/widget-page') {
+        // A widget embedded by id, its document named by data-src (written below from the same feed).
+        const layout = (u.searchParams.get('layout') ?? '').replace(/[^a-z]/g, '');
+        return send(
+          200,
+          'text/html; charset=utf-8',
+          `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>site</title></head><body>
+<h1>A site</h1>
+<div data-feedmirror-widget="w_density${layout}" data-src="/widgets/${layout}.json"></div>
+<script defer src="/${WIDGET_KEY}"></script></body></html>`,
+        );
+      }
+      const wd = /^\/widgets\/([a-z]+)\.json$/.exec(u.pathname);
+      if (wd) return send(200, 'application/json', JSON.stringify(widgetDocument(wd[1]!)));
       if (u.pathname === '/page') {
         const layout = u.searchParams.get('layout') === 'list' ? 'list' : 'grid';
         const feed = (u.searchParams.get('feed') ?? '').replace(/[^a-z]/g, '');
@@ -150,6 +164,23 @@ afterAll(async () => {
   if (storageDir) await rm(storageDir, { recursive: true, force: true });
 });
 
+/** The `webp` feed as a widget document (default options: 2/3/4 columns, gap 8, limit 12). */
+function widgetDocument(layout: string): unknown {
+  const feed = feeds.get('webp') as { posts: Array<Record<string, unknown>> };
+  return {
+    version: 1,
+    id: `w_density${layout}`,
+    name: 'density',
+    generatedAt: '2026-03-01T10:00:00+00:00',
+    staleSince: null,
+    demo: false,
+    layout,
+    options: { limit: 12, columns: { phone: 2, tablet: 3, desktop: 4 }, gap: 8, radius: 8, header: false },
+    accounts: [],
+    posts: feed.posts.map((p) => ({ ...p, accountId: '17841400000000001', username: 'studio' })),
+  };
+}
+
 describe('the widget picks the right size and paints placeholders (headless Chromium)', () => {
   const cases = [
     ['grid', 360, 2],
@@ -180,6 +211,27 @@ describe('the widget picks the right size and paints placeholders (headless Chro
       }
       console.log(
         `plain page, ${layout} ${width}px DPR ${dpr}: median ${report.median.toFixed(2)}x over ${report.ratios.length} images`,
+      );
+    },
+  );
+
+  it.each([
+    ['grid', 360, 2],
+    ['grid', 1280, 1],
+  ] as const)(
+    'a widget embedded by id, %s at %i px, DPR %i: median image at most 1.6x the device pixels it fills',
+    async (layout, width, dpr) => {
+      const report = await measureDensity(browser, `${base}/widget-page?layout=${layout}`, {
+        width,
+        height: 3200,
+        dpr,
+      });
+      expect(report.ratios.length).toBeGreaterThanOrEqual(6);
+      expect(report.median, `ratios ${report.ratios.map((r) => r.toFixed(2)).join(' ')}`).toBeLessThanOrEqual(LIMIT);
+      expect(Math.min(...report.ratios)).toBeGreaterThan(0.5);
+      for (const p of report.placeholders) expect(p.painted).toBe(cssRgb(p.expected!));
+      console.log(
+        `widget by id, ${layout} ${width}px DPR ${dpr}: median ${report.median.toFixed(2)}x over ${report.ratios.length} images`,
       );
     },
   );

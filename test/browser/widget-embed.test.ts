@@ -213,6 +213,49 @@ function thirdHosts(o: Opened): string[] {
   return [...o.hosts].filter((h) => h !== `localhost:${port}` && h !== `127.0.0.1:${port}`);
 }
 
+/** Alt texts from captions (R-EMB-1), hostile captions as text (R-EMB-5), one view without cookie or referrer (R-EMB-4). */
+async function gridDetails(page: Page): Promise<void> {
+  const res = await page.evaluate(() => ({
+    alts: Object.fromEntries(
+      [...document.querySelectorAll('#w .fmw-item')].map((li) => [
+        li.getAttribute('data-post-id'),
+        li.querySelector('img')?.getAttribute('alt'),
+      ]),
+    ),
+    hostile: document.querySelector('#w [data-post-id="p6"] .fmw-text')?.textContent,
+    injected: document.querySelectorAll('#w script, #w [onerror]').length,
+    pwned: (window as unknown as { __pwned?: number }).__pwned ?? 0,
+  }));
+  expect(res.alts['p0']).toBe('A sunny morning at the studio, post 0.');
+  expect(res.alts['p1']).toBe('Behind the scenes of the new collection.');
+  expect(res.alts['p4']).toBe('Post by @studio on Feb 24, 2026'); // hashtags only
+  expect(res.alts['p5']).toBe('Post by @atelier on Feb 23, 2026'); // no caption
+  expect(res.hostile).toBe(HOSTILE);
+  expect(res.injected).toBe(0);
+  expect(res.pwned).toBe(0);
+  await expect.poll(() => views.filter((v) => v.id === IDS.grid).length).toBe(1);
+  const view = views.find((v) => v.id === IDS.grid)!;
+  expect(view.method).toBe('POST');
+  expect(view.cookie).toBeUndefined();
+  expect(view.referer).toBeUndefined();
+}
+
+/**
+ * A docs screenshot (DOCS_SCREENSHOTS=1): at 760 px wide, the widget's top 600 px (or the page),
+ * written as a palette PNG so each file stays well under 150 KB.
+ */
+async function shot(page: Page, file: string, selector: string | null): Promise<void> {
+  await page.setViewportSize({ width: 760, height: 900 });
+  await settledCls(page);
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll<HTMLImageElement>('dialog img')].every((i) => i.complete),
+  );
+  const box = selector ? await page.locator(selector).boundingBox() : null;
+  const clip = box ? { x: box.x, y: box.y, width: box.width, height: Math.min(box.height, 600) } : undefined;
+  const png = await page.screenshot(clip ? { clip } : {});
+  await sharp(png).png({ palette: true, colours: 96, compressionLevel: 9 }).toFile(path.join(SHOTS!, file));
+}
+
 const figures: string[] = [];
 
 describe('widgets embedded by id (headless Chromium, a site of another origin)', () => {
@@ -221,123 +264,96 @@ describe('widgets embedded by id (headless Chromium, a site of another origin)',
     ['list', IDS.list, '&src=1'],
     ['carousel', IDS.carousel, ''],
     ['masonry', IDS.masonry, ''],
-  ] as const)('%s: the configured layout, CLS 0, axe 0 violations, no third host', async (layout, id, extra) => {
-    const o = await open(`id=${id}${extra}`);
-    const { page } = o;
-    const cls = await settledCls(page);
-    const info = await page.evaluate(() => {
-      const root = document.querySelector<HTMLElement>('#w .fmw-w')!;
-      const list = root.querySelector<HTMLElement>('.fmw-list')!;
-      const cs = getComputedStyle(list);
-      return {
-        state: document.querySelector('#w')!.getAttribute('data-feedmirror-state'),
-        cls: root.className,
-        tiles: list.children.length,
-        display: cs.display,
-        columns: cs.gridTemplateColumns.split(' ').length,
-        columnCount: cs.columnCount,
-        overflowX: cs.overflowX,
-        snap: cs.scrollSnapType,
-        accounts: [...root.querySelectorAll('.fmw-acct .fmw-user')].map((a) => a.textContent),
-        follow: [...root.querySelectorAll('.fmw-follow')].map((a) => a.getAttribute('href')),
-        more: root.querySelector('.fmw-more')?.tagName ?? null,
-        captions: root.querySelectorAll('.fmw-visual .fmw-text').length,
-        dates: root.querySelectorAll('time').length,
-        badges: [...root.querySelectorAll('.fmw-badge')].map((b) => b.textContent),
-        arrows: root.querySelectorAll('.fmw-arr').length,
-        stale: root.getAttribute('data-stale'),
-        imgs: [...root.querySelectorAll<HTMLImageElement>('.fmw-list img')].map((i) => ({
-          alt: i.alt,
-          w: i.getAttribute('width'),
-          h: i.getAttribute('height'),
-          sizes: i.getAttribute('sizes'),
-        })),
-      };
-    });
-    expect(info.state).toBe('ready');
-    expect(info.cls).toContain(`fmw--${layout}`);
-    for (const img of info.imgs) {
-      expect(img.alt.length).toBeGreaterThan(0);
-      expect(Number(img.w)).toBeGreaterThan(0);
-      expect(Number(img.h)).toBeGreaterThan(0);
-      // The script replaced the viewport guess by the slot's width in px.
-      expect(img.sizes).toMatch(/^\d+px$/);
-    }
-    if (layout === 'grid') {
-      expect(info.display).toBe('grid');
-      expect(info.columns).toBe(4); // columns.desktop at 1280 px
-      expect(info.tiles).toBe(12);
-      expect(info.accounts).toEqual(['@studio', '@atelier']);
-      expect(info.follow).toEqual(['https://www.instagram.com/studio/', 'https://www.instagram.com/atelier/']);
-      expect(info.more).toBe('BUTTON');
-      expect(info.badges).toEqual(expect.arrayContaining(['Reel', 'Video', 'Carousel']));
-      expect(info.cls).toContain('fmw-cap-hover');
-    }
-    if (layout === 'list') {
-      expect(info.display).toBe('flex');
-      expect(info.tiles).toBe(6);
-      expect(info.captions).toBe(0); // captions: hide
-      expect(info.dates).toBe(0); // date: false
-      expect(info.badges).toEqual([]); // badges: false
-      expect(info.accounts).toEqual(['@studio']);
-    }
-    if (layout === 'carousel') {
-      expect(info.display).toBe('grid');
-      expect(info.overflowX).toBe('auto');
-      expect(info.snap).toBe('x mandatory');
-      expect(info.arrows).toBe(2);
-      expect(info.more).toBeNull();
-    }
-    if (layout === 'masonry') {
-      expect(info.display).toBe('block');
-      expect(info.columnCount).toBe('3');
-      expect(info.cls).toContain('fmw--dark');
-      // A stale document still shows its posts.
-      expect(info.stale).toBe('2026-02-27T10:00:00+00:00');
-      expect(info.tiles).toBe(10);
-    }
-    expect(cls).toBe(0);
-    const violations = await axe(page);
-    expect(violations).toEqual([]);
-    expect(thirdHosts(o)).toEqual([]);
-    expect(o.errors).toEqual([]);
-    figures.push(`${layout}: CLS ${cls}, axe violations ${violations.length}, ${info.tiles} tiles`);
-    if (SHOTS) await page.locator('#w').screenshot({ path: path.join(SHOTS, `widget-${layout}.png`) });
-    await page.close();
-  });
+  ] as const)(
+    '%s: the configured layout, CLS 0 (R-EMB-3), axe 0 violations, no third host (R-EMB-2), alt texts (R-EMB-1)',
+    async (layout, id, extra) => {
+      const o = await open(`id=${id}${extra}`);
+      const { page } = o;
+      const cls = await settledCls(page);
+      const info = await page.evaluate(() => {
+        const root = document.querySelector<HTMLElement>('#w .fmw-w')!;
+        const list = root.querySelector<HTMLElement>('.fmw-list')!;
+        const cs = getComputedStyle(list);
+        return {
+          state: document.querySelector('#w')!.getAttribute('data-feedmirror-state'),
+          cls: root.className,
+          tiles: list.children.length,
+          display: cs.display,
+          columns: cs.gridTemplateColumns.split(' ').length,
+          columnCount: cs.columnCount,
+          overflowX: cs.overflowX,
+          snap: cs.scrollSnapType,
+          accounts: [...root.querySelectorAll('.fmw-acct .fmw-user')].map((a) => a.textContent),
+          follow: [...root.querySelectorAll('.fmw-follow')].map((a) => a.getAttribute('href')),
+          more: root.querySelector('.fmw-more')?.tagName ?? null,
+          captions: root.querySelectorAll('.fmw-visual .fmw-text').length,
+          dates: root.querySelectorAll('time').length,
+          badges: [...root.querySelectorAll('.fmw-badge')].map((b) => b.textContent),
+          arrows: root.querySelectorAll('.fmw-arr').length,
+          stale: root.getAttribute('data-stale'),
+          imgs: [...root.querySelectorAll<HTMLImageElement>('.fmw-list img')].map((i) => ({
+            alt: i.alt,
+            w: i.getAttribute('width'),
+            h: i.getAttribute('height'),
+            sizes: i.getAttribute('sizes'),
+          })),
+        };
+      });
+      expect(info.state).toBe('ready');
+      expect(info.cls).toContain(`fmw--${layout}`);
+      for (const img of info.imgs) {
+        expect(img.alt.length).toBeGreaterThan(0);
+        expect(Number(img.w)).toBeGreaterThan(0);
+        expect(Number(img.h)).toBeGreaterThan(0);
+        // The script replaced the viewport guess by the slot's width in px.
+        expect(img.sizes).toMatch(/^\d+px$/);
+      }
+      if (layout === 'grid') {
+        expect(info.display).toBe('grid');
+        expect(info.columns).toBe(4); // columns.desktop at 1280 px
+        expect(info.tiles).toBe(12);
+        expect(info.accounts).toEqual(['@studio', '@atelier']);
+        expect(info.follow).toEqual(['https://www.instagram.com/studio/', 'https://www.instagram.com/atelier/']);
+        expect(info.more).toBe('BUTTON');
+        expect(info.badges).toEqual(expect.arrayContaining(['Reel', 'Video', 'Carousel']));
+        expect(info.cls).toContain('fmw-cap-hover');
+        await gridDetails(page);
+      }
+      if (layout === 'list') {
+        expect(info.display).toBe('flex');
+        expect(info.tiles).toBe(6);
+        expect(info.captions).toBe(0); // captions: hide
+        expect(info.dates).toBe(0); // date: false
+        expect(info.badges).toEqual([]); // badges: false
+        expect(info.accounts).toEqual(['@studio']);
+      }
+      if (layout === 'carousel') {
+        expect(info.display).toBe('grid');
+        expect(info.overflowX).toBe('auto');
+        expect(info.snap).toBe('x mandatory');
+        expect(info.arrows).toBe(2);
+        expect(info.more).toBeNull();
+      }
+      if (layout === 'masonry') {
+        expect(info.display).toBe('block');
+        expect(info.columnCount).toBe('3');
+        expect(info.cls).toContain('fmw--dark');
+        // A stale document still shows its posts.
+        expect(info.stale).toBe('2026-02-27T10:00:00+00:00');
+        expect(info.tiles).toBe(10);
+      }
+      expect(cls).toBe(0);
+      const violations = await axe(page);
+      expect(violations).toEqual([]);
+      expect(thirdHosts(o)).toEqual([]);
+      expect(o.errors).toEqual([]);
+      figures.push(`${layout}: CLS ${cls}, axe violations ${violations.length}, ${info.tiles} tiles`);
+      if (SHOTS) await shot(page, `widget-${layout}.png`, '#w');
+      await page.close();
+    },
+  );
 
-  it('grid: alt texts from captions, hostile captions stay text, one view without cookie or referrer', async () => {
-    const before = views.length;
-    const o = await open(`id=${IDS.grid}`);
-    const { page } = o;
-    const res = await page.evaluate(() => ({
-      alts: Object.fromEntries(
-        [...document.querySelectorAll('#w .fmw-item')].map((li) => [
-          li.getAttribute('data-post-id'),
-          li.querySelector('img')?.getAttribute('alt'),
-        ]),
-      ),
-      hostile: document.querySelector('#w [data-post-id="p6"] .fmw-text')?.textContent,
-      injected: document.querySelectorAll('#w script, #w [onerror]').length,
-      pwned: (window as unknown as { __pwned?: number }).__pwned ?? 0,
-    }));
-    expect(res.alts['p0']).toBe('A sunny morning at the studio, post 0.');
-    expect(res.alts['p1']).toBe('Behind the scenes of the new collection.');
-    expect(res.alts['p4']).toBe('Post by @studio on Feb 24, 2026'); // hashtags only
-    expect(res.alts['p5']).toBe('Post by @atelier on Feb 23, 2026'); // no caption
-    expect(res.hostile).toBe(HOSTILE);
-    expect(res.injected).toBe(0);
-    expect(res.pwned).toBe(0);
-    await page.waitForFunction(() => true);
-    await expect.poll(() => views.length - before).toBe(1);
-    const view = views.at(-1)!;
-    expect(view).toMatchObject({ id: IDS.grid, method: 'POST' });
-    expect(view.cookie).toBeUndefined();
-    expect(view.referer).toBeUndefined();
-    await page.close();
-  });
-
-  it('lightbox: opens on a tile, caption, link, slides, video; arrows move, Esc closes, focus returns; axe 0', async () => {
+  it('lightbox: caption, link, slides, video only from the document host (R-EMB-2); arrows move, Esc closes, focus returns; axe 0; then Load more', async () => {
     const o = await open(`id=${IDS.grid}`);
     const { page } = o;
     await page.locator('#w [data-post-id="p1"] .fmw-link').click();
@@ -390,22 +406,13 @@ describe('widgets embedded by id (headless Chromium, a site of another origin)',
     await page.keyboard.press('Escape');
     await expect.poll(() => box.evaluate((d: HTMLDialogElement) => d.open)).toBe(false);
     // Focus returns to the tile of the post shown last (the carousel).
-    expect(await page.evaluate(() => document.activeElement?.closest('li')?.getAttribute('data-post-id'))).toBe('p3');
+    await expect
+      .poll(() => page.evaluate(() => document.activeElement?.closest('li')?.getAttribute('data-post-id')))
+      .toBe('p3');
     expect(thirdHosts(o)).toEqual([]);
     expect(o.errors).toEqual([]);
-    if (SHOTS) {
-      await page.locator('#w [data-post-id="p0"] .fmw-link').click();
-      await page.waitForFunction(() =>
-        [...document.querySelectorAll<HTMLImageElement>('dialog img')].every((i) => i.complete),
-      );
-      await page.screenshot({ path: path.join(SHOTS, 'widget-lightbox.png') });
-    }
-    await page.close();
-  });
 
-  it('Load more reveals the next posts from the document (no new request), focus on the first new one', async () => {
-    const o = await open(`id=${IDS.grid}`);
-    const { page } = o;
+    // Load more reveals the next posts from the document (no new request); focus on the first new one.
     const docRequests = () => o.urls.filter((u) => u.includes(`/widgets/${IDS.grid}.json`)).length;
     expect(docRequests()).toBe(1);
     await page.locator('#w .fmw-more').click();
@@ -414,10 +421,14 @@ describe('widgets embedded by id (headless Chromium, a site of another origin)',
     // Every post is shown: the button is gone.
     expect(await page.locator('#w .fmw-more').count()).toBe(0);
     expect(docRequests()).toBe(1);
+    if (SHOTS) {
+      await page.locator('#w [data-post-id="p0"] .fmw-link').click();
+      await shot(page, 'widget-lightbox.png', null);
+    }
     await page.close();
   });
 
-  it('the server fragment is enhanced in place: no re-render, CLS 0 with content below, arrows and keys', async () => {
+  it('the server fragment is enhanced in place: no re-render, CLS 0 with content below (R-EMB-3), arrows and keys', async () => {
     const o = await open(`id=${IDS.carousel}&fragment=1`, { width: 1280, height: 1400 });
     const { page } = o;
     const cls = await settledCls(page);

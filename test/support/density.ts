@@ -57,22 +57,21 @@ export async function measureDensity(
   try {
     await page.goto(url);
     await page.waitForFunction(() => {
-      const nodes = [...document.querySelectorAll('[data-feedmirror-feed]')];
+      const nodes = [...document.querySelectorAll('[data-feedmirror-feed], [data-feedmirror-widget]')];
       return nodes.length > 0 && nodes.every((n) => n.getAttribute('data-feedmirror-state') === 'ready');
     });
-    // The placeholder colours the feed asks for, by post id.
-    const feedUrl = await page.evaluate(
-      () =>
-        new URL(document.querySelector('[data-feedmirror-feed]')!.getAttribute('data-feedmirror-feed')!, location.href)
-          .href,
-    );
+    // The placeholder colours the feed (or the widget document, named by data-src) asks for, by post id.
+    const feedUrl = await page.evaluate(() => {
+      const n = document.querySelector('[data-feedmirror-feed], [data-feedmirror-widget]')!;
+      return new URL(n.getAttribute('data-feedmirror-feed') ?? n.getAttribute('data-src')!, location.href).href;
+    });
     const feed = (await (await context.request.get(feedUrl)).json()) as {
       posts: Array<{ id: string; thumbnailPlaceholder?: { color?: string } }>;
     };
     const wanted = new Map(feed.posts.map((p) => [p.id, p.thumbnailPlaceholder?.color ?? null]));
     // Images are held: nothing has loaded, what shows is the placeholder.
     const painted = await page.evaluate(() =>
-      [...document.querySelectorAll<HTMLImageElement>('[data-feedmirror-feed] img.fmw-img')].map((img) => ({
+      [...document.querySelectorAll<HTMLImageElement>('[data-feedmirror-state] img.fmw-img')].map((img) => ({
         id: img.closest('li')?.getAttribute('data-post-id') ?? '',
         painted: getComputedStyle(img).backgroundColor,
         complete: img.complete && img.naturalWidth > 0,
@@ -87,14 +86,14 @@ export async function measureDensity(
     holding = false;
     for (const r of held.splice(0)) await r.continue();
     await page.waitForFunction(() => {
-      const imgs = [...document.querySelectorAll<HTMLImageElement>('[data-feedmirror-feed] img.fmw-img')];
+      const imgs = [...document.querySelectorAll<HTMLImageElement>('[data-feedmirror-state] img.fmw-img')];
       const inView = imgs.filter((i) => i.getBoundingClientRect().top < innerHeight);
       return inView.length > 0 && inView.every((i) => i.complete && i.naturalWidth > 0);
     });
     const measured = await page.evaluate(async () => {
       const dpr = devicePixelRatio;
       const out: Array<{ ratio: number; src: string }> = [];
-      for (const img of document.querySelectorAll<HTMLImageElement>('[data-feedmirror-feed] img.fmw-img')) {
+      for (const img of document.querySelectorAll<HTMLImageElement>('[data-feedmirror-state] img.fmw-img')) {
         if (!img.complete || img.naturalWidth === 0) continue;
         const probe = new Image();
         probe.src = img.currentSrc;

@@ -72,7 +72,7 @@ async function helpers() {
 }
 
 describe('widget alt texts', () => {
-  it('from the caption: hashtags stripped, first sentence, about 120 characters; none gives "Post by @user on <date>"', async () => {
+  it('R-EMB-1 from the caption: hashtags stripped, first sentence, about 120 characters; none gives "Post by @user on <date>"', async () => {
     const h = await helpers();
     expect(h.captionAlt('  Sunny   morning at the studio! Coffee next. #coffee #studio')).toBe(
       'Sunny morning at the studio!',
@@ -114,7 +114,7 @@ describe('renderWidgetFragment', () => {
     expect(html).toContain('style="--fmw-cp:2;--fmw-ct:3;--fmw-cd:4;--fmw-r:8px;--fmw-g:8px"');
   });
 
-  it('escapes every text and attribute: hostile captions, usernames and alt texts stay text', () => {
+  it('escapes every text and attribute: hostile captions, usernames and alt texts stay text (R-EMB-5)', () => {
     const html = renderWidgetFragment(
       doc([post(0, { text: HOSTILE, username: 'x"><b>' })], {
         name: HOSTILE,
