@@ -15,6 +15,7 @@ import { createLogger } from '../../src/util/logger.ts';
 import { hashTag } from '../../src/util/redis-target.ts';
 import { AppContext } from '../../src/cli/context.ts';
 import { LoginThrottle } from '../../src/http/throttle.ts';
+import { readiness } from '../../src/http/health.ts';
 import { RedisSessionStore, newSessionId } from '../../src/http/sessions.ts';
 import { AccountCallPacer } from '../../jobs/call-pacer.ts';
 import { JOBS, enqueue, refreshSchedulerId, syncSchedulerId } from '../../jobs/catalogue.ts';
@@ -160,7 +161,7 @@ describe('Redis Cluster (R-SCL-1)', () => {
     expect(worker.child.exitCode).toBeNull();
   }, 120_000);
 
-  it('sessions, the login throttle and the call pacer run their transactions and scripts on a cluster client', async () => {
+  it('sessions, the login throttle, readiness and the call pacer run their transactions and scripts on a cluster client', async () => {
     const client = redisClient(ctx.redis);
     clients.push(client);
     const prefix = ctx.redis.prefix;
@@ -183,6 +184,11 @@ describe('Redis Cluster (R-SCL-1)', () => {
     expect(verdict.allowed).toBe(false);
     expect(verdict.retryAfterSeconds).toBeGreaterThan(0);
     expect((await throttle.check('198.51.100.7', 'admin')).allowed).toBe(true);
+
+    // What /readyz asks of Redis, on the cluster.
+    const ready = await readiness({ redis: client, timeoutMs: 5_000 });
+    expect(ready.status).toBe('ready');
+    expect(ready.checks.redis?.ok).toBe(true);
 
     const pacer = new AccountCallPacer({ callsPerHour: 2, prefix, redis: () => client });
     expect(await pacer.take('1789')).toBe(0);
