@@ -103,7 +103,9 @@ export async function startServicesChild(opts: {
       await child.ask({ type: 'clock', setMs });
     },
     requestCounts: async () => {
-      const res = await fetch(`${child.ready.simUrl}/__sim/request-counts`);
+      const res = await fetch(`${child.ready.simUrl}/__sim/request-counts`, {
+        headers: { authorization: `Bearer ${child.ready.simControlSecret}` },
+      });
       if (!res.ok) throw new Error(`GET /__sim/request-counts: HTTP ${res.status}`);
       return (await res.json()) as RequestCounts;
     },

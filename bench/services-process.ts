@@ -30,6 +30,8 @@ quietNodeVersionWarning({ silent: true });
 
 export interface ChildReady {
   simUrl: string;
+  /** The simulator's control secret (its control API answers only with it). */
+  simControlSecret: string;
   graphUrl: string;
   oauthTokenUrl: string;
   imageHost: string;
@@ -143,7 +145,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < count; i++) {
       const res = await fetch(`${sim.url}/__sim/accounts`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${sim.controlSecret}` },
         body: JSON.stringify({ username: `${prefix}${i}`, posts }),
       });
       const body = (await res.json()) as { id?: string; username?: string; error?: string };
@@ -300,6 +302,7 @@ async function main(): Promise<void> {
 
   const ready: ChildReady = {
     simUrl: sim.url,
+    simControlSecret: sim.controlSecret,
     graphUrl: sim.graphUrl,
     oauthTokenUrl: sim.oauthTokenUrl,
     imageHost: sim.imageHost,

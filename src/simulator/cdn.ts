@@ -38,7 +38,8 @@ export async function handleCdn(ctx: SimContext, r: SimRequest): Promise<Reply> 
     };
   }
   const { width, height } = dimensions(post, slot);
-  const body = await jpegFor(`${mediaId}/${slot}`, width, height);
+  const profile = mediaId === accountId ? ctx.state.accounts.get(accountId) : undefined;
+  const body = await jpegFor(`${mediaId}/${slot}`, width, height, profile?.name);
   return {
     status: 200,
     headers: { ...headers, 'content-type': 'image/jpeg', 'content-length': String(body.length) },

@@ -1,13 +1,16 @@
 import { z } from 'zod';
 import { isSecretKey } from '../util/redact.ts';
 import type { SimContext } from './context.ts';
+import { postSpecFor } from './demo-content.ts';
 import { json, type Reply } from './reply.ts';
 import type { RecordedRequest } from './types.ts';
 
 /**
- * Control endpoints for other processes (a worker run by hand against `feedmirror simulator`, a
- * multi-process test): state, clock, request record, new accounts. Never a token in an answer:
- * the request record's secret values are replaced.
+ * The control API, for other processes (`feedmirror simulator post add …` against a running demo,
+ * a worker run by hand against `feedmirror simulator`, a multi-process test): state, clock,
+ * request record, accounts and their posts, revoking or expiring tokens, a rate-limit window.
+ * index.ts lets only loopback callers with the control secret in (R-SIM-1). Never a token in an
+ * answer: the request record's secret values are replaced. Reference: README.md in this folder.
  */
 
 const clockBody = z.union([
@@ -23,6 +26,19 @@ const accountBody = z.strictObject({
   accountType: z.enum(['BUSINESS', 'MEDIA_CREATOR', 'PERSONAL']).optional(),
   posts: z.number().int().min(0).max(10_000).optional(),
   tester: z.boolean().optional(),
+});
+
+const postBody = z.strictObject({
+  type: z.enum(['image', 'carousel', 'video', 'reel']).default('image'),
+  caption: z.string().max(2200).nullable().optional(),
+});
+const editBody = z.strictObject({ caption: z.string().max(2200).nullable() });
+const rateLimitBody = z.strictObject({
+  seconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(7 * 24 * 3600),
 });
 
 const SECRET_QUERY_KEYS = new Set(['access_token', 'client_secret', 'code', 'state', 'sig']);
@@ -68,7 +84,12 @@ export function handleControl(
   method: string,
   path: string,
   body: string,
-  extra: { requests: RecordedRequest[]; faultCount: () => number },
+  extra: {
+    requests: RecordedRequest[];
+    faultCount: () => number;
+    rateLimitFor: (seconds: number) => Date;
+    rateLimitedUntil: () => number;
+  },
 ): Reply {
   const state = ctx.state;
   if (method === 'GET' && path === '/__sim/state') {
@@ -85,6 +106,22 @@ export function handleControl(
       })),
       faults: extra.faultCount(),
       requests: extra.requests.length,
+    });
+  }
+  if (method === 'GET' && path === '/__sim/accounts') {
+    return json(200, {
+      accounts: [...state.accounts.values()].map((a) => ({
+        id: a.id,
+        username: a.username,
+        name: a.name,
+        posts: state.listPosts(a.id).map((p) => ({
+          id: p.id,
+          type: p.kind,
+          caption: p.caption,
+          timestamp: p.timestamp.toISOString(),
+          permalink: state.permalink(p),
+        })),
+      })),
     });
   }
   if (method === 'GET' && path === '/__sim/requests') return json(200, { requests: extra.requests.map(redactRecord) });
@@ -111,5 +148,60 @@ export function handleControl(
       return json(400, { error: (err as Error).message });
     }
   }
+  const rate = /^\/__sim\/rate-limit$/.test(path);
+  if (method === 'POST' && rate) {
+    const parsed = rateLimitBody.safeParse(parsedJson);
+    if (!parsed.success) return problem('expected {seconds: integer 0..604800}', parsed.error);
+    const until = extra.rateLimitFor(parsed.data.seconds);
+    return json(200, { rateLimitedUntil: parsed.data.seconds === 0 ? null : until.toISOString() });
+  }
+  const acc = /^\/__sim\/accounts\/(\d{1,30})(\/.*)?$/.exec(path);
+  if (acc) {
+    const accountId = acc[1] as string;
+    const rest = acc[2] ?? '';
+    if (!state.accounts.has(accountId)) return json(404, { error: `the simulator has no account ${accountId}` });
+    if (method === 'POST' && rest === '/posts') {
+      const parsed = postBody.safeParse(parsedJson);
+      if (!parsed.success) return problem('invalid post', parsed.error);
+      const id = state.addPost(accountId, postSpecFor(parsed.data.type, parsed.data.caption, state.postsById.size));
+      return json(200, postAnswer(ctx, accountId, id));
+    }
+    const one = /^\/posts\/(\d{1,30})$/.exec(rest);
+    if (one) {
+      const postId = one[1] as string;
+      const post = state.postsById.get(postId);
+      if (!post || post.deleted || post.accountId !== accountId)
+        return json(404, { error: `account ${accountId} has no post ${postId}` });
+      if (method === 'PATCH') {
+        const parsed = editBody.safeParse(parsedJson);
+        if (!parsed.success) return problem('expected {caption: string | null}', parsed.error);
+        state.updatePost(accountId, postId, { caption: parsed.data.caption });
+        return json(200, postAnswer(ctx, accountId, postId));
+      }
+      if (method === 'DELETE') {
+        state.deletePost(accountId, postId);
+        return json(200, { accountId, id: postId, deleted: true });
+      }
+    }
+    if (method === 'POST' && rest === '/revoke') {
+      state.revokeTokens(accountId);
+      return json(200, { accountId, revoked: true });
+    }
+    if (method === 'POST' && rest === '/expire-token') {
+      return json(200, { accountId, expired: state.expireTokens(accountId) });
+    }
+  }
   return json(404, { error: `no control endpoint ${method} ${path}` });
+}
+
+function postAnswer(ctx: SimContext, accountId: string, id: string): Record<string, unknown> {
+  const p = ctx.state.post(accountId, id);
+  return {
+    accountId,
+    id,
+    type: p.kind,
+    caption: p.caption,
+    timestamp: p.timestamp.toISOString(),
+    permalink: ctx.state.permalink(p),
+  };
 }

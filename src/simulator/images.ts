@@ -1,10 +1,11 @@
 import sharp from 'sharp';
-import { createHash } from 'node:crypto';
+import { avatarSvg, sceneSvg } from './scene.ts';
 
 /**
- * The bytes behind the fake CDN's links: real JPEGs, distinct per media and slot (a gradient whose
- * colours come from a hash of the key, with the key written on it), and a tiny MP4-shaped body for
- * video files (never decoded by feedmirror: videos are not copied, R-LNK-5).
+ * The bytes behind the fake CDN's links: real JPEGs, distinct per media and slot (a generated
+ * landscape, scene.ts, chosen by a hash of the key; the key itself is in the EXIF description,
+ * never drawn, R-SIM-3), and a tiny MP4-shaped body for video files (never decoded by feedmirror: videos are
+ * not copied, R-LNK-5).
  *
  * Rendered JPEGs are kept in a small LRU cache (bounded by entries AND bytes): a fake's cache must
  * not grow with the number of posts served, or a long simulator run (or the benchmark) holds every
@@ -55,29 +56,43 @@ function evict(): void {
   }
 }
 
-function colour(hash: Buffer, offset: number): string {
-  return `#${hash.subarray(offset, offset + 3).toString('hex')}`;
+/** The scene is drawn this many pixels along its longer side, then scaled up (soft, as a photo). */
+const DRAW_SIZE = 480;
+
+/** Where the key sits in every JPEG: the EXIF description (invisible; `imageKeyOf` reads it back). */
+export const KEY_PREFIX = 'feedmirror-simulator ';
+
+async function render(key: string, width: number, height: number, avatarName: string | undefined): Promise<Buffer> {
+  const scale = Math.min(1, DRAW_SIZE / Math.max(width, height));
+  const w = Math.max(1, Math.round(width * scale));
+  const h = Math.max(1, Math.round(height * scale));
+  const svg = avatarName !== undefined ? avatarSvg(key, avatarName, Math.max(w, h)) : sceneSvg(key, w, h);
+  // Drawn small, then scaled up from raw pixels: softer (as a photo) and faster than drawing it full size.
+  const drawn = await sharp(Buffer.from(svg)).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  const { width: dw, height: dh, channels } = drawn.info;
+  return sharp(drawn.data, { raw: { width: dw, height: dh, channels } })
+    .resize(width, height, { fit: 'fill', kernel: 'linear' })
+    .withExif({ IFD0: { ImageDescription: `${KEY_PREFIX}${key}` } })
+    .jpeg({ quality: 82 })
+    .toBuffer();
 }
 
-function escapeXml(s: string): string {
-  return s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/** The key a simulator JPEG was rendered for (its EXIF description), or undefined. */
+export async function imageKeyOf(jpeg: Buffer): Promise<string | undefined> {
+  const { exif } = await sharp(jpeg).metadata();
+  if (!exif) return undefined;
+  const text = exif.toString('latin1');
+  const at = text.indexOf(KEY_PREFIX);
+  if (at === -1) return undefined;
+  return /^[^\0]*/.exec(text.slice(at + KEY_PREFIX.length))?.[0];
 }
 
-function render(key: string, width: number, height: number, cacheKey: string): Promise<Buffer> {
-  const h = createHash('sha256').update(cacheKey).digest();
-  const fontSize = Math.max(10, Math.round(Math.min(width, height) / 18));
-  const svg =
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}">` +
-    `<defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1">` +
-    `<stop offset="0" stop-color="${colour(h, 0)}"/><stop offset="1" stop-color="${colour(h, 3)}"/></linearGradient></defs>` +
-    `<rect width="100%" height="100%" fill="url(#g)"/>` +
-    `<text x="${fontSize}" y="${fontSize * 2}" font-family="sans-serif" font-size="${fontSize}" fill="#ffffff">${escapeXml(key)}</text>` +
-    `</svg>`;
-  return sharp(Buffer.from(svg)).jpeg({ quality: 80 }).toBuffer();
-}
-
-export function jpegFor(key: string, width: number, height: number): Promise<Buffer> {
-  const cacheKey = `${key}@${width}x${height}`;
+/**
+ * The JPEG for a media slot: a generated scene (scene.ts); a profile picture when `avatarName`
+ * is given (the account's initials on a disc of colour).
+ */
+export function jpegFor(key: string, width: number, height: number, avatarName?: string): Promise<Buffer> {
+  const cacheKey = `${key}@${width}x${height}${avatarName !== undefined ? `:${avatarName}` : ''}`;
   const hit = jpegCache.get(cacheKey);
   if (hit) {
     // LRU: a hit becomes the most recent entry.
@@ -85,7 +100,7 @@ export function jpegFor(key: string, width: number, height: number): Promise<Buf
     jpegCache.set(cacheKey, hit);
     return hit;
   }
-  const rendering = render(key, width, height, cacheKey);
+  const rendering = render(key, width, height, avatarName);
   jpegCache.set(cacheKey, rendering);
   rendering.then(
     (buf) => {

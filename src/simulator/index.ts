@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { randomBytes, randomInt } from 'node:crypto';
+import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import { DAY, ManualClock } from '../util/clock.ts';
 import { redactText } from '../util/redact.ts';
 import { handleCdn } from './cdn.ts';
@@ -57,6 +57,23 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
+/** Whether a peer address is this machine (IPv4 127/8, ::1, or IPv4-mapped 127/8). */
+export function isLoopback(address: string | undefined): boolean {
+  if (!address) return false;
+  return address === '::1' || /^(::ffff:)?127\./.test(address);
+}
+
+/** `Authorization: Bearer <secret>`, compared in constant time. */
+function controlAuthorized(header: string | undefined, secret: string): boolean {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  if (!m) return false;
+  const a = createHash('sha256')
+    .update(m[1] as string)
+    .digest();
+  const b = createHash('sha256').update(secret).digest();
+  return timingSafeEqual(a, b);
+}
+
 function hostPart(url: string): string {
   return new URL(url).host;
 }
@@ -68,6 +85,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   const appId = opts.appId ?? String(randomInt(100_000_000, 999_999_999)) + String(randomInt(100_000, 999_999));
   const appSecret = opts.appSecret ?? randomBytes(16).toString('hex');
   onSecret(appSecret);
+  const controlSecret = opts.controlSecret ?? randomBytes(24).toString('base64url');
+  onSecret(controlSecret);
+  const linkKey = opts.linkKey ?? randomBytes(32);
+  if (linkKey.length < 16) throw new Error('simulator: linkKey must be at least 16 bytes');
   const linkLifetimeMs = opts.linkLifetimeMs ?? DEFAULT_LINK_LIFETIME_MS;
   const maxLimit = opts.maxLimit ?? 100;
   if (!(linkLifetimeMs > 0)) throw new Error('simulator: linkLifetimeMs must be > 0');
@@ -76,13 +97,15 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   let baseUrl = '';
   let imageBaseUrl = '';
   const state = new SimState(clock, () => baseUrl, onSecret);
-  const signer = new LinkSigner(randomBytes(32), () => imageBaseUrl);
+  const signer = new LinkSigner(linkKey, () => imageBaseUrl);
   const renderer = new MediaRenderer(state, signer);
   const faults = new FaultList();
   // Rate-limit windows: the simulated clock, or the wall clock when asked (runs against workers
   // that wait in real time, as BullMQ's delays do).
   const usage = new UsageMeter(opts.limits?.wallClock ? () => Date.now() : () => clock.now().getTime(), opts.limits);
   const requests: RecordedRequest[] = [];
+  /** A rate-limit window started through rateLimitFor (the control API's rate-limit): its end, simulated ms. */
+  let rateLimitedUntil = 0;
   /** Sockets held open by 'timeout' faults: destroyed on close(). */
   const held = new Set<Socket>();
 
@@ -141,8 +164,30 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     const query = Object.fromEntries(url.searchParams) as Record<string, string>;
 
     if (listener === 'main' && pathname.startsWith('/__sim/')) {
-      const body = method === 'POST' ? await readBody(req) : '';
-      write(req, res, handleControl(ctx, method, pathname, body, { requests, faultCount: () => faults.size }));
+      // The control API: from this machine only, with the control secret (R-SIM-1).
+      if (!isLoopback(req.socket.remoteAddress)) {
+        write(req, res, json(403, { error: 'the control API answers on this machine only' }));
+        return;
+      }
+      if (!controlAuthorized(req.headers.authorization, controlSecret)) {
+        write(
+          req,
+          res,
+          json(401, { error: 'missing or wrong control secret (Authorization: Bearer <SIMULATOR_CONTROL_SECRET>)' }),
+        );
+        return;
+      }
+      const body = method === 'GET' || method === 'HEAD' ? '' : await readBody(req);
+      write(
+        req,
+        res,
+        handleControl(ctx, method, pathname, body, {
+          requests,
+          faultCount: () => faults.size,
+          rateLimitFor: (seconds) => sim.rateLimitFor(seconds),
+          rateLimitedUntil: () => rateLimitedUntil,
+        }),
+      );
       return;
     }
     const recordHost: RequestHost | undefined =
@@ -187,6 +232,14 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     const accountForUsage = query.access_token ? state.tokens.get(query.access_token)?.accountId : undefined;
     const usageHeaders = (accountId: string | undefined, regain = 0): Record<string, string> =>
       recordHost === 'graph' ? usage.headers(accountId, regain) : {};
+    if (recordHost === 'graph' && clock.now().getTime() < rateLimitedUntil) {
+      // A window started by hand (rateLimitFor): the app's calls are spent until it ends.
+      const regain = Math.max(1, Math.ceil((rateLimitedUntil - clock.now().getTime()) / 60_000));
+      const reply = rateLimitReply(4, usage.headers(accountForUsage, regain));
+      record.status = reply.status;
+      write(req, res, reply);
+      return;
+    }
     if (recordHost === 'graph') {
       // R-OWN-1: past a limit the platform answers code 4 or 17 and says when to come back.
       const throttle = usage.check(accountForUsage);
@@ -258,7 +311,13 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   const main = createServer(handler('main'));
   const cdn = createServer(handler('cdn'));
   const mainAddr = await listen(main, host, opts.port ?? 0);
-  const cdnAddr = await listen(cdn, host, 0);
+  let cdnAddr: AddressInfo;
+  try {
+    cdnAddr = await listen(cdn, host, opts.imagePort ?? 0);
+  } catch (err) {
+    await new Promise<void>((resolve) => main.close(() => resolve()));
+    throw err;
+  }
   const urlHost = host.includes(':') ? `[${host}]` : host;
   baseUrl = `http://${urlHost}:${mainAddr.port}`;
   imageBaseUrl = `http://${urlHost}:${cdnAddr.port}`;
@@ -273,6 +332,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     imageHost: hostPart(imageBaseUrl),
     appId,
     appSecret,
+    controlSecret,
+    port: mainAddr.port,
+    imagePort: cdnAddr.port,
+    linkKey,
     clock,
     requests,
     autoApprove: null,
@@ -291,6 +354,12 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     issueLongLivedToken: (accountId, o) => state.issueToken(accountId, 'long', o?.issuedAt ?? clock.now(), o?.scopes),
     setPasswordChanged: (accountId, changed) => state.setPasswordChanged(accountId, changed),
     revokeTokens: (accountId) => state.revokeTokens(accountId),
+    expireTokens: (accountId) => state.expireTokens(accountId),
+    rateLimitFor: (seconds) => {
+      if (!(seconds >= 0) || !Number.isFinite(seconds)) throw new Error('simulator: seconds must be >= 0');
+      rateLimitedUntil = seconds === 0 ? 0 : clock.now().getTime() + Math.round(seconds * 1000);
+      return new Date(rateLimitedUntil || clock.now().getTime());
+    },
     injectFault: (f) => faults.add(f),
     clearFaults: () => faults.clear(),
     close: async () => {

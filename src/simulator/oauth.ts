@@ -3,7 +3,7 @@ import type { SimContext, SimRequest } from './context.ts';
 import { escapeHtml, html, json, loginError, type Reply } from './reply.ts';
 
 /**
- * The login: the authorize page (one Allow form per account, and Deny), the decision that
+ * The login: the consent page (every account with its name and picture, one Allow each, and Deny), the decision that
  * redirects back with a code, and the code-for-short-lived-token exchange (the code is
  * single-use and lives one hour; the answer comes in one of two documented shapes).
  */
@@ -96,6 +96,22 @@ function deny(params: LoginParams): Reply {
   return redirect(to.toString());
 }
 
+const CONSENT_STYLE =
+  'body{font-family:system-ui,sans-serif;background:#f4f5f7;margin:0;padding:2rem 1rem;color:#1c1e21}' +
+  'main{max-width:28rem;margin:0 auto;background:#fff;border-radius:12px;padding:1.5rem;box-shadow:0 1px 4px #0002}' +
+  'h1{font-size:1.25rem;margin:0 0 .5rem}p.scopes{color:#555;font-size:.9rem}' +
+  'ul{list-style:none;padding:0;margin:1rem 0}li{margin:.5rem 0}' +
+  'li form{display:flex;align-items:center;gap:.75rem;border:1px solid #ddd;border-radius:10px;padding:.6rem .75rem}' +
+  'li img,li .none{width:44px;height:44px;border-radius:50%;background:#ccd}' +
+  '.who{flex:1;display:flex;flex-direction:column}.who small{color:#666}' +
+  'button{font:inherit;border:0;border-radius:8px;padding:.45rem .8rem;cursor:pointer}' +
+  'button[name=allow]{background:#0866ff;color:#fff}button[name=deny]{background:#e4e6eb}';
+
+/**
+ * The consent page: every account this login could be (the demo's and a few others), each with
+ * its name and profile picture and its own Allow button (the form field `account_id` says which:
+ * tests post it directly), and Deny.
+ */
 function authorizePage(ctx: SimContext, params: LoginParams): Reply {
   const hidden = (extra: Record<string, string>) =>
     Object.entries({
@@ -107,19 +123,35 @@ function authorizePage(ctx: SimContext, params: LoginParams): Reply {
     })
       .map(([k, v]) => `<input type="hidden" name="${k}" value="${escapeHtml(v)}">`)
       .join('');
-  const forms = [...ctx.state.accounts.values()]
+  const avatar = (a: { id: string; profilePicture: boolean }) =>
+    a.profilePicture
+      ? `<img alt="" src="${escapeHtml(
+          ctx.signer.sign(
+            { accountId: a.id, mediaId: a.id, slot: 'profile', ext: 'jpg' },
+            ctx.state.clock.now().getTime() + ctx.linkLifetimeMs,
+          ),
+        )}">`
+      : '<span class="none"></span>';
+  const items = [...ctx.state.accounts.values()]
     .map(
       (a) =>
-        `<form method="post" action="/oauth/authorize/decision">${hidden({ decision: 'allow', account_id: a.id })}` +
-        `<button type="submit" name="allow" data-account="${escapeHtml(a.id)}">Allow as @${escapeHtml(a.username)}</button></form>`,
+        `<li><form method="post" action="/oauth/authorize/decision">${hidden({ decision: 'allow', account_id: a.id })}` +
+        `${avatar(a)}<span class="who"><strong>${escapeHtml(a.name)}</strong><small>@${escapeHtml(a.username)}</small></span>` +
+        `<button type="submit" name="allow" data-account="${escapeHtml(a.id)}">Allow as @${escapeHtml(a.username)}</button></form></li>`,
     )
     .join('\n');
   const denyForm = `<form method="post" action="/oauth/authorize/decision">${hidden({ decision: 'deny' })}<button type="submit" name="deny">Deny</button></form>`;
-  return html(
+  const page = html(
     200,
     'Log in and allow access',
-    `<h1>Allow access to your account</h1><p>The app ${escapeHtml(ctx.appId)} asks for: ${escapeHtml(params.scopes.join(', '))}</p>${forms}\n${denyForm}`,
+    `<main><h1>Allow access to your account</h1><p>Choose the account to connect.</p><p class="scopes">The app ${escapeHtml(ctx.appId)} asks for: ${escapeHtml(params.scopes.join(', '))}</p>` +
+      `<ul class="accounts">${items}</ul>\n${denyForm}</main>`,
   );
+  page.body = String(page.body).replace(
+    '</head>',
+    `<meta name="viewport" content="width=device-width"><style>${CONSENT_STYLE}</style></head>`,
+  );
+  return page;
 }
 
 export function handleOAuth(ctx: SimContext, r: SimRequest): Reply {

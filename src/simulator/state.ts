@@ -355,6 +355,19 @@ export class SimState {
     for (const t of this.tokens.values()) if (t.accountId === accountId) t.invalidated = 'revoked';
   }
 
+  /** Every live token of the account expires now; how many did. */
+  expireTokens(accountId: string): number {
+    this.account(accountId);
+    const now = this.clock.now();
+    let n = 0;
+    for (const t of this.tokens.values()) {
+      if (t.accountId !== accountId || t.invalidated || t.expiresAt.getTime() <= now.getTime()) continue;
+      t.expiresAt = new Date(now);
+      n += 1;
+    }
+    return n;
+  }
+
   issueCode(c: Omit<CodeRecord, 'expiresAt' | 'used'>): string {
     const code = randomToken('AQ', 48);
     this.codes.set(code, { ...c, expiresAt: new Date(this.clock.now().getTime() + CODE_LIFETIME_MS), used: false });

@@ -121,9 +121,19 @@ export interface FaultSpec {
 
 export interface SimulatorOptions {
   host?: string;
+  /** The main listener's port (graph, login, control); 0 or unset: any free port. */
   port?: number;
+  /** The image host's port; 0 or unset: any free port. */
+  imagePort?: number;
   appId?: string;
   appSecret?: string;
+  /**
+   * The control API's secret (`Authorization: Bearer <it>` on every /__sim/ call); a random one
+   * when unset (read it from `Simulator.controlSecret`).
+   */
+  controlSecret?: string;
+  /** The key that signs the image host's links (32 bytes); random when unset. */
+  linkKey?: Buffer;
   start?: Date | number;
   linkLifetimeMs?: number;
   codeResponseShape?: 'flat' | 'data';
@@ -154,6 +164,12 @@ export interface Simulator {
   imageHost: string;
   appId: string;
   appSecret: string;
+  controlSecret: string;
+  /** The ports it listens on: main (graph, login, control) and the image host. */
+  port: number;
+  imagePort: number;
+  /** The key signing the image host's links (keep it to keep links valid across a restart). */
+  linkKey: Buffer;
   clock: ManualClock;
   requests: RecordedRequest[];
   createAccount(opts?: SimAccountOptions): SimAccount;
@@ -178,6 +194,13 @@ export interface Simulator {
   issueLongLivedToken(accountId: string, opts?: { issuedAt?: Date; scopes?: string[] }): string;
   setPasswordChanged(accountId: string, changed: boolean): void;
   revokeTokens(accountId: string): void;
+  /** Every live token of the account expires now (the next call answers 190/463). */
+  expireTokens(accountId: string): number;
+  /**
+   * For `seconds` of simulated time every graph call answers the app-level rate limit (code 4),
+   * as the platform does once an app spent its calls; 0 ends the window. Returns its end.
+   */
+  rateLimitFor(seconds: number): Date;
   autoApprove: string | null;
   injectFault(f: FaultSpec): void;
   clearFaults(): void;

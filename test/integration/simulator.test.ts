@@ -676,20 +676,28 @@ describe('platform simulator', () => {
       const t = sim.issueLongLivedToken(id);
       await fetch(graph(sim, '/v25.0/me', { access_token: t }));
       const now = sim.clock.now().getTime();
+      const auth = { authorization: `Bearer ${sim.controlSecret}` };
       const moved = await getJson(`${sim.url}/__sim/clock`, {
         method: 'POST',
+        headers: auth,
         body: JSON.stringify({ advanceMs: 5000 }),
       });
       expect(moved.status).toBe(200);
       expect(sim.clock.now().getTime()).toBe(now + 5000);
       expect(
-        (await getJson(`${sim.url}/__sim/clock`, { method: 'POST', body: JSON.stringify({ advanceMs: -1 }) })).status,
+        (
+          await getJson(`${sim.url}/__sim/clock`, {
+            method: 'POST',
+            headers: auth,
+            body: JSON.stringify({ advanceMs: -1 }),
+          })
+        ).status,
       ).toBe(400);
-      const rec = await fetch(`${sim.url}/__sim/requests`);
+      const rec = await fetch(`${sim.url}/__sim/requests`, { headers: auth });
       const text = await rec.text();
       expect(text).toContain('/graph/v25.0/me');
       expect(text).not.toContain(t);
-      const state = await getJson(`${sim.url}/__sim/state`);
+      const state = await getJson(`${sim.url}/__sim/state`, { headers: auth });
       expect(state.body.accounts.some((a: Json) => a.id === id)).toBe(true);
     });
   });
@@ -707,7 +715,8 @@ describe('platform simulator', () => {
     const code = await runSimulator({ accounts: '2', posts: '3', clock: 'manual' }, io, async (s) => {
       seen = s;
       expect(s.appSecret).toBe('cli-secret-value');
-      expect(s.posts(JSON.parse(await (await fetch(`${s.url}/__sim/state`)).text()).accounts[0].id)).toHaveLength(3);
+      const state = await fetch(`${s.url}/__sim/state`, { headers: { authorization: `Bearer ${s.controlSecret}` } });
+      expect(s.posts(JSON.parse(await state.text()).accounts[0].id)).toHaveLength(3);
     });
     expect(code).toBe(0);
     expect(out).toContain(`GRAPH_URL=${seen?.graphUrl}`);

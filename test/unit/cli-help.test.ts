@@ -42,6 +42,13 @@ describe('feedmirror --help', () => {
       'validate',
       'demo',
       'simulator',
+      'simulator post add',
+      'simulator post edit',
+      'simulator post delete',
+      'simulator revoke',
+      'simulator expire-token',
+      'simulator rate-limit',
+      'simulator accounts',
       'migrate',
       'accounts add',
       'accounts invite',
@@ -140,6 +147,13 @@ describe('feedmirror --help', () => {
       'widgets list',
       'widgets show',
       'widgets set',
+      'simulator accounts',
+      'simulator post add',
+      'simulator post edit',
+      'simulator post delete',
+      'simulator revoke',
+      'simulator expire-token',
+      'simulator rate-limit',
     ];
     for (const path of reads) {
       const cmd = find(path);

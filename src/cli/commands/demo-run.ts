@@ -12,7 +12,11 @@ export function register(program: Command, cli: Cli): void {
     .option('--port <port>', 'HTTP port of the dashboard (another free one when taken)', intIn(0, 65535), 8080)
     .option('--posts <n>', 'posts of the demo account', intIn(0, 10_000), 24)
     .option('--exit', 'stop once the feed is published (for scripts), instead of running until Ctrl-C')
-    .action(async (opts: { port: number; posts: number; exit?: boolean }) => {
+    .option(
+      '--new-simulator-ports',
+      'give the simulator any free ports (and keep them in data/demo/simulator.json) instead of failing when its kept ones are taken',
+    )
+    .action(async (opts: { port: number; posts: number; exit?: boolean; newSimulatorPorts?: boolean }) => {
       const { runDemo } = await import('../start/demo.ts');
       cli.setExit(await runDemo(opts, cli.io));
     });

@@ -1,12 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve, join, relative } from 'node:path';
 import { createServer } from 'node:net';
 import { EXIT, type CliIO } from '../io.ts';
 import { AppContext } from '../context.ts';
 import { configSchema } from '../../config.ts';
 import { createLogger } from '../../util/logger.ts';
-import { startSimulator } from '../../simulator/index.ts';
+import { DEMO_OTHER_ACCOUNTS, demoPosts } from '../../simulator/demo-content.ts';
+import { startSimulatorWithState, SimulatorPortTakenError } from '../../simulator/state-file.ts';
+import type { Simulator } from '../../simulator/types.ts';
 import { followWallClock } from '../../simulator/wall-clock.ts';
 import { feedKey } from '../../storage/keys.ts';
 import { createQueue, QUEUE } from '../../../jobs/queues.ts';
@@ -29,18 +31,37 @@ export interface DemoOptions {
   port?: number;
   posts?: number;
   exit?: boolean;
+  /** Any free ports for the simulator (stored for the next run) instead of the ones it kept. */
+  newSimulatorPorts?: boolean;
 }
+
+/** The file under data/demo that survives a restart: the simulator's identity and ports. */
+export const SIMULATOR_STATE_FILE = 'simulator.json';
 
 export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
   const say = (s: string) => io.stdout.write(`${s}\n`);
   const root = resolve(io.cwd, 'data', 'demo');
-  rmSync(root, { recursive: true, force: true });
   mkdirSync(root, { recursive: true });
+  // The simulator keeps its app id, secrets and ports across runs (R-SIM-2): a restarted demo keeps
+  // its addresses, MEDIA_ALLOWED_HOSTS and the links saved from the last run.
+  let sim: Simulator;
+  try {
+    ({ sim } = await startSimulatorWithState(join(root, SIMULATOR_STATE_FILE), {
+      start: Date.now(),
+      newPorts: values.newSimulatorPorts ?? false,
+    }));
+  } catch (err) {
+    if (!(err instanceof SimulatorPortTakenError)) throw err;
+    io.stderr.write(`feedmirror demo-run: ${err.message} (npm run demo -- --new-simulator-ports)\n`);
+    return EXIT.failed;
+  }
+  // Everything else of the last run goes: the demo starts afresh.
+  for (const entry of readdirSync(root))
+    if (entry !== SIMULATOR_STATE_FILE) rmSync(join(root, entry), { recursive: true, force: true });
 
   // The demo's own database and key prefix, named after this checkout: they never collide with
   // the tests' (fm_*, fmtest:*) nor with a demo run from another checkout.
   const demoId = createHash('sha256').update(realpathSync(io.cwd)).digest('hex').slice(0, 8);
-  const sim = await startSimulator({ start: Date.now() });
   const stopClock = followWallClock(sim);
   const port = await freePort(values.port ?? 8080);
   const publicUrl = `http://127.0.0.1:${port}`;
@@ -86,7 +107,14 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
   const server = await startServer(ctx);
   try {
     say(`platform simulator: ${sim.url} (the platform's login and API), images at ${sim.imageBaseUrl}`);
-    const account = sim.createAccount({ username: 'demo.bakery', name: 'Demo Bakery', posts: values.posts ?? 24 });
+    const now = sim.clock.now().getTime();
+    const account = sim.createAccount({
+      username: 'demo.bakery',
+      name: 'Demo Bakery',
+      posts: demoPosts(values.posts ?? 24, now),
+    });
+    // Other accounts the same owner could connect: the consent page lists them all.
+    DEMO_OTHER_ACCOUNTS.forEach((a, i) => sim.createAccount({ ...a, posts: demoPosts(6, now, 3 * (i + 1)) }));
     // The owner's side of the OAuth flow, as a browser would follow it.
     sim.autoApprove = account.id;
     // /connect is closed to anonymous visitors: the demo invites its owner, as an operator would.
@@ -137,9 +165,16 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
     say(`alert emails:    ${env.OUTBOX_DIR}`);
     say(`validate it:     npx feedmirror validate ${feedPath}`);
     // Commands run by hand show warnings (the demo's own terminal shows errors only).
-    const envFile = writeDemoEnv(join(root, 'demo.env'), { ...env, LOG_LEVEL: io.env.LOG_LEVEL ?? 'warn' });
+    const envFile = writeDemoEnv(
+      join(root, 'demo.env'),
+      { ...env, LOG_LEVEL: io.env.LOG_LEVEL ?? 'warn' },
+      { SIMULATOR_URL: sim.url, SIMULATOR_CONTROL_SECRET: sim.controlSecret },
+    );
     say(`demo settings:   ${envFile}   (every setting of this demo, its encryption key included)`);
     say(`try the CLI:     set -a; . ${relative(io.cwd, envFile) || envFile}; set +a; npx feedmirror accounts list`);
+    say(
+      `drive the platform: npx feedmirror simulator accounts   (then simulator post add|edit|delete, revoke, expire-token, rate-limit)`,
+    );
     if (values.exit) return EXIT.ok;
     say('\nrunning; press Ctrl-C to stop');
     await new Promise<void>((r) => {
@@ -166,13 +201,15 @@ function resetDemoDatabase(adminUrl: string, name: string): Promise<string> {
  * dashboard password included (demo data only, mode 600), in the format of .env.example, so
  * `set -a; . data/demo/demo.env; set +a` points every CLI command at the running demo.
  */
-function writeDemoEnv(file: string, env: NodeJS.ProcessEnv): string {
+function writeDemoEnv(file: string, env: NodeJS.ProcessEnv, simulator: Record<string, string>): string {
   const keys = Object.keys(configSchema.shape).filter((k) => env[k] !== undefined && env[k] !== '');
   const quote = (v: string) => (/^[A-Za-z0-9_@%+=:,./-]*$/.test(v) ? v : `"${v.replace(/(["\\$`])/g, '\\$1')}"`);
   const lines = [
     '# Written by `npm run demo` for this run of the demo (its database and keys are reset on the next run).',
     '# Load it to point the CLI at the running demo: set -a; . data/demo/demo.env; set +a',
     ...keys.map((k) => `${k}=${quote(String(env[k]))}`),
+    '# The platform simulator of this demo: `feedmirror simulator …` reaches it with these (not feedmirror settings).',
+    ...Object.entries(simulator).map(([k, v]) => `${k}=${quote(v)}`),
     '',
   ];
   writeFileSync(file, lines.join('\n'), { mode: 0o600 });

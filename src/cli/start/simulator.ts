@@ -14,6 +14,7 @@ import type { Simulator } from '../../simulator/types.ts';
 
 const optionsSchema = z.object({
   port: z.coerce.number().int().min(0).max(65535).default(0),
+  imagePort: z.coerce.number().int().min(0).max(65535).default(0),
   host: z.string().min(1).default('127.0.0.1'),
   accounts: z.coerce.number().int().min(1).max(100).default(1),
   posts: z.coerce
@@ -26,11 +27,11 @@ const optionsSchema = z.object({
 });
 
 export const SIMULATOR_USAGE =
-  'usage: feedmirror simulator [--port N] [--host H] [--accounts N] [--posts N] [--clock real|manual]\n' +
+  'usage: feedmirror simulator [--port N] [--image-port N] [--host H] [--accounts N] [--posts N] [--clock real|manual]\n' +
   '  --clock real (default) moves the simulated time with the wall clock; manual only through POST /__sim/clock\n';
 
 /** Start, print, and keep running until `until` settles; then close. Exported for tests. */
-export type SimulatorOptions = Partial<Record<'port' | 'host' | 'accounts' | 'posts' | 'clock', string>>;
+export type SimulatorOptions = Partial<Record<'port' | 'imagePort' | 'host' | 'accounts' | 'posts' | 'clock', string>>;
 
 export async function runSimulator(
   raw: SimulatorOptions,
@@ -49,7 +50,17 @@ export async function runSimulator(
   // without the secret ever being printed.
   const appId = io.env.APP_ID?.trim() || undefined;
   const appSecret = io.env.APP_SECRET?.trim() || undefined;
-  const sim = await startSimulator({ host: o.host, port: o.port, start: Date.now(), appId, appSecret });
+  // The control API's secret, like APP_SECRET: from the environment, never printed.
+  const controlSecret = io.env.SIMULATOR_CONTROL_SECRET?.trim() || undefined;
+  const sim = await startSimulator({
+    host: o.host,
+    port: o.port,
+    imagePort: o.imagePort,
+    start: Date.now(),
+    appId,
+    appSecret,
+    controlSecret,
+  });
   const stopFollowing = o.clock === 'real' ? followWallClock(sim) : undefined;
   try {
     const accounts = Array.from({ length: o.accounts }, () => sim.createAccount({ posts: o.posts }));
@@ -73,7 +84,10 @@ export async function runSimulator(
       `short-lived token for @${first.username} (fake, valid 1 hour of simulated time; exchange it within the hour):`,
       `  ${token}`,
       '',
-      `control: GET ${sim.url}/__sim/state, POST ${sim.url}/__sim/clock {"advanceMs":N} | {"set":"ISO"}, GET ${sim.url}/__sim/requests`,
+      `control API (src/simulator/README.md): SIMULATOR_URL=${sim.url}`,
+      controlSecret
+        ? '  SIMULATOR_CONTROL_SECRET: the one in this environment (not printed); `feedmirror simulator accounts` and the other verbs use it'
+        : '  SIMULATOR_CONTROL_SECRET: not set in this environment: the simulator made up its own, so the control API refuses every call; set it for both and restart',
       `clock: ${o.clock === 'real' ? 'follows the wall clock' : 'manual'}; press Ctrl-C to stop`,
     ];
     io.stdout.write(lines.join('\n') + '\n');
