@@ -11,6 +11,9 @@
  *   post ids are unique per account only, so key a post by accountId + id.
  * - The published objects: widgets/<id>.json (application/json) and widgets/<id>.html (the
  *   static fragment), with the feeds' Cache-Control (public, max-age=300 by default).
+ * - viewsUrl is `WIDGET_VIEWS_URL/w/<id>/view`: serve answers POST (sendBeacon) and GET with 204,
+ *   CORS *, no cookie. The dashboard's preview uses data-src="/dashboard/widgets/<id>/document.json"
+ *   (the published document through the session, viewsUrl set to null) with /dashboard/widget.js.
  */
 import { z } from 'zod';
 import { POST_TYPES, postSchema } from '../schema/v1.ts';
