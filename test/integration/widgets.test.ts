@@ -9,6 +9,7 @@ import { AccountLifecycle, NO_SCHEDULES } from '../../src/accounts/lifecycle.ts'
 import { main } from '../../src/cli/main.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
+import { publishDemoFeedIfNone } from '../../src/feeds/publish.ts';
 import { runSyncNow } from '../../src/feeds/sync.ts';
 import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
 import { PlatformClient } from '../../src/platform/client.ts';
@@ -284,6 +285,25 @@ describe('widgets merge their accounts and follow their feeds (R-WID-1..5)', () 
     await removeWidget(wdeps, widgetId);
     expect(await exists(`widgets/${widgetId}.json`)).toBe(false);
     expect(await exists(`widgets/${widgetId}.html`)).toBe(false);
+  });
+
+  it('R-WID-2: demo feeds: shown once (demo: true) while every account has only the demo; left out beside real posts', async () => {
+    const d1 = sim.createAccount({ username: 'widget.demo.one', posts: 2 });
+    const d2 = sim.createAccount({ username: 'widget.demo.two', posts: 2 });
+    for (const d of [d1, d2]) {
+      await connect(d.id, d.username);
+      await publishDemoFeedIfNone(deps, d.id);
+    }
+    const { widget } = await createWidget(wdeps, { name: 'Demo', accounts: [d1.id, d2.id] });
+    const demo = await documentOf(widget.id);
+    expect(demo.demo).toBe(true);
+    expect(demo.posts.length).toBeGreaterThan(0);
+    expect(new Set(demo.posts.map((p) => p.id)).size).toBe(demo.posts.length);
+    await changeWidget(wdeps, widget.id, { accounts: [d1.id, a] });
+    const mixed = await documentOf(widget.id);
+    expect(mixed.demo).toBe(false);
+    expect(mixed.posts.every((p) => p.accountId === a)).toBe(true);
+    await removeWidget(wdeps, widget.id);
   });
 
   it('R-WID-2: a widget on S3 is published and deleted there too', async () => {
