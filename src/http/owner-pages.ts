@@ -153,7 +153,7 @@ export function renderOwnerPage<K extends OwnerPageKind>(kind: K, vars: OwnerPag
       const v = vars as OwnerPageVars['done'];
       const who = `@${v.username}`;
       const until = v.expiresAt
-        ? ` Its access is valid until ${v.expiresAt.toISOString().slice(0, 10)} and will be renewed automatically.`
+        ? ` Its access is valid until ${v.expiresAt.toLocaleDateString('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })} and renews automatically.`
         : '';
       const feed = href(v.feedUrl);
       return doc(v.reconnected ? 'Account reconnected' : 'Account connected', [
