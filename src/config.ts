@@ -339,6 +339,36 @@ export const configSchema = z.object({
       example: '/var/lib/feedmirror/outbox',
       readBy: ['worker', 'cli'],
     }),
+  /** on: account owners with an email get the expiry and reauth alerts too, with a reconnect link. */
+  OWNER_ALERTS: z
+    .stringbool()
+    .default(false)
+    .register(settings, {
+      description:
+        "`on`: the expiry alerts (14, 7, 3, 1 days) and the reauth alert also go to the account's owner when one is recorded (and their alerts are not turned off for that account), each with a one-time reconnect link; `off`: alerts go to `ALERT_EMAIL_TO` only (see [owners](accounts.md#account-owners))",
+      example: 'on',
+      readBy: ['worker', 'serve', 'cli'],
+      type: 'boolean (`on`/`off`)',
+    }),
+  /** How long a reconnect link sent to an owner works. */
+  RECONNECT_LINK_TTL: duration.default(14 * 86_400_000).register(settings, {
+    description: "how long the one-time reconnect link in an owner's alert works (a newer alert replaces it sooner)",
+    example: '7d',
+    readBy: ['worker', 'serve', 'cli'],
+    type: 'duration (`90m`, `12h`, `7d`)',
+    default: '`14d`',
+  }),
+  /** on: status/<accountId>.json is written next to the feed. */
+  PUBLISH_STATUS: z
+    .stringbool()
+    .default(false)
+    .register(settings, {
+      description:
+        '`on`: a public status document `status/<accountId>.json` (connected or needs the owner, days of validity left, last good sync) is written next to each feed, without any secret or owner contact',
+      example: 'on',
+      readBy: ['worker', 'serve', 'cli'],
+      type: 'boolean (`on`/`off`)',
+    }),
   PUBLIC_URL: url('public address of `feedmirror serve`')
     .default('http://127.0.0.1:8080')
     .register(settings, {

@@ -3,6 +3,7 @@ import type { ErrorKind } from '../util/error-kinds.ts';
 import { redactText } from '../util/redact.ts';
 import { withTransaction, type Db } from './db.ts';
 import { recordEvent } from './events.ts';
+import { ownerOfRow, type AccountOwner } from './owners.ts';
 
 export const ACCOUNT_STATUSES = ['active', 'reauth_required'] as const;
 export type AccountStatus = (typeof ACCOUNT_STATUSES)[number];
@@ -33,6 +34,8 @@ export interface Account {
   lastSyncOutcome: SyncOutcomeRecorded | null;
   /** When a listing last read to its end: what the published feed is as fresh as. */
   lastCompleteSyncAt: Date | null;
+  /** Who is told when the connection needs them; null: no owner known (alerts go to the operator). */
+  owner: AccountOwner | null;
 }
 
 /** An item a sync left out, and why (a malformed id, no timestamp, an unknown type...). */
@@ -82,6 +85,10 @@ interface AccountRow {
   skipped_reasons: SkippedItem[];
   last_sync_outcome: SyncOutcomeRecorded | null;
   last_complete_sync_at: Date | null;
+  owner_name?: string | null;
+  owner_email?: string | null;
+  owner_language?: string | null;
+  owner_alerts?: boolean;
 }
 
 function toAccount(r: AccountRow): Account {
@@ -104,6 +111,7 @@ function toAccount(r: AccountRow): Account {
     skippedReasons: r.skipped_reasons,
     lastSyncOutcome: r.last_sync_outcome ?? null,
     lastCompleteSyncAt: r.last_complete_sync_at ?? null,
+    owner: ownerOfRow(r),
   };
 }
 

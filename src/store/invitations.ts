@@ -16,21 +16,47 @@ export function hashInvitation(token: string): string {
 /** Tokens we make are 43 base64url characters; anything else is not looked up. */
 export const INVITATION_RE = /^[A-Za-z0-9_-]{43}$/;
 
+/** The owner an invitation carries: the account it connects gets them (R-OWN-10). */
+export interface InvitationOwner {
+  name: string | null;
+  email: string;
+  language: string | null;
+}
+
 export async function createInvitation(
   db: Db,
   now: Date,
   ttlMs: number,
   createdBy: 'dashboard' | 'cli',
+  owner?: InvitationOwner | null,
 ): Promise<{ token: string; expiresAt: Date }> {
   const token = randomBytes(32).toString('base64url');
   const expiresAt = new Date(now.getTime() + ttlMs);
-  await db.query('INSERT INTO invitations (token_hash, created_at, expires_at, created_by) VALUES ($1, $2, $3, $4)', [
-    hashInvitation(token),
-    now,
-    expiresAt,
-    createdBy,
-  ]);
+  await db.query(
+    `INSERT INTO invitations (token_hash, created_at, expires_at, created_by, owner_name, owner_email, owner_language)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [
+      hashInvitation(token),
+      now,
+      expiresAt,
+      createdBy,
+      owner?.name ?? null,
+      owner?.email ?? null,
+      owner?.language ?? null,
+    ],
+  );
   return { token, expiresAt };
+}
+
+/** The owner the invitation (by hash) carries, if any. */
+export async function invitationOwner(db: Db, hash: string): Promise<InvitationOwner | null> {
+  const { rows } = await db.query<{
+    owner_name: string | null;
+    owner_email: string | null;
+    owner_language: string | null;
+  }>('SELECT owner_name, owner_email, owner_language FROM invitations WHERE token_hash = $1', [hash]);
+  const r = rows[0];
+  return r?.owner_email ? { name: r.owner_name, email: r.owner_email, language: r.owner_language } : null;
 }
 
 /** Whether an invitation may start a login now (read only). */

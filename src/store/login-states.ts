@@ -17,12 +17,12 @@ export async function createLoginState(
   db: Db,
   now: Date,
   ttlMs: number,
-  opts: { invitationHash?: string | null } = {},
+  opts: { invitationHash?: string | null; reconnectHash?: string | null } = {},
 ): Promise<string> {
   const state = randomBytes(32).toString('base64url');
   await db.query(
-    'INSERT INTO login_states (state_hash, created_at, expires_at, invitation_hash) VALUES ($1, $2, $3, $4)',
-    [hashState(state), now, new Date(now.getTime() + ttlMs), opts.invitationHash ?? null],
+    'INSERT INTO login_states (state_hash, created_at, expires_at, invitation_hash, reconnect_hash) VALUES ($1, $2, $3, $4, $5)',
+    [hashState(state), now, new Date(now.getTime() + ttlMs), opts.invitationHash ?? null, opts.reconnectHash ?? null],
   );
   return state;
 }
@@ -35,20 +35,20 @@ export async function takeLoginState(
   db: Db,
   state: string,
   now: Date,
-): Promise<{ result: LoginStateResult; invitationHash: string | null }> {
+): Promise<{ result: LoginStateResult; invitationHash: string | null; reconnectHash: string | null }> {
   const hash = hashState(state);
-  const { rows } = await db.query<{ invitation_hash: string | null }>(
+  const { rows } = await db.query<{ invitation_hash: string | null; reconnect_hash: string | null }>(
     `UPDATE login_states SET used_at = $2
       WHERE state_hash = $1 AND used_at IS NULL AND expires_at > $2
-      RETURNING invitation_hash`,
+      RETURNING invitation_hash, reconnect_hash`,
     [hash, now],
   );
-  if (rows[0]) return { result: 'ok', invitationHash: rows[0].invitation_hash };
+  if (rows[0]) return { result: 'ok', invitationHash: rows[0].invitation_hash, reconnectHash: rows[0].reconnect_hash };
   const seen = await db.query<{ used_at: Date | null }>('SELECT used_at FROM login_states WHERE state_hash = $1', [
     hash,
   ]);
   const row = seen.rows[0];
-  return { result: !row ? 'unknown' : row.used_at ? 'used' : 'expired', invitationHash: null };
+  return { result: !row ? 'unknown' : row.used_at ? 'used' : 'expired', invitationHash: null, reconnectHash: null };
 }
 
 export async function consumeLoginState(db: Db, state: string, now: Date): Promise<LoginStateResult> {

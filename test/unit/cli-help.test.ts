@@ -54,6 +54,8 @@ describe('feedmirror --help', () => {
       'accounts invite',
       'accounts list',
       'accounts remove',
+      'accounts set',
+      'accounts show',
       'refresh',
       'check-expiry',
       'keys rotate',

@@ -3,6 +3,8 @@ import { reportFailure } from '../failure.ts';
 import { DURATION_HINT, parseDuration } from '../../util/duration.ts';
 import { EXIT, InputTooLargeError, readAll, type CliIO } from '../io.ts';
 import { accountIdArgument, printJson, withContext, withExamples, type Cli } from '../command.ts';
+import { firstIssue, ownerEmailSchema, ownerLanguageSchema, ownerNameSchema } from '../../accounts/owner-contact.ts';
+import type { AccountOwner } from '../../store/owners.ts';
 
 /** A token is a few hundred bytes; anything near this is not a token (and is never buffered whole). */
 export const STDIN_MAX_BYTES = 8 * 1024;
@@ -14,7 +16,9 @@ export const STDIN_MAX_BYTES = 8 * 1024;
 export function register(program: Command, cli: Cli): void {
   const accounts = program
     .command('accounts')
-    .description('connect (token on standard input), invite an owner, list or remove accounts');
+    .description(
+      'connect (token on standard input), invite an owner, list, show, set the owner of, or remove accounts',
+    );
   withExamples(accounts, 'feedmirror accounts list --json');
 
   const add = accounts
@@ -46,9 +50,55 @@ export function register(program: Command, cli: Cli): void {
         .argParser(invitationTtl)
         .default(7 * 86_400_000, '7d'),
     )
-    .option('--json', 'print {url, expiresAt} as JSON')
-    .action(async (opts: { expires: number; json?: boolean }) => cli.setExit(await inviteCommand(opts, cli.io)));
-  withExamples(invite, 'feedmirror accounts invite', 'feedmirror accounts invite --expires 2d --json');
+    .addOption(
+      new Option(
+        '--owner-email <email>',
+        "the owner's email: the account it connects gets it (owner alerts)",
+      ).argParser(ownerEmailArg),
+    )
+    .addOption(new Option('--owner-name <name>', "the owner's name (with --owner-email)").argParser(ownerNameArg))
+    .option('--json', 'print {url, expiresAt, owner} as JSON')
+    .action(async (opts: InviteOptions) => cli.setExit(await inviteCommand(opts, cli.io)));
+  withExamples(
+    invite,
+    'feedmirror accounts invite',
+    'feedmirror accounts invite --expires 2d --owner-email jane@example.com --owner-name "Jane Doe" --json',
+  );
+
+  const set = accounts
+    .command('set')
+    .description(
+      "set an account's owner (who gets the expiry and reauth alerts with a reconnect link when OWNER_ALERTS is on), or clear it",
+    )
+    .addArgument(accountIdArgument())
+    .addOption(new Option('--owner-email <email>', "the owner's email address").argParser(ownerEmailArg))
+    .addOption(new Option('--owner-name <name>', "the owner's name, used to greet them").argParser(ownerNameArg))
+    .addOption(
+      new Option('--owner-language <code>', "the owner's language (only en is offered)").argParser(ownerLanguageArg),
+    )
+    .addOption(new Option('--owner-alerts <on|off>', "whether this account's owner gets alerts").choices(['on', 'off']))
+    .addOption(
+      new Option(
+        '--clear-owner',
+        'forget the owner (alerts go to the operator only; open reconnect links stop working)',
+      ).conflicts(['ownerEmail', 'ownerName', 'ownerLanguage', 'ownerAlerts']),
+    )
+    .option('--json', "print the account's owner as JSON")
+    .action(async (id: string, opts: SetOptions) => cli.setExit(await setAccountCommand(id, opts, cli.io)));
+  withExamples(
+    set,
+    'feedmirror accounts set 17841400000000001 --owner-email jane@example.com --owner-name "Jane Doe"',
+    'feedmirror accounts set 17841400000000001 --owner-alerts off',
+    'feedmirror accounts set 17841400000000001 --clear-owner --json',
+  );
+
+  const show = accounts
+    .command('show')
+    .description('show one account: status, token expiry, last sync, health and owner')
+    .addArgument(accountIdArgument())
+    .option('--json', 'print the account as JSON')
+    .action(async (id: string, opts: { json?: boolean }) => cli.setExit(await showAccountCommand(id, opts, cli.io)));
+  withExamples(show, 'feedmirror accounts show 17841400000000001', 'feedmirror accounts show 17841400000000001 --json');
 
   const list = accounts
     .command('list')
@@ -119,6 +169,7 @@ async function addAccount(opts: AddOptions, io: CliIO): Promise<number> {
       // The account and its token are committed first, then the lifecycle makes it active and
       // schedules it (R-TOK-8): its first sync and refresh check always find it.
       lifecycle: ctx.lifecycle,
+      events: ctx.events,
     };
     const account = opts.longLived
       ? await importLongLivedToken(deps, token, { expiresAt })
@@ -179,6 +230,7 @@ async function listAccountsCommand(opts: { json?: boolean }, io: CliIO): Promise
           skippedReasons: a.skippedReasons,
           statusReason: a.statusReason,
           statusReasonKind: a.statusReasonKind,
+          owner: ownerJson(a.owner),
           health: {
             verdict: healthOf(a.id).verdict,
             reasons: healthOf(a.id).reasons.map((r) => ({ kind: r.kind, level: r.level, text: r.text })),
@@ -225,15 +277,182 @@ function invitationTtl(raw: string): number {
   return ms;
 }
 
-async function inviteCommand(opts: { expires: number; json?: boolean }, io: CliIO): Promise<number> {
+interface InviteOptions {
+  expires: number;
+  json?: boolean;
+  ownerEmail?: string;
+  ownerName?: string;
+}
+
+async function inviteCommand(opts: InviteOptions, io: CliIO): Promise<number> {
+  if (opts.ownerName !== undefined && opts.ownerEmail === undefined) {
+    reportFailure(io, 'usage', '--owner-name needs --owner-email');
+    return EXIT.usage;
+  }
   return withContext(io, async (ctx) => {
     ctx.requireApp(); // an invitation leads to the platform's login: useless without the app
     const { createInvitation } = await import('../../store/invitations.ts');
     const { invitationUrl } = await import('../../http/connect.ts');
-    const inv = await createInvitation(await ctx.migratedDb(), ctx.clock.now(), opts.expires, 'cli');
+    // R-OWN-10: the account this invitation connects gets its owner.
+    const owner = opts.ownerEmail ? { email: opts.ownerEmail, name: opts.ownerName ?? null, language: null } : null;
+    const inv = await createInvitation(await ctx.migratedDb(), ctx.clock.now(), opts.expires, 'cli', owner);
     const url = invitationUrl(ctx.config.PUBLIC_URL, inv.token);
-    if (opts.json) printJson(io, { url, expiresAt: inv.expiresAt.toISOString() });
-    else io.stdout.write(`${url}\nworks once, until ${inv.expiresAt.toISOString()}; send it to the account's owner\n`);
+    if (opts.json)
+      printJson(io, {
+        url,
+        expiresAt: inv.expiresAt.toISOString(),
+        owner: owner ? { email: owner.email, name: owner.name } : null,
+      });
+    else
+      io.stdout.write(
+        `${url}\nworks once, until ${inv.expiresAt.toISOString()}; send it to the account's owner${owner ? ` (${owner.email}, recorded as the account's owner when it connects)` : ''}\n`,
+      );
+    return EXIT.ok;
+  });
+}
+
+function ownerEmailArg(raw: string): string {
+  const r = ownerEmailSchema.safeParse(raw);
+  if (!r.success) throw new InvalidArgumentError(firstIssue(r.error));
+  return r.data;
+}
+
+function ownerNameArg(raw: string): string {
+  const r = ownerNameSchema.safeParse(raw);
+  if (!r.success) throw new InvalidArgumentError(firstIssue(r.error));
+  return r.data;
+}
+
+function ownerLanguageArg(raw: string): string {
+  const r = ownerLanguageSchema.safeParse(raw);
+  if (!r.success) throw new InvalidArgumentError(firstIssue(r.error));
+  return r.data;
+}
+
+/** The owner as --json prints it (null: none recorded). */
+export function ownerJson(owner: AccountOwner | null) {
+  return owner ? { name: owner.name, email: owner.email, language: owner.language, alerts: owner.alerts } : null;
+}
+
+interface SetOptions {
+  ownerEmail?: string;
+  ownerName?: string;
+  ownerLanguage?: string;
+  ownerAlerts?: 'on' | 'off';
+  clearOwner?: boolean;
+  json?: boolean;
+}
+
+async function setAccountCommand(id: string, opts: SetOptions, io: CliIO): Promise<number> {
+  const changes =
+    opts.ownerEmail !== undefined ||
+    opts.ownerName !== undefined ||
+    opts.ownerLanguage !== undefined ||
+    opts.ownerAlerts !== undefined;
+  if (!changes && !opts.clearOwner) {
+    reportFailure(
+      io,
+      'usage',
+      'nothing to set: give --owner-email, --owner-name, --owner-language, --owner-alerts or --clear-owner',
+    );
+    return EXIT.usage;
+  }
+  return withContext(io, async (ctx) => {
+    const { getAccount } = await import('../../store/accounts.ts');
+    const { clearOwner, setOwner } = await import('../../store/owners.ts');
+    const db = await ctx.migratedDb();
+    const now = ctx.clock.now();
+    const account = await getAccount(db, id);
+    if (!account) {
+      reportFailure(io, 'not_found', `no account with id ${id}`);
+      return EXIT.failed;
+    }
+    if (opts.clearOwner) {
+      await clearOwner(db, id, now);
+    } else {
+      if (!account.owner && opts.ownerEmail === undefined) {
+        reportFailure(io, 'usage', `@${account.username} has no owner yet: give --owner-email first`);
+        return EXIT.usage;
+      }
+      await setOwner(
+        db,
+        id,
+        {
+          ...(opts.ownerEmail !== undefined ? { email: opts.ownerEmail } : {}),
+          ...(opts.ownerName !== undefined ? { name: opts.ownerName } : {}),
+          ...(opts.ownerLanguage !== undefined ? { language: opts.ownerLanguage } : {}),
+          ...(opts.ownerAlerts !== undefined ? { alerts: opts.ownerAlerts === 'on' } : {}),
+        },
+        now,
+      );
+    }
+    const after = (await getAccount(db, id))!;
+    ctx.logger.info({ accountId: id, owner: after.owner ? 'set' : 'none' }, 'account owner changed');
+    if (opts.json) printJson(io, { id, username: after.username, owner: ownerJson(after.owner) });
+    else io.stdout.write(`@${after.username}: ${ownerLine(after.owner, ctx.config.OWNER_ALERTS)}\n`);
+    return EXIT.ok;
+  });
+}
+
+/** One line about the owner, saying whether they get alerts now and why not. */
+function ownerLine(owner: AccountOwner | null, deployment: boolean): string {
+  if (!owner) return 'no owner recorded (alerts go to the operator only)';
+  const who = owner.name ? `${owner.name} <${owner.email}>` : owner.email;
+  const alerts = !owner.alerts
+    ? 'owner alerts off for this account'
+    : deployment
+      ? 'gets the expiry and reauth alerts with a reconnect link'
+      : 'owner alerts on for this account, but OWNER_ALERTS is off for the deployment';
+  return `owner ${who}; ${alerts}`;
+}
+
+async function showAccountCommand(id: string, opts: { json?: boolean }, io: CliIO): Promise<number> {
+  return withContext(io, async (ctx) => {
+    const { listAccounts } = await import('../../store/accounts.ts');
+    const { syncSummary } = await import('../../accounts/sync-summary.ts');
+    const { healthById, healthLine } = await import('../../accounts/health.ts');
+    const db = await ctx.migratedDb();
+    const now = ctx.clock.now();
+    const a = (await listAccounts(db, now)).find((x) => x.id === id);
+    if (!a) {
+      reportFailure(io, 'not_found', `no account with id ${id}`);
+      return EXIT.failed;
+    }
+    const health = (await healthById(db, { now, syncIntervalMs: ctx.config.SYNC_INTERVAL_MINUTES * 60_000 })).get(
+      id,
+    ) ?? { verdict: 'fail' as const, reasons: [] };
+    if (opts.json) {
+      printJson(io, {
+        id: a.id,
+        username: a.username,
+        status: a.status,
+        statusReason: a.statusReason,
+        expiresAt: a.expiresAt?.toISOString() ?? null,
+        daysLeft: a.daysLeft,
+        lastSyncAt: a.lastSyncAt?.toISOString() ?? null,
+        lastCompleteSyncAt: a.lastCompleteSyncAt?.toISOString() ?? null,
+        lastSync: syncSummary(a).text,
+        owner: ownerJson(a.owner),
+        health: {
+          verdict: health.verdict,
+          reasons: health.reasons.map((r) => ({ kind: r.kind, level: r.level, text: r.text })),
+        },
+      });
+    } else {
+      const expiry = a.expiresAt
+        ? `expires ${a.expiresAt.toISOString().slice(0, 10)} (${a.daysLeft} days left)`
+        : 'no token';
+      io.stdout.write(
+        [
+          `@${a.username} (id ${a.id})`,
+          `status:    ${a.status}${a.statusReason ? ` (${a.statusReason})` : ''}`,
+          `token:     ${expiry}`,
+          `last sync: ${syncSummary(a).text}`,
+          `health:    ${healthLine(health, 3)}`,
+          `owner:     ${ownerLine(a.owner, ctx.config.OWNER_ALERTS)}`,
+        ].join('\n') + '\n',
+      );
+    }
     return EXIT.ok;
   });
 }

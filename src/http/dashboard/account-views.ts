@@ -27,6 +27,8 @@ export interface AccountPageData {
   /** R-OWN-7: a removal waiting for a second listing or the operator's confirmation. */
   removalHold: StoredRemovalHold | null;
   now: Date;
+  /** OWNER_ALERTS: whether owners get alerts in this deployment (the owner section says so). */
+  ownerAlertsOn?: boolean;
 }
 
 const when = (d: Date | null) => (d ? `${d.toISOString().slice(0, 19).replace('T', ' ')} UTC` : '—');
@@ -107,6 +109,7 @@ export function accountPage(d: AccountPageData, o: LayoutOptions): string {
 ${d.health.reasons.length ? reasonList(d.health) : '<p class="ok">Nothing to report: synced, every post published, every copy made.</p>'}
 ${problem ? `<p class="problem">${h(problem.summary)}</p>` : ''}</section>
 <section id="token"><h2>Token</h2>${token}</section>
+${ownerSection(a, base, o.csrf, d.ownerAlertsOn ?? false)}
 <section id="feed"><h2>Feed</h2>${feed}${fresh}${hold}</section>
 <section id="copies"><h2>Copies</h2>${copies}${failures}</section>
 <section id="syncs"><h2>Last syncs</h2>${syncs}</section>
@@ -123,4 +126,31 @@ export function accountNotFoundPage(id: string, o: LayoutOptions): string {
 <p>No account has the id <code>${h(id.slice(0, 128))}</code>. It may have been removed, or the link is mistyped.</p>
 <p><a class="button" href="/dashboard">Back to the accounts</a></p>`;
   return layout('No such account', body, o);
+}
+
+/**
+ * The owner of the account (R-OWN-10): who is told when the connection needs them, and the form
+ * that sets or clears it (POST with the CSRF token, like every dashboard action).
+ */
+function ownerSection(a: Account, base: string, csrf: string, deploymentOn: boolean): string {
+  const o = a.owner;
+  const status = !o
+    ? '<p class="muted" data-owner="none">No owner recorded: alerts go to the operator only.</p>'
+    : `<p data-owner="${h(o.email)}">${o.name ? `${h(o.name)} · ` : ''}<a href="mailto:${h(o.email)}">${h(o.email)}</a> · ${
+        !o.alerts
+          ? '<span class="muted">owner alerts off for this account</span>'
+          : deploymentOn
+            ? '<span class="ok">gets the expiry and reauth alerts with a one-time reconnect link</span>'
+            : '<span class="muted">would get alerts, but OWNER_ALERTS is off for this deployment</span>'
+      }</p>`;
+  const csrfField = `<input type="hidden" name="${CSRF_FIELD}" value="${h(csrf)}">`;
+  const edit = `<form method="post" action="${h(`${base}/owner`)}" class="owner-form">${csrfField}
+<label>Owner email <input type="email" name="owner_email" required maxlength="254" value="${h(o?.email ?? '')}" autocomplete="off"></label>
+<label>Name <input name="owner_name" maxlength="200" value="${h(o?.name ?? '')}" autocomplete="off"></label>
+<label><input type="checkbox" name="owner_alerts" value="on"${!o || o.alerts ? ' checked' : ''}> send them alerts</label>
+<button type="submit">Save owner</button></form>`;
+  const clear = o
+    ? `<form method="post" action="${h(`${base}/owner/clear`)}">${csrfField}<button type="submit">Forget the owner</button></form>`
+    : '';
+  return `<section id="owner"><h2>Owner</h2>${status}${edit}${clear}</section>`;
 }

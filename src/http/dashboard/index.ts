@@ -12,6 +12,9 @@ import { getAccount, listSyncRuns } from '../../store/accounts.ts';
 import { loadAccountHealth } from '../../accounts/health.ts';
 import { listCopyFailures } from '../../store/copy-failures.ts';
 import { getRemovalHold } from '../../store/holds.ts';
+import { clearOwner, setOwner } from '../../store/owners.ts';
+import type { InvitationOwner } from '../../store/invitations.ts';
+import { firstIssue, ownerInputSchema } from '../../accounts/owner-contact.ts';
 import { accountCopyTotals, listAccountDeliveries, listAccountEvents } from '../../store/health-facts.ts';
 import { accountNotFoundPage, accountPage } from './account-views.ts';
 import type { Db } from '../../store/db.ts';
@@ -84,13 +87,15 @@ export interface DashboardDeps {
   syncIntervalMs?: number;
   /** Widgets (create, edit, preview, hide, delete): published with these; omitted: no widgets page. */
   widgets?: WidgetDeps;
+  /** OWNER_ALERTS: the account page says whether its owner gets alerts. */
+  ownerAlertsOn?: boolean;
 }
 
 export interface DashboardConnect {
   /** The platform's login address with a fresh login state (the operator connects from here). */
   start(): Promise<string>;
-  /** A one-time invitation link for an account owner. */
-  invite(ttlMs: number): Promise<{ url: string; expiresAt: Date }>;
+  /** A one-time invitation link for an account owner (carrying the owner's contact when given). */
+  invite(ttlMs: number, owner?: InvitationOwner | null): Promise<{ url: string; expiresAt: Date }>;
 }
 
 const INVITATION_TTLS: Record<string, number> = { '1d': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 };
@@ -290,6 +295,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
             deliveries,
             removalHold,
             now: policy.now,
+            ownerAlertsOn: deps.ownerAlertsOn ?? false,
           },
           layoutOf(req, res),
         ),
@@ -381,6 +387,49 @@ export function dashboardRouter(deps: DashboardDeps): Router {
               text: `Removed ${done.removed.length} posts of @${account.username}; feed ${done.publish.outcome}.`,
             }
           : { kind: 'error', text: `No removal is held for @${account.username} any more.` },
+      );
+    }),
+  );
+
+  // R-OWN-10: the owner of an account, set or cleared from its page (CSRF-checked like every POST).
+  guarded.post(
+    '/accounts/:id/owner',
+    wrap(async (req, res) => {
+      const account = await accountParam(req, res);
+      if (!account) return;
+      const body = req.body as Record<string, unknown>;
+      const to = `${DASHBOARD_PATH}/accounts/${encodeURIComponent(account.id)}#owner`;
+      const name = typeof body.owner_name === 'string' ? body.owner_name.trim() : '';
+      const parsed = ownerInputSchema.safeParse({
+        email: typeof body.owner_email === 'string' ? body.owner_email : '',
+        ...(name ? { name } : {}),
+      });
+      if (!parsed.success) {
+        flashTo(res, { kind: 'error', text: `Owner not saved: ${firstIssue(parsed.error)}.` }, to);
+        return;
+      }
+      await setOwner(
+        db,
+        account.id,
+        { email: parsed.data.email, name: parsed.data.name ?? null, alerts: body.owner_alerts === 'on' },
+        clock.now(),
+      );
+      logger.info({ accountId: account.id }, 'dashboard: account owner saved');
+      flashTo(res, { kind: 'ok', text: `The owner of @${account.username} is saved.` }, to);
+    }),
+  );
+
+  guarded.post(
+    '/accounts/:id/owner/clear',
+    wrap(async (req, res) => {
+      const account = await accountParam(req, res);
+      if (!account) return;
+      await clearOwner(db, account.id, clock.now());
+      logger.info({ accountId: account.id }, 'dashboard: account owner cleared');
+      flashTo(
+        res,
+        { kind: 'ok', text: `@${account.username} has no owner recorded now: alerts go to you only.` },
+        `${DASHBOARD_PATH}/accounts/${encodeURIComponent(account.id)}#owner`,
       );
     }),
   );
@@ -557,9 +606,21 @@ export function dashboardRouter(deps: DashboardDeps): Router {
         res.status(404).type('text/plain').send('Connecting needs APP_ID and APP_SECRET.\n');
         return;
       }
-      const ttl =
-        INVITATION_TTLS[String((req.body as Record<string, unknown>).expires ?? '7d')] ?? INVITATION_TTLS['7d']!;
-      const inv = await deps.connect.invite(ttl);
+      const body = req.body as Record<string, unknown>;
+      const ttl = INVITATION_TTLS[String(body.expires ?? '7d')] ?? INVITATION_TTLS['7d']!;
+      // R-OWN-10: an invitation may carry the owner of the account it connects.
+      const email = typeof body.owner_email === 'string' ? body.owner_email.trim() : '';
+      const name = typeof body.owner_name === 'string' ? body.owner_name.trim() : '';
+      let owner: InvitationOwner | null = null;
+      if (email !== '' || name !== '') {
+        const parsed = ownerInputSchema.safeParse({ email, ...(name ? { name } : {}) });
+        if (!parsed.success) {
+          flashTo(res, { kind: 'error', text: `Invitation not created: ${firstIssue(parsed.error)}.` });
+          return;
+        }
+        owner = { email: parsed.data.email, name: parsed.data.name ?? null, language: null };
+      }
+      const inv = await deps.connect.invite(ttl, owner);
       logger.info({ expiresAt: inv.expiresAt.toISOString() }, 'dashboard: invitation created');
       pageHeaders(res);
       res.type('html').send(invitationPage(inv, layoutOf(req, res)));

@@ -149,7 +149,7 @@ export function accountsPage(accounts: AccountOverview[], o: LayoutOptions & { w
   const connect = o.connectUrl
     ? `<h2>Connecting an account</h2>
 <p class="muted">Your own account: <a href="${h(o.connectUrl)}">connect it now</a> (you log in on the platform and approve). Someone else's: invite its owner. The invitation is a link that works once and expires; send it to them.</p>
-${actionForm('/dashboard/invitations', 'Invite an owner', o.csrf, `<label>expires in <select name="expires"><option value="1d">1 day</option><option value="7d" selected>7 days</option><option value="30d">30 days</option></select></label> `)}`
+${actionForm('/dashboard/invitations', 'Invite an owner', o.csrf, `<label>expires in <select name="expires"><option value="1d">1 day</option><option value="7d" selected>7 days</option><option value="30d">30 days</option></select></label> <label>owner email (optional) <input type="email" name="owner_email" maxlength="254" autocomplete="off"></label> <label>owner name <input name="owner_name" maxlength="200" autocomplete="off"></label> `)}`
     : '<p class="muted">Connecting through the login needs APP_ID and APP_SECRET; <code>feedmirror accounts add</code> works without them.</p>';
   const counts = { ok: 0, warn: 0, fail: 0 };
   for (const a of accounts) counts[a.health.verdict]++;
