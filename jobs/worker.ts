@@ -8,6 +8,7 @@ import type { TokenCipher } from '../src/store/crypto.ts';
 import type { Mailer } from '../src/alerts/mailer.ts';
 import type { Brand, EmailTemplates } from '../src/alerts/templates.ts';
 import { alertReauthRequired } from '../src/alerts/sweep.ts';
+import type { OwnerAlertSettings } from '../src/alerts/owner.ts';
 import { listScheduledAccountIds } from '../src/store/accounts.ts';
 import {
   QUEUE,
@@ -87,6 +88,8 @@ export interface WorkerDeps {
   /** The email templates (EMAIL_TEMPLATES_DIR over the built-in ones) and BRAND_*; default: built-in, feedmirror's look. */
   emailTemplates?: EmailTemplates;
   brand?: Brand;
+  /** Owner alerts (OWNER_ALERTS, RECONNECT_LINK_TTL); absent: alerts go to the operator only. */
+  owners?: OwnerAlertSettings;
   /** Outgoing webhooks (needs queues.webhooks): delivery settings; the retry delays are for tests. */
   webhooks?: { allowPrivate: boolean; timeoutMs: number; retryDelaysMs?: readonly number[]; concurrency?: number };
 }
@@ -131,6 +134,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     events,
     ...(deps.emailTemplates ? { emailTemplates: deps.emailTemplates } : {}),
     ...(deps.brand ? { brand: deps.brand } : {}),
+    ...(deps.owners ? { owners: deps.owners } : {}),
   };
   // Every account state change of this process, with its effects (R-TOK-10: stop the schedules
   // and tell the operator at once).

@@ -10,6 +10,8 @@ import { getAccount, upsertAccount } from '../store/accounts.ts';
 import { withTransaction } from '../store/db.ts';
 import { statusOnlyLifecycle, type AccountLifecycle } from './lifecycle.ts';
 import { saveToken } from '../store/tokens.ts';
+import { setOwner, type OwnerPatch } from '../store/owners.ts';
+import type { EventSink } from '../webhooks/events.ts';
 
 /**
  * Connecting an account, shared by the OAuth callback and `feedmirror accounts add`: exchange the
@@ -25,10 +27,35 @@ export interface ConnectDeps {
   logger: Logger;
   /** Makes the account active and schedules it; without it, statusOnlyLifecycle (no schedules). */
   lifecycle?: Pick<AccountLifecycle, 'apply'>;
+  /** account.reconnected when an account that needed its owner connects again (R-OWN-14). */
+  events?: EventSink;
 }
 
-/** How the token came: `accounts add` (exchanged or imported) or a login in the browser. */
-export type ConnectedVia = 'exchanged' | 'imported' | 'login' | 'invitation';
+/** How the token came: `accounts add` (exchanged or imported), a login in the browser, or an owner's reconnect link. */
+export type ConnectedVia = 'exchanged' | 'imported' | 'login' | 'invitation' | 'reconnect_link';
+
+/**
+ * A login made for one account (an owner's reconnect link) came back as another: nothing of it is
+ * stored (R-OWN-13).
+ */
+export class WrongAccountError extends Error {
+  override readonly name = 'WrongAccountError';
+  constructor(
+    readonly expectedId: string,
+    readonly actualId: string,
+  ) {
+    super(`the login is for account ${actualId}, not ${expectedId}: nothing was stored`);
+  }
+}
+
+export interface ConnectOptions {
+  permissions?: string[];
+  via?: ConnectedVia;
+  /** R-OWN-13: only this platform account may connect (checked before anything is stored). */
+  expectedAccountId?: string;
+  /** The owner to record on the account (an invitation carrying one). */
+  owner?: OwnerPatch;
+}
 
 export interface ConnectedAccount {
   id: string;
@@ -66,11 +93,11 @@ export function checkProfessional(profile: Profile): void {
 export async function connectWithShortLivedToken(
   deps: ConnectDeps,
   shortLivedToken: string,
-  opts: { permissions?: string[]; via?: ConnectedVia } = {},
+  opts: ConnectOptions = {},
 ): Promise<ConnectedAccount> {
   checkScopes(opts.permissions);
   const grant = await deps.platform.exchangeToken(shortLivedToken);
-  return storeGrant(deps, grant, 'exchanged', opts.via ?? 'exchanged');
+  return storeGrant(deps, grant, 'exchanged', opts.via ?? 'exchanged', opts);
 }
 
 /**
@@ -118,8 +145,12 @@ async function storeGrant(
   grant: TokenGrant,
   event: 'exchanged' | 'imported',
   via: ConnectedVia,
+  opts: Pick<ConnectOptions, 'expectedAccountId' | 'owner'> = {},
 ): Promise<ConnectedAccount> {
   const profile = await deps.platform.getProfile(grant.accessToken);
+  // R-OWN-13: a reconnect link's login must be its own account; checked before any write.
+  if (opts.expectedAccountId !== undefined && profile.id !== opts.expectedAccountId)
+    throw new WrongAccountError(opts.expectedAccountId, profile.id);
   checkProfessional(profile);
   const now = deps.clock.now();
   const before = await withTransaction(deps.db, async (c) => {
@@ -141,6 +172,7 @@ async function storeGrant(
       { accountId: profile.id, accessToken: grant.accessToken, obtainedAt: now, expiresAt: grant.expiresAt },
       event,
     );
+    if (opts.owner) await setOwner(c, profile.id, opts.owner, now);
     return existing;
   });
   // A reconnect revives an account that needed its owner (R-TOK-10); the lifecycle schedules it
@@ -149,6 +181,13 @@ async function storeGrant(
     from: before ? before.status : 'none',
     log: { username: profile.username, expiresAt: grant.expiresAt.toISOString(), via },
   });
+  if (before?.status === 'reauth_required' || via === 'reconnect_link') {
+    // R-OWN-14: the loop an owner alert opened is closed; a site's backend can clear its notice.
+    await deps.events?.emit({
+      type: 'account.reconnected',
+      data: { accountId: profile.id, username: profile.username, via, expiresAt: grant.expiresAt.toISOString() },
+    });
+  }
   return {
     id: profile.id,
     username: profile.username,

@@ -7,6 +7,7 @@ import type { Logger } from '../util/logger.ts';
 import { redactText } from '../util/redact.ts';
 import type { EventSink } from '../webhooks/events.ts';
 import type { ErrorKind } from '../util/error-kinds.ts';
+import type { StatusPublisher } from './status-document.ts';
 
 /**
  * The account lifecycle: the one owner of every account state change and its side effects.
@@ -109,6 +110,8 @@ export interface LifecycleDeps {
    * widgets that merge the account republish (R-WID-5; a removed account leaves them). Must not throw.
    */
   accountChanged?: (accountId: string) => Promise<void>;
+  /** The public status document (PUBLISH_STATUS): rewritten on every state change, deleted on removal (R-OWN-16). */
+  status?: Pick<StatusPublisher, 'publish' | 'remove'>;
 }
 
 export interface ApplyOptions {
@@ -176,6 +179,7 @@ export class AccountLifecycle {
         // Once: only the process whose delete won gets here.
         await this.deps.events?.emit({ type: 'account.removed', data: { accountId } });
         await this.tell(accountId);
+        await this.deps.status?.remove(accountId);
       }
       return { changed, from, to: changed ? 'removed' : from, effects: unscheduled ? ['unschedule'] : [] };
     }
@@ -201,6 +205,8 @@ export class AccountLifecycle {
       if (effect === 'alert_reauth') alert = ran.alert;
     }
     if (t.to !== from) await this.tell(accountId);
+    // R-OWN-16: reauth, reconnect and refresh change what the status document says (never throws).
+    if (event !== 'refresh_failed') await this.deps.status?.publish(accountId);
     return { changed, from, to: t.to, effects: done, ...(alert !== undefined ? { alert } : {}) };
   }
 

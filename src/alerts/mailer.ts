@@ -7,11 +7,14 @@ import type { Config } from '../config.ts';
 import { systemClock, type Clock } from '../util/clock.ts';
 import type { Logger } from '../util/logger.ts';
 import { redactText, redactUrl } from '../util/redact.ts';
+import { maskEmail } from '../accounts/owner-contact.ts';
 
 export interface MailMessage {
   subject: string;
   text: string;
   html?: string;
+  /** Another recipient than ALERT_EMAIL_TO (an account's owner); logged masked. */
+  to?: string;
 }
 
 export interface SendResult {
@@ -73,15 +76,16 @@ export function createMailer(config: MailerConfig, logger: Logger, opts: { clock
     return {
       async send(msg) {
         const clean = guard(msg);
+        const rcpt = msg.to ?? to;
         try {
-          await transport.sendMail({ from, to, ...clean });
+          await transport.sendMail({ from, to: rcpt, ...clean });
         } catch (err) {
           // nodemailer errors may echo the server's reply; never the URL's password.
           throw new Error(`sending alert email through ${where} failed: ${redactText((err as Error).message)}`, {
             cause: err,
           });
         }
-        logger.info({ to, subject: clean.subject, via: where }, 'alert email sent');
+        logger.info({ to: logged(msg.to, to), subject: clean.subject, via: where }, 'alert email sent');
         return { delivered: 'smtp' };
       },
       close: () => transport.close(),
@@ -93,18 +97,26 @@ export function createMailer(config: MailerConfig, logger: Logger, opts: { clock
   return {
     async send(msg) {
       const clean = guard(msg);
-      const info = await transport.sendMail({ from, to, ...clean });
+      const info = await transport.sendMail({ from, to: msg.to ?? to, ...clean });
       await mkdir(dir, { recursive: true });
       const stamp = clock.now().toISOString().replace(/[:.]/g, '-');
       const path = join(dir, `${stamp}-${randomUUID().slice(0, 8)}.eml`);
       // Write then rename, so whoever watches the folder never reads half a message.
       await writeFile(`${path}.tmp`, info.message as Buffer);
       await rename(`${path}.tmp`, path);
-      logger.info({ to, subject: clean.subject, path }, 'alert email written to the outbox (no SMTP_URL set)');
+      logger.info(
+        { to: logged(msg.to, to), subject: clean.subject, path },
+        'alert email written to the outbox (no SMTP_URL set)',
+      );
       return { delivered: 'outbox', path };
     },
     close: () => transport.close(),
   };
+}
+
+/** The operator's address as is; an owner's masked (j***@example.com): logs need no client's address. */
+function logged(owner: string | undefined, operator: string): string {
+  return owner === undefined ? operator : maskEmail(owner);
 }
 
 /** Last guard before anything leaves: redact subject and bodies (R-TOK-11). */

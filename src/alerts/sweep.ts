@@ -9,8 +9,10 @@ import { getTokenInfo } from '../store/tokens.ts';
 import type { Mailer } from './mailer.ts';
 import { connectUrlFor } from './messages.ts';
 import { renderEmail, type Brand, type EmailTemplates, type RenderedEmail as Email } from './templates.ts';
+import { notifyOwner, ownerCause, ownerNotified, type OwnerAlertSettings, type OwnerOutcome } from './owner.ts';
 import { daysLeft, dueThreshold } from './thresholds.ts';
 import type { EventSink } from '../webhooks/events.ts';
+import type { ErrorKind } from '../util/error-kinds.ts';
 
 export interface SweepDeps {
   db: pg.Pool;
@@ -35,12 +37,16 @@ export interface SweepDeps {
   emailTemplates?: EmailTemplates;
   /** BRAND_*: the look of every email; default: feedmirror's. */
   brand?: Brand;
+  /** Owner alerts (OWNER_ALERTS, RECONNECT_LINK_TTL); absent: the operator only. */
+  owners?: OwnerAlertSettings;
 }
 
 export interface SentAlert {
   accountId: string;
   kind: 'expiry' | 'reauth';
   thresholdDays: number;
+  /** Who got an email of this alert in this call: the operator, the owner (R-OWN-11), or both. */
+  to?: Array<'operator' | 'owner'>;
 }
 
 export interface SweepResult {
@@ -100,7 +106,12 @@ export async function alertReauthRequired(deps: SweepDeps, accountId: string): P
   if (!account || !token || account.status !== 'reauth_required') return null;
   return sendReauth(
     deps,
-    { id: account.id, username: account.username, statusReason: account.statusReason },
+    {
+      id: account.id,
+      username: account.username,
+      statusReason: account.statusReason,
+      statusReasonKind: account.statusReasonKind,
+    },
     token.expiresAt,
     now,
   );
@@ -124,7 +135,17 @@ async function alertAccount(
     status = 'reauth_required';
   }
   if (status === 'reauth_required') {
-    return sendReauth(deps, { id: account.id, username: account.username, statusReason: reason }, expiresAt, now);
+    return sendReauth(
+      deps,
+      {
+        id: account.id,
+        username: account.username,
+        statusReason: reason,
+        statusReasonKind: status === account.status ? account.statusReasonKind : 'token_expired',
+      },
+      expiresAt,
+      now,
+    );
   }
   const threshold = dueThreshold(expiresAt, now);
   if (threshold === null) return null;
@@ -133,6 +154,21 @@ async function alertAccount(
     account.refreshFailures > 0
       ? `the last ${account.refreshFailures} refresh attempt${account.refreshFailures === 1 ? '' : 's'} failed${account.lastRefreshError ? ` (last error: ${account.lastRefreshError})` : ''}.`
       : undefined;
+  const key: AlertKey = { accountId: account.id, kind: 'expiry', thresholdDays: threshold, tokenExpiresAt: expiresAt };
+  const who = { id: account.id, username: account.username };
+  // The owner first (R-OWN-11), so the operator's copy can say they were told, and when.
+  const owner = await notifyOwner(
+    deps,
+    key,
+    who,
+    (o) =>
+      renderEmail(
+        'owner-expiry',
+        { ...o, username: account.username, expiresAt, daysLeft: left, brand: deps.brand },
+        deps.emailTemplates,
+      ),
+    now,
+  );
   const email = renderEmail(
     'operator-expiry',
     {
@@ -142,16 +178,12 @@ async function alertAccount(
       daysLeft: left,
       reason: why,
       dashboardUrl: connectUrlFor(deps.publicUrl),
+      ownerNotified: ownerNotified(owner),
       brand: deps.brand,
     },
     deps.emailTemplates,
   );
-  const sent = await sendOnce(
-    deps,
-    { accountId: account.id, kind: 'expiry', thresholdDays: threshold, tokenExpiresAt: expiresAt },
-    email,
-    now,
-  );
+  const sent = await sendOnce(deps, key, email, now);
   if (sent) {
     deps.logger.info(
       {
@@ -173,33 +205,49 @@ async function alertAccount(
       },
     });
   }
-  return sent;
+  return withOwner(sent, key, owner);
 }
 
 async function sendReauth(
   deps: SweepDeps,
-  account: { id: string; username: string; statusReason: string | null },
+  account: { id: string; username: string; statusReason: string | null; statusReasonKind?: ErrorKind | null },
   expiresAt: Date,
   now: Date,
 ): Promise<SentAlert | null> {
+  const key: AlertKey = { accountId: account.id, kind: 'reauth', thresholdDays: 0, tokenExpiresAt: expiresAt };
+  const who = { id: account.id, username: account.username };
+  const reason = account.statusReason ?? 'the token is no longer valid';
+  const owner = await notifyOwner(
+    deps,
+    key,
+    who,
+    (o) =>
+      renderEmail(
+        'owner-reauth',
+        {
+          ...o,
+          username: account.username,
+          cause: ownerCause(account.statusReasonKind ?? null),
+          brand: deps.brand,
+        },
+        deps.emailTemplates,
+      ),
+    now,
+  );
   const email = renderEmail(
     'operator-reauth',
     {
       username: account.username,
       accountId: account.id,
-      cause: account.statusReason ?? 'the token is no longer valid',
+      cause: reason,
       dashboardUrl: connectUrlFor(deps.publicUrl),
       expiresAt,
+      ownerNotified: ownerNotified(owner),
       brand: deps.brand,
     },
     deps.emailTemplates,
   );
-  const sent = await sendOnce(
-    deps,
-    { accountId: account.id, kind: 'reauth', thresholdDays: 0, tokenExpiresAt: expiresAt },
-    email,
-    now,
-  );
+  const sent = await sendOnce(deps, key, email, now);
   if (sent) {
     deps.logger.info(
       { accountId: account.id, username: account.username, expiresAt: expiresAt.toISOString() },
@@ -211,7 +259,7 @@ async function sendReauth(
       data: { accountId: account.id, username: account.username, reason: account.statusReason },
     });
   }
-  return sent;
+  return withOwner(sent, key, owner);
 }
 
 /**
@@ -230,4 +278,16 @@ async function sendOnce(deps: SweepDeps, key: AlertKey, email: Email, now: Date)
     throw err;
   }
   return { accountId: key.accountId, kind: key.kind, thresholdDays: key.thresholdDays };
+}
+
+/** The operator's outcome with the owner's added: an alert whose owner copy went out now counts as sent. */
+function withOwner(sent: SentAlert | null, key: AlertKey, owner: OwnerOutcome | null): SentAlert | null {
+  const ownerNow = owner?.told === true && owner.now;
+  if (!ownerNow) return sent;
+  return {
+    accountId: key.accountId,
+    kind: key.kind,
+    thresholdDays: key.thresholdDays,
+    to: sent ? ['operator', 'owner'] : ['owner'],
+  };
 }

@@ -22,6 +22,8 @@ import {
 import { accountSchedules, type ScheduleSettings } from '../../jobs/catalogue.ts';
 import { AccountLifecycle, type AccountSchedules } from '../accounts/lifecycle.ts';
 import { alertReauthRequired, type SweepDeps } from '../alerts/sweep.ts';
+import type { OwnerAlertSettings } from '../alerts/owner.ts';
+import { statusPublisher, type StatusPublisher } from '../accounts/status-document.ts';
 import { createStorage, type ObjectStorage } from '../storage/index.ts';
 import { mirrorLimitsFromConfig } from '../mirror/copy.ts';
 import type { FeedDeps } from '../feeds/deps.ts';
@@ -54,6 +56,7 @@ export class AppContext {
   private _redisChecked?: Promise<void>;
   private _storageChecked?: Promise<void>;
   private _events?: EventSink;
+  private _status?: StatusPublisher;
 
   constructor(
     /** The environment the configuration was read from (`feedmirror doctor`'s checks at start read it too). */
@@ -251,7 +254,13 @@ export class AppContext {
       events: this.events,
       emailTemplates: this.emailTemplates,
       brand: this.brand,
+      owners: this.ownerAlerts,
     };
+  }
+
+  /** OWNER_ALERTS and RECONNECT_LINK_TTL (R-OWN-11); the owner's emails carry BRAND_* like every email. */
+  get ownerAlerts(): OwnerAlertSettings {
+    return { enabled: this.config.OWNER_ALERTS, linkTtlMs: this.config.RECONNECT_LINK_TTL };
   }
 
   get lifecycle(): AccountLifecycle {
@@ -268,8 +277,16 @@ export class AppContext {
       // R-WID-5: a removed account leaves its widgets; one whose owner must act makes them stale.
       accountChanged: widgetRepublisher(this.widgetDeps),
       ...(this._metrics ? { transitions: this._metrics.accountTransitions } : {}),
+      ...(this.statusDocuments ? { status: this.statusDocuments } : {}),
     });
     return this._lifecycle;
+  }
+
+  /** The public status documents (PUBLISH_STATUS=on), one publisher for every path (R-OWN-16); undefined when off. */
+  get statusDocuments(): StatusPublisher | undefined {
+    if (!this.config.PUBLISH_STATUS) return undefined;
+    this._status ??= statusPublisher({ db: this.db, storage: this.storage, clock: this.clock, logger: this.logger });
+    return this._status;
   }
 
   /** What the feed pipeline needs (sync, copy, publish). */
@@ -288,6 +305,7 @@ export class AppContext {
       listingMaxItems: this.config.LISTING_MAX_ITEMS,
       // R-WID-5: every feed publication (and failed sync) republishes the account's widgets.
       sourceChanged: widgetRepublisher(this.widgetDeps),
+      ...(this.statusDocuments ? { status: this.statusDocuments } : {}),
     };
   }
 

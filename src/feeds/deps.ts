@@ -8,6 +8,7 @@ import type { Clock } from '../util/clock.ts';
 import type { Logger } from '../util/logger.ts';
 import type { AccountLifecycle } from '../accounts/lifecycle.ts';
 import type { EventSink } from '../webhooks/events.ts';
+import type { StatusPublisher } from '../accounts/status-document.ts';
 
 /** Everything the feed pipeline (sync, copy, publish) works with; built once by the caller. */
 export interface FeedDeps {
@@ -39,6 +40,8 @@ export interface FeedDeps {
    * listener logs its own failures); the feed pipeline never waits on widgets beyond this call.
    */
   sourceChanged?: (accountId: string) => Promise<void>;
+  /** The public status document (PUBLISH_STATUS): written with every feed publish (R-OWN-16). */
+  status?: Pick<StatusPublisher, 'publish'>;
   /** R-NET-6: the most items a listing may read while more pages follow (LISTING_MAX_ITEMS; default 5000). */
   listingMaxItems?: number;
 }

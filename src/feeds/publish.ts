@@ -33,7 +33,7 @@ export const FEED_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 type PublishDeps = Pick<
   FeedDeps,
-  'db' | 'storage' | 'clock' | 'logger' | 'feedMaxAgeSeconds' | 'relinkMarginMs' | 'events' | 'sourceChanged'
+  'db' | 'storage' | 'clock' | 'logger' | 'feedMaxAgeSeconds' | 'relinkMarginMs' | 'events' | 'sourceChanged' | 'status'
 >;
 
 /**
@@ -424,6 +424,8 @@ export async function publishAccountFeed(
       data: { accountId, feedKey: key, feedUrl: deps.storage.publicUrl(key), ...changes },
     });
   }
+  // R-OWN-16: the status document beside the feed, with every publish (days left, last good sync).
+  await deps.status?.publish(accountId);
   const removedMedia: string[] = [];
   // Objects of posts that left the store, never of one the published feed still shows (R-OWN-6).
   const inFeed = new Set(built.feed.posts.map((p) => p.id));

@@ -1,10 +1,20 @@
 import { Router, type Request, type Response } from 'express';
 import type { ConnectDeps, ConnectedAccount } from '../accounts/connect.ts';
-import { connectWithShortLivedToken } from '../accounts/connect.ts';
+import { connectWithShortLivedToken, WrongAccountError } from '../accounts/connect.ts';
+import { getAccount } from '../store/accounts.ts';
+import {
+  getReconnectLinkByHash,
+  linkState,
+  releaseReconnectLink,
+  takeReconnectLink,
+  type ReconnectLinkState,
+} from '../store/owners.ts';
+import { RECONNECT_LINK_TEXT, reconnectRoutes } from './reconnect.ts';
 import { createLoginState, takeLoginState } from '../store/login-states.ts';
 import {
   checkInvitation,
   hashInvitation,
+  invitationOwner,
   releaseInvitation,
   stateOfHash,
   takeInvitation,
@@ -65,9 +75,13 @@ export function invitationUrl(publicUrl: string, token: string): string {
 }
 
 /** The platform's authorize address with a fresh login state (the one place states are made). */
-export async function startLogin(deps: ConnectRoutesDeps, opts: { invitationHash?: string } = {}): Promise<string> {
+export async function startLogin(
+  deps: ConnectRoutesDeps,
+  opts: { invitationHash?: string; reconnectHash?: string } = {},
+): Promise<string> {
   const state = await createLoginState(deps.db, deps.clock.now(), deps.stateTtlMs ?? 15 * MINUTE, {
     invitationHash: opts.invitationHash ?? null,
+    reconnectHash: opts.reconnectHash ?? null,
   });
   const url = new URL(deps.authorizeUrl);
   url.searchParams.set('client_id', deps.appId);
@@ -101,12 +115,32 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
    * only by a login that connects). The operator's own login goes back through the dashboard
    * (behind its session); with CONNECT_OPEN, /connect. No link for a spent or expired invitation.
    */
-  async function retryUrlFor(invitationHash: string | null): Promise<string | undefined> {
+  async function retryUrlFor(
+    invitationHash: string | null,
+    reconnectHash: string | null = null,
+  ): Promise<string | undefined> {
+    if (reconnectHash) {
+      // An owner's reconnect link: a fresh login bound to the same link, while it still works.
+      const link = await getReconnectLinkByHash(deps.db, reconnectHash);
+      return linkState(link, deps.clock.now()) === 'ok' ? startLogin(deps, { reconnectHash }) : undefined;
+    }
     if (deps.open) return `${base}/connect`;
     if (!invitationHash) return `${base}/dashboard/connect`;
     if ((await stateOfHash(deps.db, invitationHash, deps.clock.now())) !== 'ok') return undefined;
     return startLogin(deps, { invitationHash });
   }
+
+  router.use(
+    reconnectRoutes({
+      db: deps.db,
+      clock: deps.clock,
+      logger: deps.logger,
+      publicUrl: deps.publicUrl,
+      throttle,
+      startLogin: (reconnectHash) => startLogin(deps, { reconnectHash }),
+      ...(deps.brand ? { brand: deps.brand } : {}),
+    }),
+  );
 
   router.get('/connect', async (req: Request, res: Response, next) => {
     try {
@@ -179,7 +213,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
       return fail(400, 'Login link not valid', why, again);
     }
     const failWithRetry = async (status: number, title: string, ...lines: string[]) =>
-      void send(res, status, title, lines, await retryUrlFor(taken.invitationHash));
+      void send(res, status, title, lines, await retryUrlFor(taken.invitationHash, taken.reconnectHash));
     const error = str('error');
     if (error) {
       // Fixed texts only: error_description is the platform's (or an attacker's) free text.
@@ -202,20 +236,42 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
     const code = str('code');
     if (!code) return fail(400, 'Login incomplete', 'The platform sent neither a code nor an error.', again);
 
-    // The invitation is taken before anything is connected (two callbacks: one wins), and given
-    // back if the connection then fails.
+    // The invitation (or the owner's reconnect link) is taken before anything is connected (two
+    // callbacks: one wins), and given back if the connection then fails.
     const invitation = taken.invitationHash;
     if (invitation) {
       const inv = await takeInvitation(deps.db, invitation, now);
       if (inv !== 'ok')
         return fail(403, 'Invitation not valid', INVITATION_TEXT[inv], 'Ask the operator for a new invitation.');
     }
+    const reconnect = taken.reconnectHash ? await getReconnectLinkByHash(deps.db, taken.reconnectHash) : null;
+    if (taken.reconnectHash) {
+      const state = reconnect ? await takeReconnectLink(deps.db, taken.reconnectHash, now) : 'unknown';
+      if (state !== 'ok' || !reconnect) return linkRefused(res, state === 'ok' ? 'unknown' : state);
+    }
+    const giveBack = async () => {
+      if (invitation)
+        await releaseInvitation(deps.db, invitation, now).catch((e: unknown) =>
+          deps.logger.warn({ err: e }, 'could not give the invitation back'),
+        );
+      if (reconnect)
+        await releaseReconnectLink(deps.db, reconnect.hash, now).catch((e: unknown) =>
+          deps.logger.warn({ err: e }, 'could not give the reconnect link back'),
+        );
+    };
     try {
       const short = await deps.platform.exchangeCode(code, redirectUri(deps.publicUrl));
+      // R-OWN-13: a reconnect link's login connects its own account or nothing. The code's user
+      // id is checked before the token is exchanged; the profile is checked again before storing.
+      if (reconnect && short.userId && short.userId !== reconnect.accountId)
+        throw new WrongAccountError(reconnect.accountId, short.userId);
+      const owner = invitation ? await invitationOwner(deps.db, invitation) : null;
       // Stored and committed, then scheduled (src/accounts/connect.ts); one "account connected" line.
       const account = await connectWithShortLivedToken(deps, short.accessToken, {
         permissions: short.permissions,
-        via: invitation ? 'invitation' : 'login',
+        via: reconnect ? 'reconnect_link' : invitation ? 'invitation' : 'login',
+        ...(reconnect ? { expectedAccountId: reconnect.accountId } : {}),
+        ...(owner ? { owner } : {}),
       });
       await deps.onConnected?.(account);
       html(
@@ -226,14 +282,30 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
           expiresAt: account.expiresAt,
           scheduled: account.scheduled,
           feedUrl: deps.feedUrl?.(account.id),
+          reconnected: reconnect !== null,
           brand: deps.brand,
         }),
       );
     } catch (err) {
-      if (invitation)
-        await releaseInvitation(deps.db, invitation, now).catch((e: unknown) =>
-          deps.logger.warn({ err: e }, 'could not give the invitation back'),
+      await giveBack();
+      if (err instanceof WrongAccountError && reconnect) {
+        deps.logger.warn(
+          { accountId: reconnect.accountId, otherAccountId: err.actualId },
+          'reconnect link: the login was for another account; nothing stored',
         );
+        const expected = await getAccount(deps.db, reconnect.accountId);
+        const retryUrl = await retryUrlFor(null, reconnect.hash);
+        html(
+          res,
+          403,
+          renderOwnerPage('wrong-account', {
+            ...(expected ? { expectedUsername: expected.username } : {}),
+            retryUrl,
+            brand: deps.brand,
+          }),
+        );
+        return;
+      }
       deps.logger.warn({ err }, 'connect failed');
       if (err instanceof PersonalAccountError)
         return failWithRetry(
@@ -267,6 +339,14 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
         'The platform could not be reached or answered unexpectedly. Try again in a few minutes.',
       );
     }
+  }
+  function linkRefused(res: Response, state: Exclude<ReconnectLinkState, 'ok'>): void {
+    res
+      .set('Referrer-Policy', 'no-referrer')
+      .status(state === 'unknown' ? 404 : 410)
+      .set('Cache-Control', 'no-store')
+      .type('html')
+      .send(renderOwnerPage('expired-link', { reason: RECONNECT_LINK_TEXT[state], brand: deps.brand }));
   }
   return router;
 }

@@ -3,6 +3,8 @@ import { readPublishedFeed } from '../feeds/publish.ts';
 import { notModified } from './conditional.ts';
 import type { ObjectStorage } from '../storage/types.ts';
 import { ID_PATTERN } from '../util/ids.ts';
+import { statusKey } from '../storage/keys.ts';
+import { STATUS_CACHE_CONTROL, STATUS_CONTENT_TYPE } from '../accounts/status-document.ts';
 
 /**
  * `GET /feeds/<accountId>.json`: the published feed as stored (same bytes, Content-Type and
@@ -41,6 +43,29 @@ export function feedsRouter(deps: { storage: ObjectStorage }): Router {
         res.status(304).end();
         return;
       }
+      res.send(obj.body);
+    } catch (err) {
+      next(err);
+    }
+  });
+  // The public status document (PUBLISH_STATUS=on, R-OWN-16): no secret in it, any origin may read it.
+  router.get('/status/:file', async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const m = FILE_RE.exec(String(req.params.file));
+      const obj = m ? await deps.storage.get(statusKey(m[1]!)) : null;
+      if (!obj) {
+        res
+          .status(404)
+          .type('text/plain')
+          .send('No status document for this account (PUBLISH_STATUS is off, or no such account).\n');
+        return;
+      }
+      res.set({
+        'Content-Type': obj.contentType ?? STATUS_CONTENT_TYPE,
+        'Cache-Control': obj.cacheControl ?? STATUS_CACHE_CONTROL,
+        'Access-Control-Allow-Origin': '*',
+        'Cross-Origin-Resource-Policy': 'cross-origin',
+      });
       res.send(obj.body);
     } catch (err) {
       next(err);

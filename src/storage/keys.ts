@@ -7,6 +7,7 @@ import { ID_PATTERN } from '../util/ids.ts';
  *   media/<accountId>/<mediaId>/<name>       mirrored images and their manifests
  *   widgets/<widgetId>.json                  a widget's document (its accounts' posts, merged)
  *   widgets/<widgetId>.html                  the same widget as a static HTML fragment
+ *   status/<accountId>.json                 the public status document (PUBLISH_STATUS)
  * Every part is checked against a strict pattern, so no id can traverse (`../`) or smuggle a
  * separator. The implementations check whole keys again (assertStorageKey) in case this module
  * is bypassed.
@@ -48,6 +49,11 @@ export function widgetDocumentKey(widgetId: string): string {
 /** `widgets/<widgetId>.html`: the widget as a static HTML fragment. */
 export function widgetFragmentKey(widgetId: string): string {
   return `widgets/${assertId('widgetId', widgetId)}.html`;
+}
+
+/** `status/<accountId>.json`: the account's public status document, next to its feed. */
+export function statusKey(accountId: string): string {
+  return `status/${assertId('accountId', accountId)}.json`;
 }
 
 /** `media/<accountId>/` or `media/<accountId>/<mediaId>/` */

@@ -9,7 +9,14 @@ import type { Db } from '../store/db.ts';
  *
  * Body (the exact bytes signed): {"id":"evt_…","type":"feed.updated","createdAt":"…","data":{…}}
  */
-export const WEBHOOK_EVENTS = ['feed.updated', 'account.reauth_required', 'token.expiring', 'account.removed'] as const;
+export const WEBHOOK_EVENTS = [
+  'feed.updated',
+  'account.reauth_required',
+  'token.expiring',
+  'account.removed',
+  'account.owner_notified',
+  'account.reconnected',
+] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
 
 export interface WebhookEventData {
@@ -27,6 +34,24 @@ export interface WebhookEventData {
   /** An expiry alert threshold (14, 7, 3, 1 days) was reached; once per threshold and token life. */
   'token.expiring': { accountId: string; username: string; thresholdDays: number; expiresAt: string };
   'account.removed': { accountId: string };
+  /**
+   * The account's owner was emailed an alert with a reconnect link (R-OWN-14); once per alert and
+   * token life. Never their address, never the link.
+   */
+  'account.owner_notified': {
+    accountId: string;
+    username: string;
+    alert: 'expiry' | 'reauth';
+    thresholdDays: number;
+    linkExpiresAt: string;
+  };
+  /** An account that needed its owner is connected again (R-OWN-14): how, and its new expiry. */
+  'account.reconnected': {
+    accountId: string;
+    username: string;
+    via: 'reconnect_link' | 'invitation' | 'login' | 'exchanged' | 'imported';
+    expiresAt: string;
+  };
 }
 
 export type WebhookEvent = { [K in WebhookEventType]: { type: K; data: WebhookEventData[K] } }[WebhookEventType];

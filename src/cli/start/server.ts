@@ -105,6 +105,8 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
       throttle: new ConnectThrottle(store),
       brand: ctx.brand,
       feedUrl: (accountId) => `${publicUrl}/feeds/${encodeURIComponent(accountId)}.json`,
+      // account.reconnected when an account that needed its owner connects again (R-OWN-14).
+      events: ctx.events,
     };
   } else {
     ctx.logger.warn(
@@ -120,8 +122,8 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
   const dashboardConnect: DashboardConnect | undefined = c
     ? {
         start: () => startLogin(c),
-        invite: async (ttlMs) => {
-          const inv = await createInvitation(db, ctx.clock.now(), ttlMs, 'dashboard');
+        invite: async (ttlMs, owner) => {
+          const inv = await createInvitation(db, ctx.clock.now(), ttlMs, 'dashboard', owner);
           return { url: invitationUrl(publicUrl, inv.token), expiresAt: inv.expiresAt };
         },
       }
@@ -172,6 +174,7 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
       },
       syncIntervalMs: ctx.config.SYNC_INTERVAL_MINUTES * 60_000,
       widgets: { ...ctx.widgetDeps, db },
+      ownerAlertsOn: ctx.config.OWNER_ALERTS,
     },
   });
 }

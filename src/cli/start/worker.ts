@@ -81,6 +81,7 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
       redis: ctx.redis,
       queues: ctx.queues,
       publicUrl: ctx.config.PUBLIC_URL,
+      owners: ctx.ownerAlerts,
       schedules: ctx.schedules,
       refreshAfterMs: ctx.refreshAfterMs,
       concurrency: ctx.config.WORKER_CONCURRENCY,
