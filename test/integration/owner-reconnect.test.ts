@@ -158,7 +158,6 @@ describe('an owner reconnects their own account from the alert', () => {
     expect(toOperator).toHaveLength(1);
     const mail = toOwner[0]!;
     expect(mail.subject).toContain(`@${username}`);
-    expect(mail.text).toContain('Hello Jane Doe,');
     const m = new RegExp(`${env.PUBLIC_URL!.replace(/[.]/g, '\\.')}/reconnect/([A-Za-z0-9_-]{43})`).exec(mail.text);
     expect(m, mail.text).not.toBeNull();
     link = m![0];
