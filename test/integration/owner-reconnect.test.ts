@@ -294,4 +294,25 @@ describe('an owner reconnects their own account from the alert', () => {
     expect(expired.text).toContain('expired');
     FileClock.write(clockFile, T0 + HOUR);
   });
+  it('R-OWN-10: accounts set changes the owner, refuses a bad address in one line, and --clear-owner forgets the owner', async () => {
+    const bad = await cli(['accounts', 'set', accountId, '--owner-email', 'jane@']);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/--owner-email.*name@example\.com/);
+    const off = await cli(['accounts', 'set', accountId, '--owner-alerts', 'off', '--json']);
+    expect(off.code, off.err).toBe(0);
+    expect(JSON.parse(off.out).owner).toEqual({ name: 'Jane Doe', email: OWNER, language: null, alerts: false });
+    // A new address without a name forgets the old person's name.
+    const moved = await cli(['accounts', 'set', accountId, '--owner-email', 'new.owner@example.com', '--json']);
+    expect(JSON.parse(moved.out).owner).toEqual({
+      name: null,
+      email: 'new.owner@example.com',
+      language: null,
+      alerts: false,
+    });
+    const cleared = await cli(['accounts', 'set', accountId, '--clear-owner', '--json']);
+    expect(JSON.parse(cleared.out).owner).toBeNull();
+    const missing = await cli(['accounts', 'set', '17841499999999999', '--owner-email', OWNER]);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toContain('no account with id 17841499999999999');
+  });
 });
