@@ -25,6 +25,7 @@
  * brand.accentText. EMAIL_TEMPLATES_DIR may hold any of these files; the others stay built in.
  * Every value is HTML-escaped in the HTML part; links must be http(s) (R-EML-1).
  */
+import { maskEmail } from '../accounts/owner-contact.ts';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +37,8 @@ import {
   type CompiledTemplate,
   type TemplateScope,
 } from '../util/template.ts';
+// One masking for every surface (the operator's copy, logs), defined with the owner's contact.
+export { maskEmail };
 
 export type { Brand } from '../util/brand.ts';
 
@@ -291,13 +294,6 @@ export function humanDate(d: Date): string {
   });
   const time = d.toLocaleTimeString('en-GB', { hour: '2-digit', minute: '2-digit', hour12: false, timeZone: 'UTC' });
   return `${day}, ${time} UTC`;
-}
-
-/** "j***@example.com": enough for the operator to recognise the owner, not a copy of the address. */
-export function maskEmail(email: string): string {
-  const at = email.lastIndexOf('@');
-  if (at < 1) return '***';
-  return `${email[0]}***${email.slice(at)}`;
 }
 
 function inDays(daysLeft: number): string {
