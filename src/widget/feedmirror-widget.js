@@ -1082,7 +1082,9 @@
     var url = docUrl(c);
     c.setAttribute('data-feedmirror-state', 'loading');
     injectStyle();
-    return fetch(url, { credentials: 'omit', headers: { Accept: 'application/json' } })
+    // Revalidated on every page load (a 304 while unchanged, R-EMB-6): a layout changed on the
+    // dashboard shows on the visitor's next load, not once the document's max-age has run out.
+    return fetch(url, { credentials: 'omit', cache: 'no-cache', headers: { Accept: 'application/json' } })
       .then(function (res) {
         if (!res.ok) throw new Error('widget document answered HTTP ' + res.status);
         return res.json();
