@@ -400,7 +400,11 @@ describe('login states', () => {
     expect(stored.rowCount).toBe(0);
     const results = await Promise.all([1, 2, 3].map(() => consumeLoginState(pool, state, later(MINUTE))));
     expect(results.sort()).toEqual(['ok', 'used', 'used']);
-    expect(await takeLoginState(pool, state, later(MINUTE))).toEqual({ result: 'used', invitationHash: null });
+    expect(await takeLoginState(pool, state, later(MINUTE))).toEqual({
+      result: 'used',
+      invitationHash: null,
+      reconnectHash: null,
+    });
   });
 
   it('expired and unknown', async () => {
@@ -408,7 +412,11 @@ describe('login states', () => {
     expect(await consumeLoginState(pool, state, later(10 * MINUTE))).toBe('expired');
     expect(await consumeLoginState(pool, 'never-issued', t0)).toBe('unknown');
     const fresh = await createLoginState(pool, t0, 10 * MINUTE);
-    expect(await takeLoginState(pool, fresh, later(9 * MINUTE))).toEqual({ result: 'ok', invitationHash: null });
+    expect(await takeLoginState(pool, fresh, later(9 * MINUTE))).toEqual({
+      result: 'ok',
+      invitationHash: null,
+      reconnectHash: null,
+    });
   });
 });
 

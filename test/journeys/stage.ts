@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -65,8 +65,8 @@ export interface StageServer extends StageProcess {
 }
 
 export interface DashboardClient {
-  /** GET a dashboard path; the session cookie is sent. */
-  get(path: string): Promise<{ status: number; html: string }>;
+  /** GET a dashboard path; the session cookie is sent (redirects are not followed: see location). */
+  get(path: string): Promise<{ status: number; html: string; location: string | null }>;
   /** POST a dashboard form: the page at `formPath` is read for its CSRF token first. */
   post(
     formPath: string,
@@ -83,6 +83,12 @@ export interface Stage {
   readonly clockFile: string;
   readonly s3?: TestS3;
   readonly smtp?: SmtpCapture;
+  /**
+   * Write `data/demo/demo.env` as `npm run demo` does: every setting of the .env plus the
+   * simulator's address and control secret, so `feedmirror simulator …` run from the stage's
+   * folder reaches the stage's simulator. Returns that file's environment as bash loads it.
+   */
+  writeDemoEnv(): Record<string, string>;
   /** Run one `feedmirror` command to its end from the stage's folder. */
   cli(args: string[], opts?: RunOptions): Promise<Finished>;
   /** `feedmirror worker` as a process; resolves once it says it is running. */
@@ -297,6 +303,20 @@ export async function openStage(label: string, opts: StageOptions = {}): Promise
     ...(s3 ? { s3 } : {}),
     ...(smtp ? { smtp } : {}),
     cli,
+    writeDemoEnv: () => {
+      mkdirSync(join(dir, 'data', 'demo'), { recursive: true });
+      const file = join(dir, 'data', 'demo', 'demo.env');
+      writeFileSync(
+        file,
+        fillEnv(readFileSync(join(dir, '.env'), 'utf8'), {
+          SIMULATOR_URL: sim.url,
+          SIMULATOR_CONTROL_SECRET: sim.controlSecret,
+        }),
+        { mode: 0o600 },
+      );
+      registerSecretForAudit(sim.controlSecret);
+      return loadEnvFile(dir, 'data/demo/demo.env');
+    },
     startWorker,
     startServe,
     connect: async (o = {}) => {
@@ -353,7 +373,7 @@ async function dashboardLogin(base: string, user: string, password: string): Pro
   if (!session) throw new Error(`dashboard login failed (HTTP ${res.status})`);
   const get = async (path: string) => {
     const r = await fetch(`${base}${path}`, { headers: { cookie: session }, redirect: 'manual' });
-    return { status: r.status, html: await r.text() };
+    return { status: r.status, html: await r.text(), location: r.headers.get('location') };
   };
   return {
     get,
