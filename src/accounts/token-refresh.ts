@@ -8,7 +8,7 @@ import { getAccount } from '../store/accounts.ts';
 import type { AccountLifecycle } from './lifecycle.ts';
 import { errorKind } from './error-kind.ts';
 import { getTokenInfo, loadToken, recordRefreshFailure, replaceTokenIfCurrent } from '../store/tokens.ts';
-import { withLease } from '../store/locks.ts';
+import { withTransactionLock } from '../store/locks.ts';
 
 /**
  * The token refresh of one account (R-TOK-5..8). The token-refresh job (jobs/token-refresh.ts)
@@ -22,9 +22,6 @@ export interface TokenRefreshPayload {
   /** Refresh now rather than at 30 days; never before 24 hours (R-TOK-5). */
   force?: boolean | undefined;
 }
-
-/** How long a refresh's lease runs without a renewal (what a worker killed mid-refresh holds the account back). */
-const REFRESH_LEASE_MS = 60_000;
 
 /** The platform refuses refreshing a token younger than this (R-TOK-5). */
 export const MIN_TOKEN_AGE_MS = 24 * HOUR;
@@ -64,10 +61,10 @@ export async function refreshAccountToken(
   if (!account) return { outcome: 'skipped', reason: 'account not found (removed?)' };
   if (account.status !== 'active') return { outcome: 'skipped', reason: `account is ${account.status}` };
 
-  // Two workers never refresh the same account at once: the second one skips. A lease, not a
-  // session lock, so it holds behind a transaction pooler (R-SCL-2); renewed while the refresh
-  // runs, it holds a worker killed mid-refresh back for a minute at most.
-  const locked = await withLease(deps.db, `token-refresh:${accountId}`, REFRESH_LEASE_MS, async () => {
+  // Two workers never refresh the same account at once: the second one skips. A transaction-
+  // scoped lock, not a session lock, so it holds behind a transaction pooler (R-SCL-2); it dies
+  // with a worker killed mid-refresh, so the next run proceeds at once (R-TOK-6).
+  const locked = await withTransactionLock(deps.db, `token-refresh:${accountId}`, async () => {
     // Decide on the metadata; decrypt the token only when it is about to go to the platform.
     const token = await getTokenInfo(deps.db, accountId);
     if (!token) return { outcome: 'skipped', reason: 'no token stored' } as const;

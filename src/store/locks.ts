@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
-import type { Db } from './db.ts';
+import { withTransaction, type Db } from './db.ts';
 
 /**
  * Leases: "one process of the cluster does this at a time" (the schedule reconciler's leader),
@@ -133,21 +133,26 @@ export async function holdLease(pool: pg.Pool, name: string, opts: HoldLeaseOpti
 }
 
 /**
- * Run `fn` holding the lease `name` (renewed while it runs), or return undefined at once when
- * another process holds it. The row is deleted afterwards: per-item leases (one per account) do
- * not pile up. A process killed inside `fn` holds the item back for `ttlMs` at most.
+ * Run `fn` holding a transaction-scoped advisory lock named `name`, or return undefined at once
+ * when another process holds it: for a short per-item section (one account's token refresh).
+ * The lock lives in a transaction left open on one connection while `fn` runs (its own queries
+ * use the pool). Behind a transaction pooler the open transaction keeps its server connection, so
+ * the lock holds (R-SCL-2); and it ends with the connection, so a process killed inside `fn` holds
+ * nobody back (a lease would, for its time to live: R-TOK-6's next run must not wait).
  */
-export async function withLease<T>(
+export async function withTransactionLock<T>(
   pool: pg.Pool,
   name: string,
-  ttlMs: number,
   fn: () => Promise<T>,
 ): Promise<T | undefined> {
-  const lease = await holdLease(pool, name, { ttlMs });
-  if (!lease) return undefined;
-  try {
-    return await fn();
-  } finally {
-    await lease.release({ forget: true });
-  }
+  let locked = false;
+  const out = await withTransaction(pool, async (client) => {
+    const res = await client.query<{ locked: boolean }>(
+      'SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked',
+      [name],
+    );
+    locked = res.rows[0]?.locked === true;
+    return locked ? fn() : undefined;
+  });
+  return locked ? out : undefined;
 }
