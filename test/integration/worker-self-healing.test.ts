@@ -188,11 +188,11 @@ describe('worker self-healing and bounded shutdown', () => {
       await until(
         async () => JSON.stringify(await schedulerIds().catch(() => [])) === JSON.stringify(expected),
         'the schedulers after Redis came back',
-        30_000,
+        60_000, // a loaded machine: still far from the hour-long interval
       ).catch((err: Error) => {
         throw new Error(`${err.message}; the worker said:\n${worker.output().split('\n').slice(-15).join('\n')}`);
       });
-      expect(Date.now() - backAt).toBeLessThan(30_000); // not the hour-long interval
+      expect(Date.now() - backAt).toBeLessThan(60_000); // not the hour-long interval
       await until(
         () => worker.output().includes('Redis is back: reconciling the schedules now'),
         'the reason in the log',
@@ -202,7 +202,7 @@ describe('worker self-healing and bounded shutdown', () => {
       for (const q of [tokenRefresh, feedSync]) await q.close().catch(() => undefined);
       if (redisProc) await stopRedis(redisProc);
     }
-  }, 90_000);
+  }, 150_000);
 
   it('SIGTERM with a job that never ends: the worker waits SHUTDOWN_TIMEOUT_SECONDS, logs the job it cut off, and exits', async () => {
     const redis = redisForTest('shutdown');
