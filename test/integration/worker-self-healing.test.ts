@@ -74,6 +74,9 @@ describe('worker self-healing and bounded shutdown', () => {
       if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
       await w.exited;
     }
+    // A worker killed while leading leaves the reconciler's lease to lapse on its own (its time
+    // to live, up to a minute): the next test's worker would not lead until then.
+    await db.query('DELETE FROM leases');
   });
 
   afterAll(async () => {
