@@ -193,13 +193,17 @@ export class Reconciler {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> = Promise.resolve();
   private stopped = false;
-  private seenReady = false;
+  /** The connection was lost since its last 'ready' (ioredis said it is reconnecting). */
+  private lost = false;
+  private readonly onReconnecting = () => {
+    this.lost = true;
+  };
   private readonly onReady = () => {
-    // The first 'ready' is the connection's start; any later one follows a reconnect.
-    if (!this.seenReady) {
-      this.seenReady = true;
-      return;
-    }
+    // A 'ready' after a loss means Redis came back; one without (the connection's start) does not.
+    // Counting losses rather than skipping the first 'ready': a Redis that went away before the
+    // first one (a worker just started) came back all the same.
+    if (!this.lost) return;
+    this.lost = false;
     this.deps.logger.info('Redis is back: reconciling the schedules now');
     void this.trigger(); // tick() catches its own errors
   };
@@ -213,7 +217,7 @@ export class Reconciler {
     this.timer = setInterval(() => void this.trigger(), this.opts.intervalMs);
     this.timer.unref();
     if (this.opts.redis) {
-      this.seenReady = this.opts.redis.status === 'ready';
+      this.opts.redis.on('reconnecting', this.onReconnecting);
       this.opts.redis.on('ready', this.onReady);
     }
   }
@@ -262,6 +266,7 @@ export class Reconciler {
     this.stopped = true;
     clearInterval(this.timer);
     this.opts.redis?.off('ready', this.onReady);
+    this.opts.redis?.off('reconnecting', this.onReconnecting);
     await this.running;
     await this.lock?.release();
     this.lock = null;
