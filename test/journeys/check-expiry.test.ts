@@ -63,7 +63,11 @@ describe('journey: check-expiry and the worker send the same email and token.exp
 
   it('an email and a signed token.expiring delivery from each path, the same in both', async () => {
     const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks/feedmirror`;
-    const hook = await stage.cli(['webhooks', 'add', url, '--events', 'token.expiring', '--json']);
+    // The signing secret is printed once, to the operator who adds the endpoint; it must appear in
+    // nothing else (worker logs, emails, the sweep's output), which the secrets audit checks.
+    const hook = await stage.cli(['webhooks', 'add', url, '--events', 'token.expiring', '--json'], {
+      stdoutRevealsSecret: true,
+    });
     expect(hook.code, hook.stderr).toBe(0);
     const { secret } = JSON.parse(hook.stdout) as { secret: string };
     registerSecretForAudit(secret);

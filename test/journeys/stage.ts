@@ -51,6 +51,8 @@ export interface RunOptions {
   /** Settings for this command only (an operator's `VAR=value feedmirror …`). */
   env?: Record<string, string>;
   timeoutMs?: number;
+  /** stdout is a secret shown to the operator once by design; kept out of the secrets audit. */
+  stdoutRevealsSecret?: boolean;
 }
 
 export interface StageProcess extends Spawned {
@@ -257,7 +259,12 @@ export async function openStage(label: string, opts: StageOptions = {}): Promise
     runFeedmirror(
       args,
       { ...env, ...o.env },
-      { cwd: dir, ...(o.stdin !== undefined ? { stdin: o.stdin } : {}), timeoutMs: o.timeoutMs ?? 60_000 },
+      {
+        cwd: dir,
+        ...(o.stdin !== undefined ? { stdin: o.stdin } : {}),
+        timeoutMs: o.timeoutMs ?? 60_000,
+        stdoutRevealsSecret: o.stdoutRevealsSecret === true,
+      },
     );
 
   const startWorker = async (o: { env?: Record<string, string> } = {}) => {
