@@ -195,6 +195,8 @@ export class Reconciler {
   private stopped = false;
   /** The connection was lost since its last 'ready' (ioredis said it is reconnecting). */
   private lost = false;
+  /** A pass asked for once another worker's lease has lapsed (see onReady). */
+  private retry: NodeJS.Timeout | undefined;
   private readonly onReconnecting = () => {
     this.lost = true;
   };
@@ -205,8 +207,26 @@ export class Reconciler {
     if (!this.lost) return;
     this.lost = false;
     this.deps.logger.info('Redis is back: reconciling the schedules now');
-    void this.trigger(); // tick() catches its own errors
+    // tick() catches its own errors. When another worker holds the lease, a live leader sees the
+    // same return and repairs; a killed one holds the lease until it lapses, so try again then
+    // rather than at the next interval (five minutes by default, with schedules missing).
+    void this.trigger().then((repairs) => {
+      if (repairs === undefined && !this.leading) this.retryWhenLeaseLapses();
+    });
   };
+
+  private retryWhenLeaseLapses(): void {
+    if (this.stopped || this.retry) return;
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      void this.trigger();
+    }, this.leaseTtlMs + 1_000);
+    this.retry.unref();
+  }
+
+  private get leaseTtlMs(): number {
+    return this.opts.leaseMs ?? Math.min(60_000, Math.max(15_000, 2 * this.opts.intervalMs));
+  }
 
   constructor(
     private readonly deps: ReconcileDeps,
@@ -236,8 +256,7 @@ export class Reconciler {
         await this.lock.release();
         this.lock = null;
       }
-      const ttlMs = this.opts.leaseMs ?? Math.min(60_000, Math.max(15_000, 2 * this.opts.intervalMs));
-      this.lock ??= await holdLease(this.deps.db, RECONCILE_LEASE, { ttlMs, holder: this.holder });
+      this.lock ??= await holdLease(this.deps.db, RECONCILE_LEASE, { ttlMs: this.leaseTtlMs, holder: this.holder });
       if (!this.lock) return undefined; // another worker leads
       // Renewed right before the pass: a leader whose lease lapsed (a long pause) finds out here.
       if (!(await this.lock.renew())) {
@@ -265,6 +284,7 @@ export class Reconciler {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    clearTimeout(this.retry);
     this.opts.redis?.off('ready', this.onReady);
     this.opts.redis?.off('reconnecting', this.onReconnecting);
     await this.running;

@@ -17,7 +17,11 @@ import {
   type ScheduleSettings,
 } from '../../jobs/catalogue.ts';
 import { createQueues, type Queues } from '../../jobs/queues.ts';
-import { Reconciler, reconcileOnce, type ReconcileDeps } from '../../jobs/reconcile.ts';
+import { EventEmitter } from 'node:events';
+import type { Redis } from 'ioredis';
+import { RECONCILE_LEASE, Reconciler, reconcileOnce, type ReconcileDeps } from '../../jobs/reconcile.ts';
+import { acquireLease } from '../../src/store/locks.ts';
+import { until } from '../support/wait.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { dropQueues } from '../support/queues.ts';
 
@@ -114,5 +118,31 @@ describe('schedule reconciler', () => {
     await queues.tokenRefresh.removeJobScheduler(refreshSchedulerId('2001'));
     expect(await b.trigger()).toEqual([{ kind: 'scheduler_added', id: refreshSchedulerId('2001') }]);
     await b.stop();
+  });
+
+  it("Redis back while a killed leader's lease still runs: the survivor repairs once the lease lapses, not at its next interval", async () => {
+    // The leader was SIGKILLed: its lease row stays until it lapses, and nothing renews it.
+    const leaseMs = 1_500;
+    expect(await acquireLease(pool, RECONCILE_LEASE, 'killed-worker', leaseMs)).not.toBeNull();
+    const watch = new EventEmitter();
+    const survivor = new Reconciler(deps(), {
+      intervalMs: 3_600_000,
+      leaseMs,
+      redis: watch as unknown as Redis,
+    });
+    survivor.start();
+    try {
+      await queues.tokenRefresh.removeJobScheduler(refreshSchedulerId('2001'));
+      watch.emit('reconnecting');
+      watch.emit('ready'); // Redis came back without the schedules; the survivor cannot lead yet
+      await until(
+        async () => (await queues.tokenRefresh.getJobScheduler(refreshSchedulerId('2001'))) !== undefined,
+        "the survivor's repair once the killed leader's lease lapsed",
+        15_000,
+      );
+      expect(survivor.leading).toBe(true);
+    } finally {
+      await survivor.stop();
+    }
   });
 });
