@@ -22,7 +22,7 @@ import type pg from 'pg';
 import { loadConfig, type Config } from '../src/config.ts';
 import { convertItems } from '../src/convert/convert-item.ts';
 import { buildAccountFeed, FEED_CONTENT_TYPE, postHashes } from '../src/feeds/publish.ts';
-import { feedKey } from '../src/storage/keys.ts';
+import { feedKey, variantKey } from '../src/storage/keys.ts';
 import { recordCompleteListing } from '../src/store/listing-guard.ts';
 import { percentile, postCounts, seededRandom } from './feeds.ts';
 import { contentHash, imageSlots } from '../src/feeds/slots.ts';
@@ -33,7 +33,8 @@ import { getAccount, markSynced, upsertAccount } from '../src/store/accounts.ts'
 import { TokenCipher } from '../src/store/crypto.ts';
 import { createPool } from '../src/store/db.ts';
 import { migrate } from '../src/store/migrate.ts';
-import { saveFeedPublication, saveMediaCopy, upsertPosts } from '../src/store/posts.ts';
+import { packVariants, saveFeedPublication, saveMediaCopy, upsertPosts } from '../src/store/posts.ts';
+import { unpackPost } from '../src/store/post-pack.ts';
 import { saveToken } from '../src/store/tokens.ts';
 import { DAY, HOUR, MINUTE } from '../src/util/clock.ts';
 import { bullConnection, createQueue, QUEUE, redisClient } from '../jobs/queues.ts';
@@ -341,20 +342,21 @@ export async function seedFeeds(
     const rows: Array<[string, string, string, string, string]> = [];
     for (const post of converted) {
       for (const s of imageSlots(post)) {
-        const stem = `media/${acc.id}/${post.id}/${s.slot}-${contentHash(post).slice(0, 16)}`;
+        const key = `media/${acc.id}/${post.id}/${s.slot}-${contentHash(post).slice(0, 16)}.jpg`;
+        // As the store records them (packVariants): their keys follow from the original's.
         const variants = SEEDED_VARIANT_WIDTHS.map((w) => ({
-          key: `${stem}-w${w}.webp`,
+          key: variantKey(key, w, 'image/webp'),
           width: w,
           height: Math.round((w * 1350) / 1080),
           contentType: 'image/webp',
         }));
-        rows.push([post.id, s.slot, s.sourceId, `${stem}.jpg`, JSON.stringify(variants)]);
+        rows.push([post.id, s.slot, s.sourceId, key, packVariants(key, variants)!]);
       }
     }
     if (rows.length)
       await stage.db.query(
-        `INSERT INTO media_copies (account_id, media_id, slot, source_id, key, width, height, bytes, content_type, variants, placeholder, copied_at)
-         SELECT $1, m, sl, src, k, 1080, 1350, 180000, 'image/jpeg', v::jsonb,
+        `INSERT INTO media_copies (account_id, media_id, slot, source_id, key, width, height, bytes, content_type, variant_sizes, placeholder, copied_at)
+         SELECT $1, m, sl, src, k, 1080, 1350, 180000, 'image/jpeg', v,
                 jsonb_build_object('color', '#7a6b5c', 'thumbhash', 'HBkSHYSIeHiPiHh8eJd4eTN0EEQG'), $7
            FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS r(m, sl, src, k, v)`,
         [
@@ -718,7 +720,8 @@ export async function runScale(args: ScaleArgs, say: Say): Promise<Record<string
     const stored = (
       await stage.db.query<{ posts: string; copies: string; variants: string }>(
         `SELECT (SELECT count(*) FROM posts) AS posts, (SELECT count(*) FROM media_copies) AS copies,
-                (SELECT coalesce(sum(jsonb_array_length(variants)), 0) FROM media_copies) AS variants`,
+                (SELECT coalesce(sum(coalesce(jsonb_array_length(variants), cardinality(string_to_array(nullif(variant_sizes, ''), ',')))), 0)
+                   FROM media_copies) AS variants`,
       )
     ).rows[0]!;
     const imagesPerAccount = Number(stored.copies) / args.accounts;
@@ -1082,10 +1085,16 @@ export async function runDowntime(
     // first_seen_at: when the worker first listed the post (its account's catch-up sync), on
     // the same clock. A post found after its link died could not have been copied in time by any
     // order of copies; one found before could.
-    const { rows } = await stage.db.query<{ copied_at: Date; posted: string; first_seen_at: Date }>(
-      `SELECT c.copied_at, p.post->>'publishedAt' AS posted, p.first_seen_at FROM media_copies c JOIN posts p USING (account_id, media_id) WHERE c.copied_at >= $1`,
+    const { rows: copied } = await stage.db.query<{
+      copied_at: Date;
+      post: unknown;
+      raw: Buffer | null;
+      first_seen_at: Date;
+    }>(
+      `SELECT c.copied_at, p.post, p.raw, p.first_seen_at FROM media_copies c JOIN posts p USING (account_id, media_id) WHERE c.copied_at >= $1`,
       [new Date(t0)],
     );
+    const rows = copied.map((r) => ({ ...r, posted: (unpackPost(r) as { publishedAt: string }).publishedAt }));
     let deadBeforeRestart = 0;
     let late = 0;
     let inTime = 0;

@@ -110,6 +110,34 @@ const drop = (item: MediaItem, reason: string, byPolicy = false): ConvertResult 
 
 /** Convert one platform media item to a schema v1 post, or say why it was left out. Pure. */
 export function convertItem(item: MediaItem, opts: ConvertOptions = {}): ConvertResult {
+  // R-CNV-10: raw is the whole item as the platform sent it; a copy so later edits of either side
+  // cannot leak into the other.
+  const built = buildPost(item, opts, structuredClone(item));
+  if (!('post' in built)) return built;
+  // Every post we emit satisfies schema v1; anything else is left out with the problems named.
+  const checked = validatePost(built.post);
+  if (!checked.ok) {
+    return drop(
+      item,
+      `does not satisfy schema v1: ${checked.problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`,
+    );
+  }
+  return built;
+}
+
+/**
+ * The post convertItem makes of an item whose post was stored before, with `item` itself as raw
+ * (no copy, no validation: the store validates what it reads). The store keeps only raw for a
+ * post that is exactly this (src/store/post-pack.ts); 'text-card' because a stored post without
+ * a cover can only have been made under it.
+ */
+export function derivePost(item: MediaItem): Post | undefined {
+  const built = buildPost(item, { copyrightItems: 'text-card' }, item);
+  return 'post' in built ? built.post : undefined;
+}
+
+/** convertItem's post, unvalidated, with `raw` as given. */
+function buildPost(item: MediaItem, opts: ConvertOptions, raw: MediaItem): ConvertResult {
   // The id becomes a database key, an object key and a job payload: nothing else may pass.
   if (!ID_PATTERN.test(item.id))
     return drop(item, `malformed id ${JSON.stringify(item.id.slice(0, 40))} (expected letters, digits, _ and -)`);
@@ -140,9 +168,7 @@ export function convertItem(item: MediaItem, opts: ConvertOptions = {}): Convert
     text: item.caption ?? '', // R-CNV-5
     publishedAt, // R-CNV-6
     ...(stats ? { stats } : {}),
-    // R-CNV-10: the whole item as the platform sent it; a copy so later edits of either side
-    // cannot leak into the other.
-    raw: structuredClone(item),
+    raw, // R-CNV-10
   };
 
   let post: Post;
@@ -154,15 +180,6 @@ export function convertItem(item: MediaItem, opts: ConvertOptions = {}): Convert
   } else {
     // R-CNV-12: schema v1 rejects image/video/carousel posts without thumbnailUrl (R-SCH-7).
     return drop(item, 'no cover image determinable (media_url or thumbnail_url absent, e.g. copyright-flagged)', true);
-  }
-
-  // Every post we emit satisfies schema v1; anything else is left out with the problems named.
-  const checked = validatePost(post);
-  if (!checked.ok) {
-    return drop(
-      item,
-      `does not satisfy schema v1: ${checked.problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`,
-    );
   }
   return { post };
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { InvalidKeyError } from '../storage/errors.ts';
-import { mediaKey, mediaPrefix } from '../storage/keys.ts';
+import { mediaKey, mediaPrefix, variantKey } from '../storage/keys.ts';
 import type { ObjectStorage } from '../storage/types.ts';
 import type { Clock } from '../util/clock.ts';
 import { downloadImage } from './download.ts';
@@ -199,7 +199,7 @@ export async function mirrorImage(deps: MirrorDeps, job: MirrorJob): Promise<Mir
   const sha16 = original.sha256.slice(0, 16);
   const key = mediaKey(job.accountId, job.mediaId, `${slot}-${sha16}.${original.ext}`);
   const storedVariants: Manifest['variants'] = variants.map((v) => ({
-    key: mediaKey(job.accountId, job.mediaId, `${slot}-${sha16}-w${v.width}.${v.ext}`),
+    key: variantKey(key, v.width, v.contentType),
     width: v.width,
     height: v.height,
     contentType: v.contentType,
@@ -261,9 +261,8 @@ export async function reencodeMirroredImage(
     ...(limits.variantFormats ? { formats: limits.variantFormats } : {}),
   });
   // The stored original is kept as it is (a re-encoded GIF or TIFF was stored as JPEG/PNG already).
-  const stem = t.key.replace(/\.[a-z0-9]+$/, '');
   const storedVariants: Manifest['variants'] = variants.map((v) => ({
-    key: `${stem}-w${v.width}.${v.ext}`,
+    key: variantKey(t.key, v.width, v.contentType),
     width: v.width,
     height: v.height,
     contentType: v.contentType,

@@ -67,6 +67,24 @@ export function mediaKey(accountId: string, mediaId: string, name: string): stri
   return `${mediaPrefix(accountId, mediaId)}${assertName('name', name)}`;
 }
 
+/** The content types of resized variants and the extension each is stored under (MEDIA_VARIANT_FORMATS). */
+const VARIANT_EXT: Readonly<Record<string, string>> = { 'image/webp': 'webp', 'image/avif': 'avif' };
+
+/**
+ * A resized variant of a mirrored original: the original's key without its extension, `-w<width>`,
+ * then the format's extension (`media/a/m/cover-0123abcd.jpg` at 160 px WebP is
+ * `media/a/m/cover-0123abcd-w160.webp`). The one place variant names are made: the copy and
+ * `media rebuild` upload under it, and the store derives the keys of recorded variants from the
+ * original's key with it instead of keeping each one (migrations/018_compact_posts_and_copies.sql).
+ */
+export function variantKey(originalKey: string, width: number, contentType: string): string {
+  const ext = VARIANT_EXT[contentType];
+  if (!ext) throw new InvalidKeyError('contentType', String(contentType), 'must be image/webp or image/avif');
+  if (!Number.isInteger(width) || width <= 0)
+    throw new InvalidKeyError('width', String(width), 'must be a positive integer');
+  return assertStorageKey(`${originalKey.replace(/\.[a-z0-9]+$/, '')}-w${width}.${ext}`);
+}
+
 function checkSegments(part: string, value: string, segments: string[]): void {
   for (const s of segments) {
     if (!SEGMENT_RE.test(s) || s.includes('..')) {

@@ -1,9 +1,13 @@
 import { postSchema, type Post } from '../schema/v1.ts';
+import { variantKey } from '../storage/keys.ts';
 import type { Db } from './db.ts';
+import { packPost, unpackPost } from './post-pack.ts';
 
 /**
- * The posts, media_copies and feed_publications tables (migrations/002_posts.sql). Stored JSON is
- * validated again when read (every byte that enters is validated, stored JSON included).
+ * The posts, media_copies and feed_publications tables (migrations/002_posts.sql, compacted by
+ * 018). Stored JSON is validated again when read (every byte that enters is validated, stored
+ * JSON included). A post is kept as its raw item when it is that item converted (post-pack.ts);
+ * a copy's variants as their sizes when their keys follow variantKey (packVariants).
  */
 
 export interface StoredPost {
@@ -28,7 +32,9 @@ export type PostChange = 'new' | 'changed' | 'unchanged';
 interface PostRow {
   account_id: string;
   media_id: string;
+  /** The whole post, or null when `raw` holds it (migration 018). */
   post: unknown;
+  raw: Buffer | null;
   content_hash: string;
   earliest_oe: Date | null;
   first_seen_at: Date;
@@ -36,7 +42,15 @@ interface PostRow {
 }
 
 function toStoredPost(r: PostRow): StoredPost {
-  const parsed = postSchema.safeParse(r.post);
+  let post: unknown;
+  try {
+    post = unpackPost(r);
+  } catch (err) {
+    throw new Error(`stored post ${r.account_id}/${r.media_id} cannot be read: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  const parsed = postSchema.safeParse(post);
   if (!parsed.success)
     throw new Error(`stored post ${r.account_id}/${r.media_id} is not a schema v1 post: ${parsed.error.message}`);
   return {
@@ -62,20 +76,23 @@ export async function upsertPosts(
 ): Promise<Map<string, PostChange>> {
   const changes = new Map<string, PostChange>();
   if (posts.length === 0) return changes;
+  const packed = posts.map((p) => packPost(p.post));
   // One statement for the whole listing: a 500-post account is one round trip, not 500.
   const { rows } = await db.query<{ media_id: string; old_hash: string | null; content_hash: string }>(
     `WITH input AS (
-       SELECT * FROM unnest($2::text[], $3::jsonb[], $4::text[], $5::timestamptz[]) AS i(media_id, post, content_hash, earliest_oe)
+       SELECT * FROM unnest($2::text[], $3::jsonb[], $4::bytea[], $5::text[], $6::timestamptz[]) AS i(media_id, post, raw, content_hash, earliest_oe)
      ), old AS (
        SELECT p.media_id, p.content_hash FROM posts p JOIN input USING (media_id) WHERE p.account_id = $1
      ), up AS (
-       INSERT INTO posts (account_id, media_id, post, content_hash, earliest_oe, first_seen_at, last_seen_at)
-       SELECT $1, media_id, post, content_hash, earliest_oe, $6, $6 FROM input
+       INSERT INTO posts (account_id, media_id, post, raw, content_hash, earliest_oe, first_seen_at, last_seen_at)
+       SELECT $1, media_id, post, raw, content_hash, earliest_oe, $7, $7 FROM input
        ON CONFLICT (account_id, media_id) DO UPDATE SET
          -- The listing may hand out older signatures than a renewal (R-MED-8) gave: for the same
-         -- content, the links that live longer are kept.
+         -- content, the links that live longer are kept (post and raw: the row holds one of them).
          post = CASE WHEN posts.content_hash = EXCLUDED.content_hash AND posts.earliest_oe > EXCLUDED.earliest_oe
                      THEN posts.post ELSE EXCLUDED.post END,
+         raw = CASE WHEN posts.content_hash = EXCLUDED.content_hash AND posts.earliest_oe > EXCLUDED.earliest_oe
+                     THEN posts.raw ELSE EXCLUDED.raw END,
          earliest_oe = CASE WHEN posts.content_hash = EXCLUDED.content_hash AND posts.earliest_oe > EXCLUDED.earliest_oe
                      THEN posts.earliest_oe ELSE EXCLUDED.earliest_oe END,
          content_hash = EXCLUDED.content_hash, last_seen_at = EXCLUDED.last_seen_at
@@ -85,7 +102,8 @@ export async function upsertPosts(
     [
       accountId,
       posts.map((p) => p.mediaId),
-      posts.map((p) => JSON.stringify(p.post)),
+      packed.map((p) => p.post),
+      packed.map((p) => p.raw),
       posts.map((p) => p.contentHash),
       posts.map((p) => p.earliestOe),
       at,
@@ -139,15 +157,17 @@ export async function deletePosts(db: Db, accountId: string, mediaIds: readonly 
  */
 export async function adoptPosts(db: Db, accountId: string, posts: readonly PostInput[], at: Date): Promise<number> {
   if (posts.length === 0) return 0;
+  const packed = posts.map((p) => packPost(p.post));
   const { rowCount } = await db.query(
-    `INSERT INTO posts (account_id, media_id, post, content_hash, earliest_oe, first_seen_at, last_seen_at)
-     SELECT $1, media_id, post, content_hash, earliest_oe, $6, $6
-       FROM unnest($2::text[], $3::jsonb[], $4::text[], $5::timestamptz[]) AS i(media_id, post, content_hash, earliest_oe)
+    `INSERT INTO posts (account_id, media_id, post, raw, content_hash, earliest_oe, first_seen_at, last_seen_at)
+     SELECT $1, media_id, post, raw, content_hash, earliest_oe, $7, $7
+       FROM unnest($2::text[], $3::jsonb[], $4::bytea[], $5::text[], $6::timestamptz[]) AS i(media_id, post, raw, content_hash, earliest_oe)
      ON CONFLICT (account_id, media_id) DO NOTHING`,
     [
       accountId,
       posts.map((p) => p.mediaId),
-      posts.map((p) => JSON.stringify(p.post)),
+      packed.map((p) => p.post),
+      packed.map((p) => p.raw),
       posts.map((p) => p.contentHash),
       posts.map((p) => p.earliestOe),
       at,
@@ -156,13 +176,16 @@ export async function adoptPosts(db: Db, accountId: string, posts: readonly Post
   return rowCount ?? 0;
 }
 
-/** The account's posts, newest first. */
+/** The account's posts, newest first (the same publication time: the greater media id first). */
 export async function listPosts(db: Db, accountId: string): Promise<StoredPost[]> {
-  const { rows } = await db.query<PostRow>(
-    `SELECT * FROM posts WHERE account_id = $1 ORDER BY (post->>'publishedAt')::timestamptz DESC, media_id DESC`,
-    [accountId],
-  );
-  return rows.map(toStoredPost);
+  // Most rows keep only their raw item (publishedAt is converted from it when read): sorted here,
+  // the media ids in the database's order first, so equal times keep it (a stable sort).
+  const { rows } = await db.query<PostRow>('SELECT * FROM posts WHERE account_id = $1 ORDER BY media_id DESC', [
+    accountId,
+  ]);
+  const posts = rows.map(toStoredPost);
+  const at = new Map(posts.map((p) => [p, Date.parse(p.post.publishedAt)]));
+  return posts.sort((a, b) => at.get(b)! - at.get(a)!);
 }
 
 export async function getPost(db: Db, accountId: string, mediaId: string): Promise<StoredPost | null> {
@@ -211,10 +234,12 @@ export async function updatePostLinks(
   post: Post,
   earliestOe: Date | null,
 ): Promise<void> {
-  await db.query('UPDATE posts SET post = $3, earliest_oe = $4 WHERE account_id = $1 AND media_id = $2', [
+  const packed = packPost(post);
+  await db.query('UPDATE posts SET post = $3, raw = $4, earliest_oe = $5 WHERE account_id = $1 AND media_id = $2', [
     accountId,
     mediaId,
-    JSON.stringify(post),
+    packed.post,
+    packed.raw,
     earliestOe,
   ]);
 }
@@ -255,9 +280,47 @@ interface CopyRow {
   height: number;
   bytes: string;
   content_type: string;
-  variants: Array<{ key: string; width: number; height: number; contentType?: string }>;
+  /** Variants whose keys follow variantKey, as packVariants writes them; null when `variants` holds them. */
+  variant_sizes: string | null;
+  /** Variants with keys of their own (migration 018 kept them whole), or null. */
+  variants: Array<{ key: string; width: number; height: number; contentType?: string }> | null;
   placeholder: { color: string; thumbhash: string } | null;
   copied_at: Date;
+}
+
+const VARIANT_SIZE_RE = /^([1-9][0-9]*)x([1-9][0-9]*)\.([a-z0-9]+)$/;
+
+/**
+ * A copy's variants as `media_copies.variant_sizes` keeps them: `<width>x<height>.<ext>` each,
+ * comma-separated (`160x200.webp,240x300.webp`), their keys being variantKey(original key, width,
+ * image/<ext>). null when a key does not follow it: then the variants are kept whole.
+ */
+export function packVariants(key: string, variants: readonly CopyVariant[]): string | null {
+  const out: string[] = [];
+  for (const v of variants) {
+    const ext = /^image\/([a-z0-9]+)$/.exec(v.contentType)?.[1];
+    if (!ext || !Number.isInteger(v.width) || !Number.isInteger(v.height) || v.width <= 0 || v.height <= 0) return null;
+    let derived: string;
+    try {
+      derived = variantKey(key, v.width, v.contentType);
+    } catch {
+      return null;
+    }
+    if (derived !== v.key) return null;
+    out.push(`${v.width}x${v.height}.${ext}`);
+  }
+  return out.join(',');
+}
+
+export function unpackVariants(key: string, sizes: string): CopyVariant[] {
+  if (sizes === '') return [];
+  return sizes.split(',').map((s) => {
+    const m = VARIANT_SIZE_RE.exec(s);
+    if (!m) throw new Error(`stored variant size ${JSON.stringify(s)} is not <width>x<height>.<ext>`);
+    const contentType = `image/${m[3]}`;
+    const width = Number(m[1]);
+    return { key: variantKey(key, width, contentType), width, height: Number(m[2]), contentType };
+  });
 }
 
 function toCopy(r: CopyRow): MediaCopy {
@@ -271,13 +334,16 @@ function toCopy(r: CopyRow): MediaCopy {
     height: r.height,
     bytes: Number(r.bytes),
     contentType: r.content_type,
-    // Rows written before MEDIA_VARIANT_FORMATS (migration 005) hold WebP variants only.
-    variants: r.variants.map((v) => ({
-      key: v.key,
-      width: v.width,
-      height: v.height,
-      contentType: v.contentType ?? 'image/webp',
-    })),
+    variants:
+      r.variant_sizes !== null
+        ? unpackVariants(r.key, r.variant_sizes)
+        : // Rows written before MEDIA_VARIANT_FORMATS (migration 005) hold WebP variants only.
+          (r.variants ?? []).map((v) => ({
+            key: v.key,
+            width: v.width,
+            height: v.height,
+            contentType: v.contentType ?? 'image/webp',
+          })),
     placeholder: r.placeholder ?? null,
     copiedAt: r.copied_at,
   };
@@ -289,15 +355,16 @@ function toCopy(r: CopyRow): MediaCopy {
  * locked read-then-write cost more than the upsert itself (`npm run bench`).
  */
 export async function saveMediaCopy(db: Db, c: MediaCopy): Promise<void> {
+  const sizes = packVariants(c.key, c.variants);
   // The slot's recorded copy failures go in the same statement (no extra round trip per copy).
   await db.query(
     `WITH cleared AS (DELETE FROM media_copy_failures WHERE account_id = $1 AND media_id = $2 AND slot = $3)
-     INSERT INTO media_copies (account_id, media_id, slot, source_id, key, width, height, bytes, content_type, variants, placeholder, copied_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+     INSERT INTO media_copies (account_id, media_id, slot, source_id, key, width, height, bytes, content_type, variant_sizes, variants, placeholder, copied_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
      ON CONFLICT (account_id, media_id, slot) DO UPDATE SET
        source_id = EXCLUDED.source_id, key = EXCLUDED.key, width = EXCLUDED.width, height = EXCLUDED.height,
-       bytes = EXCLUDED.bytes, content_type = EXCLUDED.content_type, variants = EXCLUDED.variants,
-       placeholder = EXCLUDED.placeholder, copied_at = EXCLUDED.copied_at`,
+       bytes = EXCLUDED.bytes, content_type = EXCLUDED.content_type, variant_sizes = EXCLUDED.variant_sizes,
+       variants = EXCLUDED.variants, placeholder = EXCLUDED.placeholder, copied_at = EXCLUDED.copied_at`,
     [
       c.accountId,
       c.mediaId,
@@ -308,7 +375,8 @@ export async function saveMediaCopy(db: Db, c: MediaCopy): Promise<void> {
       c.height,
       c.bytes,
       c.contentType,
-      JSON.stringify(c.variants),
+      sizes,
+      sizes === null ? JSON.stringify(c.variants) : null,
       c.placeholder ? JSON.stringify(c.placeholder) : null,
       c.copiedAt,
     ],

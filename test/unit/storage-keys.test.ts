@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidKeyError } from '../../src/storage/errors.ts';
-import { assertStorageKey, assertStoragePrefix, feedKey, mediaKey, mediaPrefix } from '../../src/storage/keys.ts';
+import {
+  assertStorageKey,
+  assertStoragePrefix,
+  feedKey,
+  mediaKey,
+  mediaPrefix,
+  variantKey,
+} from '../../src/storage/keys.ts';
 import { parseS3Url } from '../../src/storage/index.ts';
 
 describe('storage keys', () => {
@@ -18,6 +25,18 @@ describe('storage keys', () => {
       expect(() => mediaPrefix('acc', bad)).toThrow(InvalidKeyError);
     },
   );
+
+  it("names a resized variant after its original: the original's key without extension, -w<width>, the format's extension", () => {
+    const original = 'media/acc_1/1790/cover-0123abcd0123abcd.jpg';
+    expect(variantKey(original, 160, 'image/webp')).toBe('media/acc_1/1790/cover-0123abcd0123abcd-w160.webp');
+    expect(variantKey(original, 1080, 'image/avif')).toBe('media/acc_1/1790/cover-0123abcd0123abcd-w1080.avif');
+    expect(variantKey('media/a/m/slide-2-00ff.png', 240, 'image/webp')).toBe('media/a/m/slide-2-00ff-w240.webp');
+    // Only the formats variants are encoded in; only whole positive widths.
+    expect(() => variantKey(original, 160, 'image/jpeg')).toThrow(InvalidKeyError);
+    expect(() => variantKey(original, 0, 'image/webp')).toThrow(InvalidKeyError);
+    expect(() => variantKey(original, 1.5, 'image/webp')).toThrow(InvalidKeyError);
+    expect(() => variantKey('../x.jpg', 160, 'image/webp')).toThrow(InvalidKeyError);
+  });
 
   it('names the bad part in the error', () => {
     expect(() => mediaKey('acc', '../../x', 'a.jpg')).toThrow(/mediaId/);
