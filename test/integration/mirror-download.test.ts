@@ -83,6 +83,11 @@ beforeAll(async () => {
         return;
       case '/hang':
         return; // never answers
+      case '/cut':
+        // Announces the whole image, sends part of it, then drops the connection.
+        res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': jpeg.length });
+        res.write(jpeg.subarray(0, 10), () => res.socket?.destroy());
+        return;
       case '/expired':
         res.writeHead(403, { 'content-type': 'text/plain' }).end('URL signature expired');
         return;
@@ -170,6 +175,32 @@ describe('downloadImage', () => {
       expect((err as DownloadError).retryable).toBe(true);
       expect(Date.now() - started).toBeLessThan(4_000);
     }
+  });
+
+  it('a connection dropped mid-body, or refused, is a retryable DownloadError naming the cause, not a timeout', async () => {
+    const cut = await downloadImage(`${base}/cut`, opts()).catch((e: unknown) => e);
+    expect(cut).toBeInstanceOf(DownloadError);
+    expect((cut as DownloadError).retryable).toBe(true);
+    expect((cut as Error).message).toMatch(/download of .*\/cut failed: /);
+    // Port 1 on 127.0.0.1: nothing listens there, the connection is refused.
+    const refused = await downloadImage('http://127.0.0.1:1/x.jpg', { ...opts(), allowedHosts: ['127.0.0.1:1'] }).catch(
+      (e: unknown) => e,
+    );
+    expect(refused).toBeInstanceOf(DownloadError);
+    expect((refused as DownloadError).retryable).toBe(true);
+    expect((refused as Error).message).toContain('failed: ECONNREFUSED');
+  });
+
+  it('keeps the connection for the next download (keep-alive), as a worker copying many images needs', async () => {
+    const sockets = new Set<unknown>();
+    const onConnection = (s: unknown) => sockets.add(s);
+    server.on('connection', onConnection);
+    try {
+      for (let i = 0; i < 3; i++) await downloadImage(`${base}/ok.jpg`, opts());
+    } finally {
+      server.off('connection', onConnection);
+    }
+    expect(sockets.size).toBeLessThanOrEqual(1);
   });
 
   it('R-LNK-3: HTTP 403 "URL signature expired" => LinkExpiredError (renew, then copy)', async () => {
