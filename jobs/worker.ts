@@ -40,6 +40,7 @@ import { telemetryOptions } from './telemetry.ts';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import type { PipelineMetrics } from '../src/metrics/index.ts';
 import { publishWidget } from '../src/widget/index.ts';
+import type { WidgetDeps } from '../src/widgets/publish.ts';
 import type { DeliverDeps } from '../src/webhooks/deliver.ts';
 import { webhookBackoff, WEBHOOK_RETRY_DELAYS_MS } from './webhook-delivery.ts';
 import { requeuePendingDeliveries, webhookEventSink } from './webhook-events.ts';
@@ -84,7 +85,12 @@ export interface WorkerDeps {
   /** Account events older than this are deleted by the daily housekeeping (EVENT_RETENTION_DAYS). */
   eventRetentionDays?: number;
   /** The daily verify (VERIFY_DAILY; default repair, 24 h orphan grace); needs the feed pipeline. */
-  verify?: { mode: 'repair' | 'check' | 'off'; orphanGraceMs: number };
+  verify?: {
+    mode: 'repair' | 'check' | 'off';
+    orphanGraceMs: number;
+    /** What widgets are published with: the daily verify checks and republishes them. */
+    widgets?: WidgetDeps;
+  };
   /** The email templates (EMAIL_TEMPLATES_DIR over the built-in ones) and BRAND_*; default: built-in, feedmirror's look. */
   emailTemplates?: EmailTemplates;
   brand?: Brand;
@@ -183,6 +189,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
               ...(deps.metrics && !deps.feed.metrics ? { metrics: deps.metrics } : {}),
               lifecycle,
               schedules: scheduleCheck({ db: deps.db, queues: deps.queues, schedules: deps.schedules }),
+              ...(deps.verify?.widgets ? { widgets: deps.verify.widgets } : {}),
             },
             repair: verifyMode === 'repair',
             orphanGraceMs: deps.verify?.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS,

@@ -20,6 +20,8 @@ import { getTokenInfo } from '../store/tokens.ts';
 import { saveVerifyRun, type VerifyFinding } from '../store/verify-runs.ts';
 import { DAY } from '../util/clock.ts';
 import { redactText } from '../util/redact.ts';
+import type { WidgetDeps } from '../widgets/publish.ts';
+import { checkWidgets, repairWidgets, type WidgetProblem, type WidgetProblemKind } from './widgets.ts';
 
 /**
  * `feedmirror verify`: do PostgreSQL, Redis and the object storage agree? Every account has its
@@ -61,7 +63,9 @@ export type ProblemKind =
   /** A webhook signing secret the configured keys cannot decrypt. */
   | 'webhook-secret-undecryptable'
   /** The repair of a problem failed (the problem itself is listed again by the re-check). */
-  | 'repair-failed';
+  | 'repair-failed'
+  /** A widget's objects missing, unreadable or not what would be published now (./widgets.ts). */
+  | WidgetProblemKind;
 
 export interface Problem extends VerifyFinding {
   kind: ProblemKind;
@@ -103,6 +107,8 @@ export interface VerifyCounts {
   orphans: number;
   tokens: number;
   webhookSecrets: number;
+  /** Widgets whose published objects were checked (0 when the caller gave no widget deps). */
+  widgets: number;
 }
 
 export interface VerifyProgress {
@@ -129,6 +135,8 @@ export interface VerifyOptions {
 export type VerifyDeps = FeedDeps & {
   /** Without it (no Redis at hand) the schedules are not compared. */
   schedules?: ScheduleCheck;
+  /** What widgets are published with (the CLI's and the worker's own); without it widgets are not checked. */
+  widgets?: WidgetDeps;
 };
 
 export interface VerifyReport {
@@ -197,6 +205,7 @@ interface CheckResult {
   problems: Problem[];
   schedules: ScheduleDifference[];
   accounts: Map<string, AccountFindings>;
+  widgets: WidgetProblem[];
 }
 
 interface AccountFindings {
@@ -226,6 +235,7 @@ async function check(deps: VerifyDeps, opts: VerifyOptions, phase: string): Prom
     orphans: 0,
     tokens: 0,
     webhookSecrets: 0,
+    widgets: 0,
   };
   const problems: Problem[] = [];
   const now = deps.clock.now();
@@ -291,7 +301,11 @@ async function check(deps: VerifyDeps, opts: VerifyOptions, phase: string): Prom
     findings.set(account.id, f);
     opts.onProgress?.({ accountsDone: i + 1, accounts: accounts.length, objects: counts.objects, phase });
   }
-  return { counts, problems, schedules, accounts: findings };
+  // Widgets last: they are built from the feeds checked above.
+  const widgets: WidgetProblem[] = [];
+  if (deps.widgets) counts.widgets = await checkWidgets(deps.widgets, opts.accountId, widgets);
+  for (const { widgetId: _id, ...p } of widgets) problems.push(p);
+  return { counts, problems, schedules, accounts: findings, widgets };
 }
 
 async function checkAccount(
@@ -621,5 +635,7 @@ async function repair(deps: VerifyDeps, opts: VerifyOptions, found: CheckResult)
       phase: 'repair',
     });
   }
+  // 4. Widgets, after the feeds they are built from were published again.
+  if (deps.widgets && found.widgets.length > 0) done.push(...(await repairWidgets(deps.widgets, found.widgets)));
   return done;
 }

@@ -21,6 +21,11 @@ import { createEndpoint } from '../../src/store/webhooks.ts';
 import { DAY, HOUR } from '../../src/util/clock.ts';
 import { silentLogger } from '../../src/util/logger.ts';
 import { runVerify, type VerifyDeps } from '../../src/verify/verify.ts';
+import { hideWidgetPost, insertWidget } from '../../src/store/widgets.ts';
+import { widgetDocumentKey, widgetFragmentKey } from '../../src/storage/keys.ts';
+import type { WidgetDocument } from '../../src/widgets/document.ts';
+import { publishWidgetDocument, type WidgetDeps } from '../../src/widgets/publish.ts';
+import { newWidgetId } from '../../src/widgets/widgets.ts';
 import { refreshSchedulerId, scheduleAccount, syncSchedulerId } from '../../jobs/catalogue.ts';
 import { createQueues, type Queues } from '../../jobs/queues.ts';
 import { scheduleCheck } from '../../jobs/verify-schedules.ts';
@@ -248,5 +253,52 @@ describe('feedmirror verify: do the stores agree?', () => {
     expect(report.ok).toBe(false);
     expect(await getLastVerify(db)).toMatchObject({ trigger: 'worker', ok: false, problemCount: 2, repair: true });
     expect((await runVerify(deps, { trigger: 'cli' })).ok).toBe(true);
+  });
+  it('a widget whose republication was missed is named (stale, fragment missing); --repair publishes it after the feeds (R-WID-5)', async () => {
+    const widgets: WidgetDeps = { db, storage: deps.storage, clock: sim.clock, logger: silentLogger };
+    const withWidgets: VerifyDeps = { ...deps, widgets };
+    const id = newWidgetId();
+    await insertWidget(
+      db,
+      { id, name: 'Shop wall', layout: 'grid', options: {}, accountIds: [accountId] },
+      sim.clock.now(),
+    );
+    expect((await publishWidgetDocument(widgets, id)).outcome).toBe('written');
+    const readDoc = async () =>
+      JSON.parse((await deps.storage.get(widgetDocumentKey(id)))!.body.toString('utf8')) as WidgetDocument;
+    const clean = await runVerify(withWidgets, { trigger: 'cli' });
+    expect(clean.problems).toEqual([]);
+    expect(clean.counts.widgets).toBe(1);
+
+    // A post hidden in the database whose republication never happened, and the fragment lost.
+    const hidden = (await readDoc()).posts[0]!.id;
+    await hideWidgetPost(db, id, hidden, sim.clock.now());
+    await deps.storage.delete(widgetFragmentKey(id));
+    const found = await runVerify(withWidgets, { trigger: 'cli', accountId });
+    expect(found.ok).toBe(false);
+    expect(found.counts.widgets).toBe(1);
+    expect(found.problems.map((p) => `${p.kind} ${p.key}`).sort()).toEqual([
+      `widget-missing ${widgetFragmentKey(id)}`,
+      `widget-stale ${widgetDocumentKey(id)}`,
+    ]);
+    expect(found.problems.find((p) => p.kind === 'widget-stale')!.detail).toContain('differs in posts');
+    expect((await readDoc()).posts.map((p) => p.id)).toContain(hidden); // nothing changed without --repair
+
+    // The document deleted too: the repair publishes both objects again, without the hidden post.
+    await deps.storage.delete(widgetDocumentKey(id));
+    const repaired = await runVerify(withWidgets, { trigger: 'cli', repair: true });
+    expect(repaired.found!.map((p) => p.kind)).toEqual(['widget-missing']);
+    expect(repaired.repaired).toEqual([expect.objectContaining({ kind: 'republished', key: widgetDocumentKey(id) })]);
+    expect(repaired.ok).toBe(true);
+    expect((await readDoc()).posts.map((p) => p.id)).not.toContain(hidden);
+    expect(await deps.storage.head(widgetFragmentKey(id))).not.toBeNull();
+
+    // Not JSON at all: named as invalid.
+    await deps.storage.put(widgetDocumentKey(id), Buffer.from('<html>'), {
+      contentType: 'text/html',
+      cacheControl: 'no-cache',
+    });
+    expect((await runVerify(withWidgets, { trigger: 'cli' })).problems.map((p) => p.kind)).toEqual(['widget-invalid']);
+    expect((await runVerify(withWidgets, { trigger: 'cli', repair: true })).ok).toBe(true);
   });
 });

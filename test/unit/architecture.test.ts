@@ -61,7 +61,7 @@ const LAYERS: Array<{ from: string; mayImport: string[] }> = [
   },
   {
     from: 'src/verify/',
-    mayImport: ['src/feeds/', 'src/schema/', 'src/storage/', 'src/store/', 'src/util/'],
+    mayImport: ['src/feeds/', 'src/schema/', 'src/storage/', 'src/store/', 'src/util/', 'src/widgets/'],
   },
   { from: 'src/alerts/', mayImport: ['src/accounts/', 'src/config.ts', 'src/store/', 'src/webhooks/', 'src/util/'] },
   // The top: jobs/ and src/http/ use the rest; src/cli/ (the composition root) uses everything.

@@ -58,7 +58,11 @@ async function verify(opts: VerifyCliOptions, io: CliIO): Promise<number> {
     // Progress on a terminal only: a pipe or a log gets the report alone.
     const tty = !opts.json && (io.stderr as { isTTY?: boolean }).isTTY === true;
     const report = await runVerify(
-      { ...deps, schedules: scheduleCheck({ db: deps.db, queues, schedules: ctx.schedules }) },
+      {
+        ...deps,
+        schedules: scheduleCheck({ db: deps.db, queues, schedules: ctx.schedules }),
+        widgets: ctx.widgetDeps,
+      },
       {
         trigger: 'cli',
         repair: opts.repair === true,
@@ -98,7 +102,7 @@ async function verify(opts: VerifyCliOptions, io: CliIO): Promise<number> {
     line(
       `checked ${c.accounts} account(s), ${c.feeds} feed(s), ${c.objects} object(s) the feeds point at, ` +
         `${c.storedObjects} stored under media/ (${c.orphans} orphaned, ${c.unreferencedRecent} unreferenced but recent), ` +
-        `${c.tokens} token(s), ${c.webhookSecrets} webhook secret(s), ${c.scheduleDifferences} schedule difference(s)`,
+        `${c.tokens} token(s), ${c.webhookSecrets} webhook secret(s), ${c.widgets} widget(s), ${c.scheduleDifferences} schedule difference(s)`,
     );
     if (report.ok) {
       line(report.found ? 'all well after the repair' : 'all well: the stores agree');

@@ -98,7 +98,11 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
       reconcileIntervalMs: ctx.config.RECONCILE_INTERVAL_SECONDS * 1000,
       shutdownTimeoutMs: ctx.config.SHUTDOWN_TIMEOUT_SECONDS * 1000,
       eventRetentionDays: ctx.config.EVENT_RETENTION_DAYS,
-      verify: { mode: ctx.config.VERIFY_DAILY, orphanGraceMs: ctx.config.VERIFY_ORPHAN_GRACE_HOURS * HOUR },
+      verify: {
+        mode: ctx.config.VERIFY_DAILY,
+        orphanGraceMs: ctx.config.VERIFY_ORPHAN_GRACE_HOURS * HOUR,
+        widgets: ctx.widgetDeps,
+      },
       webhooks: { allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE, timeoutMs: ctx.config.WEBHOOK_TIMEOUT_MS },
     });
   } catch (err) {
