@@ -64,6 +64,12 @@ export const DEMO_OTHER_ACCOUNTS: ReadonlyArray<Required<Pick<SimAccountOptions,
   { username: 'lakeview.flowers', name: 'Lakeview Flowers' },
 ];
 
+/**
+ * The owner the demo records for @demo.bakery (R-OWN-10), at a reserved example domain: with
+ * OWNER_ALERTS on, its alerts and reconnect links land in the demo's outbox, never in a real inbox.
+ */
+export const DEMO_OWNER = { email: 'owner@demo-bakery.example', name: 'Dana Baker', language: null } as const;
+
 /** A post of the given type as `simulator post add` makes it (a generated caption unless given). */
 export function postSpecFor(
   type: 'image' | 'carousel' | 'video' | 'reel',

@@ -86,9 +86,20 @@ describe('the demo (npm run demo)', () => {
     expect(image.status).toBe(200);
     expect(image.headers.get('content-type')).toMatch(/^image\//);
 
+    // The demo's widget, made as `feedmirror widgets add` makes it: its document shows the feed's
+    // posts, and the preview page embeds it by id.
+    const widgetId = field('widget')!;
+    expect(widgetId).toMatch(/^w_[a-z2-7]{10}$/);
+    const documentUrl = field('widget document')!;
+    expect(documentUrl).toBe(feedUrl.replace(/\/feeds\/\d+\.json$/, `/widgets/${widgetId}.json`));
+    const widgetDoc = (await (await fetch(documentUrl)).json()) as { id: string; posts: Array<{ id: string }> };
+    expect(widgetDoc.id).toBe(widgetId);
+    expect(widgetDoc.posts.map((p) => p.id)).toEqual(feed.feed.posts.map((p) => p.id));
     const widget = await fetch(field('widget preview')!);
     expect(widget.status).toBe(200);
-    expect(await widget.text()).toContain(`data-feedmirror-feed="${feedUrl}"`);
+    const page = await widget.text();
+    expect(page).toContain(`<div data-feedmirror-widget="${widgetId}"></div>`);
+    expect(page).not.toContain('data-feedmirror-feed');
 
     const preview = await fetch(field('feed preview')!, { redirect: 'manual' });
     expect([200, 302, 303]).toContain(preview.status); // behind the dashboard login
@@ -155,10 +166,17 @@ describe('the demo (npm run demo)', () => {
     // Its own database and key prefix: never the tests' nor another checkout's.
     expect(new URL(demoEnv.DATABASE_URL!).pathname).toMatch(/^\/feedmirror_demo_[0-9a-f]{8}$/);
     expect(demoEnv.REDIS_PREFIX).toMatch(/^feedmirror-demo-[0-9a-f]{8}$/);
+    // Owners get their alerts (the tour's reconnect through the owner's email), and the tour's
+    // commands find the widget by DEMO_WIDGET_ID.
+    expect(demoEnv.OWNER_ALERTS).toBe('on');
+    expect(demoEnv.DEMO_WIDGET_ID).toBe(widgetId);
     const list = await runFeedmirror(['accounts', 'list', '--json'], demoEnv, { cwd });
     expect(list.code, list.stderr).toBe(0);
     const accounts = JSON.parse(list.stdout) as Array<{ id: string; username: string }>;
     expect(accounts.map((a) => a.username)).toEqual(['demo.bakery']);
+    // Its invitation carried the owner's address: the account has its owner.
+    const shown = await runFeedmirror(['accounts', 'show', accounts[0]!.id, '--json'], demoEnv, { cwd });
+    expect(JSON.parse(shown.stdout).owner).toMatchObject({ email: 'owner@demo-bakery.example', alerts: true });
     // The key in demo.env reads the stored token: a refresh is attempted (not due yet: exit 1, said so).
     const refresh = await runFeedmirror(['refresh', accounts[0]!.id, '--json'], demoEnv, { cwd });
     expect(JSON.parse(refresh.stdout).outcome).toBe('not-due');

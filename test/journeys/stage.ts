@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
@@ -11,7 +11,7 @@ import type { Feed } from '../../src/schema/v1.ts';
 import { validateFeed } from '../../src/schema/validate.ts';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.ts';
 import { FileClock } from '../../src/util/clock.ts';
-import { registerSecretForAudit } from '../support/capture.ts';
+import { recordCaptured, registerSecretForAudit } from '../support/capture.ts';
 import { runFeedmirror, spawnFeedmirror, type Finished, type Spawned } from '../support/processes.ts';
 import { freePort } from '../support/redis-server.ts';
 import { S3RVER_CREDENTIALS, startS3, type TestS3 } from '../support/s3.ts';
@@ -42,6 +42,11 @@ export interface StageOptions {
   simulator?: Omit<SimulatorOptions, 'start'>;
   /** Alerts to a real SMTP server (captured) instead of the outbox folder. */
   smtp?: boolean;
+  /**
+   * The outbox folder (OUTBOX_DIR), relative to the stage's folder (`data/demo/outbox` is the
+   * demo's); written into the .env as an absolute path, as init writes folders.
+   */
+  outboxDir?: string;
   /** The stage's start time (default 2026-04-01T10:00Z). */
   start?: number;
 }
@@ -88,9 +93,12 @@ export interface Stage {
   /**
    * Write `data/demo/demo.env` as `npm run demo` does: every setting of the .env plus the
    * simulator's address and control secret, so `feedmirror simulator …` run from the stage's
-   * folder reaches the stage's simulator. Returns that file's environment as bash loads it.
+   * folder reaches the stage's simulator; `extra` adds what the demo made (DEMO_WIDGET_ID).
+   * Returns that file's environment as bash loads it.
    */
-  writeDemoEnv(): Record<string, string>;
+  writeDemoEnv(extra?: Record<string, string>): Record<string, string>;
+  /** Run a shell command line (bash) from the stage's folder with `env`, as a person types it. */
+  shell(line: string, env: Record<string, string>): Promise<Finished>;
   /** Run one `feedmirror` command to its end from the stage's folder. */
   cli(args: string[], opts?: RunOptions): Promise<Finished>;
   /** `feedmirror worker` as a process; resolves once it says it is running. */
@@ -248,6 +256,7 @@ export async function openStage(label: string, opts: StageOptions = {}): Promise
         }
       : {}),
     ...(smtp ? { SMTP_URL: smtp.url, ALERT_EMAIL_TO: 'ops@example.test' } : {}),
+    ...(opts.outboxDir ? { OUTBOX_DIR: join(dir, opts.outboxDir) } : {}),
     ...opts.env,
   };
   writeFileSync(join(dir, '.env'), fillEnv(readFileSync(join(dir, '.env'), 'utf8'), fill));
@@ -310,7 +319,7 @@ export async function openStage(label: string, opts: StageOptions = {}): Promise
     ...(s3 ? { s3 } : {}),
     ...(smtp ? { smtp } : {}),
     cli,
-    writeDemoEnv: () => {
+    writeDemoEnv: (extra = {}) => {
       mkdirSync(join(dir, 'data', 'demo'), { recursive: true });
       const file = join(dir, 'data', 'demo', 'demo.env');
       writeFileSync(
@@ -318,12 +327,38 @@ export async function openStage(label: string, opts: StageOptions = {}): Promise
         fillEnv(readFileSync(join(dir, '.env'), 'utf8'), {
           SIMULATOR_URL: sim.url,
           SIMULATOR_CONTROL_SECRET: sim.controlSecret,
+          ...extra,
         }),
         { mode: 0o600 },
       );
       registerSecretForAudit(sim.controlSecret);
       return loadEnvFile(dir, 'data/demo/demo.env');
     },
+    shell: (line, shellEnv) =>
+      new Promise<Finished>((resolve) => {
+        // Asynchronous: a command line may reach this process's simulator.
+        const started = Date.now();
+        const child = spawn('bash', ['--norc', '--noprofile', '-c', line], {
+          cwd: dir,
+          env: shellEnv,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on(
+          'data',
+          (b: Buffer) => ((stdout += b.toString('utf8')), recordCaptured('process', b.toString('utf8'))),
+        );
+        child.stderr.on(
+          'data',
+          (b: Buffer) => ((stderr += b.toString('utf8')), recordCaptured('process', b.toString('utf8'))),
+        );
+        const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+        child.once('close', (code) => {
+          clearTimeout(timer);
+          resolve({ code, stdout, stderr, ms: Date.now() - started });
+        });
+      }),
     startWorker,
     startServe,
     connect: async (o = {}) => {

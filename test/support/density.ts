@@ -60,10 +60,14 @@ export async function measureDensity(
       const nodes = [...document.querySelectorAll('[data-feedmirror-feed], [data-feedmirror-widget]')];
       return nodes.length > 0 && nodes.every((n) => n.getAttribute('data-feedmirror-state') === 'ready');
     });
-    // The placeholder colours the feed (or the widget document, named by data-src) asks for, by post id.
+    // The placeholder colours the feed (or the widget document: named by data-src, else
+    // ../widgets/<id>.json beside the script, as the script finds it) asks for, by post id.
     const feedUrl = await page.evaluate(() => {
       const n = document.querySelector('[data-feedmirror-feed], [data-feedmirror-widget]')!;
-      return new URL(n.getAttribute('data-feedmirror-feed') ?? n.getAttribute('data-src')!, location.href).href;
+      const named = n.getAttribute('data-feedmirror-feed') ?? n.getAttribute('data-src');
+      if (named) return new URL(named, location.href).href;
+      const script = document.querySelector<HTMLScriptElement>('script[src*="feedmirror-widget"]')!;
+      return new URL(`../widgets/${n.getAttribute('data-feedmirror-widget')}.json`, script.src).href;
     });
     const feed = (await (await context.request.get(feedUrl)).json()) as {
       posts: Array<{ id: string; thumbnailPlaceholder?: { color?: string } }>;

@@ -6,7 +6,7 @@ import { EXIT, type CliIO } from '../io.ts';
 import { AppContext } from '../context.ts';
 import { configSchema } from '../../config.ts';
 import { createLogger } from '../../util/logger.ts';
-import { DEMO_OTHER_ACCOUNTS, demoPosts } from '../../simulator/demo-content.ts';
+import { DEMO_OTHER_ACCOUNTS, DEMO_OWNER, demoPosts } from '../../simulator/demo-content.ts';
 import { startSimulatorWithState, SimulatorPortTakenError } from '../../simulator/state-file.ts';
 import type { Simulator } from '../../simulator/types.ts';
 import { followWallClock } from '../../simulator/wall-clock.ts';
@@ -18,6 +18,7 @@ import { recreateDatabase } from '../../store/db.ts';
 import { invitationUrl } from '../../http/connect.ts';
 import { DAY } from '../../util/clock.ts';
 import { startWorkerFromContext } from './worker.ts';
+import { createWidget } from '../../widgets/widgets.ts';
 
 /**
  * `npm run demo`: the real thing on embedded defaults. The simulator plays the platform (on the
@@ -34,6 +35,16 @@ export interface DemoOptions {
   /** Any free ports for the simulator (stored for the next run) instead of the ones it kept. */
   newSimulatorPorts?: boolean;
 }
+
+/**
+ * Settings the demo runs with beyond the embedded defaults: owners get their alerts (R-OWN-11), so
+ * a revoked account's owner finds the email with the reconnect link in the demo's outbox. The
+ * tour's journey (test/journeys/tour.test.ts) sets its stage up with the same.
+ */
+export const DEMO_SETTINGS = { OWNER_ALERTS: 'on' } as const;
+
+/** The name of the widget the demo creates for its account (demo.html embeds it by id). */
+export const DEMO_WIDGET_NAME = 'Demo Bakery';
 
 /** The file under data/demo that survives a restart: the simulator's identity and ports. */
 export const SIMULATOR_STATE_FILE = 'simulator.json';
@@ -92,6 +103,7 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
     PORT: String(port),
     DASHBOARD_USER: 'demo',
     DASHBOARD_PASSWORD: password,
+    ...DEMO_SETTINGS,
     // The terminal is for the addresses below; what a sync skipped is on the dashboard (LOG_LEVEL=info for details).
     LOG_LEVEL: io.env.LOG_LEVEL ?? 'error',
   };
@@ -117,8 +129,9 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
     DEMO_OTHER_ACCOUNTS.forEach((a, i) => sim.createAccount({ ...a, posts: demoPosts(6, now, 3 * (i + 1)) }));
     // The owner's side of the OAuth flow, as a browser would follow it.
     sim.autoApprove = account.id;
-    // /connect is closed to anonymous visitors: the demo invites its owner, as an operator would.
-    const invitation = await createInvitation(await ctx.migratedDb(), ctx.clock.now(), DAY, 'cli');
+    // /connect is closed to anonymous visitors: the demo invites its owner, as an operator would,
+    // with their address (R-OWN-10: the account gets its owner, who is told when it needs them).
+    const invitation = await createInvitation(await ctx.migratedDb(), ctx.clock.now(), DAY, 'cli', DEMO_OWNER);
     const toLogin = await fetch(invitationUrl(publicUrl, invitation.token), { redirect: 'manual' });
     const toCallback = await fetch(toLogin.headers.get('location') ?? '', { redirect: 'manual' });
     const done = await fetch(toCallback.headers.get('location') ?? '');
@@ -126,7 +139,9 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
     // Only this first connect is approved automatically: "Connect an account" in the dashboard then
     // goes through the platform's consent page, as it would for a real owner.
     sim.autoApprove = null;
-    say(`connected @${account.username} through an invitation (${publicUrl}/connect?invite=…)`);
+    say(
+      `connected @${account.username} through an invitation (${publicUrl}/connect?invite=…), owner ${DEMO_OWNER.email}`,
+    );
 
     const key = feedKey(account.id);
     const deadline = Date.now() + 120_000;
@@ -143,8 +158,10 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
       await new Promise((r) => setTimeout(r, 250));
     }
     const feedPath = join(env.STORAGE_URL as string, key);
-    // A plain page as a site would embed the widget, served next to the widget script.
-    const snippet = `<div data-feedmirror-feed="${publicUrl}/feeds/${account.id}.json" data-layout="grid" data-limit="12"></div>\n<script defer src="${publicUrl}/widget/feedmirror-widget.js"></script>`;
+    // The account's widget, made as `feedmirror widgets add` makes it (published as widgets/<id>.json
+    // and .html, republished by every sync), and a plain page embedding it by id as a site would.
+    const { widget } = await createWidget(ctx.widgetDeps, { name: DEMO_WIDGET_NAME, accounts: [account.id] });
+    const snippet = widget.embed;
     await ctx.storage.put(
       'widget/demo.html',
       Buffer.from(
@@ -161,14 +178,17 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
     say(`feed:            ${feedPath}`);
     say(`feed over HTTP:  ${publicUrl}/feeds/${account.id}.json`);
     say(`feed preview:    ${server.dashboardUrl}/accounts/${account.id}/preview   (in the dashboard)`);
-    say(`widget preview:  ${publicUrl}/widget/demo.html   (a plain page embedding the widget, as a site would)`);
-    say(`alert emails:    ${env.OUTBOX_DIR}`);
+    say(`widget:          ${widget.id}   (feedmirror widgets show ${widget.id})`);
+    say(`widget document: ${widget.documentUrl}`);
+    say(`widget preview:  ${publicUrl}/widget/demo.html   (a plain page embedding the widget by id, as a site would)`);
+    say(`alert emails:    ${env.OUTBOX_DIR}   (the operator's, and with OWNER_ALERTS=on the owners')`);
     say(`validate it:     npx feedmirror validate ${feedPath}`);
     // Commands run by hand show warnings (the demo's own terminal shows errors only).
     const envFile = writeDemoEnv(
       join(root, 'demo.env'),
       { ...env, LOG_LEVEL: io.env.LOG_LEVEL ?? 'warn' },
       { SIMULATOR_URL: sim.url, SIMULATOR_CONTROL_SECRET: sim.controlSecret },
+      { DEMO_WIDGET_ID: widget.id },
     );
     say(`demo settings:   ${envFile}   (every setting of this demo, its encryption key included)`);
     say(`try the CLI:     set -a; . ${relative(io.cwd, envFile) || envFile}; set +a; npx feedmirror accounts list`);
@@ -201,7 +221,12 @@ function resetDemoDatabase(adminUrl: string, name: string): Promise<string> {
  * dashboard password included (demo data only, mode 600), in the format of .env.example, so
  * `set -a; . data/demo/demo.env; set +a` points every CLI command at the running demo.
  */
-function writeDemoEnv(file: string, env: NodeJS.ProcessEnv, simulator: Record<string, string>): string {
+function writeDemoEnv(
+  file: string,
+  env: NodeJS.ProcessEnv,
+  simulator: Record<string, string>,
+  demo: Record<string, string>,
+): string {
   const keys = Object.keys(configSchema.shape).filter((k) => env[k] !== undefined && env[k] !== '');
   const quote = (v: string) => (/^[A-Za-z0-9_@%+=:,./-]*$/.test(v) ? v : `"${v.replace(/(["\\$`])/g, '\\$1')}"`);
   const lines = [
@@ -210,6 +235,8 @@ function writeDemoEnv(file: string, env: NodeJS.ProcessEnv, simulator: Record<st
     ...keys.map((k) => `${k}=${quote(String(env[k]))}`),
     '# The platform simulator of this demo: `feedmirror simulator …` reaches it with these (not feedmirror settings).',
     ...Object.entries(simulator).map(([k, v]) => `${k}=${quote(v)}`),
+    "# What the demo made, for the tour's commands: its widget's id.",
+    ...Object.entries(demo).map(([k, v]) => `${k}=${quote(v)}`),
     '',
   ];
   writeFileSync(file, lines.join('\n'), { mode: 0o600 });
