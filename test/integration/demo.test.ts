@@ -194,7 +194,9 @@ describe('the demo (npm run demo)', () => {
     const broken = await runFeedmirror(['verify'], demoEnv, { cwd });
     expect(broken.code, broken.stdout + broken.stderr).toBe(1);
     expect(broken.stdout).toMatch(new RegExp(`object-missing .*${copyKey}`));
-    const repaired = await runFeedmirror(['verify', '--repair'], demoEnv, { cwd });
+    // The repair downloads the copy again and makes its variants: on a loaded machine that took
+    // longer than runFeedmirror's default 30 s, and the killed command failed the test.
+    const repaired = await runFeedmirror(['verify', '--repair'], demoEnv, { cwd, timeoutMs: 120_000 });
     expect(repaired.code, repaired.stdout + repaired.stderr).toBe(0);
     expect((await fetch(copyUrl)).status).toBe(200);
 
