@@ -270,23 +270,31 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   // next renewal window: an unchanged account costs no call here most of the time.
   const relinkBefore = now.getTime() + (deps.relinkMarginMs ?? DAY);
   let renewedVideos = 0;
-  // The stored rows, not the listing's: for the same content the upsert keeps links a renewal
-  // made, which live longer. Only posts with a video are read (a post's kinds of media are the
-  // same in both), all in one query: a round trip per post cost more than the sync's own work.
+  // The stored links' oe, not the listing's: for the same content the upsert keeps links a
+  // renewal made, which live longer. Only the posts with a video whose stored links are due are
+  // read back (a post's kinds of media are the same in both), all in one query: a round trip per
+  // post cost more than the sync's own work, and reading every video post back on every sync was
+  // a twentieth of its CPU time.
   const hasVideo = (post: PostInput['post']) => post.media.some((m) => !isImageMime(m.mime));
+  const due = (earliestOe: Date | null) =>
+    linkExpiry(earliestOe, now, { renewMarginMs: relinkBefore - now.getTime() }).renew;
+  const toRenew = inputs.filter((i) => {
+    const kept = changes.get(i.mediaId);
+    return kept !== undefined && hasVideo(i.post) && due(kept.earliestOe);
+  });
   const storedVideos = new Map(
     (
       await getPosts(
         deps.db,
         accountId,
-        inputs.filter((i) => hasVideo(i.post)).map((i) => i.mediaId),
+        toRenew.map((i) => i.mediaId),
       )
     ).map((p) => [p.mediaId, p]),
   );
-  for (const input of inputs) {
+  for (const input of toRenew) {
     const stored = storedVideos.get(input.mediaId);
     if (!stored || !hasVideo(stored.post)) continue;
-    if (linkExpiry(stored.earliestOe, now, { renewMarginMs: relinkBefore - now.getTime() }).renew) {
+    if (due(stored.earliestOe)) {
       try {
         const renewed = await renewPostLinks(deps, accountId, input.mediaId, stored.post);
         input.post = renewed.post;
@@ -333,7 +341,7 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   if (error) log.warn({ pages: listing.pages, error }, 'listing incomplete: nothing pruned');
   let newPosts = 0;
   let changedPosts = 0;
-  for (const c of changes.values()) {
+  for (const { change: c } of changes.values()) {
     if (c === 'new') newPosts++;
     else if (c === 'changed') changedPosts++;
   }

@@ -23,7 +23,10 @@ import {
 } from '../../src/store/posts.ts';
 import { saveToken } from '../../src/store/tokens.ts';
 import { demoFeed } from '../../src/demo/demo-feed.ts';
-import { DAY } from '../../src/util/clock.ts';
+import { DAY, HOUR } from '../../src/util/clock.ts';
+import { convertItems } from '../../src/convert/convert-item.ts';
+import { contentHash } from '../../src/feeds/slots.ts';
+import { earliestExpiry } from '../../src/platform/links.ts';
 import { silentLogger } from '../../src/util/logger.ts';
 import { freshDatabase } from '../support/services.ts';
 
@@ -121,6 +124,62 @@ describe('store: what a copy and a sync read', () => {
     expect((await listCopySources(db, 'other-account')).size).toBe(0);
     expect((await getPosts(db, 'acc-s', ['m3', 'm1', 'missing'])).map((p) => p.mediaId).sort()).toEqual(['m1', 'm3']);
     expect(await getPosts(db, 'acc-s', [])).toEqual([]);
+  });
+});
+
+describe('upsertPosts: an unchanged listing writes no post', () => {
+  const at = new Date(Date.UTC(2026, 5, 1));
+  const later = new Date(at.getTime() + HOUR);
+  const oe = (d: Date) => Math.floor(d.getTime() / 1000).toString(16);
+  /** The same photo post, its link signed with `sig` and valid until `until`. */
+  const listed = (sig: string, until: Date, caption = 'unchanged') => {
+    const item = {
+      id: 'up1',
+      caption,
+      media_type: 'IMAGE',
+      media_url: `https://cdn.example.test/v/up1.jpg?oe=${oe(until)}&sig=${sig}`,
+      permalink: 'https://www.example.test/p/up1/',
+      timestamp: '2026-05-30T10:00:00+0000',
+    };
+    const post = convertItems([item]).posts[0]!;
+    return { mediaId: 'up1', post, contentHash: contentHash(post), earliestOe: earliestExpiry(item) ?? null };
+  };
+  const stored = async () =>
+    (
+      await db.query<{ url: string; last_seen_at: Date; earliest_oe: Date }>(
+        `SELECT last_seen_at, earliest_oe FROM posts WHERE account_id = 'acc-u' AND media_id = 'up1'`,
+      )
+    ).rows[0]!;
+  const url = async () => (await getPosts(db, 'acc-u', ['up1']))[0]!.post.media[0]!.url;
+
+  it('same content and links that live no longer: only last_seen moves (the stored links stay); later links or new content are written', async () => {
+    await upsertAccount(db, { id: 'acc-u', username: 'upsert.shop' }, at);
+    const until = new Date(at.getTime() + 3 * DAY);
+    expect(await upsertPosts(db, 'acc-u', [listed('aaa', until)], at)).toEqual(
+      new Map([['up1', { change: 'new', earliestOe: until }]]),
+    );
+    // Listed again, re-signed with the same oe, then with an earlier one: the row keeps its links.
+    for (const [sig, oeAt] of [
+      ['bbb', until],
+      ['ccc', new Date(until.getTime() - DAY)],
+    ] as const) {
+      expect(await upsertPosts(db, 'acc-u', [listed(sig, oeAt)], later)).toEqual(
+        new Map([['up1', { change: 'unchanged', earliestOe: until }]]),
+      );
+      expect(await url()).toContain('sig=aaa');
+      expect((await stored()).last_seen_at).toEqual(later);
+    }
+    // Links that live longer are written.
+    const longer = new Date(until.getTime() + DAY);
+    expect(await upsertPosts(db, 'acc-u', [listed('ddd', longer)], later)).toEqual(
+      new Map([['up1', { change: 'unchanged', earliestOe: longer }]]),
+    );
+    expect(await url()).toContain('sig=ddd');
+    // New content is written, whatever its links.
+    expect(await upsertPosts(db, 'acc-u', [listed('eee', until, 'edited')], later)).toEqual(
+      new Map([['up1', { change: 'changed', earliestOe: until }]]),
+    );
+    expect((await getPosts(db, 'acc-u', ['up1']))[0]!.post.text).toBe('edited');
   });
 });
 
