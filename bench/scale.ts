@@ -15,14 +15,17 @@
  * the store's own functions, because copying 20,000 images first would take longer than the
  * run. Their copies are rows only (no objects): nothing in the run reads them back.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Job, QueueEvents, type Queue } from 'bullmq';
 import type pg from 'pg';
 import { loadConfig, type Config } from '../src/config.ts';
 import { convertItems } from '../src/convert/convert-item.ts';
 import { buildAccountFeed, FEED_CONTENT_TYPE, postHashes } from '../src/feeds/publish.ts';
-import { feedKey, variantKey } from '../src/storage/keys.ts';
+import { feedKey } from '../src/storage/keys.ts';
 import { recordCompleteListing } from '../src/store/listing-guard.ts';
 import { percentile, postCounts, seededRandom } from './feeds.ts';
 import { contentHash, imageSlots } from '../src/feeds/slots.ts';
@@ -33,8 +36,11 @@ import { getAccount, markSynced, upsertAccount } from '../src/store/accounts.ts'
 import { TokenCipher } from '../src/store/crypto.ts';
 import { createPool } from '../src/store/db.ts';
 import { migrate } from '../src/store/migrate.ts';
-import { packVariants, saveFeedPublication, saveMediaCopy, upsertPosts } from '../src/store/posts.ts';
 import { unpackPost } from '../src/store/post-pack.ts';
+import { getFeedPublication, saveFeedPublication, saveMediaCopy, upsertPosts } from '../src/store/posts.ts';
+import { FULL_FEED_FIELDS, mediaItemSchema } from '../src/platform/media-item.ts';
+import { computeBatch, FeedTemplates, SEEDED_COPY, seededCopy, type ComputedBatch } from './seed-templates.ts';
+import { Worker } from 'node:worker_threads';
 import { saveToken } from '../src/store/tokens.ts';
 import { DAY, HOUR, MINUTE } from '../src/util/clock.ts';
 import { bullConnection, createQueue, QUEUE, redisClient } from '../jobs/queues.ts';
@@ -255,18 +261,254 @@ export async function seedAccounts(
   return accounts;
 }
 
-/** The ladder a 1080 px photo gets (MEDIA_VARIANT_WIDTHS' default): what a seeded copy records. */
-const SEEDED_VARIANT_WIDTHS = [160, 240, 360, 540, 810];
+/**
+ * A feed object written straight into s3rver's data folder, in its filesystem store's layout
+ * (s3rver 3: `<bucket>/<key>._S3rver_object`, its MD5 and its metadata beside it): 100,000 PUTs
+ * through s3rver's HTTP stack cost more CPU than the rest of the set-up. The same bytes and
+ * headers as storage.put writes; seedFeeds reads samples back through the storage client.
+ */
+async function writeFeedObject(feedDir: string, accountId: string, json: string): Promise<void> {
+  const base = join(feedDir, `${basename(feedKey(accountId))}._S3rver_`);
+  const body = Buffer.from(json);
+  await writeFile(`${base}object`, body);
+  await writeFile(`${base}object.md5`, createHash('md5').update(body).digest('hex'));
+  await writeFile(
+    `${base}metadata.json`,
+    JSON.stringify({ 'cache-control': 'public, max-age=300', 'content-type': FEED_CONTENT_TYPE }, null, 2),
+  );
+}
+
+/** What one account's earlier sync is seeded from: the account and its whole listing. */
+export interface ListedAccount extends SeededAccount {
+  obtainedAt: Date;
+  items: unknown[];
+}
+
+/**
+ * One account's earlier sync and publish, the slow way: each row written by the store's own
+ * function, the listing converted and the feed built by the worker's own functions, one account
+ * at a time. What seedFeeds writes in bulk must equal this (test/integration/bench-seed.test.ts).
+ */
+export async function seedEarlierSyncSlow(stage: Stage, acc: ListedAccount, now: Date): Promise<void> {
+  await upsertAccount(stage.db, { id: acc.id, username: acc.username }, acc.obtainedAt);
+  await saveToken(
+    stage.db,
+    stage.cipher,
+    {
+      accountId: acc.id,
+      accessToken: acc.token,
+      obtainedAt: acc.obtainedAt,
+      expiresAt: new Date(acc.obtainedAt.getTime() + 60 * DAY),
+    },
+    'imported',
+  );
+  const items = acc.items.map((raw) => mediaItemSchema.parse(raw));
+  const { posts: converted } = convertItems(items, { copyrightItems: 'drop' });
+  const byId = new Map(items.map((i) => [i.id, i]));
+  await upsertPosts(
+    stage.db,
+    acc.id,
+    converted.map((post) => ({
+      mediaId: post.id,
+      post,
+      contentHash: contentHash(post),
+      earliestOe: earliestExpiry(byId.get(post.id)!) ?? null,
+    })),
+    now,
+  );
+  for (const post of converted) {
+    const hash16 = contentHash(post).slice(0, 16);
+    for (const s of imageSlots(post))
+      await saveMediaCopy(stage.db, seededCopy(acc.id, post.id, s.slot, s.sourceId, hash16, now));
+  }
+  const account = (await getAccount(stage.db, acc.id))!;
+  const built = await buildAccountFeed(stage.db, account, (k) => stage.storage.publicUrl(k), now);
+  await stage.storage.put(feedKey(acc.id), Buffer.from(JSON.stringify(built.feed)), {
+    contentType: FEED_CONTENT_TYPE,
+    cacheControl: 'public, max-age=300',
+  });
+  await saveFeedPublication(stage.db, {
+    accountId: acc.id,
+    feedHash: built.hash,
+    publishedAt: now,
+    postCount: built.feed.posts.length,
+    demo: false,
+    earliestOe: built.earliestOe,
+    postHashes: postHashes(built.feed),
+  });
+  await recordCompleteListing(stage.db, acc.id, items.length);
+  await markSynced(stage.db, acc.id, now, { outcome: 'complete', posts: converted.length });
+}
+
+/**
+ * Many accounts' earlier syncs in bulk: what seedEarlierSyncSlow writes, for a batch of accounts
+ * in a few multi-row statements (unnest arrays), the posts through the shape templates
+ * (bench/seed-templates.ts), the feeds written to storage `lanes` at a time. Returns the posts
+ * and copies written.
+ */
+export async function writeEarlierSyncs(
+  stage: Stage,
+  batch: readonly ListedAccount[],
+  templates: FeedTemplates,
+  now: Date,
+): Promise<{ posts: number; images: number; feeds: Array<{ id: string; json: string }> }> {
+  const computed = computeBatch(templates, batch, now);
+  await runStatements(stage, earlierSyncStatements(stage, batch, computed, now));
+  return computed;
+}
+
+type Statement = readonly [sql: string, params: unknown[]];
+
+/** The accounts' rows first (every other table refers to them), then the rest side by side. */
+async function runStatements(stage: Stage, s: { accounts: Statement; rest: Statement[] }): Promise<void> {
+  await stage.db.query(...s.accounts);
+  await Promise.all(s.rest.map((st) => stage.db.query(...st)));
+}
+
+/**
+ * writeEarlierSyncs' statements for a batch whose posts, copies, publications and feeds are
+ * computed (computeBatch, here or in a seeding thread): the accounts' and tokens' rows are added
+ * here (the token is sealed with the stage's key).
+ */
+export function earlierSyncStatements(
+  stage: Stage,
+  batch: readonly ListedAccount[],
+  computed: ComputedBatch,
+  now: Date,
+): { accounts: Statement; rest: Statement[] } {
+  const sealed = batch.map((acc) => stage.cipher.encrypt(acc.token, acc.id));
+  const ids = batch.map((acc) => acc.id);
+  const at = batch.map((acc) => acc.obtainedAt);
+  const expires = batch.map((acc) => new Date(acc.obtainedAt.getTime() + 60 * DAY));
+  const copy = SEEDED_COPY;
+  // The row upsertAccount, then recordCompleteListing and markSynced leave (one statement).
+  const accounts: Statement = [
+    `INSERT INTO accounts (id, username, display_name, avatar_url, account_type, created_at, updated_at,
+                           last_sync_at, last_sync_error, last_sync_error_kind, last_sync_outcome, last_complete_sync_at,
+                           listing_items_last_complete, listing_runaways, listing_paused_until)
+     SELECT id, username, NULL, NULL, NULL, at, at, $4, NULL, NULL, 'complete', $4, items, 0, NULL
+       FROM unnest($1::text[], $2::text[], $3::timestamptz[], $5::int[]) AS r(id, username, at, items)`,
+    [ids, batch.map((acc) => acc.username), at, now, batch.map((acc) => acc.items.length)],
+  ];
+  const rest: Statement[] = [
+    // saveToken's token and its 'imported' event.
+    [
+      `INSERT INTO tokens (account_id, key_id, ciphertext, obtained_at, expires_at, generation, updated_at)
+       SELECT id, k, c, at, e, 1, at FROM unnest($1::text[], $2::text[], $3::bytea[], $4::timestamptz[], $5::timestamptz[]) AS r(id, k, c, at, e)`,
+      [ids, sealed.map((s) => s.keyId), sealed.map((s) => s.ciphertext), at, expires],
+    ],
+    [
+      `INSERT INTO token_events (account_id, kind, expires_at, detail, at, error_kind)
+       SELECT id, 'imported', e, NULL, at, NULL FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS r(id, at, e)`,
+      [ids, at, expires],
+    ],
+    // markSynced's row in the sync history.
+    [
+      `INSERT INTO sync_runs (account_id, at, outcome, error_kind, error, posts, skipped)
+       SELECT id, $2, 'complete', NULL, NULL, n, NULL FROM unnest($1::text[], $3::int[]) AS r(id, n)`,
+      [ids, now, computed.postsPerAccount],
+    ],
+    // upsertPosts' rows, saveMediaCopy's, saveFeedPublication's.
+    [
+      `INSERT INTO posts (account_id, media_id, post, raw, content_hash, earliest_oe, first_seen_at, last_seen_at)
+       SELECT a, m, NULL, decode(r, 'base64'), h, o, $2, $2 FROM json_to_recordset($1::json) AS x(a text, m text, r text, h text, o timestamptz)`,
+      [computed.postsJson, now],
+    ],
+    [
+      `INSERT INTO media_copies (account_id, media_id, slot, source_id, key, width, height, bytes, content_type, variant_sizes, variants, placeholder, copied_at)
+       SELECT a, m, s, src, k, $2, $3, $4, $5, v, NULL, $6::jsonb, $7
+         FROM json_to_recordset($1::json) AS r(a text, m text, s text, src text, k text, v text)`,
+      [
+        computed.copiesJson,
+        copy.width,
+        copy.height,
+        copy.bytes,
+        copy.contentType,
+        JSON.stringify(copy.placeholder),
+        now,
+      ],
+    ],
+    [
+      `INSERT INTO feed_publications (account_id, feed_hash, published_at, post_count, demo, earliest_oe, post_hashes)
+       SELECT a, h, $2, n, false, o, ph FROM json_to_recordset($1::json) AS r(a text, h text, n int, o timestamptz, ph jsonb)`,
+      [computed.publicationsJson, now],
+    ],
+  ];
+  return { accounts, rest };
+}
+
+/** Seeding threads: each computes batches (computeBatch) with templates of its own. */
+class SeedThreads {
+  private readonly workers: Worker[];
+  private next = 0;
+  private seq = 0;
+  private readonly waiting = new Map<number, { resolve: (r: ComputedBatch) => void; reject: (e: Error) => void }>();
+  checked = 0;
+  shapes = 0;
+
+  constructor(count: number, publicBase: string) {
+    this.workers = Array.from({ length: count }, () => {
+      // A young generation big enough for a batch's strings: with V8's default, collecting the
+      // garbage of the rows cost as much as making them.
+      // The thread loads TypeScript through tsx as this process does (a worker does not inherit
+      // the --import of its process on Node 20).
+      const entry = JSON.stringify(new URL('./seed-worker.ts', import.meta.url).href);
+      const w = new Worker(`import { register } from 'tsx/esm/api'; register(); await import(${entry});`, {
+        eval: true,
+        workerData: { publicBase },
+        resourceLimits: { maxYoungGenerationSizeMb: 96 },
+      });
+      w.on('message', (m: { id: number; result?: ComputedBatch; error?: string; checked: number; shapes: number }) => {
+        const p = this.waiting.get(m.id)!;
+        this.waiting.delete(m.id);
+        this.checked += m.checked;
+        this.shapes = Math.max(this.shapes, m.shapes);
+        if (m.error !== undefined) p.reject(new Error(m.error));
+        else p.resolve(m.result!);
+      });
+      const fail = (err: Error) => {
+        for (const p of this.waiting.values()) p.reject(err);
+        this.waiting.clear();
+      };
+      w.on('error', fail);
+      w.on('exit', (code) => {
+        if (!this.closing) fail(new Error(`bench: a seeding thread exited (${code})`));
+      });
+      return w;
+    });
+  }
+
+  compute(
+    accounts: ReadonlyArray<{ id: string; username: string; items: unknown[] }>,
+    now: Date,
+  ): Promise<ComputedBatch> {
+    const id = ++this.seq;
+    const w = this.workers[this.next++ % this.workers.length]!;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      w.postMessage({ id, accounts: accounts.map(({ id: a, username, items }) => ({ id: a, username, items })), now });
+    });
+  }
+
+  private closing = false;
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(this.workers.map((w) => w.terminate()));
+  }
+}
 
 /**
  * Realistic feeds, fast, for the soak at 100,000 accounts: the accounts live in the simulator
  * (bench/feeds.ts draws their posts), and each one's state as an earlier sync and publish left it
- * is written with few round trips: its listing read over HTTP and converted as the worker does,
- * the posts upserted in one statement, every image's copy recorded in one statement (as a
- * 1080 px photo's copy: the original, five WebP variants and a placeholder, so the rows have
- * their real size although the simulator's pictures are tiny and no object is uploaded), the feed
- * built by the worker's own function and written to storage (the worker HEADs it every sync),
- * its publication and the complete listing recorded. `tokenAgeMs(i)` is account i's token age.
+ * (seedEarlierSyncSlow's rows, written in bulk by writeEarlierSyncs): its listing read from the
+ * simulator's own handler in-process and turned into posts through the worker's functions once
+ * per shape of post (bench/seed-templates.ts), every image's copy recorded (as a 1080 px photo's
+ * copy: the original, five WebP variants and a placeholder, so the rows have their real size
+ * although the simulator's pictures are tiny and no object is uploaded), the feed written to
+ * storage (the worker HEADs it every sync), its publication and the complete listing recorded,
+ * `batchSize` accounts per statement. Sample accounts' feeds are then built by buildAccountFeed
+ * from the rows and compared. `tokenAgeMs(i)` is account i's token age.
  */
 export async function seedFeeds(
   stage: Stage,
@@ -275,138 +517,139 @@ export async function seedFeeds(
     /** Mean posts per account (truncated geometric over 1..100), or a fixed number of posts. */
     meanPosts?: number;
     fixedPosts?: number;
+    /** The posts each account has, when given (overrides meanPosts and fixedPosts). */
+    postCounts?: number[];
     prefix: string;
     now: Date;
     seed: number;
     tokenAgeMs: (i: number) => number;
     /** Links signed up to this long ago (spreads oe deadlines over days). */
     signedSpreadMs: number;
-    lanes?: number;
+    batchSize?: number;
+    /** Seeding threads computing the batches (2: the cores of the machine the soak targets). */
+    threads?: number;
   },
   say: Say,
-): Promise<{ accounts: SeededAccount[]; posts: number; images: number; seconds: Record<string, number> }> {
+): Promise<{
+  accounts: SeededAccount[];
+  posts: number;
+  images: number;
+  seconds: Record<string, number>;
+  cpuSeconds: Record<string, number>;
+}> {
   const t0 = performance.now();
   const counts =
-    opts.fixedPosts !== undefined
+    opts.postCounts ??
+    (opts.fixedPosts !== undefined
       ? Array.from({ length: opts.count }, () => opts.fixedPosts!)
-      : postCounts(opts.count, { mean: opts.meanPosts ?? 24, seed: opts.seed });
+      : postCounts(opts.count, { mean: opts.meanPosts ?? 24, seed: opts.seed }));
   const ages = counts.map((_, i) => opts.tokenAgeMs(i));
+  const batchSize = opts.batchSize ?? 500;
   const accounts: SeededAccount[] = [];
-  for (let done = 0; done < opts.count; done += 1000) {
-    const end = Math.min(opts.count, done + 1000);
-    accounts.push(
-      ...(await stage.services.feedAccounts({
-        usernamePrefix: `${opts.prefix}${done / 1000}x`,
-        postCounts: counts.slice(done, end),
-        tokenAgesMs: ages.slice(done, end),
-        signedSpreadMs: opts.signedSpreadMs,
-        seed: opts.seed * 1000 + done / 1000,
-      })),
-    );
-  }
-  const simSeconds = (performance.now() - t0) / 1000;
-  const lanes = opts.lanes ?? 24;
-  const t1 = performance.now();
-  await pool(accounts, lanes, async (acc, i) => {
-    const obtainedAt = new Date(opts.now.getTime() - ages[i]!);
-    await upsertAccount(stage.db, { id: acc.id, username: acc.username }, obtainedAt);
-    await saveToken(
-      stage.db,
-      stage.cipher,
-      { accountId: acc.id, accessToken: acc.token, obtainedAt, expiresAt: new Date(obtainedAt.getTime() + 60 * DAY) },
-      'imported',
-    );
-  });
-  const accountsSeconds = (performance.now() - t1) / 1000;
-  const t2 = performance.now();
-  let posts = 0;
-  let images = 0;
-  let done = 0;
   const cpu0 = process.cpuUsage();
   const child0 = await stage.services.stats();
-  await pool(accounts, lanes, async (acc) => {
-    const listing = await stage.platform.listMedia(acc.token, { pageSize: stage.config.PAGE_SIZE });
-    const { posts: converted } = convertItems(listing.items, { copyrightItems: 'drop' });
-    const byId = new Map(listing.items.map((i) => [i.id, i]));
-    await upsertPosts(
-      stage.db,
-      acc.id,
-      converted.map((post) => ({
-        mediaId: post.id,
-        post,
-        contentHash: contentHash(post),
-        earliestOe: earliestExpiry(byId.get(post.id)!) ?? null,
-      })),
-      opts.now,
+  const listingOpts = { version: 'v25.0', fields: FULL_FEED_FIELDS.join(','), limit: stage.config.PAGE_SIZE };
+  // The simulator's side of batch k+1 (accounts made, listings read) runs while this process
+  // converts and writes batch k.
+  const fetchBatch = async (start: number): Promise<ListedAccount[]> => {
+    const end = Math.min(opts.count, start + batchSize);
+    const made = await stage.services.feedAccounts({
+      usernamePrefix: `${opts.prefix}${start}x`,
+      postCounts: counts.slice(start, end),
+      tokenAgesMs: ages.slice(start, end),
+      signedSpreadMs: opts.signedSpreadMs,
+      seed: opts.seed * 1000 + start / batchSize,
+    });
+    const listings = await stage.services.listings(
+      made.map((m) => m.id),
+      listingOpts,
     );
-    const rows: Array<[string, string, string, string, string]> = [];
-    for (const post of converted) {
-      for (const s of imageSlots(post)) {
-        const key = `media/${acc.id}/${post.id}/${s.slot}-${contentHash(post).slice(0, 16)}.jpg`;
-        // As the store records them (packVariants): their keys follow from the original's.
-        const variants = SEEDED_VARIANT_WIDTHS.map((w) => ({
-          key: variantKey(key, w, 'image/webp'),
-          width: w,
-          height: Math.round((w * 1350) / 1080),
-          contentType: 'image/webp',
-        }));
-        rows.push([post.id, s.slot, s.sourceId, key, packVariants(key, variants)!]);
-      }
-    }
-    if (rows.length)
-      await stage.db.query(
-        `INSERT INTO media_copies (account_id, media_id, slot, source_id, key, width, height, bytes, content_type, variant_sizes, placeholder, copied_at)
-         SELECT $1, m, sl, src, k, 1080, 1350, 180000, 'image/jpeg', v,
-                jsonb_build_object('color', '#7a6b5c', 'thumbhash', 'HBkSHYSIeHiPiHh8eJd4eTN0EEQG'), $7
-           FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS r(m, sl, src, k, v)`,
-        [
-          acc.id,
-          rows.map((r) => r[0]),
-          rows.map((r) => r[1]),
-          rows.map((r) => r[2]),
-          rows.map((r) => r[3]),
-          rows.map((r) => r[4]),
-          opts.now,
-        ],
+    return made.map((m, i) => ({
+      ...m,
+      obtainedAt: new Date(opts.now.getTime() - ages[start + i]!),
+      items: listings[i]!,
+    }));
+  };
+  let posts = 0;
+  let images = 0;
+  // The storage's public address of a key: its base, for the seeding threads (the samples
+  // below compare what they built with buildAccountFeed's, which uses storage.publicUrl).
+  const probeKey = feedKey('1');
+  const publicBase = stage.storage.publicUrl(probeKey).slice(0, -probeKey.length);
+  const threads = new SeedThreads(opts.threads ?? 2, publicBase);
+  // The simulator's side of the batches (accounts made, listings read) runs ahead; the seeding
+  // threads compute batches side by side; this thread writes each batch's rows and feeds. At
+  // most `ahead` batches are between the simulator and written.
+  const ahead = 4;
+  const inFlight: Array<Promise<void>> = [];
+  const feedDir = join(stage.services.ready.s3Directory, stage.services.ready.bucket, 'feeds');
+  await mkdir(feedDir, { recursive: true });
+  let simulatorChain: Promise<unknown> = Promise.resolve();
+  try {
+    for (let start = 0; start < opts.count; start += batchSize) {
+      if (inFlight.length >= ahead) await inFlight.shift();
+      // The simulator answers one batch at a time (one process): chained, in order.
+      const listed: Promise<ListedAccount[]> = simulatorChain.then(() => fetchBatch(start));
+      simulatorChain = listed.catch(() => undefined);
+      inFlight.push(
+        listed.then(async (batch) => {
+          const computed = await threads.compute(batch, opts.now);
+          posts += computed.posts;
+          images += computed.images;
+          await Promise.all([
+            runStatements(stage, earlierSyncStatements(stage, batch, computed, opts.now)),
+            pool(computed.feeds, 8, (fd) => writeFeedObject(feedDir, fd.id, fd.json)),
+          ]);
+          accounts.push(...batch.map(({ id, username, token }) => ({ id, username, token })));
+          if (accounts.length % 5000 === 0 || accounts.length === opts.count)
+            process.stderr.write(`\r  seeded ${accounts.length} of ${opts.count} accounts' earlier sync`);
+        }),
       );
+    }
+    await Promise.all(inFlight);
+  } finally {
+    await Promise.allSettled(inFlight);
+    await threads.close();
+  }
+  process.stderr.write('\n');
+  // Sample feeds read back through the storage client, as the worker's HEAD and GET see them.
+  for (const acc of [accounts[0]!, accounts.at(-1)!]) {
+    const got = await stage.storage.get(feedKey(acc.id));
+    const feed = got ? (JSON.parse(got.body.toString()) as { origin?: { id?: string } }) : undefined;
+    if (feed?.origin?.id !== acc.id || got?.contentType !== FEED_CONTENT_TYPE)
+      throw new Error(`bench: the seeded feed of account ${acc.id} cannot be read back from storage`);
+  }
+  // Sample accounts' feeds, built by the worker's own function from the rows just written.
+  const samples = [0, Math.floor(accounts.length / 2), accounts.length - 1].filter(
+    (v, i, all) => all.indexOf(v) === i && v >= 0,
+  );
+  for (const i of samples) {
+    const acc = accounts[i]!;
     const account = (await getAccount(stage.db, acc.id))!;
     const built = await buildAccountFeed(stage.db, account, (k) => stage.storage.publicUrl(k), opts.now);
-    await stage.storage.put(feedKey(acc.id), Buffer.from(JSON.stringify(built.feed)), {
-      contentType: FEED_CONTENT_TYPE,
-      cacheControl: 'public, max-age=300',
-    });
-    await saveFeedPublication(stage.db, {
-      accountId: acc.id,
-      feedHash: built.hash,
-      publishedAt: opts.now,
-      postCount: built.feed.posts.length,
-      demo: false,
-      earliestOe: built.earliestOe,
-      postHashes: postHashes(built.feed),
-    });
-    await recordCompleteListing(stage.db, acc.id, listing.items.length);
-    await markSynced(stage.db, acc.id, opts.now, { outcome: 'complete', posts: converted.length });
-    posts += converted.length;
-    images += rows.length;
-    if (++done % 5000 === 0) process.stderr.write(`\r  seeded ${done} of ${accounts.length} accounts' earlier sync`);
-  });
-  if (accounts.length >= 5000) process.stderr.write('\n');
-  const syncSeconds = (performance.now() - t2) / 1000;
+    const pub = (await getFeedPublication(stage.db, acc.id))!;
+    if (
+      built.hash !== pub.feedHash ||
+      built.feed.posts.length !== pub.postCount ||
+      (built.earliestOe?.getTime() ?? null) !== (pub.earliestOe?.getTime() ?? null) ||
+      !isDeepStrictEqual(postHashes(built.feed), pub.postHashes)
+    )
+      throw new Error(`bench: the seeded publication of account ${acc.id} is not the feed buildAccountFeed builds`);
+  }
+  const seconds = (performance.now() - t0) / 1000;
   const cpu1 = process.cpuUsage(cpu0);
   const child1 = await stage.services.stats();
-  process.stderr.write(
-    `  seeding CPU: this process ${((cpu1.user + cpu1.system) / 1e6).toFixed(1)} s, simulator+s3rver ${(child1.cpuUserS + child1.cpuSystemS - child0.cpuUserS - child0.cpuSystemS).toFixed(1)} s\n`,
-  );
-  say(
-    `  ${opts.count} accounts, ${posts} posts (${(posts / opts.count).toFixed(1)} per account), ${images} image copies recorded: ` +
-      `simulator ${simSeconds.toFixed(0)} s, accounts and tokens ${accountsSeconds.toFixed(0)} s, earlier syncs (listing, posts, copies, feed written) ${syncSeconds.toFixed(0)} s`,
-  );
-  return {
-    accounts,
-    posts,
-    images,
-    seconds: { simulator: simSeconds, accounts: accountsSeconds, syncs: syncSeconds },
+  const cpuSeconds = {
+    bench: (cpu1.user + cpu1.system) / 1e6,
+    simulatorAndS3: child1.cpuUserS + child1.cpuSystemS - child0.cpuUserS - child0.cpuSystemS,
   };
+  say(
+    `  ${opts.count} accounts, ${posts} posts (${(posts / opts.count).toFixed(1)} per account), ${images} image copies recorded, ` +
+      `${threads.shapes} shapes of post (${threads.checked} posts checked against the worker's functions): ${seconds.toFixed(0)} s; ` +
+      `CPU: this process ${cpuSeconds.bench.toFixed(0)} s, ` +
+      `simulator+s3rver ${cpuSeconds.simulatorAndS3.toFixed(0)} s`,
+  );
+  return { accounts, posts, images, seconds: { total: seconds }, cpuSeconds };
 }
 
 /**
@@ -836,7 +1079,13 @@ export async function runScale(args: ScaleArgs, say: Say): Promise<Record<string
         workerCpuSeconds: cpuSeconds,
         failedSyncJobs,
       },
-      seeded: { posts: seeded.posts, images: seeded.images, seconds: seeded.seconds, prescheduleSeconds },
+      seeded: {
+        posts: seeded.posts,
+        images: seeded.images,
+        seconds: seeded.seconds,
+        cpuSeconds: seeded.cpuSeconds,
+        prescheduleSeconds,
+      },
       setupSeconds,
       totalSeconds: (performance.now() - started) / 1000,
       memory,

@@ -36,6 +36,8 @@ export interface ServicesChild {
   deletePosts(accountIds: string[], seed: number): Promise<number>;
   /** The next sync of each account fails (its listing answers 500 to every try). */
   fail(accountIds: string[]): Promise<void>;
+  /** Each account's whole listing (every page's items), answered in-process by the simulator. */
+  listings(accountIds: string[], opts: { version: string; fields: string; limit: number }): Promise<unknown[][]>;
   setClock(ms: number): Promise<void>;
   /** Request counts of the simulator's record (GET /__sim/request-counts). */
   requestCounts(): Promise<RequestCounts>;
@@ -99,6 +101,8 @@ export async function startServicesChild(opts: {
     fail: async (accountIds) => {
       await child.ask({ type: 'fail', accountIds });
     },
+    listings: async (accountIds, o) =>
+      (await child.ask({ type: 'listings', accountIds, ...o })).listings as unknown[][],
     setClock: async (setMs) => {
       await child.ask({ type: 'clock', setMs });
     },

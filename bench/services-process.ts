@@ -37,6 +37,8 @@ export interface ChildReady {
   imageHost: string;
   s3Endpoint: string;
   bucket: string;
+  /** s3rver's data folder: the soak's set-up writes feeds there in s3rver's own layout. */
+  s3Directory: string;
   /** The simulator's (manual, never moved) clock: the pipeline uses a ManualClock at the same time. */
   clockMs: number;
 }
@@ -95,6 +97,18 @@ const request = z.discriminatedUnion('type', [
   }),
   /** A post deleted at the source on each account (its newest, one of its others at random). */
   z.object({ id: z.number(), type: z.literal('delete'), accountIds: z.array(z.string()), seed: z.number().int() }),
+  /**
+   * Each account's whole listing, every page, as the media edge answers it (the simulator's own
+   * handler, in-process): the soak's set-up reads 100,000 listings without 100,000 HTTP calls.
+   */
+  z.object({
+    id: z.number(),
+    type: z.literal('listings'),
+    accountIds: z.array(z.string()),
+    version: z.string(),
+    fields: z.string(),
+    limit: z.number().int().positive(),
+  }),
   z.object({ id: z.number(), type: z.literal('clock'), setMs: z.number() }),
   z.object({ id: z.number(), type: z.literal('close') }),
 ]);
@@ -289,6 +303,24 @@ async function main(): Promise<void> {
           }
           return {};
         }
+        case 'listings': {
+          const listings = m.accountIds.map((accountId) => {
+            const token = tokens.get(accountId);
+            if (!token) throw new Error(`no token for account ${accountId}`);
+            const items: unknown[] = [];
+            let query: Record<string, string> = { access_token: token, fields: m.fields, limit: String(m.limit) };
+            for (;;) {
+              const reply = sim.graphGet(`/${m.version}/me/media`, query);
+              if (reply.status !== 200) throw new Error(`listing of ${accountId}: HTTP ${reply.status}`);
+              const page = JSON.parse(reply.body) as { data: unknown[]; paging?: { next?: string } };
+              items.push(...page.data);
+              if (!page.paging?.next) break;
+              query = Object.fromEntries(new URL(page.paging.next).searchParams);
+            }
+            return items;
+          });
+          return { listings };
+        }
         case 'clock':
           sim.clock.set(new Date(m.setMs));
           return { now: sim.clock.now().getTime() };
@@ -308,6 +340,7 @@ async function main(): Promise<void> {
     imageHost: sim.imageHost,
     s3Endpoint: s3.endpoint,
     bucket: s3.bucket,
+    s3Directory: s3.directory,
     clockMs: sim.clock.now().getTime(),
   };
   sendReady(ready);

@@ -362,6 +362,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     },
     injectFault: (f) => faults.add(f),
     clearFaults: () => faults.clear(),
+    graphGet: (path, query) => {
+      const reply = handleGraph(ctx, { method: 'GET', path, query });
+      return { status: reply.status, body: reply.body.toString() };
+    },
     close: async () => {
       if (closed) return;
       closed = true;

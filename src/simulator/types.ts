@@ -204,5 +204,12 @@ export interface Simulator {
   autoApprove: string | null;
   injectFault(f: FaultSpec): void;
   clearFaults(): void;
+  /**
+   * A GET on the graph host answered in-process by the same handler as over HTTP (path below the
+   * host, e.g. '/v25.0/me/media'), without faults, rate limits or a record of the request. For
+   * set-ups that read many listings (the benchmark's soak reads 100,000), not for tests of the
+   * client: those go over HTTP.
+   */
+  graphGet(path: string, query: Record<string, string>): { status: number; body: string };
   close(): Promise<void>;
 }

@@ -25,6 +25,8 @@ export const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3R
 export interface TestS3 {
   endpoint: string;
   bucket: string;
+  /** s3rver's data folder (the benchmark's set-up writes objects there directly). */
+  directory: string;
   /** Stop for good and remove the data folder. */
   close(): Promise<void>;
   /** Simulate storage down: the port refuses connections. */
@@ -71,6 +73,7 @@ export async function startS3(
   return {
     endpoint: `http://127.0.0.1:${port}`,
     bucket,
+    directory,
     stop,
     start,
     close: async () => {
