@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { Clock } from '../util/clock.ts';
 import type { Logger } from '../util/logger.ts';
 import { redactText } from '../util/redact.ts';
-import { getAccount, listAccounts, type AccountWithExpiry } from '../store/accounts.ts';
+import { getAccount, eachAccount, type AccountWithExpiry } from '../store/accounts.ts';
 import { AccountLifecycle, NO_SCHEDULES } from '../accounts/lifecycle.ts';
 import { forgetAlert, recordAlertOnce, type AlertKey } from '../store/alerts-sent.ts';
 import { getTokenInfo } from '../store/tokens.ts';
@@ -66,12 +66,12 @@ export interface SweepResult {
  */
 export async function runExpirySweep(deps: SweepDeps): Promise<SweepResult> {
   const now = deps.clock.now();
-  const accounts = await listAccounts(deps.db, now, { withTokenOnly: true });
   const result: SweepResult = { checked: 0, sent: [], failed: [] };
   const lifecycle =
     deps.lifecycle ??
     new AccountLifecycle({ ...deps, schedules: NO_SCHEDULES, alertReauth: (id) => alertReauthRequired(deps, id) });
-  for (const account of accounts) {
+  // A page of accounts at a time (eachAccount), not every account in memory at once.
+  for await (const account of eachAccount(deps.db, now, { withTokenOnly: true })) {
     if (!account.expiresAt) continue;
     result.checked++;
     try {

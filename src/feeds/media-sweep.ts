@@ -5,7 +5,7 @@ import type { ObjectStorage } from '../storage/types.ts';
 import { sweepOrphans } from '../mirror/copy.ts';
 import { listPosts, deleteMediaCopies, getFeedPublication } from '../store/posts.ts';
 import { publishedIds } from './publication.ts';
-import { listAccounts } from '../store/accounts.ts';
+import { eachAccount } from '../store/accounts.ts';
 
 /**
  * The periodic media sweep (R-LNK-6): objects under media/<account>/<media>/ whose post no longer
@@ -26,9 +26,11 @@ export async function runMediaSweep(deps: {
   clock: Clock;
   logger: Logger;
 }): Promise<MediaSweepResult> {
-  const accounts = await listAccounts(deps.db, deps.clock.now());
+  let accounts = 0;
   let removedMedia = 0;
-  for (const account of accounts) {
+  // A page of accounts at a time (eachAccount): the sweep visits every account once a day.
+  for await (const account of eachAccount(deps.db, deps.clock.now())) {
+    accounts++;
     const keep = new Set((await listPosts(deps.db, account.id)).map((p) => p.mediaId));
     // R-OWN-6: and every post the published feed still shows (kept as last published).
     for (const id of publishedIds(await getFeedPublication(deps.db, account.id)) ?? []) keep.add(id);
@@ -41,5 +43,5 @@ export async function runMediaSweep(deps: {
         'media sweep removed the objects of deleted posts',
       );
   }
-  return { accounts: accounts.length, removedMedia };
+  return { accounts, removedMedia };
 }

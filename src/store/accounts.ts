@@ -150,7 +150,6 @@ export async function getAccount(db: Db, id: string): Promise<Account | null> {
   return rows[0] ? toAccount(rows[0]) : null;
 }
 
-/** Every account (ordered by username) with its token's expiry and days left at `now`. */
 /**
  * Ids of the accounts that are scheduled: active, with a token. Ids only: the worker's start and
  * the reconciler need nothing else, and 10,000 full rows (with their last errors and skipped
@@ -163,30 +162,30 @@ export async function listScheduledAccountIds(db: Db): Promise<string[]> {
   return rows.map((r) => r.id);
 }
 
-export async function listAccounts(
-  db: Db,
-  now: Date,
-  opts: { status?: AccountStatus; withTokenOnly?: boolean } = {},
-): Promise<AccountWithExpiry[]> {
-  const { rows } = await db.query<
-    AccountRow & {
-      expires_at: Date | null;
-      obtained_at: Date | null;
-      refresh_failures: number | null;
-      last_refresh_error: string | null;
-      last_refresh_error_kind: ErrorKind | null;
-      last_refresh_attempt_at: Date | null;
-      has_token: boolean;
-    }
-  >(
-    `SELECT a.*, t.expires_at, t.obtained_at, t.refresh_failures, t.last_refresh_error, t.last_refresh_error_kind,
-            t.last_refresh_attempt_at, (t.account_id IS NOT NULL) AS has_token
-       FROM accounts a ${opts.withTokenOnly ? 'JOIN' : 'LEFT JOIN'} tokens t ON t.account_id = a.id
-      WHERE ($1::text IS NULL OR a.status = $1)
-      ORDER BY a.username, a.id`,
-    [opts.status ?? null],
-  );
-  return rows.map((r) => ({
+type AccountWithExpiryRow = AccountRow & {
+  expires_at: Date | null;
+  obtained_at: Date | null;
+  refresh_failures: number | null;
+  last_refresh_error: string | null;
+  last_refresh_error_kind: ErrorKind | null;
+  last_refresh_attempt_at: Date | null;
+  has_token: boolean;
+};
+
+export interface AccountFilter {
+  status?: AccountStatus;
+  /** Only accounts holding a token (the expiry sweep's). */
+  withTokenOnly?: boolean;
+}
+
+const WITH_EXPIRY = (opts: AccountFilter): string =>
+  `SELECT a.*, t.expires_at, t.obtained_at, t.refresh_failures, t.last_refresh_error, t.last_refresh_error_kind,
+          t.last_refresh_attempt_at, (t.account_id IS NOT NULL) AS has_token
+     FROM accounts a ${opts.withTokenOnly ? 'JOIN' : 'LEFT JOIN'} tokens t ON t.account_id = a.id
+    WHERE ($1::text IS NULL OR a.status = $1)`;
+
+function withExpiry(r: AccountWithExpiryRow, now: Date): AccountWithExpiry {
+  return {
     ...toAccount(r),
     hasToken: r.has_token,
     expiresAt: r.expires_at,
@@ -196,7 +195,47 @@ export async function listAccounts(
     lastRefreshError: r.last_refresh_error,
     lastRefreshErrorKind: r.last_refresh_error_kind,
     lastRefreshAttemptAt: r.last_refresh_attempt_at,
-  }));
+  };
+}
+
+/**
+ * Every account (ordered by username) with its token's expiry and days left at `now`, in one
+ * array: for what shows them all (the dashboard, `accounts list`). A job that visits every account
+ * uses eachAccount instead.
+ */
+export async function listAccounts(db: Db, now: Date, opts: AccountFilter = {}): Promise<AccountWithExpiry[]> {
+  const { rows } = await db.query<AccountWithExpiryRow>(`${WITH_EXPIRY(opts)} ORDER BY a.username, a.id`, [
+    opts.status ?? null,
+  ]);
+  return rows.map((r) => withExpiry(r, now));
+}
+
+/** Accounts read per query by eachAccount. */
+export const ACCOUNT_PAGE = 500;
+
+/**
+ * Every account as listAccounts gives it, a page at a time in id order (keyset: an account added
+ * or removed meanwhile neither repeats nor hides another). The daily sweeps visit every account
+ * through this: 100,000 rows read at once held about 370 MB of the worker's heap for the length of
+ * the sweep (docs/capacity.md); a page holds about 2 MB.
+ */
+export async function* eachAccount(
+  db: Db,
+  now: Date,
+  opts: AccountFilter & { pageSize?: number } = {},
+): AsyncGenerator<AccountWithExpiry> {
+  const pageSize = opts.pageSize ?? ACCOUNT_PAGE;
+  let after = '';
+  for (;;) {
+    const { rows } = await db.query<AccountWithExpiryRow>(`${WITH_EXPIRY(opts)} AND a.id > $2 ORDER BY a.id LIMIT $3`, [
+      opts.status ?? null,
+      after,
+      pageSize,
+    ]);
+    for (const r of rows) yield withExpiry(r, now);
+    if (rows.length < pageSize) return;
+    after = rows[rows.length - 1]!.id;
+  }
 }
 
 /**

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  eachAccount,
   getAccount,
   listAccounts,
   markSynced,
@@ -79,6 +80,45 @@ describe('accounts', () => {
     expect(listed.daysLeft).toBe(49);
     expect(listed.hasToken).toBe(true);
     expect(JSON.stringify(listed)).not.toContain('tok-A');
+  });
+
+  it('eachAccount visits every account once, a page at a time, as listAccounts gives them', async () => {
+    const ids = [await newAccount(), await newAccount(), await newAccount(), await newAccount(), await newAccount()];
+    for (const id of ids.slice(0, 3))
+      await saveToken(
+        pool,
+        cipher,
+        { accountId: id, accessToken: 'tok', obtainedAt: t0, expiresAt: later(60 * DAY) },
+        'exchanged',
+      );
+    const now = later(DAY);
+    const all = await listAccounts(pool, now);
+    const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : 1);
+
+    // Pages of 2 over at least 5 accounts: page boundaries fall inside the list, and the last
+    // page may be short or empty.
+    const paged = [];
+    for await (const a of eachAccount(pool, now, { pageSize: 2 })) paged.push(a);
+    expect(paged.map((a) => a.id)).toEqual(all.map((a) => a.id).sort());
+    expect(paged).toEqual([...all].sort(byId));
+
+    const withToken = [];
+    for await (const a of eachAccount(pool, now, { withTokenOnly: true, pageSize: 2 })) withToken.push(a.id);
+    expect(withToken).toEqual(expect.arrayContaining(ids.slice(0, 3)));
+    expect(withToken).not.toContain(ids[3]);
+    expect(withToken).toEqual((await listAccounts(pool, now, { withTokenOnly: true })).map((a) => a.id).sort());
+
+    // An account removed while the sweep is between pages is simply not visited; none repeats.
+    // The last of ours in id order has four of ours before it, so it is past the first page.
+    const removed = [...ids].sort().at(-1)!;
+    const seen: string[] = [];
+    for await (const a of eachAccount(pool, now, { pageSize: 2 })) {
+      seen.push(a.id);
+      if (seen.length === 1) await removeAccount(pool, removed, now);
+    }
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen).not.toContain(removed);
+    expect(seen).toHaveLength(all.length - 1);
   });
 
   it('status transitions with `from` happen once and record an event', async () => {
