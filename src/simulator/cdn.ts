@@ -15,6 +15,18 @@ function dimensions(p: PostRecord | undefined, slot: string): { width: number; h
   return { width: p.width, height: p.height };
 }
 
+/**
+ * Which bundled photo a picture of a photo account shows: three numbers per post in the order
+ * posts were added (a carousel's slides take the next ones) plus the picture's revision. Thirteen
+ * neighbouring posts in a grid, and the slides of a carousel, show different photos; a changed
+ * picture (a new rev) shows another one.
+ */
+function photoNumber(p: PostRecord, slot: string): number {
+  const slide = Number(/^s(\d+)-/.exec(slot)?.[1] ?? 0);
+  const rev = Number(/-r(\d+)$/.exec(slot)?.[1] ?? 0);
+  return p.seq * 3 + slide + rev;
+}
+
 export async function handleCdn(ctx: SimContext, r: SimRequest): Promise<Reply> {
   if (r.method !== 'GET' && r.method !== 'HEAD') return text(405, 'Method not allowed');
   const v = ctx.signer.verify(r.path, r.query);
@@ -38,8 +50,14 @@ export async function handleCdn(ctx: SimContext, r: SimRequest): Promise<Reply> 
     };
   }
   const { width, height } = dimensions(post, slot);
-  const profile = mediaId === accountId ? ctx.state.accounts.get(accountId) : undefined;
-  const body = await jpegFor(`${mediaId}/${slot}`, width, height, profile?.name);
+  const account = ctx.state.accounts.get(accountId);
+  const look =
+    mediaId === accountId
+      ? { avatarName: account?.name }
+      : post && account?.photos
+        ? { photo: photoNumber(post, slot) }
+        : {};
+  const body = await jpegFor(`${mediaId}/${slot}`, width, height, look);
   return {
     status: 200,
     headers: { ...headers, 'content-type': 'image/jpeg', 'content-length': String(body.length) },

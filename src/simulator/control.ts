@@ -26,6 +26,7 @@ const accountBody = z.strictObject({
   accountType: z.enum(['BUSINESS', 'MEDIA_CREATOR', 'PERSONAL']).optional(),
   posts: z.number().int().min(0).max(10_000).optional(),
   tester: z.boolean().optional(),
+  photos: z.boolean().optional(),
 });
 
 const postBody = z.strictObject({

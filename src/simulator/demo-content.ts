@@ -3,9 +3,10 @@ import type { PostSpec, SimAccountOptions } from './types.ts';
 
 /**
  * What the demo's accounts post: captions a small business writes (with hashtags), photos,
- * carousels and reels, in an order that looks like a real profile. The pictures themselves are
- * generated scenes (images.ts), varied per post. Tests that need every odd shape of the platform
- * use the deterministic mix of state.ts instead.
+ * carousels and reels, in an order that looks like a real profile. The demo creates its accounts
+ * with `photos: true`, so their pictures are the bundled photographs of photos.ts (credited in
+ * photos/CREDITS.md), a different one for each neighbouring post and slide. Tests that need every
+ * odd shape of the platform use the deterministic mix of state.ts instead (and generated scenes).
  */
 
 const CAPTIONS: readonly string[] = [

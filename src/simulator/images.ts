@@ -1,11 +1,13 @@
-import sharp from 'sharp';
+import sharp, { type Sharp } from 'sharp';
+import { bundledPhoto } from './photos.ts';
 import { avatarSvg, sceneSvg } from './scene.ts';
 
 /**
  * The bytes behind the fake CDN's links: real JPEGs, distinct per media and slot (a generated
- * landscape, scene.ts, chosen by a hash of the key; the key itself is in the EXIF description,
- * never drawn, R-SIM-3), and a tiny MP4-shaped body for video files (never decoded by feedmirror: videos are
- * not copied, R-LNK-5).
+ * landscape, scene.ts, chosen by a hash of the key; or, for an account that posts photographs, a
+ * bundled photo cropped to the post's size, photos.ts; the key itself is in the EXIF description,
+ * never drawn, R-SIM-3), and a tiny MP4-shaped body for video files (never decoded by feedmirror:
+ * videos are not copied, R-LNK-5).
  *
  * Rendered JPEGs are kept in a small LRU cache (bounded by entries AND bytes): a fake's cache must
  * not grow with the number of posts served, or a long simulator run (or the benchmark) holds every
@@ -62,19 +64,34 @@ const DRAW_SIZE = 480;
 /** Where the key sits in every JPEG: the EXIF description (invisible; `imageKeyOf` reads it back). */
 export const KEY_PREFIX = 'feedmirror-simulator ';
 
-async function render(key: string, width: number, height: number, avatarName: string | undefined): Promise<Buffer> {
-  const scale = Math.min(1, DRAW_SIZE / Math.max(width, height));
-  const w = Math.max(1, Math.round(width * scale));
-  const h = Math.max(1, Math.round(height * scale));
-  const svg = avatarName !== undefined ? avatarSvg(key, avatarName, Math.max(w, h)) : sceneSvg(key, w, h);
-  // Drawn small, then scaled up from raw pixels: softer (as a photo) and faster than drawing it full size.
-  const drawn = await sharp(Buffer.from(svg)).removeAlpha().raw().toBuffer({ resolveWithObject: true });
-  const { width: dw, height: dh, channels } = drawn.info;
-  return sharp(drawn.data, { raw: { width: dw, height: dh, channels } })
-    .resize(width, height, { fit: 'fill', kernel: 'linear' })
+/** The key in the EXIF description, then the JPEG's bytes (the same settings for scenes and photos). */
+function finish(image: Sharp, key: string): Promise<Buffer> {
+  return image
     .withExif({ IFD0: { ImageDescription: `${KEY_PREFIX}${key}` } })
     .jpeg({ quality: 82 })
     .toBuffer();
+}
+
+async function render(key: string, width: number, height: number, look: JpegLook): Promise<Buffer> {
+  if (look.photo !== undefined) {
+    // A photograph: cropped to the post's shape (keeping the part the photo's entry names), scaled to its size.
+    const { photo, bytes } = bundledPhoto(look.photo);
+    return finish(sharp(await bytes).resize(width, height, { fit: 'cover', position: photo.position }), key);
+  }
+  const scale = Math.min(1, DRAW_SIZE / Math.max(width, height));
+  const w = Math.max(1, Math.round(width * scale));
+  const h = Math.max(1, Math.round(height * scale));
+  const svg = look.avatarName !== undefined ? avatarSvg(key, look.avatarName, Math.max(w, h)) : sceneSvg(key, w, h);
+  // Drawn small, then scaled up from raw pixels: softer (as a photo) and faster than drawing it full size.
+  const drawn = await sharp(Buffer.from(svg)).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  const { width: dw, height: dh, channels } = drawn.info;
+  return finish(
+    sharp(drawn.data, { raw: { width: dw, height: dh, channels } }).resize(width, height, {
+      fit: 'fill',
+      kernel: 'linear',
+    }),
+    key,
+  );
 }
 
 /** The key a simulator JPEG was rendered for (its EXIF description), or undefined. */
@@ -88,11 +105,18 @@ export async function imageKeyOf(jpeg: Buffer): Promise<string | undefined> {
 }
 
 /**
- * The JPEG for a media slot: a generated scene (scene.ts); a profile picture when `avatarName`
- * is given (the account's initials on a disc of colour).
+ * What a JPEG shows: a generated scene (scene.ts) unless `avatarName` asks for a profile picture
+ * (the account's initials on a disc of colour) or `photo` for bundled photograph number `photo`
+ * (photos.ts, any integer).
  */
-export function jpegFor(key: string, width: number, height: number, avatarName?: string): Promise<Buffer> {
-  const cacheKey = `${key}@${width}x${height}${avatarName !== undefined ? `:${avatarName}` : ''}`;
+export interface JpegLook {
+  avatarName?: string;
+  photo?: number;
+}
+
+/** The JPEG for a media slot, as `look` says (a generated scene by default). */
+export function jpegFor(key: string, width: number, height: number, look: JpegLook = {}): Promise<Buffer> {
+  const cacheKey = `${key}@${width}x${height}${look.avatarName !== undefined ? `:${look.avatarName}` : ''}${look.photo !== undefined ? `#${look.photo}` : ''}`;
   const hit = jpegCache.get(cacheKey);
   if (hit) {
     // LRU: a hit becomes the most recent entry.
@@ -100,7 +124,7 @@ export function jpegFor(key: string, width: number, height: number, avatarName?:
     jpegCache.set(cacheKey, hit);
     return hit;
   }
-  const rendering = render(key, width, height, avatarName);
+  const rendering = render(key, width, height, look);
   jpegCache.set(cacheKey, rendering);
   rendering.then(
     (buf) => {

@@ -33,6 +33,8 @@ export interface AccountRecord {
   omitFields: Set<DroppableField>;
   tester: boolean;
   profilePicture: boolean;
+  /** Its pictures are bundled photographs rather than generated scenes (SimAccountOptions.photos). */
+  photos: boolean;
 }
 
 export interface PostRecord {
@@ -151,6 +153,7 @@ export class SimState {
       omitFields: new Set(opts.omitFields ?? []),
       tester: opts.tester ?? true,
       profilePicture: opts.profilePicture ?? true,
+      photos: opts.photos ?? false,
     });
     const posts = opts.posts ?? 0;
     if (typeof posts === 'number') {

@@ -41,6 +41,12 @@ export interface SimAccountOptions {
   /** false => every call with this account's tokens answers "Insufficient developer role" (R-TOK-14). */
   tester?: boolean;
   profilePicture?: boolean;
+  /**
+   * true => its pictures (photos, slides, video and reel covers) are the bundled photographs of
+   * photos.ts, as the demo's accounts post; unset => generated scenes (scene.ts), cheap enough for
+   * the thousands a test run or a benchmark renders. Profile pictures are drawn either way.
+   */
+  photos?: boolean;
 }
 
 export interface SimAccount {

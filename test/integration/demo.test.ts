@@ -11,10 +11,11 @@ import { until } from '../support/wait.ts';
 import { validateFeed } from '../../src/schema/validate.ts';
 import { chromium } from 'playwright-core';
 import { cssRgb, measureDensity } from '../support/density.ts';
+import { closestPhoto } from '../support/photo-match.ts';
 
 /**
  * `npm run demo` as a newcomer runs it: on embedded defaults it connects a demo account,
- * syncs, mirrors and publishes, and every address it prints opens.
+ * syncs, mirrors and publishes, and every address it prints opens; its pictures are photographs.
  */
 describe('the demo (npm run demo)', () => {
   let demo: Spawned;
@@ -85,6 +86,9 @@ describe('the demo (npm run demo)', () => {
     const image = await fetch(feed.feed.posts[0]!.thumbnailUrl!);
     expect(image.status).toBe(200);
     expect(image.headers.get('content-type')).toMatch(/^image\//);
+    // A photograph (one of the bundled ones, src/simulator/photos/), not a generated scene.
+    const closest = await closestPhoto(Buffer.from(await image.arrayBuffer()));
+    expect(closest.diff, closest.file).toBeLessThan(8);
 
     // The demo's widget, made as `feedmirror widgets add` makes it: its document shows the feed's
     // posts, and the preview page embeds it by id.

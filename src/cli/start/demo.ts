@@ -124,9 +124,13 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
       username: 'demo.bakery',
       name: 'Demo Bakery',
       posts: demoPosts(values.posts ?? 24, now),
+      // Its pictures (and those of posts added later with `simulator post add`) are photographs.
+      photos: true,
     });
     // Other accounts the same owner could connect: the consent page lists them all.
-    DEMO_OTHER_ACCOUNTS.forEach((a, i) => sim.createAccount({ ...a, posts: demoPosts(6, now, 3 * (i + 1)) }));
+    DEMO_OTHER_ACCOUNTS.forEach((a, i) =>
+      sim.createAccount({ ...a, posts: demoPosts(6, now, 3 * (i + 1)), photos: true }),
+    );
     // The owner's side of the OAuth flow, as a browser would follow it.
     sim.autoApprove = account.id;
     // /connect is closed to anonymous visitors: the demo invites its owner, as an operator would,
