@@ -13,7 +13,9 @@ import {
   JOBS,
   refreshSchedulerId,
   scheduleAccount,
+  scheduleAccounts,
   syncSchedulerId,
+  unscheduleAccount,
   type ScheduleSettings,
 } from '../../jobs/catalogue.ts';
 import { createQueues, type Queues } from '../../jobs/queues.ts';
@@ -73,6 +75,65 @@ afterAll(async () => {
   await dropQueues(queues);
   await pool?.end();
   await drop?.();
+});
+
+describe("a worker's start: every account's schedulers, only what differs written", () => {
+  it('leaves right schedulers alone, and writes those absent, different or without their next job', async () => {
+    const ids = ['3001', '3002', '3003', '3004', '3005'];
+    await scheduleAccounts(queues, ids, settings);
+    const nextJob = async (id: string) => {
+      const s = await queues.feedSync.getJobScheduler(syncSchedulerId(id));
+      return s ? queues.feedSync.getJob(`repeat:${syncSchedulerId(id)}:${s.next}`) : undefined;
+    };
+    const before = await nextJob('3001');
+    expect(before).toBeTruthy();
+
+    // A second start over the same accounts writes nothing: the next jobs are the same jobs.
+    expect(await scheduleAccounts(queues, ids, settings)).toEqual({ unchanged: 10, written: 0 });
+    expect((await nextJob('3001'))?.timestamp).toBe(before!.timestamp);
+
+    // 3002's sync scheduler is gone, 3003's runs at another interval, 3004's next job was lost
+    // (its scheduler still in Redis), 3005's refresh check carries other job options.
+    await queues.feedSync.removeJobScheduler(syncSchedulerId('3002'));
+    await scheduleAccount(queues, '3003', { ...settings, syncEveryMs: 5 * MINUTE });
+    // Lost as Redis loses data (BullMQ will not remove a scheduler's job): its hash and its place in the delayed set.
+    const lost = (await nextJob('3004'))!.id!;
+    await (
+      await queues.feedSync.getBackend().client
+    )
+      .pipeline()
+      .runCommand('del', [queues.feedSync.toKey(lost)])
+      .runCommand('zrem', [queues.feedSync.toKey('delayed'), lost])
+      .exec();
+    expect(await nextJob('3004')).toBeFalsy();
+    await queues.tokenRefresh.upsertJobScheduler(
+      refreshSchedulerId('3005'),
+      { every: settings.refreshCheckEveryMs },
+      { name: JOBS.tokenRefresh.name, data: { accountId: '3005' }, opts: { attempts: 9 } },
+    );
+    const firstRunsBefore = (await queues.feedSync.getJobs(['waiting', 'prioritized', 'delayed'])).filter((j) =>
+      j.id?.startsWith('first-'),
+    ).length;
+
+    expect(await scheduleAccounts(queues, ids, settings)).toEqual({ unchanged: 6, written: 4 });
+    expect((await queues.feedSync.getJobScheduler(syncSchedulerId('3003')))?.every).toBe(60 * MINUTE);
+    expect(await nextJob('3004')).toBeTruthy();
+    expect((await queues.tokenRefresh.getJobScheduler(refreshSchedulerId('3005')))?.template?.opts?.attempts).toBe(
+      JOBS.tokenRefresh.options.attempts,
+    );
+    // The absent one ran once now, as a new account's does; the others did not.
+    const firstRuns = (await queues.feedSync.getJobs(['waiting', 'prioritized', 'delayed'])).filter((j) =>
+      j.id?.startsWith('first-'),
+    );
+    expect(firstRuns.length - firstRunsBefore).toBe(1);
+    expect(firstRuns.some((j) => j.data.accountId === '3002')).toBe(true);
+    expect(await scheduleAccounts(queues, ids, settings)).toEqual({ unchanged: 10, written: 0 });
+
+    // These accounts are not in PostgreSQL: leave no stray schedulers or jobs to the reconciler's tests.
+    for (const id of ids) await unscheduleAccount(queues, id);
+    for (const j of await queues.feedSync.getJobs(['waiting', 'prioritized', 'delayed'])) await j.remove();
+    for (const j of await queues.tokenRefresh.getJobs(['waiting', 'prioritized', 'delayed'])) await j.remove();
+  });
 });
 
 describe('schedule reconciler', () => {
