@@ -1,5 +1,6 @@
 import type { SimContext, SimRequest } from './context.ts';
 import { jpegFor, mp4For } from './images.ts';
+import { photoNumber } from './photos.ts';
 import { text, type Reply } from './reply.ts';
 import type { PostRecord } from './state.ts';
 
@@ -15,16 +16,10 @@ function dimensions(p: PostRecord | undefined, slot: string): { width: number; h
   return { width: p.width, height: p.height };
 }
 
-/**
- * Which bundled photo a picture of a photo account shows: three numbers per post in the order
- * posts were added (a carousel's slides take the next ones) plus the picture's revision. Thirteen
- * neighbouring posts in a grid, and the slides of a carousel, show different photos; a changed
- * picture (a new rev) shows another one.
- */
-function photoNumber(p: PostRecord, slot: string): number {
+function photoOf(p: PostRecord, slot: string): number {
   const slide = Number(/^s(\d+)-/.exec(slot)?.[1] ?? 0);
   const rev = Number(/-r(\d+)$/.exec(slot)?.[1] ?? 0);
-  return p.seq * 3 + slide + rev;
+  return photoNumber(p.seq, slide, rev);
 }
 
 export async function handleCdn(ctx: SimContext, r: SimRequest): Promise<Reply> {
@@ -55,7 +50,7 @@ export async function handleCdn(ctx: SimContext, r: SimRequest): Promise<Reply> 
     mediaId === accountId
       ? { avatarName: account?.name }
       : post && account?.photos
-        ? { photo: photoNumber(post, slot) }
+        ? { photo: photoOf(post, slot) }
         : {};
   const body = await jpegFor(`${mediaId}/${slot}`, width, height, look);
   return {

@@ -164,7 +164,10 @@ export function handleControl(
     if (method === 'POST' && rest === '/posts') {
       const parsed = postBody.safeParse(parsedJson);
       if (!parsed.success) return problem('invalid post', parsed.error);
-      const id = state.addPost(accountId, postSpecFor(parsed.data.type, parsed.data.caption, state.postsById.size));
+      const id = state.addPost(
+        accountId,
+        postSpecFor(parsed.data.type, parsed.data.caption, state.postsById.size, state.account(accountId).photos),
+      );
       return json(200, postAnswer(ctx, accountId, id));
     }
     const one = /^\/posts\/(\d{1,30})$/.exec(rest);

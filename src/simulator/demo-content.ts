@@ -50,11 +50,9 @@ const DEMO_SHAPES: ReadonlyArray<Pick<PostSpec, 'kind' | 'slides' | 'width' | 'h
 export function demoPosts(count: number, now: number, offset = 0): PostSpec[] {
   return Array.from({ length: count }, (_, i) => {
     const shape = DEMO_SHAPES[(i + offset) % DEMO_SHAPES.length] as PostSpec;
-    return {
-      ...shape,
-      caption: captionFor(i + offset),
-      timestamp: new Date(now - (i + 1) * 19 * HOUR),
-    };
+    // No caption: the demo's accounts post photographs, and each post says what its photo shows
+    // (photos.ts; state.ts addPost).
+    return { ...shape, timestamp: new Date(now - (i + 1) * 19 * HOUR) };
   });
 }
 
@@ -76,8 +74,10 @@ export function postSpecFor(
   type: 'image' | 'carousel' | 'video' | 'reel',
   caption: string | null | undefined,
   seed: number,
+  photos = false,
 ): PostSpec {
-  const text = caption === undefined ? captionFor(seed) : caption;
+  // A photo account's post without a caption gets its photo's (state.ts addPost).
+  const text = caption === undefined && !photos ? captionFor(seed) : caption;
   if (type === 'carousel') return { kind: 'carousel', slides: ['image', 'image', 'image'], caption: text };
   if (type === 'video' || type === 'reel') return { kind: type, caption: text, width: 1080, height: 1920 };
   return { kind: 'image', caption: text, width: 1080, height: 1350 };

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { DAY, HOUR, type ManualClock } from '../util/clock.ts';
 import { SCOPE } from '../platform/identifiers.ts';
+import { coverPhoto } from './photos.ts';
 import type {
   AccountType,
   DroppableField,
@@ -183,7 +184,7 @@ export class SimState {
   }
 
   addPost(accountId: string, spec: PostSpec): string {
-    this.account(accountId);
+    const account = this.account(accountId);
     validateSpec(spec);
     const id = this.nextMediaId();
     this.postSeq += 1;
@@ -199,7 +200,13 @@ export class SimState {
       accountId,
       seq: this.postSeq,
       kind: spec.kind,
-      caption: spec.caption === undefined ? `Post ${this.postSeq}` : spec.caption,
+      // A photo account's post says what its cover shows (the photo's own caption).
+      caption:
+        spec.caption !== undefined
+          ? spec.caption
+          : account.photos
+            ? coverPhoto(this.postSeq).caption
+            : `Post ${this.postSeq}`,
       likeCount: spec.likeCount === undefined ? (h % 500) + 3 : spec.likeCount,
       commentsCount: spec.commentsCount === undefined ? (h % 40) + 1 : spec.commentsCount,
       slides,

@@ -53,6 +53,12 @@ describe('simulator: photographs for the demo accounts', () => {
     );
   }
 
+  async function captions(accountId: string): Promise<string[]> {
+    const token = sim.issueLongLivedToken(accountId);
+    const res = await fetch(`${sim.graphUrl}/v25.0/me/media?fields=caption&access_token=${token}`);
+    return ((await res.json()) as Json).data.map((item: Json) => item.caption);
+  }
+
   it('a photo account shows bundled photos on photos, slides and video covers; keys intact; neighbours differ', async () => {
     const { id } = sim.createAccount({
       username: 'photo.bakery',
@@ -81,6 +87,9 @@ describe('simulator: photographs for the demo accounts', () => {
     expect(await sharp(got[4]!.bytes).metadata()).toMatchObject({ width: 1080, height: 1920 });
     // Seven pictures in a row, seven different photographs.
     expect(new Set(matched).size, matched.join(' ')).toBe(7);
+    // Each post's caption is what its cover shows: the caption of the photo its cover matched.
+    const covers = [matched[0], matched[1], matched[4], matched[5], matched[6]];
+    expect(await captions(id)).toEqual(covers.map((file) => PHOTOS.find((p) => p.file === file)!.caption));
   });
 
   it('a post added later through the control API (`simulator post add`) is a photo too', async () => {
@@ -99,7 +108,9 @@ describe('simulator: photographs for the demo accounts', () => {
     expect(added.status).toBe(200);
     const [p] = await pictures(id);
     expect(await imageKeyOf(p!.bytes)).toBe(p!.key);
-    expect((await closestPhoto(p!.bytes)).diff).toBeLessThan(SAME_PHOTO);
+    const closest = await closestPhoto(p!.bytes);
+    expect(closest.diff).toBeLessThan(SAME_PHOTO);
+    expect(await captions(id)).toEqual([PHOTOS.find((x) => x.file === closest.file)!.caption]);
   });
 
   it('any other account keeps its generated scenes, unchanged', async () => {
