@@ -195,7 +195,7 @@ describe('journey: the five-minute tour', () => {
     expect(feed.posts[0]!.id).toBe(postId);
     expect((await fetch(feed.posts[0]!.thumbnailUrl!)).status).toBe(200);
     // The widget preview embeds that widget by id.
-    expect(TOUR).toContain('http://127.0.0.1:8080/widget/demo.html');
+    expect(TOUR).toContain('$PUBLIC_URL/widget/demo.html');
 
     // 4. Delete it, sync, see it pruned: the widget's first post is the one before it again.
     const deleted = await run('npx feedmirror simulator post delete 17841400000000001 <post id printed by post add>', {
