@@ -123,12 +123,14 @@ The first-sync pipeline against sharp + storage alone (default):
   --format-samples K    images per encoding in the formats comparison (24)
   --no-limit            skip the limit (no share of it then)
   --no-warm-cdn         let the fake CDN render images during the passes
-The scale benchmarks (tiny images; --posts defaults to 2 for --downtime and --workers-compare):
+The scale benchmarks (tiny images; realistic feeds for --scale and --downtime, --posts M for M
+posts each instead; --posts defaults to 2 for --workers-compare):
   --scale N [--window-minutes 10] [--posts-mean 24] [--catch-up-seconds 180] [--seed 1]
                                                         the soak: N accounts of realistic feeds on one
-                                                        worker (--posts M: M posts each instead)
-  --downtime N [--down-days 3] [--link-days 2] [--time-scale 60] [--new-posts 2]
-                                                        catch-up after the worker was down
+                                                        worker
+  --downtime N [--down-days 3] [--link-days 2] [--time-scale 60] [--new-posts 2] [--posts-mean 24] [--seed 1]
+                                                        catch-up after the worker was down (fractions
+                                                        of days work: --down-days 0.0417 is an hour)
   --workers-compare N                                   the first sync by 1, then 2 workers
 Every run:
   --json                one JSON object on stdout (progress is then silent)
@@ -227,11 +229,15 @@ async function main() {
     const result = await runDowntime(
       {
         accounts: args.downtime,
-        posts: smallPosts,
+        // Realistic feeds unless --posts fixes the count (then seeded the same way, of that size).
+        posts: process.argv.includes('--posts') ? args.posts : undefined,
+        meanPosts: args['posts-mean'],
         newPosts: args['new-posts'],
         downDays: args['down-days'],
         linkDays: args['link-days'],
         timeScale: args['time-scale'],
+        seed: args.seed,
+        json: args.json,
       },
       say,
     );

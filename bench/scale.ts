@@ -27,7 +27,7 @@ import { convertItems } from '../src/convert/convert-item.ts';
 import { buildAccountFeed, FEED_CONTENT_TYPE, postHashes } from '../src/feeds/publish.ts';
 import { feedKey } from '../src/storage/keys.ts';
 import { recordCompleteListing } from '../src/store/listing-guard.ts';
-import { percentile, postCounts, seededRandom } from './feeds.ts';
+import { drawPost, percentile, postCounts, seededRandom, type FeedPost } from './feeds.ts';
 import { contentHash, imageSlots } from '../src/feeds/slots.ts';
 import { PlatformClient } from '../src/platform/client.ts';
 import { earliestExpiry } from '../src/platform/links.ts';
@@ -173,14 +173,14 @@ export interface SeededAccount {
 }
 
 /**
- * Accounts in the simulator and in Postgres, as an earlier sync left them: posts stored, every
- * image's copy recorded, the feed's publication recorded. Returns the accounts.
+ * Accounts in the simulator and in Postgres with their token, never synced (the first sync of
+ * `--workers-compare`). Returns the accounts.
  */
 export async function seedAccounts(
   stage: Stage,
   count: number,
   posts: number,
-  opts: { prefix: string; now: Date; issuedAgoMs?: number; synced?: boolean },
+  opts: { prefix: string; now: Date; issuedAgoMs?: number },
   say: Say,
 ): Promise<SeededAccount[]> {
   const t0 = performance.now();
@@ -207,56 +207,6 @@ export async function seedAccounts(
   });
   say(
     `  ${count} accounts (${posts} posts each) in the simulator and Postgres: ${((performance.now() - t0) / 1000).toFixed(0)} s`,
-  );
-  if (opts.synced === false) return accounts;
-  const t1 = performance.now();
-  await pool(accounts, 16, async (acc) => {
-    const listing = await stage.platform.listMedia(acc.token, { pageSize: stage.config.PAGE_SIZE });
-    const { posts: converted } = convertItems(listing.items, { copyrightItems: 'drop' });
-    const byId = new Map(listing.items.map((i) => [i.id, i]));
-    await upsertPosts(
-      stage.db,
-      acc.id,
-      converted.map((post) => ({
-        mediaId: post.id,
-        post,
-        contentHash: contentHash(post),
-        earliestOe: earliestExpiry(byId.get(post.id)!) ?? null,
-      })),
-      opts.now,
-    );
-    for (const post of converted) {
-      for (const s of imageSlots(post)) {
-        await saveMediaCopy(stage.db, {
-          accountId: acc.id,
-          mediaId: post.id,
-          slot: s.slot,
-          sourceId: s.sourceId,
-          key: `media/${acc.id}/${post.id}/${s.slot}-seeded.jpg`,
-          width: 120,
-          height: 150,
-          bytes: 4000,
-          contentType: 'image/jpeg',
-          variants: [],
-          placeholder: null,
-          copiedAt: opts.now,
-        });
-      }
-    }
-    const account = (await getAccount(stage.db, acc.id))!;
-    const built = await buildAccountFeed(stage.db, account, (k) => stage.storage.publicUrl(k), opts.now);
-    await saveFeedPublication(stage.db, {
-      accountId: acc.id,
-      feedHash: built.hash,
-      publishedAt: opts.now,
-      postCount: built.feed.posts.length,
-      demo: false,
-      earliestOe: built.earliestOe,
-    });
-    await markSynced(stage.db, acc.id, opts.now, {});
-  });
-  say(
-    `  their earlier sync (posts, copies, published feeds) recorded: ${((performance.now() - t1) / 1000).toFixed(0)} s`,
   );
   return accounts;
 }
@@ -534,6 +484,8 @@ export async function seedFeeds(
   accounts: SeededAccount[];
   posts: number;
   images: number;
+  /** Posts with a video (a video, a reel, a carousel with a video slide): their links stay platform links. */
+  videoPosts: number;
   seconds: Record<string, number>;
   cpuSeconds: Record<string, number>;
 }> {
@@ -572,6 +524,7 @@ export async function seedFeeds(
   };
   let posts = 0;
   let images = 0;
+  let videoPosts = 0;
   // The storage's public address of a key: its base, for the seeding threads (the samples
   // below compare what they built with buildAccountFeed's, which uses storage.publicUrl).
   const probeKey = feedKey('1');
@@ -596,6 +549,7 @@ export async function seedFeeds(
           const computed = await threads.compute(batch, opts.now);
           posts += computed.posts;
           images += computed.images;
+          for (const acc of batch) videoPosts += acc.items.filter(hasVideo).length;
           await Promise.all([
             runStatements(stage, earlierSyncStatements(stage, batch, computed, opts.now)),
             pool(computed.feeds, 8, (fd) => writeFeedObject(feedDir, fd.id, fd.json)),
@@ -649,7 +603,13 @@ export async function seedFeeds(
       `CPU: this process ${cpuSeconds.bench.toFixed(0)} s, ` +
       `simulator+s3rver ${cpuSeconds.simulatorAndS3.toFixed(0)} s`,
   );
-  return { accounts, posts, images, seconds: { total: seconds }, cpuSeconds };
+  return { accounts, posts, images, videoPosts, seconds: { total: seconds }, cpuSeconds };
+}
+
+/** A listing item with a video in it (itself, or one of its carousel's slides). */
+function hasVideo(raw: unknown): boolean {
+  const item = raw as { media_type?: string; children?: { data?: Array<{ media_type?: string }> } };
+  return item.media_type === 'VIDEO' || (item.children?.data ?? []).some((c) => c.media_type === 'VIDEO');
 }
 
 /**
@@ -1191,7 +1151,7 @@ export async function runWorkersCompare(
         stage,
         args.accounts,
         args.posts,
-        { prefix: `w${n}`, now: new Date(), issuedAgoMs: 31 * DAY, synced: false },
+        { prefix: `w${n}`, now: new Date(), issuedAgoMs: 31 * DAY },
         say,
       );
       const cpuOf = (st: WorkerStats) => st.cpuUserS + st.cpuSystemS;
@@ -1270,93 +1230,262 @@ export async function runWorkersCompare(
   return { accounts: args.accounts, runs, throughputRatio: ratio, node: process.version };
 }
 
+export interface DowntimeArgs {
+  accounts: number;
+  /** A fixed number of posts per account; undefined: realistic feeds of `meanPosts` on average. */
+  posts?: number | undefined;
+  meanPosts: number;
+  /** New posts per account during the downtime, at random moments of it. */
+  newPosts: number;
+  /** Fractions work: 1/24 is an hour down. */
+  downDays: number;
+  linkDays: number;
+  timeScale: number;
+  seed: number;
+  json: boolean;
+}
+
 /**
- * Catch-up after downtime: `npm run bench -- --downtime N`. N accounts synced when the worker went
- * down; for `downDays` it stays down while each account gets new posts (their links signed when
- * posted, dying `linkDays` later). Then the worker starts. Time runs `timeScale` times faster than
- * the wall clock for the worker (a file clock) and the simulator alike, so links die during the
- * catch-up as they would. Reports copies made after their link's deadline: those whose deadline
- * had passed before the restart can only be renewed first (R-LNK-3, R-MED-8); of the others, the
- * target is none late (R-LNK-5: soonest deadline first).
+ * Catch-up after downtime: `npm run bench -- --downtime N [--down-days 3]`.
+ *
+ * 1. Set-up, not measured: N accounts with realistic feeds (seedFeeds, as the soak: 1-100 posts,
+ *    `meanPosts` on average, carousels, videos and reels), each as an earlier sync and publish
+ *    left it when the worker went down at tDown, on the simulator's manual clock: links signed at
+ *    moments spread over the day before tDown for 2-day links (a running worker renews a video's
+ *    links within a day of their death, so none had less than a day left), tokens of ages spread
+ *    as refreshes leave them, feeds in the bucket, both schedulers of every account in Redis as a
+ *    running worker leaves them (preschedule). During the `downDays`, each account gets
+ *    `newPosts` new posts of the same mix at random moments (their links signed then, dying
+ *    `linkDays` later).
+ * 2. The worker's start at the restart instant t0, the clocks standing still: ready, then the
+ *    daily jobs it queues at start done. Timed and its CPU counted on its own: nothing of the
+ *    catch-up runs in it (the schedules it finds are not due in Redis's time).
+ * 3. The catch-up: every schedule that came due during the downtime is made due at once (promoted:
+ *    every sync, and every refresh check after 6 hours or more down; after one hour, the refresh
+ *    checks whose slot fell in it), and from then on time runs `timeScale` times faster than the
+ *    wall clock for the worker (a file clock) and the simulator alike, so links die during the
+ *    catch-up as they would. Counted until every account has synced, every new post has been
+ *    listed and no job is left: accounts synced per second, syncs per second, the worker's CPU
+ *    per account and per sync (its start excluded), the time until the last account synced, the
+ *    last new image copied and the last feed published.
+ * 4. Copies of the new posts against their link's deadline: those whose deadline passed before
+ *    the restart can only be renewed first (R-LNK-3, R-MED-8); of the others, the target is none
+ *    late among those the worker had found (listed) in time (R-LNK-5: soonest deadline first).
+ *    The feeds: how many were published again, the video posts whose links the catch-up renewed
+ *    (R-MED-8), and feeds left published with a video link dead at the end (target 0).
  */
-export async function runDowntime(
-  args: { accounts: number; posts: number; newPosts: number; downDays: number; linkDays: number; timeScale: number },
-  say: Say,
-): Promise<Record<string, unknown>> {
+export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<string, unknown>> {
+  const started = performance.now();
   const linkMs = args.linkDays * DAY;
+  const downMs = Math.round(args.downDays * DAY);
   const tDown = Date.UTC(2026, 5, 1, 12);
-  const t0 = tDown + args.downDays * DAY;
+  const t0 = tDown + downMs;
+  const downLabel = downMs >= DAY ? `${+(downMs / DAY).toFixed(2)} days` : `${+(downMs / HOUR).toFixed(2)} hours`;
+  const feedLabel =
+    args.posts !== undefined
+      ? `${args.posts} posts per account`
+      : `${args.meanPosts} posts per account on average (1-100)`;
   say(
-    `feedmirror bench --downtime ${args.accounts}: worker down ${args.downDays} days; ${args.newPosts} new posts per account meanwhile; links live ${args.linkDays} days; ` +
-      `time runs ${args.timeScale}x the wall clock after the restart`,
+    `feedmirror bench --downtime ${args.accounts}: ${feedLabel}; worker down ${downLabel}; ${args.newPosts} new posts per account meanwhile; ` +
+      `links live ${args.linkDays} days; time runs ${args.timeScale}x the wall clock from the catch-up on`,
   );
   const stage = await openStage({ wallClock: false, startMs: tDown, linkLifetimeMs: linkMs });
   const { mkdtempSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
   const { FileClock } = await import('../src/util/clock.ts');
   const clockFile = join(mkdtempSync(join(tmpdir(), 'fm-bench-clock-')), 'now');
   FileClock.write(clockFile, tDown);
   const queues = FEED_QUEUES.map((name) => createQueue(name, stage.redis));
+  const queue = (name: (typeof FEED_QUEUES)[number]) => queues[FEED_QUEUES.indexOf(name)]!;
   let worker: ChildHandle<{ pid: number }> | undefined;
   let ticker: NodeJS.Timeout | undefined;
   try {
-    const accounts = await seedAccounts(
+    say('set-up (not measured):');
+    const steadyAgeMs = stage.config.REFRESH_AFTER_DAYS * DAY + stage.config.REFRESH_CHECK_HOURS * HOUR;
+    const rndAge = seededRandom(args.seed + 7);
+    // A running worker renews a video's links within a day of their death (sync.ts, R-MED-8):
+    // when it went down, every stored link had at least that long left.
+    const relinkMarginMs = DAY;
+    const seeded = await seedFeeds(
       stage,
-      args.accounts,
-      args.posts,
-      { prefix: 'down', now: new Date(tDown) },
+      {
+        count: args.accounts,
+        ...(args.posts !== undefined ? { fixedPosts: args.posts } : { meanPosts: args.meanPosts }),
+        prefix: 'down',
+        now: new Date(tDown),
+        seed: args.seed,
+        tokenAgeMs: () => Math.floor(rndAge() * steadyAgeMs),
+        signedSpreadMs: linkMs > relinkMarginMs ? linkMs - relinkMarginMs : Math.floor(linkMs / 2),
+      },
       say,
     );
-    // The downtime: new posts at random moments (their links are signed then).
+    const ids = seeded.accounts.map((a) => a.id);
+    const prescheduleSeconds = await preschedule(stage, ids);
+    say(`  schedulers of every account in Redis: ${prescheduleSeconds.toFixed(0)} s`);
+    // The downtime: new posts of the feeds' mix at random moments (their links are signed then).
+    const rnd = seededRandom(args.seed + 13);
     const changes: string[] = [];
     const at: number[] = [];
-    for (const a of accounts) {
+    const kinds: FeedPost[] = [];
+    for (const id of ids) {
       for (let k = 0; k < args.newPosts; k++) {
-        changes.push(a.id);
-        at.push(tDown + Math.floor(Math.random() * (t0 - tDown)));
+        changes.push(id);
+        at.push(tDown + Math.floor(rnd() * downMs));
+        kinds.push(drawPost(rnd));
       }
     }
     for (let i = 0; i < changes.length; i += 2000)
-      await stage.services.change(changes.slice(i, i + 2000), at.slice(i, i + 2000));
-    const before = await stage.services.requestCounts();
-    // The restart: both clocks at t0, then running timeScale times faster than the wall clock.
+      await stage.services.change(changes.slice(i, i + 2000), at.slice(i, i + 2000), kinds.slice(i, i + 2000));
+    const setupSeconds = (performance.now() - started) / 1000;
+    say(`  ${changes.length} new posts during the downtime; set-up ${setupSeconds.toFixed(0)} s`);
+
+    // ---- the worker's start at t0, the clocks standing still ----
     await stage.services.setClock(t0);
     FileClock.write(clockFile, t0);
+    const cpuOf = (st: WorkerStats) => st.cpuUserS + st.cpuSystemS;
+    const ts = performance.now();
+    worker = await startWorkerProcess(stage, 'bench worker', { BENCH_CLOCK_FILE: clockFile, BENCH_VERIFY: 'off' });
+    const w = worker;
+    const readySeconds = (performance.now() - ts) / 1000;
+    await untilQuiet([queue(QUEUE.maintenance)], async () => true, 30 * MINUTE);
+    const atStart = await workerStats(w);
+    const syncsDuringStart = Number(
+      (await stage.db.query<{ n: string }>('SELECT count(*) AS n FROM sync_runs WHERE at >= $1', [new Date(t0)]))
+        .rows[0]!.n,
+    );
+    const start = {
+      readySeconds,
+      dailyJobsDoneSeconds: (performance.now() - ts) / 1000,
+      workerCpuSeconds: cpuOf(atStart),
+      peakRssMb: atStart.maxRssMb,
+      /** Syncs whose slot came in Redis's time during the set-up or the start (not the catch-up's). */
+      syncsDuringStart,
+    };
+    say(
+      `worker start on ${args.accounts} accounts: ready after ${readySeconds.toFixed(1)} s, daily jobs done after ${start.dailyJobsDoneSeconds.toFixed(1)} s; ` +
+        `worker CPU ${start.workerCpuSeconds.toFixed(1)} s, peak RSS ${start.peakRssMb.toFixed(0)} MB`,
+    );
+
+    // ---- the catch-up: what came due while down, due at once; time running ----
+    // A schedule `every` E with offset o runs at k*E + o: it came due during the downtime if one
+    // of those fell in [tDown, t0).
+    const cameDue = (id: string, everyMs: number) => {
+      const o = scheduleOffsetMs(id, everyMs);
+      return Math.ceil((tDown - o) / everyMs) * everyMs + o < t0;
+    };
+    const due = [
+      { q: queue(QUEUE.feedSync), everyMs: stage.config.SYNC_INTERVAL_MINUTES * MINUTE },
+      { q: queue(QUEUE.tokenRefresh), everyMs: stage.config.REFRESH_CHECK_HOURS * HOUR },
+    ].map((s) => ({ ...s, accounts: new Set(ids.filter((id) => cameDue(id, s.everyMs))) }));
+    const partial = await Promise.all(
+      due.map(async (s) =>
+        s.accounts.size === ids.length
+          ? []
+          : (await s.q.getDelayed(0, -1)).filter((j) =>
+              s.accounts.has((j.data as { accountId?: string }).accountId ?? ''),
+            ),
+      ),
+    );
+    const before = await stage.services.requestCounts();
+    const cpuBefore = cpuOf(await workerStats(w));
     const wall0 = Date.now();
+    const tc = performance.now();
     const simNow = () => t0 + (Date.now() - wall0) * args.timeScale;
     ticker = setInterval(() => {
       const now = simNow();
       FileClock.write(clockFile, now);
       void stage.services.setClock(now).catch(() => undefined);
     }, 100);
-    const tStart = performance.now();
-    worker = await startWorkerProcess(stage, 'bench worker', { BENCH_CLOCK_FILE: clockFile, BENCH_VERIFY: 'off' });
-    const newCopies = async () =>
-      Number(
-        (
-          await stage.db.query<{ n: string }>('SELECT count(*) AS n FROM media_copies WHERE copied_at >= $1', [
-            new Date(t0),
-          ])
-        ).rows[0]!.n,
-      );
-    await untilQuiet(queues, async () => (await newCopies()) >= changes.length, 60 * MINUTE);
-    const seconds = (performance.now() - tStart) / 1000;
+    await Promise.all(
+      due.map(async (s, i) => {
+        if (s.accounts.size === ids.length) await s.q.promoteJobs({ count: 1000 });
+        else await pool(partial[i]!, 16, (job) => job.promote());
+      }),
+    );
+    const dueSyncs = due[0]!.accounts.size;
+    const dueRefreshChecks = due[1]!.accounts.size;
+    const progress = async () =>
+      (
+        await stage.db.query<{ synced: string; listed: string }>(
+          `SELECT (SELECT count(*) FROM accounts WHERE last_sync_at >= $1) AS synced,
+                  (SELECT count(*) FROM posts WHERE first_seen_at >= $1) AS listed`,
+          [new Date(t0)],
+        )
+      ).rows[0]!;
+    // Done: every account synced, every new post listed, and nothing left, not even a copy or a
+    // publish waiting in the delayed set (the call pacer's, a retry's backoff).
+    const noDelayed = [queue(QUEUE.mirrorMedia), queue(QUEUE.publishFeed)];
+    await untilQuiet(
+      queues,
+      async () => {
+        const p = await progress();
+        if (!args.json)
+          process.stderr.write(
+            `\r  catch-up: ${((performance.now() - tc) / 1000).toFixed(0)} s, ${p.synced} of ${args.accounts} accounts synced, ${p.listed} of ${changes.length} new posts listed`,
+          );
+        if (Number(p.synced) < dueSyncs || Number(p.listed) < changes.length) return false;
+        for (const q of noDelayed) if ((await q.getJobCounts('delayed')).delayed) return false;
+        return true;
+      },
+      4 * HOUR,
+    );
+    if (!args.json) process.stderr.write('\n');
+    const seconds = (performance.now() - tc) / 1000;
+    const simEnd = simNow();
     clearInterval(ticker);
     ticker = undefined;
     const after = await stage.services.requestCounts();
-    // Each copy against its link's original deadline: posted at post.timestamp, dead linkDays later.
-    // first_seen_at: when the worker first listed the post (its account's catch-up sync), on
-    // the same clock. A post found after its link died could not have been copied in time by any
-    // order of copies; one found before could.
+    const atEnd = await workerStats(w, false);
+    const edge = (k: string) => (after.graphByEdge[k] ?? 0) - (before.graphByEdge[k] ?? 0);
+    const since = new Date(t0);
+    // Simulated instants back to wall seconds after the catch-up began.
+    const wallSeconds = (simMs: number | null) => (simMs === null ? null : (simMs - t0) / args.timeScale / 1000);
+    const sim = (
+      await stage.db.query<{
+        synced: string | null;
+        copied: string | null;
+        published: string | null;
+        sync_runs: string;
+        failed_syncs: string;
+        republished: string;
+        dead_feeds: string;
+        renewed_seeded: string;
+        renewed_new: string;
+        new_copies: string;
+        recopied: string;
+      }>(
+        `SELECT (SELECT extract(epoch FROM max(last_sync_at)) * 1000 FROM accounts) AS synced,
+                (SELECT extract(epoch FROM max(c.copied_at)) * 1000 FROM media_copies c JOIN posts p USING (account_id, media_id)
+                  WHERE p.first_seen_at >= $1) AS copied,
+                (SELECT extract(epoch FROM max(published_at)) * 1000 FROM feed_publications WHERE published_at >= $1) AS published,
+                (SELECT count(*) FROM sync_runs WHERE at >= $1) AS sync_runs,
+                (SELECT count(*) FROM accounts WHERE last_sync_at >= $1 AND last_sync_error IS NOT NULL) AS failed_syncs,
+                (SELECT count(*) FROM feed_publications WHERE published_at >= $1) AS republished,
+                (SELECT count(*) FROM feed_publications WHERE earliest_oe < $2) AS dead_feeds,
+                (SELECT count(*) FROM posts WHERE first_seen_at < $1 AND earliest_oe >= $3) AS renewed_seeded,
+                (SELECT count(*) FROM posts WHERE first_seen_at >= $1 AND earliest_oe >= $3) AS renewed_new,
+                (SELECT count(*) FROM media_copies c JOIN posts p USING (account_id, media_id)
+                  WHERE p.first_seen_at >= $1) AS new_copies,
+                (SELECT count(*) FROM media_copies c JOIN posts p USING (account_id, media_id)
+                  WHERE p.first_seen_at < $1 AND c.copied_at >= $1) AS recopied`,
+        // A link renewed after the restart dies at t0 + linkMs or later (oe in whole seconds).
+        [since, new Date(simEnd), new Date(Math.floor((t0 + linkMs) / 1000) * 1000)],
+      )
+    ).rows[0]!;
+    const num = (v: string | null) => (v === null ? null : Number(v));
+    // Each new post's copies against its link's original deadline: posted at post.timestamp,
+    // dead linkDays later. first_seen_at: when the worker first listed the post (its account's
+    // catch-up sync), on the same clock. A post found after its link died could not have been
+    // copied in time by any order of copies; one found before could.
     const { rows: copied } = await stage.db.query<{
       copied_at: Date;
       post: unknown;
       raw: Buffer | null;
       first_seen_at: Date;
     }>(
-      `SELECT c.copied_at, p.post, p.raw, p.first_seen_at FROM media_copies c JOIN posts p USING (account_id, media_id) WHERE c.copied_at >= $1`,
-      [new Date(t0)],
+      `SELECT c.copied_at, p.post, p.raw, p.first_seen_at FROM media_copies c JOIN posts p USING (account_id, media_id)
+        WHERE p.first_seen_at >= $1`,
+      [since],
     );
     const rows = copied.map((r) => ({ ...r, posted: (unpackPost(r) as { publishedAt: string }).publishedAt }));
     let deadBeforeRestart = 0;
@@ -1381,25 +1510,63 @@ export async function runDowntime(
       } else inTime++;
       slack.push((deadline - r.copied_at.getTime()) / HOUR);
     }
-    const lastSync = Number(
-      (await stage.db.query<{ n: string }>('SELECT extract(epoch FROM max(last_sync_at)) * 1000 AS n FROM accounts'))
-        .rows[0]!.n,
-    );
-    const renewals = (after.graphByEdge['{id}'] ?? 0) - (before.graphByEdge['{id}'] ?? 0);
+    slack.sort((a, b) => a - b);
     const failed = (await Promise.all(queues.map((q) => q.getJobCounts('failed')))).reduce(
       (a, c) => a + (c.failed ?? 0),
       0,
     );
-    slack.sort((a, b) => a - b);
+    const cpuSeconds = cpuOf(atEnd) - cpuBefore;
+    const syncRuns = Number(sim.sync_runs) - syncsDuringStart;
+    const untilAllSynced = wallSeconds(num(sim.synced))!;
     const result = {
       accounts: args.accounts,
+      postsMean: args.posts ?? args.meanPosts,
       downDays: args.downDays,
+      downHours: downMs / HOUR,
       linkDays: args.linkDays,
       timeScale: args.timeScale,
+      seeded: {
+        posts: seeded.posts,
+        postsPerAccount: seeded.posts / args.accounts,
+        images: seeded.images,
+        videoPosts: seeded.videoPosts,
+        seconds: seeded.seconds.total,
+        setupSeconds,
+      },
+      start,
+      catchUp: {
+        /** Schedules that came due during the downtime, made due at once. */
+        dueSyncs,
+        dueRefreshChecks,
+        /** Wall seconds from the catch-up's start until nothing was left to do. */
+        seconds,
+        simulatedHours: (seconds * args.timeScale) / 3600,
+        /** Wall seconds until the last account's catch-up sync, the last new image copied, the last feed published. */
+        untilAllSyncedSeconds: untilAllSynced,
+        untilAllNewImagesCopiedSeconds: wallSeconds(num(sim.copied)),
+        untilAllPublishedSeconds: wallSeconds(num(sim.published)),
+        accountsSyncedPerSecond: args.accounts / untilAllSynced,
+        syncRuns,
+        syncsPerSecond: syncRuns / seconds,
+        failedSyncs: Number(sim.failed_syncs),
+        /** The worker's CPU from the catch-up's start to its end (its start excluded). */
+        workerCpuSeconds: cpuSeconds,
+        workerCpuMsPerAccount: (1000 * cpuSeconds) / args.accounts,
+        workerCpuMsPerSync: (1000 * cpuSeconds) / Math.max(1, syncRuns),
+        listingCalls: edge('media'),
+        childrenCalls: edge('children'),
+        singleMediaReads: edge('{id}'),
+        tokenRefreshCalls: edge('refresh_access_token'),
+      },
+      /** Alias of catchUp.seconds (the figure's name before the catch-up had its own section). */
+      catchUpSeconds: seconds,
+      catchUpSimulatedHours: (seconds * args.timeScale) / 3600,
       newPosts: changes.length,
       copies: rows.length,
+      imagesCopied: atEnd.mediaPuts,
+      /** Images of the seeded posts copied again (0: their copies stand). */
+      recopiedSeededImages: Number(sim.recopied),
       deadBeforeRestart,
-      renewals,
       aliveAtRestart: inTime + late,
       copiedInTime: inTime,
       copiedAfterDeadline: late,
@@ -1409,17 +1576,48 @@ export async function runDowntime(
       foundAfterDeadline,
       lateDeadlineMinutesAfterRestart: lateDeadlineMinutesAfterRestart.sort((a, b) => a - b),
       /** Simulated minutes from the restart until every account had been listed once. */
-      allListedAfterMinutes: (lastSync - t0) / MINUTE,
+      allListedAfterMinutes: (untilAllSynced * args.timeScale) / 60,
       minSlackHours: slack[0] ?? null,
-      catchUpSeconds: seconds,
-      catchUpSimulatedHours: (seconds * args.timeScale) / 3600,
+      feeds: {
+        /** Accounts whose feed was published again in the catch-up. */
+        republished: Number(sim.republished),
+        feedWrites: atEnd.feedPuts,
+        /** Seeded posts whose links the catch-up renewed (their videos' links, R-MED-8). */
+        videoPostsRenewed: Number(sim.renewed_seeded),
+        seededVideoPosts: seeded.videoPosts,
+        /** New posts whose links were renewed before their images were copied (dead at the copy). */
+        newPostsRenewed: Number(sim.renewed_new),
+        /** Feeds published with a link dead at the catch-up's end (target 0). */
+        publishedWithDeadLinks: Number(sim.dead_feeds),
+      },
+      /** Single-media reads in the catch-up (video renewals and renewals before a copy). */
+      renewals: edge('{id}'),
+      newImages: Number(sim.new_copies),
+      workerPeakRssMb: atEnd.maxRssMb,
       failedJobs: failed,
+      totalSeconds: (performance.now() - started) / 1000,
       node: process.version,
     };
+    const c = result.catchUp;
+    const f = result.feeds;
     say(
-      `catch-up: ${rows.length} images copied in ${seconds.toFixed(0)} s (${result.catchUpSimulatedHours.toFixed(1)} simulated hours); ${deadBeforeRestart} had links already dead at the restart ` +
-        `(${renewals} single-media renewals); of the ${inTime + late} alive at the restart, ${late} were copied after their deadline: ${foundAfterDeadline} were found (listed) only after it, ` +
-        `${lateFoundInTime} found in time yet copied late (target 0); every account listed ${result.allListedAfterMinutes.toFixed(0)} simulated minutes after the restart; ${failed} failed jobs`,
+      `catch-up: ${args.accounts} accounts synced in ${untilAllSynced.toFixed(1)} s = ${c.accountsSyncedPerSecond.toFixed(1)} accounts/s; ` +
+        `${syncRuns} syncs and ${dueRefreshChecks} refresh checks (${c.tokenRefreshCalls} token refreshes), all done in ${seconds.toFixed(1)} s ` +
+        `(${result.catchUpSimulatedHours.toFixed(1)} simulated hours) = ${c.syncsPerSecond.toFixed(1)} syncs/s; ` +
+        `every new image copied after ${(c.untilAllNewImagesCopiedSeconds ?? 0).toFixed(1)} s, every feed published after ${(c.untilAllPublishedSeconds ?? 0).toFixed(1)} s; ` +
+        `worker CPU ${cpuSeconds.toFixed(1)} s = ${c.workerCpuMsPerAccount.toFixed(1)} ms per account, ${c.workerCpuMsPerSync.toFixed(1)} ms per sync (start excluded); ${c.failedSyncs} failed syncs`,
+    );
+    say(
+      `copies: ${result.newImages} images of ${changes.length} new posts; ${deadBeforeRestart} had links already dead at the restart; of the ${inTime + late} alive at the restart, ` +
+        `${late} were copied after their deadline: ${foundAfterDeadline} were found (listed) only after it, ${lateFoundInTime} found in time yet copied late (target 0); ` +
+        `every account listed ${result.allListedAfterMinutes.toFixed(0)} simulated minutes after the restart; ${result.recopiedSeededImages} seeded images copied again`,
+    );
+    say(
+      `feeds: ${f.republished} of ${args.accounts} published again (${f.feedWrites} writes); ${f.videoPostsRenewed} of ${f.seededVideoPosts} seeded video posts had their links renewed, ` +
+        `${f.newPostsRenewed} new posts renewed before a copy (${result.renewals} single-media reads in all); ${f.publishedWithDeadLinks} feeds left with a dead link (target 0)`,
+    );
+    say(
+      `worker peak RSS ${result.workerPeakRssMb.toFixed(0)} MB (${start.peakRssMb.toFixed(0)} MB after its start); ${failed} failed jobs; run took ${(result.totalSeconds / 60).toFixed(1)} minutes`,
     );
     return result;
   } finally {

@@ -1,3 +1,4 @@
+import type { FeedPost } from './feeds.ts';
 import { forkChild } from './ipc.ts';
 import type { ChildReady, ChildStats } from './services-process.ts';
 
@@ -20,8 +21,8 @@ export interface ServicesChild {
     usernamePrefix: string,
     issuedAgoMs?: number,
   ): Promise<Array<{ id: string; username: string; token: string }>>;
-  /** A new post on each account, at the given simulated instants (default now). */
-  change(accountIds: string[], atMs?: number[]): Promise<void>;
+  /** A new post on each account, at the given simulated instants (default now), of the given kinds (default a single image). */
+  change(accountIds: string[], atMs?: number[], kinds?: FeedPost[]): Promise<void>;
   /** Accounts with realistic feeds (bench/feeds.ts): their post counts and token ages given. */
   feedAccounts(opts: {
     usernamePrefix: string;
@@ -86,8 +87,8 @@ export async function startServicesChild(opts: {
         username: string;
         token: string;
       }>,
-    change: async (accountIds, atMs) => {
-      await child.ask({ type: 'change', accountIds, ...(atMs ? { atMs } : {}) });
+    change: async (accountIds, atMs, kinds) => {
+      await child.ask({ type: 'change', accountIds, ...(atMs ? { atMs } : {}), ...(kinds ? { kinds } : {}) });
     },
     feedAccounts: async (o) =>
       (await child.ask({ type: 'feed-accounts', ...o })).accounts as Array<{

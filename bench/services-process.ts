@@ -73,6 +73,15 @@ const request = z.discriminatedUnion('type', [
     type: z.literal('change'),
     accountIds: z.array(z.string()),
     atMs: z.array(z.number()).optional(),
+    /** Each new post's kind (bench/feeds.ts drawPost); default a single image. */
+    kinds: z
+      .array(
+        z.object({
+          kind: z.enum(['image', 'carousel', 'video', 'reel']),
+          slides: z.array(z.enum(['image', 'video'])).optional(),
+        }),
+      )
+      .optional(),
   }),
   z.object({ id: z.number(), type: z.literal('fail'), accountIds: z.array(z.string()) }),
   // The soak's realistic feeds (bench/feeds.ts): each account's number of posts, the mix of
@@ -285,7 +294,12 @@ async function main(): Promise<void> {
           m.accountIds.forEach((accountId, i) => {
             const at = m.atMs?.[i];
             if (at !== undefined) sim.clock.set(new Date(at));
-            sim.addPost(accountId, { ...SMALL_POST, caption: `New at ${new Date(at ?? now).toISOString()}` });
+            const p = m.kinds?.[i];
+            sim.addPost(accountId, {
+              ...SMALL_POST,
+              ...(p ? { kind: p.kind, ...(p.slides ? { slides: p.slides } : {}) } : {}),
+              caption: `New at ${new Date(at ?? now).toISOString()}`,
+            });
           });
           if (m.atMs) sim.clock.set(new Date(now));
           return {};
