@@ -1299,6 +1299,7 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
   const queue = (name: (typeof FEED_QUEUES)[number]) => queues[FEED_QUEUES.indexOf(name)]!;
   let worker: ChildHandle<{ pid: number }> | undefined;
   let ticker: NodeJS.Timeout | undefined;
+  let shower: NodeJS.Timeout | undefined;
   try {
     say('set-up (not measured):');
     const steadyAgeMs = stage.config.REFRESH_AFTER_DAYS * DAY + stage.config.REFRESH_CHECK_HOURS * HOUR;
@@ -1404,6 +1405,8 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
     );
     const dueSyncs = due[0]!.accounts.size;
     const dueRefreshChecks = due[1]!.accounts.size;
+    // The new posts a catch-up sync lists (under an hour down, not every account's sync is due).
+    const toList = changes.filter((id) => due[0]!.accounts.has(id)).length;
     const progress = async () =>
       (
         await stage.db.query<{ synced: string; listed: string }>(
@@ -1415,21 +1418,32 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
     // Done: every account synced, every new post listed, and nothing left, not even a copy or a
     // publish waiting in the delayed set (the call pacer's, a retry's backoff).
     const noDelayed = [queue(QUEUE.mirrorMedia), queue(QUEUE.publishFeed)];
+    const show = (p: { synced: string; listed: string }) =>
+      process.stderr.write(
+        `\r  catch-up: ${((performance.now() - tc) / 1000).toFixed(0)} s, ${p.synced} of ${dueSyncs} accounts synced, ${p.listed} of ${toList} new posts listed`,
+      );
+    if (!args.json)
+      shower = setInterval(() => {
+        void progress()
+          .then(show)
+          .catch(() => undefined);
+      }, 5_000);
     await untilQuiet(
       queues,
       async () => {
         const p = await progress();
-        if (!args.json)
-          process.stderr.write(
-            `\r  catch-up: ${((performance.now() - tc) / 1000).toFixed(0)} s, ${p.synced} of ${args.accounts} accounts synced, ${p.listed} of ${changes.length} new posts listed`,
-          );
-        if (Number(p.synced) < dueSyncs || Number(p.listed) < changes.length) return false;
+        if (Number(p.synced) < dueSyncs || Number(p.listed) < toList) return false;
         for (const q of noDelayed) if ((await q.getJobCounts('delayed')).delayed) return false;
         return true;
       },
       4 * HOUR,
     );
-    if (!args.json) process.stderr.write('\n');
+    if (shower) {
+      clearInterval(shower);
+      shower = undefined;
+      show(await progress());
+      process.stderr.write('\n');
+    }
     const seconds = (performance.now() - tc) / 1000;
     const simEnd = simNow();
     clearInterval(ticker);
@@ -1545,7 +1559,7 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
         untilAllSyncedSeconds: untilAllSynced,
         untilAllNewImagesCopiedSeconds: wallSeconds(num(sim.copied)),
         untilAllPublishedSeconds: wallSeconds(num(sim.published)),
-        accountsSyncedPerSecond: args.accounts / untilAllSynced,
+        accountsSyncedPerSecond: dueSyncs / untilAllSynced,
         syncRuns,
         syncsPerSecond: syncRuns / seconds,
         failedSyncs: Number(sim.failed_syncs),
@@ -1601,7 +1615,7 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
     const c = result.catchUp;
     const f = result.feeds;
     say(
-      `catch-up: ${args.accounts} accounts synced in ${untilAllSynced.toFixed(1)} s = ${c.accountsSyncedPerSecond.toFixed(1)} accounts/s; ` +
+      `catch-up: ${dueSyncs} accounts synced in ${untilAllSynced.toFixed(1)} s = ${c.accountsSyncedPerSecond.toFixed(1)} accounts/s; ` +
         `${syncRuns} syncs and ${dueRefreshChecks} refresh checks (${c.tokenRefreshCalls} token refreshes), all done in ${seconds.toFixed(1)} s ` +
         `(${result.catchUpSimulatedHours.toFixed(1)} simulated hours) = ${c.syncsPerSecond.toFixed(1)} syncs/s; ` +
         `every new image copied after ${(c.untilAllNewImagesCopiedSeconds ?? 0).toFixed(1)} s, every feed published after ${(c.untilAllPublishedSeconds ?? 0).toFixed(1)} s; ` +
@@ -1622,6 +1636,7 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
     return result;
   } finally {
     if (ticker) clearInterval(ticker);
+    if (shower) clearInterval(shower);
     await worker?.close().catch(() => undefined);
     for (const q of queues) await q.close().catch(() => undefined);
     await stage.cleanup();
