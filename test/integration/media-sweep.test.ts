@@ -13,7 +13,7 @@ import { mediaKey } from '../../src/storage/keys.ts';
 import { ManualClock } from '../../src/util/clock.ts';
 import { createLogger } from '../../src/util/logger.ts';
 import { demoFeed } from '../../src/demo/demo-feed.ts';
-import { runMediaSweep } from '../../src/feeds/media-sweep.ts';
+import { MEDIA_SWEEP_CONCURRENCY, runMediaSweep } from '../../src/feeds/media-sweep.ts';
 
 /** The periodic sweep removes objects of posts that no longer exist, and nothing else (R-LNK-6). */
 describe('media sweep (R-LNK-6)', () => {
@@ -57,5 +57,23 @@ describe('media sweep (R-LNK-6)', () => {
     expect(left.sort()).toEqual(['feeds/acc1.json', mediaKey('acc1', 'm1', 'cover-aaaa.jpg')]);
     // A second run finds nothing more.
     expect((await runMediaSweep({ db, storage, clock, logger })).removedMedia).toBe(0);
+  });
+
+  it('visits every account exactly once while sweeping several at a time', async () => {
+    const storage = new LocalStorage(mkdtempSync(join(tmpdir(), 'fm-sweep-')));
+    const ids = Array.from({ length: 3 * MEDIA_SWEEP_CONCURRENCY + 1 }, (_, i) => `many${String(i).padStart(3, '0')}`);
+    for (const id of ids) {
+      await upsertAccount(db, { id, username: id }, clock.now());
+      await storage.put(mediaKey(id, 'gone1', 'cover-aaaa.jpg'), Buffer.from('x'), {
+        contentType: 'image/jpeg',
+        cacheControl: 'public',
+      });
+    }
+    const result = await runMediaSweep({ db, storage, clock, logger });
+    // acc1 from the test above, and each of these once: one orphan each, all removed.
+    expect(result).toEqual({ accounts: ids.length + 1, removedMedia: ids.length });
+    const left: string[] = [];
+    for await (const k of storage.list('media/')) left.push(k);
+    expect(left).toEqual([]);
   });
 });
