@@ -175,21 +175,29 @@ export async function scheduleAccount(
   // Both schedulers at once: a worker's start schedules every account, and round trips add up.
   await Promise.all(
     accountSchedulers(queues, accountId, settings).map(async (s) => {
-      const data = s.def.payload.parse({ accountId });
       const isNew = !(await s.queue.getJobScheduler(s.id));
-      await s.queue.upsertJobScheduler(
-        s.id,
-        { every: s.everyMs, offset: scheduleOffsetMs(accountId, s.everyMs) },
-        { name: s.def.name, data, opts: withinLimits(s.def.name, s.def.options) },
-      );
+      await writeScheduler(s, accountId);
       if (isNew) await runScheduledOnceNow(s, accountId);
     }),
   );
 }
 
 /** Schedulers read per call when a worker's start compares them (scheduleAccounts). */
-const SCHEDULER_PAGE = 1000;
-const ACCOUNT_SCHEDULER_KEY = /^(?:token-refresh|feed-sync):(.+)$/;
+export const SCHEDULER_PAGE = 1000;
+/** An account's scheduler id; its account id is the first group. */
+export const ACCOUNT_SCHEDULER_KEY = /^(?:token-refresh|feed-sync):(.+)$/;
+
+/** Write one of an account's schedulers as its definition and the settings say (BullMQ upsert). */
+export async function writeScheduler(
+  s: Pick<ReturnType<typeof accountSchedulers>[number], 'id' | 'queue' | 'def' | 'everyMs'>,
+  accountId: string,
+): Promise<void> {
+  await s.queue.upsertJobScheduler(
+    s.id,
+    { every: s.everyMs, offset: scheduleOffsetMs(accountId, s.everyMs) },
+    { name: s.def.name, data: s.def.payload.parse({ accountId }), opts: withinLimits(s.def.name, s.def.options) },
+  );
+}
 
 export interface ScheduleAccountsResult {
   /** Schedulers already as scheduleAccount would write them, left alone. */
@@ -262,15 +270,7 @@ export async function scheduleAccounts(
             result.unchanged++;
             continue;
           }
-          await s.queue.upsertJobScheduler(
-            s.id,
-            { every: s.everyMs, offset: scheduleOffsetMs(accountId, s.everyMs) },
-            {
-              name: s.def.name,
-              data: s.def.payload.parse({ accountId }),
-              opts: withinLimits(s.def.name, s.def.options),
-            },
-          );
+          await writeScheduler(s, accountId);
           if (state === undefined) await runScheduledOnceNow(s, accountId);
           result.written++;
         }

@@ -13,7 +13,9 @@ import {
   enqueue,
   enqueueDaily,
   runScheduledOnceNow,
-  scheduleOffsetMs,
+  ACCOUNT_SCHEDULER_KEY,
+  SCHEDULER_PAGE,
+  writeScheduler,
   type ScheduleSettings,
 } from './catalogue.ts';
 import { feedSyncJob } from './feed-sync.ts';
@@ -58,9 +60,6 @@ export interface ReconcileDeps {
   leading?: () => boolean;
 }
 
-const ACCOUNT_SCHEDULER = /^(token-refresh|feed-sync):(.+)$/;
-const SCHEDULER_PAGE = 1000;
-
 /** One difference between the accounts in PostgreSQL and the schedulers in Redis. */
 export type ScheduleDifference =
   | {
@@ -102,8 +101,9 @@ export async function compareSchedules(
       const page = await q.getJobSchedulers(start, start + SCHEDULER_PAGE - 1);
       for (const s of page) {
         present.set(s.key, s.every ?? undefined);
-        const m = ACCOUNT_SCHEDULER.exec(s.key);
-        if (m && !activeIds.has(m[2]!)) differences.push({ kind: 'stray', accountId: m[2]!, id: s.key, queue: q });
+        const accountId = ACCOUNT_SCHEDULER_KEY.exec(s.key)?.[1];
+        if (accountId !== undefined && !activeIds.has(accountId))
+          differences.push({ kind: 'stray', accountId, id: s.key, queue: q });
       }
       if (page.length < SCHEDULER_PAGE) break;
     }
@@ -136,11 +136,7 @@ export async function reconcileOnce(deps: ReconcileDeps): Promise<Repair[]> {
     }
     // Spread as scheduleAccount spreads them: a rebuild of 10,000 lost schedules must not make
     // them all fall due at the same second.
-    await d.queue.upsertJobScheduler(
-      d.id,
-      { every: d.everyMs, offset: scheduleOffsetMs(d.accountId, d.everyMs) },
-      { name: d.def.name, data: d.def.payload.parse({ accountId: d.accountId }), opts: d.def.options },
-    );
+    await writeScheduler(d, d.accountId);
     repairs.push({ kind: d.kind === 'interval' ? 'scheduler_updated' : 'scheduler_added', id: d.id });
     // An account connected while Redis was away (its row and token committed, its schedules
     // never made) has never been synced: its first sync runs now, not at its slot in the hour.
