@@ -26,7 +26,6 @@ import { loadConfig, type Config } from '../src/config.ts';
 import { convertItems } from '../src/convert/convert-item.ts';
 import { buildAccountFeed, FEED_CONTENT_TYPE, postHashes } from '../src/feeds/publish.ts';
 import { feedKey } from '../src/storage/keys.ts';
-import { recordCompleteListing } from '../src/store/listing-guard.ts';
 import { drawPost, percentile, postCounts, seededRandom, type FeedPost } from './feeds.ts';
 import { contentHash, imageSlots } from '../src/feeds/slots.ts';
 import { PlatformClient } from '../src/platform/client.ts';
@@ -286,8 +285,11 @@ export async function seedEarlierSyncSlow(stage: Stage, acc: ListedAccount, now:
     earliestOe: built.earliestOe,
     postHashes: postHashes(built.feed),
   });
-  await recordCompleteListing(stage.db, acc.id, items.length);
-  await markSynced(stage.db, acc.id, now, { outcome: 'complete', posts: converted.length });
+  await markSynced(stage.db, acc.id, now, {
+    outcome: 'complete',
+    posts: converted.length,
+    completeListingItems: items.length,
+  });
 }
 
 /**
@@ -331,7 +333,7 @@ export function earlierSyncStatements(
   const at = batch.map((acc) => acc.obtainedAt);
   const expires = batch.map((acc) => new Date(acc.obtainedAt.getTime() + 60 * DAY));
   const copy = SEEDED_COPY;
-  // The row upsertAccount, then recordCompleteListing and markSynced leave (one statement).
+  // The row upsertAccount, then markSynced with the listing's count leave (one statement).
   const accounts: Statement = [
     `INSERT INTO accounts (id, username, display_name, avatar_url, account_type, created_at, updated_at,
                            last_sync_at, last_sync_error, last_sync_error_kind, last_sync_outcome, last_complete_sync_at,

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { UnrecoverableError, type Job, type JobsOptions, type Queue } from 'bullmq';
 import type { z } from 'zod';
 import { HOUR, MINUTE, type Clock } from '../src/util/clock.ts';
@@ -97,13 +96,7 @@ export async function enqueue<P extends z.ZodType>(
   return queue.add(def.name, data, withinLimits(def.name, { ...def.options, ...opts }));
 }
 
-/**
- * A job id for an operator's "now" (CLI, dashboard): unique, so it never collides with (or is
- * swallowed by) a scheduled run, and readable in the queue view.
- */
-export function manualJobId(kind: 'sync' | 'refresh', accountId: string, clock: Clock): string {
-  return `manual-${kind}-${accountId}-${clock.now().getTime()}-${randomBytes(3).toString('hex')}`;
-}
+export { isManualJobId, manualJobId } from './manual-ids.ts';
 
 // ---- per-account schedules --------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ import { MINUTE } from '../src/util/clock.ts';
 import { idSchema } from '../src/util/ids.ts';
 import { defineJob } from './definition.ts';
 import { clampPriority, PRIORITY_LIMIT, withinLimits } from './job-options.ts';
+import { isManualJobId } from './manual-ids.ts';
 import { QUEUE, retryOptions, type RedisSettings } from './queues.ts';
 import {
   DEFAULT_MIRROR_JOBS,
@@ -103,6 +104,22 @@ export interface FeedSyncJobDeps extends FeedDeps {
   flowSettings?: FlowSettings;
 }
 
+/**
+ * A sync's progress (pages read, images to copy) goes to the queue view at most once a second,
+ * and not before its first second: a sync that ends sooner has nothing to show while it runs,
+ * and each report is a write to Redis. Reporting every page of every hourly sync was 5% of the
+ * worker's CPU for an unchanged one (docs/benchmarks.md, "The cost of an unchanged sync").
+ */
+export const PROGRESS_EVERY_MS = 1_000;
+export function progressReporter(startedMs: number, everyMs: number): (nowMs: number) => boolean {
+  let last = startedMs;
+  return (nowMs) => {
+    if (nowMs - last < everyMs) return false;
+    last = nowMs;
+    return true;
+  };
+}
+
 export const feedSyncJob = defineJob({
   name: 'feed-sync',
   queue: 'feedSync',
@@ -117,12 +134,17 @@ export const feedSyncJob = defineJob({
   async process(deps: FeedSyncJobDeps, { accountId }, job): Promise<FeedSyncReturn> {
     // An operator's request (jobs/sync-requests.ts) lists even while scheduled listings pause
     // (R-NET-6), and is cleared once it ran: done, or failed for the last time.
-    const requested = job.id !== undefined && (await isSyncRequest(deps.db, accountId, job.id));
+    // Only a job queued under a manual id can be one (requestSync; a scheduler's jobs never are),
+    // so a scheduled sync does not ask PostgreSQL.
+    const requested =
+      job.id !== undefined && isManualJobId('sync', job.id) && (await isSyncRequest(deps.db, accountId, job.id));
     let result: SyncResult;
+    const progress = progressReporter(deps.clock.now().getTime(), PROGRESS_EVERY_MS);
     try {
       result = await syncAccount(deps, accountId, {
         manual: requested,
         onProgress: (p) => {
+          if (!progress(deps.clock.now().getTime())) return;
           // Progress is for the queue view only: a job whose key vanished (Redis flushed under it)
           // must not bring the process down with an unhandled rejection.
           job.updateProgress({ ...p }).catch(() => undefined);

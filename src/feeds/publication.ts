@@ -209,10 +209,12 @@ export async function settleRemoval(
     listedPosts: number;
     now: Date;
     agreeAfterMs?: number;
+    /** The stored posts' ids and the held removal, when the caller has read them (a sync's context). */
+    known?: { stored: readonly string[]; hold: StoredRemovalHold | null };
   },
 ): Promise<Settled> {
-  const stored = await listPostIds(db, accountId);
-  const hold = await getRemovalHold(db, accountId);
+  const stored = input.known ? [...input.known.stored] : await listPostIds(db, accountId);
+  const hold = input.known ? input.known.hold : await getRemovalHold(db, accountId);
   const plan = planRemoval({
     // A publication from before post ids were recorded: its posts are the stored ones.
     published: publishedIds(input.publication) ?? new Set(stored),

@@ -477,8 +477,13 @@ export async function feedToPublish(
  * (adoptPublishedFeed), never overwritten by the demo: its posts stay until a complete listing
  * says otherwise, and its copies are reused instead of downloaded again.
  */
-export async function publishDemoFeedIfNone(deps: PublishDeps, accountId: string): Promise<boolean> {
-  const previous = await getFeedPublication(deps.db, accountId);
+export async function publishDemoFeedIfNone(
+  deps: PublishDeps,
+  accountId: string,
+  /** The account's publication, when the caller has just read it (a sync: src/store/sync-context.ts). */
+  known?: { publication: FeedPublication | null },
+): Promise<boolean> {
+  const previous = known ? known.publication : await getFeedPublication(deps.db, accountId);
   // Once published, it stays; but a demo feed deleted from storage is put back (one HEAD, only
   // while the demo stands).
   if (previous && (!previous.demo || (await deps.storage.head(feedKey(accountId))))) return false;

@@ -7,20 +7,14 @@ import {
   RunawayListingError,
   TokenInvalidError,
 } from '../platform/errors.ts';
-import { getListingGuard, recordCompleteListing, recordRunawayListing } from '../store/listing-guard.ts';
+import { recordRunawayListing } from '../store/listing-guard.ts';
 import { DEFAULT_LISTING_MAX_ITEMS, listingItemBound, runawayPauseMs } from './listing-bound.ts';
-import { getAccount, markSynced, setRefusedFields } from '../store/accounts.ts';
+import { markSynced, setRefusedFields } from '../store/accounts.ts';
 import { statusOnlyLifecycle } from '../accounts/lifecycle.ts';
 import { errorKind } from '../accounts/error-kind.ts';
-import {
-  copySourceKey,
-  getFeedPublication,
-  getPosts,
-  listCopySources,
-  upsertPosts,
-  type PostInput,
-} from '../store/posts.ts';
-import { loadToken } from '../store/tokens.ts';
+import { copySourceKey, getFeedPublication, getPosts, upsertPosts, type PostInput } from '../store/posts.ts';
+import { readSyncContext } from '../store/sync-context.ts';
+import { openToken } from '../store/tokens.ts';
 import { redactText } from '../util/redact.ts';
 import { feedKey } from '../storage/keys.ts';
 import type { StoredRemovalHold } from '../store/holds.ts';
@@ -36,6 +30,7 @@ import {
 } from './publish.ts';
 import { settleRemoval } from './publication.ts';
 import { contentHash, imageSlots, isImageMime } from './slots.ts';
+import { feedCheckDue } from './feed-check.ts';
 import { DAY } from '../util/clock.ts';
 import type { SyncOutcome } from '../metrics/index.ts';
 import { secondsSince } from '../metrics/observe.ts';
@@ -87,6 +82,11 @@ export interface SyncOptions {
   onProgress?: (p: SyncProgress) => void;
   /** An operator asked for this sync (CLI, dashboard): it lists even while scheduled listings are paused (R-NET-6). */
   manual?: boolean;
+  /**
+   * Make sure the published feed is still in storage (one HEAD). Default: an operator's sync
+   * always does, a scheduled one once in FEED_CHECK_INTERVAL_MS (src/feeds/feed-check.ts).
+   */
+  checkFeed?: boolean;
 }
 
 /** Errors that only the account owner can fix: the account is marked and left alone (R-TOK-10). */
@@ -142,7 +142,9 @@ export async function syncAccount(deps: FeedDeps, accountId: string, opts: SyncO
 /** syncAccount's work, unmeasured. */
 async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions): Promise<SyncResult> {
   const log = deps.logger.child({ job: 'feed-sync', accountId });
-  const account = await getAccount(deps.db, accountId);
+  // Everything read before listing, in one round trip (src/store/sync-context.ts).
+  const context = await readSyncContext(deps.db, accountId);
+  const { account, guard } = context;
   if (!account) return { outcome: 'skipped', accountId, reason: 'account not found (removed?)' };
   if (account.status !== 'active')
     return {
@@ -150,10 +152,9 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
       accountId,
       reason: `account is ${account.status}; it needs its owner to connect again`,
     };
-  const token = await loadToken(deps.db, deps.cipher, accountId);
-  if (!token) return { outcome: 'skipped', accountId, reason: 'no token stored' };
+  if (!context.token) return { outcome: 'skipped', accountId, reason: 'no token stored' };
+  const token = openToken(deps.cipher, accountId, context.token);
   // R-NET-6: after a listing that would not end, scheduled syncs wait; the operator's do not.
-  const guard = await getListingGuard(deps.db, accountId);
   if (!opts.manual && guard.pausedUntil && deps.clock.now() < guard.pausedUntil)
     return {
       outcome: 'skipped',
@@ -161,13 +162,18 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
       reason: `listing paused until ${guard.pausedUntil.toISOString()} after ${guard.runaways} listing(s) in a row that would not end; a manual sync lists at once`,
     };
 
-  await publishDemoFeedIfNone(deps, accountId); // R-SCH-11 until the first complete sync
+  // R-SCH-11 until the first complete sync. It may write the publication (the demo feed, or a
+  // feed found in storage adopted): then it is read again.
+  const wroteDemo = await publishDemoFeedIfNone(deps, accountId, { publication: context.publication });
   // Whether the feed must be written even if nothing changed: still the demo feed, or its
   // platform links (video files) die soon. Otherwise an unchanged sync publishes nothing.
-  const publication = await getFeedPublication(deps.db, accountId);
-  // The publication row is what was written, not what storage still holds: one HEAD, and a feed
-  // object deleted behind our back is published again by this sync rather than trusted.
-  const feedMissing = publication !== null && !(await deps.storage.head(feedKey(accountId)));
+  const publication =
+    context.publication && !wroteDemo ? context.publication : await getFeedPublication(deps.db, accountId);
+  // The publication row is what was written, not what storage still holds: one HEAD now and
+  // then (src/feeds/feed-check.ts), and a feed object deleted behind our back is published again
+  // by this sync rather than trusted.
+  const checkFeed = opts.checkFeed ?? (opts.manual || feedCheckDue(accountId, account.lastSyncAt, deps.clock.now()));
+  const feedMissing = publication !== null && checkFeed && !(await deps.storage.head(feedKey(accountId)));
   if (feedMissing) log.warn('the published feed is missing from storage; this sync publishes it again');
   const feedDue =
     !publication ||
@@ -210,9 +216,9 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
     throw listing.error; // R-OWN-1: the job layer backs off (syncAccount records it); nothing is pruned
   }
   // R-NET-6: a complete listing sets the bound of the next ones; a runaway pauses the schedule.
+  // (A complete listing's count is written with the sync's record, markSynced below.)
   let pauseNote = '';
-  if (listing.complete) await recordCompleteListing(deps.db, accountId, listing.items.length + listing.skipped.length);
-  else if (listing.error instanceof RunawayListingError) {
+  if (!listing.complete && listing.error instanceof RunawayListingError) {
     const until = new Date(now.getTime() + runawayPauseMs(guard.runaways + 1));
     await recordRunawayListing(deps.db, accountId, until);
     pauseNote = `; scheduled syncs of this account wait until ${until.toISOString()}`;
@@ -248,8 +254,16 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
     ...listing.skipped.map((s) => s.id),
     ...converted.dropped.filter((d) => !d.byPolicy).map((d) => d.id),
   ];
+  // The stored ids as the upsert left them: those read before it, and every post it wrote.
+  const stored = [...new Set([...context.storedPostIds, ...posts.map((p) => p.id)])];
   const settled = listing.complete
-    ? await settleRemoval(deps.db, accountId, { publication, listed, listedPosts: posts.length, now })
+    ? await settleRemoval(deps.db, accountId, {
+        publication,
+        listed,
+        listedPosts: posts.length,
+        now,
+        known: { stored, hold: context.hold },
+      })
     : { pruned: [], held: null, agreed: false, stale: false };
   const pruned = settled.pruned;
   if (settled.held)
@@ -283,13 +297,15 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
     return kept !== undefined && hasVideo(i.post) && due(kept.earliestOe);
   });
   const storedVideos = new Map(
-    (
-      await getPosts(
-        deps.db,
-        accountId,
-        toRenew.map((i) => i.mediaId),
-      )
-    ).map((p) => [p.mediaId, p]),
+    toRenew.length === 0
+      ? []
+      : (
+          await getPosts(
+            deps.db,
+            accountId,
+            toRenew.map((i) => i.mediaId),
+          )
+        ).map((p) => [p.mediaId, p]),
   );
   for (const input of toRenew) {
     const stored = storedVideos.get(input.mediaId);
@@ -311,7 +327,9 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   }
 
   const copies: CopyTask[] = [];
-  const copied = await listCopySources(deps.db, accountId);
+  // The copies recorded when the sync began: one a copy job records meanwhile is queued again,
+  // and that job finds it done (copySlot).
+  const copied = context.copySources;
   for (const input of inputs) {
     for (const s of imageSlots(input.post)) {
       if (copied.get(copySourceKey(input.mediaId, s.slot)) === s.sourceId) continue; // this file is already copied
@@ -337,6 +355,8 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
     skipped: faults,
     outcome: listing.complete ? 'complete' : 'incomplete',
     posts: posts.length,
+    // R-NET-6: a complete listing sets the bound of the next ones and ends a pause.
+    ...(listing.complete ? { completeListingItems: listing.items.length + listing.skipped.length } : {}),
   });
   if (error) log.warn({ pages: listing.pages, error }, 'listing incomplete: nothing pruned');
   let newPosts = 0;
@@ -401,7 +421,8 @@ export interface SyncNowResult {
  * same steps the worker's flow runs as separate jobs; used by `feedmirror sync <id> --wait`.
  */
 export async function runSyncNow(deps: FeedDeps, accountId: string, opts: SyncOptions = {}): Promise<SyncNowResult> {
-  const sync = await syncAccount(deps, accountId, opts);
+  // Someone is watching this one: it always makes sure the feed object is in storage.
+  const sync = await syncAccount(deps, accountId, { checkFeed: true, ...opts });
   const out: SyncNowResult = { sync, copied: 0, reused: 0, renewed: 0, failedCopies: [], swept: 0 };
   if (sync.outcome !== 'synced') return out;
   const progress: SyncProgress = {

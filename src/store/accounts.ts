@@ -66,7 +66,7 @@ export interface AccountProfile {
   accountType?: string | null;
 }
 
-interface AccountRow {
+export interface AccountRow {
   id: string;
   username: string;
   display_name: string | null;
@@ -91,7 +91,7 @@ interface AccountRow {
   owner_alerts?: boolean;
 }
 
-function toAccount(r: AccountRow): Account {
+export function toAccount(r: AccountRow): Account {
   return {
     id: r.id,
     username: r.username,
@@ -295,6 +295,12 @@ export interface SyncRecord {
   outcome?: SyncOutcomeRecorded;
   /** Posts the listing held (its page's "last syncs"); absent when nothing was read. */
   posts?: number;
+  /**
+   * The listing reached its end with this many items: the base of the next listings' bound, and
+   * any pause after runaway listings is over (R-NET-6). Written in the same statement as the rest
+   * of the record, not in one of its own (src/store/listing-guard.ts).
+   */
+  completeListingItems?: number;
 }
 export type SyncOutcomeRecorded = 'complete' | 'incomplete' | 'failed';
 
@@ -346,7 +352,10 @@ export async function markSynced(db: Db, id: string, at: Date, record: SyncRecor
     `WITH updated AS (
        UPDATE accounts SET last_sync_at = $2, last_sync_error = $3, last_sync_error_kind = $4,
               skipped_items = COALESCE($5, skipped_items), skipped_reasons = COALESCE($6::jsonb, skipped_reasons),
-              last_sync_outcome = $7, last_complete_sync_at = CASE WHEN $7 = 'complete' THEN $2 ELSE last_complete_sync_at END
+              last_sync_outcome = $7, last_complete_sync_at = CASE WHEN $7 = 'complete' THEN $2 ELSE last_complete_sync_at END,
+              listing_items_last_complete = COALESCE($9::int, listing_items_last_complete),
+              listing_runaways = CASE WHEN $9::int IS NULL THEN listing_runaways ELSE 0 END,
+              listing_paused_until = CASE WHEN $9::int IS NULL THEN listing_paused_until END
         WHERE id = $1 RETURNING id),
      logged AS (
        INSERT INTO sync_runs (account_id, at, outcome, error_kind, error, posts, skipped)
@@ -362,6 +371,7 @@ export async function markSynced(db: Db, id: string, at: Date, record: SyncRecor
       skipped ? JSON.stringify(skipped) : null,
       outcome,
       record.posts ?? null,
+      record.completeListingItems ?? null,
     ],
   );
 }

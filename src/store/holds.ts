@@ -21,7 +21,7 @@ export interface StoredRemovalHold extends RemovalHold {
   lastSeenAt: Date;
 }
 
-interface HoldRow {
+export interface HoldRow {
   account_id: string;
   since: Date;
   last_seen_at: Date;
@@ -30,7 +30,7 @@ interface HoldRow {
   published_posts: number;
 }
 
-function toHold(r: HoldRow): StoredRemovalHold {
+export function toHold(r: HoldRow): StoredRemovalHold {
   return {
     accountId: r.account_id,
     since: r.since,

@@ -427,10 +427,21 @@ export async function listMediaCopies(db: Db, accountId: string): Promise<MediaC
  * sync compares its whole listing against it in one query instead of one query per image.
  */
 export async function listCopySources(db: Db, accountId: string): Promise<Map<string, string>> {
-  const { rows } = await db.query<{ media_id: string; slot: string; source_id: string }>(
+  const { rows } = await db.query<CopySourceRow>(
     'SELECT media_id, slot, source_id FROM media_copies WHERE account_id = $1',
     [accountId],
   );
+  return copySourcesOf(rows);
+}
+
+export interface CopySourceRow {
+  media_id: string;
+  slot: string;
+  source_id: string;
+}
+
+/** Each recorded copy's source by copySourceKey. */
+export function copySourcesOf(rows: readonly CopySourceRow[]): Map<string, string> {
   return new Map(rows.map((r) => [copySourceKey(r.media_id, r.slot), r.source_id]));
 }
 
@@ -465,27 +476,32 @@ export interface FeedPublication {
 }
 
 export async function getFeedPublication(db: Db, accountId: string): Promise<FeedPublication | null> {
-  const { rows } = await db.query<{
-    account_id: string;
-    feed_hash: string;
-    published_at: Date;
-    post_count: number;
-    demo: boolean;
-    earliest_oe: Date | null;
-    post_hashes: Record<string, string> | null;
-  }>('SELECT * FROM feed_publications WHERE account_id = $1', [accountId]);
-  const r = rows[0];
-  return r
-    ? {
-        accountId: r.account_id,
-        feedHash: r.feed_hash,
-        publishedAt: r.published_at,
-        postCount: r.post_count,
-        demo: r.demo,
-        earliestOe: r.earliest_oe,
-        postHashes: r.post_hashes ?? null,
-      }
-    : null;
+  const { rows } = await db.query<FeedPublicationRow>('SELECT * FROM feed_publications WHERE account_id = $1', [
+    accountId,
+  ]);
+  return rows[0] ? toFeedPublication(rows[0]) : null;
+}
+
+export interface FeedPublicationRow {
+  account_id: string;
+  feed_hash: string;
+  published_at: Date;
+  post_count: number;
+  demo: boolean;
+  earliest_oe: Date | null;
+  post_hashes: Record<string, string> | null;
+}
+
+export function toFeedPublication(r: FeedPublicationRow): FeedPublication {
+  return {
+    accountId: r.account_id,
+    feedHash: r.feed_hash,
+    publishedAt: r.published_at,
+    postCount: r.post_count,
+    demo: r.demo,
+    earliestOe: r.earliest_oe,
+    postHashes: r.post_hashes ?? null,
+  };
 }
 
 export async function saveFeedPublication(db: Db, p: FeedPublication): Promise<void> {

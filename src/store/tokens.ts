@@ -66,15 +66,23 @@ export async function saveToken(
 
 /** The token, decrypted, for a call to the platform; null when the account has none. */
 export async function loadToken(db: Db, cipher: TokenCipher, accountId: string): Promise<StoredToken | null> {
-  const { rows } = await db.query<{
-    key_id: string;
-    ciphertext: Buffer;
-    obtained_at: Date;
-    expires_at: Date;
-    generation: string;
-  }>('SELECT key_id, ciphertext, obtained_at, expires_at, generation FROM tokens WHERE account_id = $1', [accountId]);
-  const r = rows[0];
-  if (!r) return null;
+  const { rows } = await db.query<SealedTokenRow>(`SELECT ${SEALED_TOKEN_COLUMNS} FROM tokens WHERE account_id = $1`, [
+    accountId,
+  ]);
+  return rows[0] ? openToken(cipher, accountId, rows[0]) : null;
+}
+
+/** A token row as read for a call: still sealed (openToken decrypts it). */
+export interface SealedTokenRow {
+  key_id: string;
+  ciphertext: Buffer;
+  obtained_at: Date;
+  expires_at: Date;
+  generation: string;
+}
+export const SEALED_TOKEN_COLUMNS = 'key_id, ciphertext, obtained_at, expires_at, generation';
+
+export function openToken(cipher: TokenCipher, accountId: string, r: SealedTokenRow): StoredToken {
   return {
     accessToken: cipher.decrypt({ keyId: r.key_id, ciphertext: r.ciphertext }, accountId),
     obtainedAt: r.obtained_at,
