@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { contentHash, imageSlots, sourceIdOf } from '../../src/feeds/slots.ts';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { contentHash, imageSlots, sourceIdOf, stableStringify, withoutSignatures } from '../../src/feeds/slots.ts';
+import { demoFeed } from '../../src/demo/demo-feed.ts';
 import { feedCacheControl } from '../../src/feeds/publish.ts';
 import type { Post } from '../../src/schema/v1.ts';
 
@@ -48,6 +51,69 @@ describe('contentHash', () => {
     expect(contentHash(a)).toBe(contentHash({ text: 'x', t: link('a.jpg', '2') }));
     expect(contentHash(a)).not.toBe(contentHash({ ...a, text: 'y' }));
     expect(sourceIdOf(link('a.jpg'))).toBe('https://cdn.example.com/a.jpg');
+  });
+
+  it('hashes what earlier versions hashed (the stored hashes keep matching): sorted JSON of the content without signatures', () => {
+    const reference = (v: unknown) =>
+      createHash('sha256')
+        .update(stableStringify(withoutSignatures(v)))
+        .digest('hex');
+    const fixtures = ['feed-v1-valid.json', 'feed-v1-extended.json'].map(
+      (f) => JSON.parse(readFileSync(new URL(`../fixtures/${f}`, import.meta.url), 'utf8')) as { posts: unknown[] },
+    );
+    const values: unknown[] = [
+      demoFeed(new Date(Date.UTC(2026, 5, 1))),
+      ...demoFeed(new Date(Date.UTC(2026, 5, 1))).posts,
+      ...fixtures,
+      ...fixtures.flatMap((f) => f.posts),
+      { b: undefined, a: [undefined, null, 1.5, true, 'x'], c: { z: 'é"\\', y: [] } },
+      {
+        thumbnailUrl: link('a.jpg'),
+        media: [{ url: link('b.jpg', '2') }, { url: 'http://127.0.0.1:4000/c.jpg?oe=1' }],
+      },
+    ];
+    for (const v of values) expect(contentHash(v)).toBe(reference(v));
+  });
+
+  it("sourceIdOf: the parsed link's origin and path, for plain links and for those the parser rewrites", () => {
+    const parsed = (url: string) => {
+      const u = new URL(url);
+      return `${u.origin}${u.pathname}`;
+    };
+    const urls = [
+      'https://scontent.cdninstagram.com/v/t51.2885-15/123_456_n.jpg?stp=dst-jpg&oe=6960d200&_nc_sid=abc',
+      'http://img.example.test/a/b.webp?oe=1',
+      'https://cdn.example.com/x%20y.jpg?oe=1',
+      'https://CDN.Example.com/a.jpg?oe=1',
+      'https://cdn.example.com:443/a.jpg?oe=1',
+      'https://cdn.example.com/a/../b.jpg?oe=1',
+      'https://cdn.example.com/./b.jpg?oe=1',
+      'https://127.0.0.1/a.jpg?oe=1',
+      'https://1.2.3/a.jpg?oe=1',
+      'https://user@cdn.example.com/a.jpg?oe=1',
+      'https://cdn.example.com/a b.jpg?oe=1',
+      'https://cdn.example.com/a.jpg#frag',
+      'https://cdn.example.com?oe=1',
+      'https://cdn.example.com/a.jpg',
+      'https://xn--bcher-kva.example/a.jpg?oe=1',
+      'http://127.0.0.1:41234/media/1/cover.jpg?oe=1&sig=2',
+      'http://127.0.0.1:80/a.jpg?oe=1',
+      'https://cdn.example.com:443/a.jpg?oe=1',
+      'https://cdn.example.com:8443/a.jpg?oe=1',
+      'https://cdn.example.com:99999/a.jpg?oe=1',
+      'http://127.000.0.1/a.jpg?oe=1',
+      'http://0x7f.0.0.1/a.jpg?oe=1',
+      'http://256.1.1.1.example/a.jpg?oe=1',
+    ];
+    const safely = (url: string) => {
+      try {
+        return parsed(url);
+      } catch {
+        return url.split('?')[0];
+      }
+    };
+    for (const url of urls) expect(sourceIdOf(url), url).toBe(safely(url));
+    expect(sourceIdOf('not a url?x=1')).toBe('not a url');
   });
 });
 
