@@ -196,7 +196,22 @@ describe('token lifecycle end to end (R-TOK-1..10)', () => {
 
   it('refreshes at 30 days and stores the new expiry, without the app secret (R-TOK-2, R-TOK-6, R-TOK-8)', async () => {
     sim.clock.advance(29 * DAY);
-    expect((await refreshAccountToken(refreshDeps(), { accountId })).outcome).toBe('not-due');
+    // A check with nothing to do (most of them: every six hours, a refresh every 30 days) reads
+    // the account and the token's metadata, and takes no lock: no connection checked out, no
+    // transaction (the lock's four round trips were most of a check's cost).
+    const statements: string[] = [];
+    let checkouts = 0;
+    const counted = new Proxy(db, {
+      get(t, k, r) {
+        if (k === 'query') return (text: string, values?: unknown[]) => (statements.push(text), t.query(text, values));
+        if (k === 'connect') return (checkouts++, t.connect.bind(t));
+        const v = Reflect.get(t, k, r) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+      },
+    });
+    expect((await refreshAccountToken({ ...refreshDeps(), db: counted }, { accountId })).outcome).toBe('not-due');
+    expect(statements).toHaveLength(2);
+    expect(checkouts).toBe(0);
     sim.clock.advance(1 * DAY);
     const before = await getTokenInfo(db, accountId);
     const outcome = await refreshAccountToken(refreshDeps(), { accountId });
