@@ -177,6 +177,31 @@ export async function scheduleAccount(
 
 /** Schedulers read per call when a worker's start compares them (scheduleAccounts). */
 export const SCHEDULER_PAGE = 1000;
+
+/**
+ * A page of a queue's job schedulers, ids and intervals only, in two round trips: the ids from
+ * the queue's scheduler set, then every interval in one pipeline. BullMQ's getJobSchedulers sends
+ * one HGETALL per scheduler, each a write to the socket of its own: at 100,000 accounts (200,000
+ * schedulers) the reconciler's pass every RECONCILE_INTERVAL_SECONDS cost the worker more CPU than
+ * a minute of its syncs. The fields read are BullMQ's own (`repeat` set, `repeat:<id>` hash with
+ * `every`): test/integration/reconcile.test.ts compares this with getJobSchedulers.
+ */
+export async function schedulerIntervals(
+  queue: Queue,
+  start: number,
+  count: number,
+): Promise<Array<{ key: string; every: number | undefined }>> {
+  const client = await queue.getBackend().client;
+  const ids = (await client.zrange(queue.toKey('repeat'), start, start + count - 1)) as string[];
+  if (ids.length === 0) return [];
+  const pipeline = client.pipeline();
+  for (const id of ids) pipeline.runCommand('hget', [queue.toKey(`repeat:${id}`), 'every']);
+  const replies = (await pipeline.exec()) ?? [];
+  return ids.map((key, i) => {
+    const every = replies[i]?.[1];
+    return { key, every: typeof every === 'string' && every !== '' ? Number(every) : undefined };
+  });
+}
 /** An account's scheduler id; its account id is the first group. */
 export const ACCOUNT_SCHEDULER_KEY = /^(?:token-refresh|feed-sync):(.+)$/;
 

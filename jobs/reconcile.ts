@@ -15,6 +15,7 @@ import {
   runScheduledOnceNow,
   ACCOUNT_SCHEDULER_KEY,
   SCHEDULER_PAGE,
+  schedulerIntervals,
   writeScheduler,
   type ScheduleSettings,
 } from './catalogue.ts';
@@ -98,9 +99,9 @@ export async function compareSchedules(
     // A page at a time: 10,000 accounts have 20,000 schedulers, and reading them all in one call
     // held every one of them in memory (and Redis busy) at once.
     for (let start = 0; ; start += SCHEDULER_PAGE) {
-      const page = await q.getJobSchedulers(start, start + SCHEDULER_PAGE - 1);
+      const page = await schedulerIntervals(q, start, SCHEDULER_PAGE);
       for (const s of page) {
-        present.set(s.key, s.every ?? undefined);
+        present.set(s.key, s.every);
         const accountId = ACCOUNT_SCHEDULER_KEY.exec(s.key)?.[1];
         if (accountId !== undefined && !activeIds.has(accountId))
           differences.push({ kind: 'stray', accountId, id: s.key, queue: q });

@@ -14,6 +14,7 @@ import {
   refreshSchedulerId,
   scheduleAccount,
   scheduleAccounts,
+  schedulerIntervals,
   syncSchedulerId,
   unscheduleAccount,
   type ScheduleSettings,
@@ -165,6 +166,27 @@ describe('schedule reconciler', () => {
     expect(counted).toBe(repairs.length);
     // Nothing left to do: a second pass repairs nothing.
     expect(await reconcileOnce(deps())).toEqual([]);
+  });
+
+  it("reads each scheduler's id and interval as BullMQ's own getJobSchedulers does, a page at a time", async () => {
+    for (const id of ['2101', '2102', '2103']) await scheduleAccount(queues, id, settings);
+    await scheduleAccount(queues, '2104', { ...settings, syncEveryMs: 5 * MINUTE });
+    for (const q of [queues.feedSync, queues.tokenRefresh]) {
+      const bullmq = (await q.getJobSchedulers(0, -1)).map((s) => [s.key, s.every]).sort();
+      const ours: Array<[string, number | undefined]> = [];
+      // Pages of 2, to cross page boundaries.
+      for (let start = 0; ; start += 2) {
+        const page = await schedulerIntervals(q, start, 2);
+        ours.push(...page.map((s) => [s.key, s.every] as [string, number | undefined]));
+        if (page.length < 2) break;
+      }
+      expect(ours.sort()).toEqual(bullmq);
+      expect(bullmq.length).toBeGreaterThanOrEqual(4);
+    }
+    expect(
+      (await schedulerIntervals(queues.feedSync, 0, 1000)).find((s) => s.key === syncSchedulerId('2104'))?.every,
+    ).toBe(5 * MINUTE);
+    for (const id of ['2101', '2102', '2103', '2104']) await unscheduleAccount(queues, id);
   });
 
   it('only one process in the cluster reconciles (the holder of the lease); another takes over when it stops', async () => {
