@@ -2,7 +2,7 @@
  * The soak's growth table and chart from the runs' JSON (`npm run bench -- --scale N` writes
  * bench/results/scale-N.json):
  *
- *   node --import tsx bench/soak-report.ts [--out docs/images/soak-growth.svg] [--extrapolate 100000] bench/results/scale-*.json
+ *   node --import tsx bench/soak-report.ts [--out docs/bench/soak-growth.svg] [--extrapolate 100000] bench/results/scale-*.json
  *
  * Prints a markdown table (one column per run) on stdout and writes an SVG: each per-account
  * figure against the number of accounts, relative to the smallest run (1 = no growth per account).
