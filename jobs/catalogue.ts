@@ -1,6 +1,7 @@
 import { UnrecoverableError, type Job, type JobsOptions, type Queue } from 'bullmq';
 import type { z } from 'zod';
 import { HOUR, MINUTE, type Clock } from '../src/util/clock.ts';
+import { stableIdHash } from '../src/util/ids.ts';
 import type { AccountSchedules } from '../src/accounts/lifecycle.ts';
 import { runJob, type AnyJobDefinition, type JobDefinition } from './definition.ts';
 import { feedSyncJob } from './feed-sync.ts';
@@ -147,13 +148,8 @@ export function accountSchedulers(queues: AccountQueues, accountId: string, sett
  * same second of every hour. Stable, so every worker and every rebuild agree.
  */
 export function scheduleOffsetMs(accountId: string, everyMs: number): number {
-  let h = 0x811c9dc5; // FNV-1a, 32 bits
-  for (let i = 0; i < accountId.length; i++) {
-    h ^= accountId.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
   // BullMQ treats offset 0 as "no offset": keep it in [1, everyMs - 1].
-  return 1 + (h % Math.max(1, everyMs - 1));
+  return 1 + (stableIdHash(accountId) % Math.max(1, everyMs - 1));
 }
 
 /**

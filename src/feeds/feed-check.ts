@@ -1,4 +1,5 @@
 import { HOUR } from '../util/clock.ts';
+import { stableIdHash } from '../util/ids.ts';
 
 /**
  * How often a scheduled sync makes sure the published feed object is still in storage (one HEAD),
@@ -23,17 +24,8 @@ export function feedCheckDue(
   intervalMs = FEED_CHECK_INTERVAL_MS,
 ): boolean {
   if (!previousSyncAt) return true;
-  const shift = stableShift(accountId, intervalMs);
+  // Any spread will do, as long as it does not change.
+  const shift = (stableIdHash(accountId) * 1000) % intervalMs;
   const window = (t: number) => Math.floor((t + shift) / intervalMs);
   return window(now.getTime()) !== window(previousSyncAt.getTime());
-}
-
-/** FNV-1a of the id, in [0, intervalMs): any spread will do, as long as it does not change. */
-function stableShift(accountId: string, intervalMs: number): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < accountId.length; i++) {
-    h ^= accountId.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return (h * 1000) % intervalMs;
 }
