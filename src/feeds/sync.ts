@@ -254,15 +254,14 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
     ...listing.skipped.map((s) => s.id),
     ...converted.dropped.filter((d) => !d.byPolicy).map((d) => d.id),
   ];
-  // The stored ids as the upsert left them: those read before it, and every post it wrote.
-  const stored = [...new Set([...context.storedPostIds, ...posts.map((p) => p.id)])];
   const settled = listing.complete
     ? await settleRemoval(deps.db, accountId, {
         publication,
         listed,
         listedPosts: posts.length,
         now,
-        known: { stored, hold: context.hold },
+        // The stored ids as the upsert left them: those read before it, and every post it wrote.
+        known: { stored: [...new Set([...context.storedPostIds, ...posts.map((p) => p.id)])], hold: context.hold },
       })
     : { pruned: [], held: null, agreed: false, stale: false };
   const pruned = settled.pruned;
