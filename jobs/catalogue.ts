@@ -171,29 +171,53 @@ export async function scheduleAccount(
   );
 }
 
-/** Schedulers read per call when a worker's start compares them (scheduleAccounts). */
+/** Schedulers read per round trip when the schedulers are compared (scheduleAccounts, the reconciler). */
 export const SCHEDULER_PAGE = 1000;
 
 /**
- * A page of a queue's job schedulers, ids and intervals only, in two round trips: the ids from
- * the queue's scheduler set, then every interval in one pipeline. BullMQ's getJobSchedulers sends
- * one HGETALL per scheduler, each a write to the socket of its own: at 100,000 accounts (200,000
+ * A queue's job schedulers, a page at a time: their ids and the next slot of each, as ZSCAN walks
+ * BullMQ's `repeat` set. Paging by rank (ZRANGE start..end, as getJobSchedulers pages) loses
+ * schedulers while jobs run: a run moves its scheduler's score (its next slot) behind the pages
+ * not yet read, every scheduler after it shifts down a rank, and one at each page boundary is
+ * never seen. The reconciler then "repaired" schedulers that were there, and BullMQ's upsert took
+ * a job that was due out of the waiting list and put it back at its slot. ZSCAN returns every
+ * member present for the whole scan (some twice: callers count each id once).
+ */
+export async function* schedulerPages(
+  queue: Queue,
+  count = SCHEDULER_PAGE,
+): AsyncGenerator<Array<{ key: string; next: number }>> {
+  const client = await queue.getBackend().client;
+  let cursor = '0';
+  do {
+    const [nextCursor, flat] = (await client.runCommand('zscan', [queue.toKey('repeat'), cursor, 'COUNT', count])) as [
+      string,
+      string[],
+    ];
+    cursor = nextCursor;
+    const page: Array<{ key: string; next: number }> = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) page.push({ key: flat[i]!, next: Number(flat[i + 1]) });
+    if (page.length > 0) yield page;
+  } while (cursor !== '0');
+}
+
+/**
+ * The intervals of the given schedulers in one pipeline. BullMQ's getJobSchedulers sends one
+ * HGETALL per scheduler, each a write to the socket of its own: at 100,000 accounts (200,000
  * schedulers) the reconciler's pass every RECONCILE_INTERVAL_SECONDS cost the worker more CPU than
- * a minute of its syncs. The fields read are BullMQ's own (`repeat` set, `repeat:<id>` hash with
- * `every`): test/integration/reconcile.test.ts compares this with getJobSchedulers.
+ * a minute of its syncs. The field read is BullMQ's own (`repeat:<id>` hash, `every`):
+ * test/integration/reconcile.test.ts compares this with getJobSchedulers.
  */
 export async function schedulerIntervals(
   queue: Queue,
-  start: number,
-  count: number,
+  keys: readonly string[],
 ): Promise<Array<{ key: string; every: number | undefined }>> {
+  if (keys.length === 0) return [];
   const client = await queue.getBackend().client;
-  const ids = (await client.zrange(queue.toKey('repeat'), start, start + count - 1)) as string[];
-  if (ids.length === 0) return [];
   const pipeline = client.pipeline();
-  for (const id of ids) pipeline.runCommand('hget', [queue.toKey(`repeat:${id}`), 'every']);
+  for (const id of keys) pipeline.runCommand('hget', [queue.toKey(`repeat:${id}`), 'every']);
   const replies = (await pipeline.exec()) ?? [];
-  return ids.map((key, i) => {
+  return keys.map((key, i) => {
     const every = replies[i]?.[1];
     return { key, every: typeof every === 'string' && every !== '' ? Number(every) : undefined };
   });
@@ -243,12 +267,13 @@ export async function scheduleAccounts(
   for (const { queue, def, everyMs } of probe) {
     // BullMQ keeps the queue's default job options merged into the template.
     const opts = stableStringify({ ...queue.defaultJobOptions, ...withinLimits(def.name, def.options) });
-    for (let start = 0; ; start += SCHEDULER_PAGE) {
-      const page = await queue.getJobSchedulers(start, start + SCHEDULER_PAGE - 1);
+    for await (const ids of schedulerPages(queue)) {
+      const page = await Promise.all(ids.map((s) => queue.getJobScheduler(s.key)));
       const candidates: Array<{ key: string; nextJobId: string }> = [];
       for (const s of page) {
+        if (!s) continue; // removed since the scan saw it
         const accountId = ACCOUNT_SCHEDULER_KEY.exec(s.key)?.[1];
-        if (accountId === undefined || !wanted.has(accountId)) continue;
+        if (accountId === undefined || !wanted.has(accountId) || present.get(s.key) === true) continue;
         const right =
           s.name === def.name &&
           s.every === everyMs &&
@@ -269,7 +294,6 @@ export async function scheduleAccounts(
           if (found[i]?.[1] === 1) present.set(c.key, true);
         });
       }
-      if (page.length < SCHEDULER_PAGE) break;
     }
   }
   const result: ScheduleAccountsResult = { unchanged: 0, written: 0 };

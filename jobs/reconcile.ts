@@ -14,8 +14,8 @@ import {
   enqueueDaily,
   runScheduledOnceNow,
   ACCOUNT_SCHEDULER_KEY,
-  SCHEDULER_PAGE,
   schedulerIntervals,
+  schedulerPages,
   writeScheduler,
   type ScheduleSettings,
 } from './catalogue.ts';
@@ -98,15 +98,18 @@ export async function compareSchedules(
   for (const q of queues) {
     // A page at a time: 10,000 accounts have 20,000 schedulers, and reading them all in one call
     // held every one of them in memory (and Redis busy) at once.
-    for (let start = 0; ; start += SCHEDULER_PAGE) {
-      const page = await schedulerIntervals(q, start, SCHEDULER_PAGE);
-      for (const s of page) {
+    for await (const page of schedulerPages(q)) {
+      for (const s of await schedulerIntervals(
+        q,
+        page.map((p) => p.key),
+      )) {
+        // The scan may return a scheduler twice: one difference for each.
+        if (present.has(s.key)) continue;
         present.set(s.key, s.every);
         const accountId = ACCOUNT_SCHEDULER_KEY.exec(s.key)?.[1];
         if (accountId !== undefined && !activeIds.has(accountId))
           differences.push({ kind: 'stray', accountId, id: s.key, queue: q });
       }
-      if (page.length < SCHEDULER_PAGE) break;
     }
   }
   for (const accountId of active) {
