@@ -46,7 +46,7 @@ import { S3RVER_CREDENTIALS } from '../test/support/s3.ts';
 import { forkChild } from './ipc.ts';
 import type { PipelineStats } from './pipeline-process.ts';
 import { startServicesChild, type RequestCounts } from './services-child.ts';
-import { benchDatabase, benchRedis, cleanupStack } from './services.ts';
+import { benchDatabase, benchRedis, cleanupStack, interrupted } from './services.ts';
 import { MemorySampler } from './memory.ts';
 import { autoMirrorConcurrency } from '../src/mirror/concurrency.ts';
 import { writeChart, writeMemoryChart } from './chart.ts';
@@ -106,6 +106,8 @@ const argsSchema = z.object({
   'link-days': z.coerce.number().positive('--link-days must be > 0').default(2),
   'time-scale': z.coerce.number().positive('--time-scale must be > 0').default(60),
   'new-posts': positive('new-posts').default(2),
+  /** --downtime: count the catch-up this long at most (its rates over the window, the rest projected). */
+  'catch-up-limit-minutes': positive('catch-up-limit-minutes').optional(),
 });
 
 const TARGETS = { fractionOfLimit: 0.9, peakRssMb: 300, peakRssAt: { accounts: 500, posts: 50 } };
@@ -129,8 +131,9 @@ posts each instead; --posts defaults to 2 for --workers-compare):
                                                         the soak: N accounts of realistic feeds on one
                                                         worker
   --downtime N [--down-days 3] [--link-days 2] [--time-scale 60] [--new-posts 2] [--posts-mean 24] [--seed 1]
-                                                        catch-up after the worker was down (fractions
-                                                        of days work: --down-days 0.0417 is an hour)
+      [--catch-up-limit-minutes M]                      catch-up after the worker was down (fractions
+                                                        of days work: --down-days 0.0417 is an hour;
+                                                        M: count M minutes at most, project the rest)
   --workers-compare N                                   the first sync by 1, then 2 workers
 Every run:
   --json                one JSON object on stdout (progress is then silent)
@@ -163,6 +166,7 @@ function parse() {
         curve: { type: 'string' },
         'workers-compare': { type: 'string' },
         downtime: { type: 'string' },
+        'catch-up-limit-minutes': { type: 'string' },
         'down-days': { type: 'string' },
         'link-days': { type: 'string' },
         'time-scale': { type: 'string' },
@@ -238,6 +242,7 @@ async function main() {
         timeScale: args['time-scale'],
         seed: args.seed,
         json: args.json,
+        limitMinutes: args['catch-up-limit-minutes'],
       },
       say,
     );
@@ -951,4 +956,13 @@ async function main() {
   }
 }
 
-await main();
+// A failure ends the run with one line (BENCH_DEBUG=1 for the stack). After Ctrl-C or a kill, the
+// run's own queries fail against the database the signal handler is removing: say nothing more.
+await main().catch((err: unknown) => {
+  if (interrupted()) return;
+  const message = (err as Error).message ?? String(err);
+  process.stderr.write(
+    `${process.env.BENCH_DEBUG ? ((err as Error).stack ?? message) : message.startsWith('bench') ? message : `bench: ${message}`}\n`,
+  );
+  process.exitCode = 1;
+});

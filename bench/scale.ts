@@ -1254,6 +1254,38 @@ export interface DowntimeArgs {
   timeScale: number;
   seed: number;
   json: boolean;
+  /**
+   * Count the catch-up this many minutes at most (undefined: until it is done). A stopped one
+   * reports its rates over the window, what it had left and when it would be done at that pace.
+   */
+  limitMinutes?: number | undefined;
+}
+
+/** Nothing waiting, running or delayed in any of the queues. */
+async function queuesIdle(queues: readonly Queue[]): Promise<boolean> {
+  for (const q of queues) {
+    const c = await q.getJobCounts('waiting', 'active', 'prioritized', 'waiting-children', 'delayed');
+    if (Object.values(c).some((n) => n > 0)) return false;
+  }
+  return true;
+}
+
+/** The one line a stalled catch-up ends with: which accounts never synced again, and their next sync. */
+async function stalled(stage: Stage, feedSync: Queue, since: Date, dueSyncs: number): Promise<string> {
+  const { rows } = await stage.db.query<{ id: string; n: string }>(
+    `SELECT id, count(*) OVER () AS n FROM accounts WHERE last_sync_at IS NULL OR last_sync_at < $1 ORDER BY id LIMIT 3`,
+    [since],
+  );
+  const left = rows[0]?.n ?? '0';
+  const next = await Promise.all(
+    rows.map(async (r) => {
+      const s = await feedSync.getJobScheduler(syncSchedulerId(r.id));
+      return s?.next
+        ? `${r.id}: next sync at ${new Date(s.next).toISOString()} in Redis's time, iteration ${s.iterationCount ?? '?'}`
+        : `${r.id}: no sync scheduler`;
+    }),
+  );
+  return `bench: the catch-up stalled: ${left} of ${dueSyncs} accounts not synced since the restart and nothing queued for 2 minutes (${next.join('; ')})`;
 }
 
 /**
@@ -1439,16 +1471,45 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
           .then(show)
           .catch(() => undefined);
       }, 5_000);
-    await untilQuiet(
-      queues,
-      async () => {
-        const p = await progress();
-        if (Number(p.synced) < dueSyncs || Number(p.listed) < toList) return false;
-        for (const q of noDelayed) if ((await q.getJobCounts('delayed')).delayed) return false;
-        return true;
-      },
-      4 * HOUR,
-    );
+    const caughtUp = async (p: { synced: string; listed: string }) => {
+      if (Number(p.synced) < dueSyncs || Number(p.listed) < toList) return false;
+      for (const q of noDelayed) if ((await q.getJobCounts('delayed')).delayed) return false;
+      return true;
+    };
+    // Until caught up (twice in a row, nothing running), the limit, or a stall: nothing queued,
+    // running or delayed for two minutes while accounts are still to sync, which no catch-up
+    // leaves on its own (a schedule of an account taken back to its slot after it was made due).
+    const stopAt = performance.now() + (args.limitMinutes ?? 4 * 60) * MINUTE;
+    let finished = false;
+    let idleSince: number | undefined;
+    for (let quiet = 0; quiet < 2;) {
+      if (performance.now() > stopAt) {
+        if (args.limitMinutes === undefined) throw new Error('bench: the catch-up did not finish in 4 hours');
+        break;
+      }
+      await delay(250);
+      let busy = 0;
+      for (const q of queues) {
+        const c = await q.getJobCounts('waiting', 'active', 'prioritized', 'waiting-children');
+        busy += Object.values(c).reduce((a, b) => a + b, 0);
+      }
+      if (busy > 0) {
+        quiet = 0;
+        idleSince = undefined;
+        continue;
+      }
+      const p = await progress();
+      if (await caughtUp(p)) {
+        quiet++;
+        continue;
+      }
+      quiet = 0;
+      const delayed = (await Promise.all(noDelayed.map((q) => q.getJobCounts('delayed')))).some((c) => c.delayed);
+      if (delayed) idleSince = undefined;
+      else if ((idleSince ??= performance.now()) < performance.now() - 2 * MINUTE)
+        throw new Error(await stalled(stage, queue(QUEUE.feedSync), new Date(t0), dueSyncs));
+    }
+    finished = (await caughtUp(await progress())) && (await queuesIdle(queues));
     if (shower) {
       clearInterval(shower);
       shower = undefined;
@@ -1503,12 +1564,13 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
     // catch-up sync), on the same clock. A post found after its link died could not have been
     // copied in time by any order of copies; one found before could.
     const { rows: copied } = await stage.db.query<{
+      account_id: string;
       copied_at: Date;
       post: unknown;
       raw: Buffer | null;
       first_seen_at: Date;
     }>(
-      `SELECT c.copied_at, p.post, p.raw, p.first_seen_at FROM media_copies c JOIN posts p USING (account_id, media_id)
+      `SELECT c.account_id, c.copied_at, p.post, p.raw, p.first_seen_at FROM media_copies c JOIN posts p USING (account_id, media_id)
         WHERE p.first_seen_at >= $1`,
       [since],
     );
@@ -1536,6 +1598,22 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
       slack.push((deadline - r.copied_at.getTime()) / HOUR);
     }
     slack.sort((a, b) => a - b);
+    // New posts alive at the restart whose link died before the catch-up's end without a copy of
+    // theirs made in time (counted per post from what the simulator published; a stopped catch-up
+    // has not copied every post yet, and these are late whatever comes next).
+    const copiedInTime = new Set(
+      rows
+        .filter((r) => r.copied_at.getTime() <= Date.parse(r.posted) + linkMs)
+        .map((r) => `${r.account_id}|${Math.floor(Date.parse(r.posted) / 1000)}`),
+    );
+    let diedInCatchUp = 0;
+    let diedUncopied = 0;
+    changes.forEach((id, i) => {
+      const deadline = at[i]! + linkMs;
+      if (deadline <= t0 || deadline > simEnd) return;
+      diedInCatchUp++;
+      if (!copiedInTime.has(`${id}|${Math.floor(at[i]! / 1000)}`)) diedUncopied++;
+    });
     const failed = (await Promise.all(queues.map((q) => q.getJobCounts('failed')))).reduce(
       (a, c) => a + (c.failed ?? 0),
       0,
@@ -1543,8 +1621,13 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
     const cpuSeconds = cpuOf(atEnd) - cpuBefore;
     const syncRuns = Number(sim.sync_runs) - syncsDuringStart;
     const untilAllSynced = wallSeconds(num(sim.synced))!;
+    const accountsSynced = Number((await progress()).synced);
+    // A stopped catch-up: its pace over the window, and when it would have synced every account.
+    const accountsSyncedPerSecond = finished ? dueSyncs / untilAllSynced : accountsSynced / seconds;
     const result = {
       accounts: args.accounts,
+      /** False: stopped at --catch-up-limit-minutes with work left (rates are over the window). */
+      finished,
       postsMean: args.posts ?? args.meanPosts,
       downDays: args.downDays,
       downHours: downMs / HOUR,
@@ -1570,13 +1653,18 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
         untilAllSyncedSeconds: untilAllSynced,
         untilAllNewImagesCopiedSeconds: wallSeconds(num(sim.copied)),
         untilAllPublishedSeconds: wallSeconds(num(sim.published)),
-        accountsSyncedPerSecond: dueSyncs / untilAllSynced,
+        accountsSyncedPerSecond,
+        /** Accounts synced since the restart when the count stopped. */
+        accountsSynced,
+        /** Wall seconds to sync every due account: measured, or projected at the window's pace. */
+        secondsToSyncAll: finished ? untilAllSynced : dueSyncs / accountsSyncedPerSecond,
+        newImagesCopiedPerSecond: Number(sim.new_copies) / seconds,
         syncRuns,
         syncsPerSecond: syncRuns / seconds,
         failedSyncs: Number(sim.failed_syncs),
         /** The worker's CPU from the catch-up's start to its end (its start excluded). */
         workerCpuSeconds: cpuSeconds,
-        workerCpuMsPerAccount: (1000 * cpuSeconds) / args.accounts,
+        workerCpuMsPerAccount: (1000 * cpuSeconds) / Math.max(1, finished ? args.accounts : accountsSynced),
         workerCpuMsPerSync: (1000 * cpuSeconds) / Math.max(1, syncRuns),
         listingCalls: edge('media'),
         childrenCalls: edge('children'),
@@ -1597,6 +1685,9 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
       copiedAfterDeadline: late,
       /** Late copies of posts the worker had found before their deadline: the order's fault (target 0). */
       copiedAfterDeadlineFoundInTime: lateFoundInTime,
+      /** New posts alive at the restart whose link died during the catch-up with no copy made in time. */
+      postsDiedInCatchUp: diedInCatchUp,
+      postsDiedUncopied: diedUncopied,
       /** Posts whose link died before their account's catch-up sync found them. */
       foundAfterDeadline,
       lateDeadlineMinutesAfterRestart: lateDeadlineMinutesAfterRestart.sort((a, b) => a - b),
@@ -1625,13 +1716,21 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
     };
     const c = result.catchUp;
     const f = result.feeds;
-    say(
-      `catch-up: ${dueSyncs} accounts synced in ${untilAllSynced.toFixed(1)} s = ${c.accountsSyncedPerSecond.toFixed(1)} accounts/s; ` +
-        `${syncRuns} syncs and ${dueRefreshChecks} refresh checks (${c.tokenRefreshCalls} token refreshes), all done in ${seconds.toFixed(1)} s ` +
-        `(${result.catchUpSimulatedHours.toFixed(1)} simulated hours) = ${c.syncsPerSecond.toFixed(1)} syncs/s; ` +
-        `every new image copied after ${(c.untilAllNewImagesCopiedSeconds ?? 0).toFixed(1)} s, every feed published after ${(c.untilAllPublishedSeconds ?? 0).toFixed(1)} s; ` +
-        `worker CPU ${cpuSeconds.toFixed(1)} s = ${c.workerCpuMsPerAccount.toFixed(1)} ms per account, ${c.workerCpuMsPerSync.toFixed(1)} ms per sync (start excluded); ${c.failedSyncs} failed syncs`,
-    );
+    if (!finished)
+      say(
+        `catch-up stopped after ${seconds.toFixed(0)} s (--catch-up-limit-minutes ${args.limitMinutes}): ${accountsSynced} of ${dueSyncs} accounts synced = ` +
+          `${accountsSyncedPerSecond.toFixed(1)} accounts/s, all of them in ${(c.secondsToSyncAll / 60).toFixed(0)} minutes at that pace; ` +
+          `${result.newImages} new images copied = ${c.newImagesCopiedPerSecond.toFixed(1)}/s; worker CPU ${cpuSeconds.toFixed(1)} s = ${c.workerCpuMsPerAccount.toFixed(1)} ms per account synced; ` +
+          `${diedInCatchUp} new posts' links died in the window, ${diedUncopied} of them without a copy made in time`,
+      );
+    else
+      say(
+        `catch-up: ${dueSyncs} accounts synced in ${untilAllSynced.toFixed(1)} s = ${c.accountsSyncedPerSecond.toFixed(1)} accounts/s; ` +
+          `${syncRuns} syncs and ${dueRefreshChecks} refresh checks (${c.tokenRefreshCalls} token refreshes), all done in ${seconds.toFixed(1)} s ` +
+          `(${result.catchUpSimulatedHours.toFixed(1)} simulated hours) = ${c.syncsPerSecond.toFixed(1)} syncs/s; ` +
+          `every new image copied after ${(c.untilAllNewImagesCopiedSeconds ?? 0).toFixed(1)} s, every feed published after ${(c.untilAllPublishedSeconds ?? 0).toFixed(1)} s; ` +
+          `worker CPU ${cpuSeconds.toFixed(1)} s = ${c.workerCpuMsPerAccount.toFixed(1)} ms per account, ${c.workerCpuMsPerSync.toFixed(1)} ms per sync (start excluded); ${c.failedSyncs} failed syncs`,
+      );
     say(
       `copies: ${result.newImages} images of ${changes.length} new posts; ${deadBeforeRestart} had links already dead at the restart; of the ${inTime + late} alive at the restart, ` +
         `${late} were copied after their deadline: ${foundAfterDeadline} were found (listed) only after it, ${lateFoundInTime} found in time yet copied late (target 0); ` +

@@ -50,6 +50,12 @@ export async function clearBenchRedis(redis: RedisSettings): Promise<void> {
 /** Every cleanup stack not yet run: what Ctrl-C (or a kill) must still tear down. */
 const pending = new Set<Array<() => Promise<unknown>>>();
 let signalsHandled = false;
+let signalled = false;
+
+/** A SIGINT or SIGTERM came: the cleanup is under way and the process ends when it is done. */
+export function interrupted(): boolean {
+  return signalled;
+}
 
 /** On SIGINT/SIGTERM: run what is pending, then exit 130/143, as a shell expects of an interrupted command. */
 function cleanUpOnSignals(): void {
@@ -60,6 +66,7 @@ function cleanUpOnSignals(): void {
     ['SIGTERM', 143],
   ] as const) {
     process.once(signal, () => {
+      signalled = true;
       process.stderr.write(`bench: ${signal}: removing the bench's database, Redis keys and child processes\n`);
       const runs = [...pending].map((steps) => runSteps(steps));
       // A second signal while cleaning up ends the process at once.
