@@ -1725,11 +1725,14 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
     say(
       `copies: ${result.newImages} images of ${changes.length} new posts; ${deadBeforeRestart} had links already dead at the restart; of the ${inTime + late} alive at the restart, ` +
         `${late} were copied after their deadline: ${foundAfterDeadline} were found (listed) only after it, ${lateFoundInTime} found in time yet copied late (target 0); ` +
-        `every account listed ${result.allListedAfterMinutes.toFixed(0)} simulated minutes after the restart; ${result.recopiedSeededImages} seeded images copied again`,
+        (finished
+          ? `every account listed ${result.allListedAfterMinutes.toFixed(0)} simulated minutes after the restart; `
+          : 'stopped before every account was listed; ') +
+        `${result.recopiedSeededImages} seeded images copied again`,
     );
     say(
       `feeds: ${f.republished} of ${args.accounts} published again (${f.feedWrites} writes); ${f.videoPostsRenewed} of ${f.seededVideoPosts} seeded video posts had their links renewed, ` +
-        `${f.newPostsRenewed} new posts renewed before a copy (${result.renewals} single-media reads in all); ${f.publishedWithDeadLinks} feeds left with a dead link (target 0)`,
+        `${f.newPostsRenewed} new posts renewed before a copy (${result.renewals} single-media reads in all); ${f.publishedWithDeadLinks} feeds left with a dead link (target 0${finished ? '' : '; stopped: not every feed reached yet'})`,
     );
     say(
       `worker peak RSS ${result.workerPeakRssMb.toFixed(0)} MB (${start.peakRssMb.toFixed(0)} MB after its start); ${failed} failed jobs; run took ${(result.totalSeconds / 60).toFixed(1)} minutes`,
