@@ -1573,6 +1573,9 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
     let foundAfterDeadline = 0;
     const slack: number[] = [];
     const lateDeadlineMinutesAfterRestart: number[] = [];
+    // For each copy found in time yet made late: how long its link had left when its account's
+    // sync listed it, and how long after the deadline the copy was made (simulated seconds).
+    const lateFoundInTimeSeconds: Array<{ leftWhenFound: number; lateBy: number }> = [];
     for (const r of rows) {
       const deadline = Date.parse(r.posted) + linkMs;
       if (deadline <= t0) {
@@ -1583,7 +1586,13 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
       if (!foundInTime) foundAfterDeadline++;
       if (r.copied_at.getTime() > deadline) {
         late++;
-        if (foundInTime) lateFoundInTime++;
+        if (foundInTime) {
+          lateFoundInTime++;
+          lateFoundInTimeSeconds.push({
+            leftWhenFound: Math.round((deadline - r.first_seen_at.getTime()) / 1000),
+            lateBy: Math.round((r.copied_at.getTime() - deadline) / 1000),
+          });
+        }
         lateDeadlineMinutesAfterRestart.push(Math.round((deadline - t0) / MINUTE));
       } else inTime++;
       slack.push((deadline - r.copied_at.getTime()) / HOUR);
@@ -1676,6 +1685,8 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
       copiedAfterDeadline: late,
       /** Late copies of posts the worker had found before their deadline: the order's fault (target 0). */
       copiedAfterDeadlineFoundInTime: lateFoundInTime,
+      /** Each of those: seconds its link had left when it was listed, and how late its copy came. */
+      lateFoundInTimeSeconds: lateFoundInTimeSeconds.sort((a, b) => a.leftWhenFound - b.leftWhenFound),
       /** New posts alive at the restart whose link died during the catch-up with no copy made in time. */
       postsDiedInCatchUp: diedInCatchUp,
       postsDiedUncopied: diedUncopied,
@@ -1724,7 +1735,11 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
       );
     say(
       `copies: ${result.newImages} images of ${changes.length} new posts; ${deadBeforeRestart} had links already dead at the restart; of the ${inTime + late} alive at the restart, ` +
-        `${late} were copied after their deadline: ${foundAfterDeadline} were found (listed) only after it, ${lateFoundInTime} found in time yet copied late (target 0); ` +
+        `${late} were copied after their deadline: ${foundAfterDeadline} were found (listed) only after it, ${lateFoundInTime} found in time yet copied late (target 0${
+          lateFoundInTimeSeconds.length
+            ? `; their links had ${lateFoundInTimeSeconds[0]!.leftWhenFound}-${lateFoundInTimeSeconds.at(-1)!.leftWhenFound} s left when listed`
+            : ''
+        }); ` +
         (finished
           ? `every account listed ${result.allListedAfterMinutes.toFixed(0)} simulated minutes after the restart; `
           : 'stopped before every account was listed; ') +
