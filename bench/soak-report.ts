@@ -2,12 +2,16 @@
  * The soak's growth table and chart from the runs' JSON (`npm run bench -- --scale N` writes
  * bench/results/scale-N.json):
  *
- *   node --import tsx bench/soak-report.ts [--out docs/bench/soak-growth.svg] [--extrapolate 100000] bench/results/scale-*.json
+ *   node --import tsx bench/soak-report.ts [--out docs/bench/soak-growth.svg] [--extrapolate 100000]
+ *     [--downtime docs/bench/downtime-10000.json ...] bench/results/scale-*.json
  *
  * Prints a markdown table (one column per run) on stdout and writes an SVG: each per-account
  * figure against the number of accounts, relative to the smallest run (1 = no growth per account).
  * --extrapolate N adds a column for N accounts that was not measured, marked as such: worker CPU
  * scaled by the accounts (syncs per hour grow with them), per-account sizes and lateness held.
+ * --downtime adds the catch-up after 3 days down (`npm run -s bench -- --downtime N --json`) to
+ * the run of the same size: accounts synced per second and the worker's CPU per account in it
+ * (over the counted window when the run was stopped: `finished: false`, marked as such).
  */
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -27,7 +31,24 @@ interface Run {
   storageObjectsPerAccount: number;
   workerPeakRssMb: number;
   catchUpSyncsPerSecond: number;
+  /** From a --downtime run of the same size, when one was given. */
+  downtimeAccountsPerSecond?: number;
+  downtimeCpuMsPerAccount?: number;
+  downtimeMinutesToSyncAll?: number;
+  downtimeFinished?: boolean;
   extrapolated?: boolean;
+}
+
+/** What the report reads of a `--downtime N --json` run. */
+interface DowntimeRun {
+  accounts: number;
+  finished?: boolean;
+  catchUp: {
+    accountsSyncedPerSecond: number;
+    workerCpuMsPerAccount: number;
+    secondsToSyncAll?: number;
+    untilAllSyncedSeconds: number;
+  };
 }
 
 const FIGURES: Array<{ key: keyof Run; label: string; fmt: (v: number) => string; perAccount: boolean }> = [
@@ -52,12 +73,30 @@ const FIGURES: Array<{ key: keyof Run; label: string; fmt: (v: number) => string
     fmt: (v) => v.toFixed(1),
     perAccount: false,
   },
+  {
+    key: 'downtimeAccountsPerSecond',
+    label: 'catch-up after 3 days down (accounts/s)',
+    fmt: (v) => v.toFixed(1),
+    perAccount: false,
+  },
+  {
+    key: 'downtimeCpuMsPerAccount',
+    label: 'worker CPU per account in it (ms)',
+    fmt: (v) => v.toFixed(0),
+    perAccount: false,
+  },
+  {
+    key: 'downtimeMinutesToSyncAll',
+    label: 'every account synced after (minutes)',
+    fmt: (v) => v.toFixed(0),
+    perAccount: false,
+  },
 ];
 
 async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { out: { type: 'string' }, extrapolate: { type: 'string' } },
+    options: { out: { type: 'string' }, extrapolate: { type: 'string' }, downtime: { type: 'string', multiple: true } },
   });
   if (positionals.length === 0) {
     process.stderr.write(
@@ -68,6 +107,15 @@ async function main(): Promise<void> {
   const runs: Run[] = [];
   for (const f of positionals) runs.push(JSON.parse(await readFile(f, 'utf8')) as Run);
   runs.sort((a, b) => a.accounts - b.accounts);
+  for (const f of values.downtime ?? []) {
+    const d = JSON.parse(await readFile(f, 'utf8')) as DowntimeRun;
+    const run = runs.find((r) => r.accounts === d.accounts);
+    if (!run) throw new Error(`${f}: no --scale run of ${d.accounts} accounts to add it to`);
+    run.downtimeAccountsPerSecond = d.catchUp.accountsSyncedPerSecond;
+    run.downtimeCpuMsPerAccount = d.catchUp.workerCpuMsPerAccount;
+    run.downtimeMinutesToSyncAll = (d.catchUp.secondsToSyncAll ?? d.catchUp.untilAllSyncedSeconds) / 60;
+    run.downtimeFinished = d.finished !== false;
+  }
   const n = Number(values.extrapolate);
   if (n > 0 && !runs.some((r) => r.accounts === n)) {
     const last = runs.at(-1)!;
@@ -80,7 +128,16 @@ async function main(): Promise<void> {
   }
   const head = runs.map((r) => `${r.accounts.toLocaleString('en')}${r.extrapolated ? ' (extrapolated)' : ''}`);
   const lines = [`| figure | ${head.join(' | ')} |`, `|---|${runs.map(() => '---').join('|')}|`];
-  for (const f of FIGURES) lines.push(`| ${f.label} | ${runs.map((r) => f.fmt(Number(r[f.key]))).join(' | ')} |`);
+  const cell = (r: Run, f: (typeof FIGURES)[number]) => {
+    if (r[f.key] === undefined) return '-';
+    // A stopped catch-up's figures are over its window, and its time to sync all is projected.
+    const partial = f.key.startsWith('downtime') && r.downtimeFinished === false;
+    return `${f.fmt(Number(r[f.key]))}${partial ? (f.key === 'downtimeMinutesToSyncAll' ? ' (projected)' : ' (first window)') : ''}`;
+  };
+  for (const f of FIGURES) {
+    if (runs.every((r) => r[f.key] === undefined)) continue;
+    lines.push(`| ${f.label} | ${runs.map((r) => cell(r, f)).join(' | ')} |`);
+  }
   process.stdout.write(lines.join('\n') + '\n');
   const base = runs[0]!;
   const measured = runs.filter((r) => !r.extrapolated);
@@ -102,6 +159,18 @@ async function main(): Promise<void> {
       { name: 'PostgreSQL per account', points: rel('postgresBytesPerAccount', measured) },
       { name: 'peak RSS', points: rel('workerPeakRssMb', measured) },
       { name: 'p99 lateness', points: rel('p99LatenessSeconds', measured) },
+      ...(measured.filter((r) => r.downtimeCpuMsPerAccount !== undefined).length > 1
+        ? [
+            {
+              name: 'CPU per account, 3-day catch-up',
+              points: measured
+                .filter((r) => r.downtimeCpuMsPerAccount !== undefined)
+                .map(
+                  (r, _, all) => [r.accounts, r.downtimeCpuMsPerAccount! / all[0]!.downtimeCpuMsPerAccount!] as const,
+                ),
+            },
+          ]
+        : []),
     ],
     marks: [{ y: 2, label: '2x' }],
   });
