@@ -37,22 +37,32 @@ export type FeedSyncPayload = z.infer<typeof feedSyncPayload>;
 export type FeedSyncReturn = SyncResult & { publishJobId?: string; copyJobs?: number };
 
 /**
- * BullMQ priority (1 = first) from a copy's deadline: minutes left until its link's oe, so across
- * all accounts the links that die first are copied first (R-LNK-5). Minutes, not hours: after
- * downtime, hundreds of links die within the same hour, and within an hour BullMQ would take
- * them in no particular order. A link already dead can no longer be saved: it is renewed when its
- * copy runs (R-LNK-3, R-MED-8) and then lives for days, so it waits behind the live links that
- * die within DEAD_LINK_AFTER_MS, which can still be saved (`npm run bench -- --downtime 1000`,
- * README Benchmarks). Unknown expiry comes last: BullMQ's own PRIORITY_LIMIT (2^21 - 1), never
- * above it (R-OWN-9: 2^21 failed every sync of an account with one link without oe).
+ * BullMQ priority (1 = first) from a copy's deadline: the minute its link dies, counted from the
+ * start of the current priority era, so across all accounts the links that die first are copied
+ * first (R-LNK-5), whenever their copies were queued. Minutes left at the moment of queuing, as
+ * before, sorted a copy queued with 100 minutes left behind one queued an hour later with 60
+ * left, whose link dies 20 minutes after the first's: after a long downtime a worker lists its
+ * accounts for an hour or more and the copies queue behind one another, so the order has to hold
+ * across syncs. Minutes, not hours: hundreds of links die within the same hour.
+ *
+ * A link already dead can no longer be saved: it is renewed when its copy runs (R-LNK-3, R-MED-8)
+ * and then lives for days, so it is placed as if it died DEAD_LINK_AFTER_MS after it was queued,
+ * behind the live links that die before then (`npm run bench -- --downtime 1000`, README
+ * Benchmarks). Unknown expiry comes last: BullMQ's own PRIORITY_LIMIT (2^21 - 1), never above it
+ * (R-OWN-9: 2^21 failed every sync of an account with one link without oe).
+ *
+ * The era: BullMQ's priorities end at 2^21 - 1 minutes (about 4 years); eras of 2^20 minutes
+ * (about 2 years) leave deadlines up to 2 years ahead inside it. When an era turns, copies queued
+ * just before wait behind those queued after: once in two years, and only while copies are queued.
  */
 export const LAST_PRIORITY = PRIORITY_LIMIT;
 export const DEAD_LINK_AFTER_MS = 6 * 60 * MINUTE;
+export const PRIORITY_ERA_MINUTES = 2 ** 20;
 export function copyPriority(deadline: Date | null, now: Date): number {
   if (!deadline || Number.isNaN(deadline.getTime())) return LAST_PRIORITY;
-  const leftMs = deadline.getTime() - now.getTime();
-  const minutes = Math.ceil((leftMs <= 0 ? DEAD_LINK_AFTER_MS : leftMs) / MINUTE);
-  return clampPriority(Math.min(minutes, LAST_PRIORITY - 1));
+  const dies = deadline.getTime() > now.getTime() ? deadline.getTime() : now.getTime() + DEAD_LINK_AFTER_MS;
+  const eraStart = Math.floor(now.getTime() / MINUTE / PRIORITY_ERA_MINUTES) * PRIORITY_ERA_MINUTES;
+  return clampPriority(Math.min(Math.ceil(dies / MINUTE) - eraStart, LAST_PRIORITY - 1));
 }
 
 /** The flow of one sync: publish-feed parent, mirror-media children. */

@@ -42,11 +42,12 @@ describe('which syncs queue a publish job', () => {
 });
 
 describe('copy order after downtime (R-LNK-5)', () => {
-  it('live links by minutes left, a dead link behind those dying within 6 hours, unknown expiry last', async () => {
+  it('live links by the minute they die, a dead link behind those dying within 6 hours, unknown expiry last', async () => {
     const { copyPriority, LAST_PRIORITY } = await import('../../jobs/feed-sync.ts');
     const now = new Date('2026-06-01T12:00:00Z');
     const inMin = (m: number) => new Date(now.getTime() + m * 60_000);
-    expect(copyPriority(inMin(1), now)).toBe(1);
+    expect(copyPriority(inMin(1), now)).toBeGreaterThanOrEqual(1);
+    expect(copyPriority(inMin(1), now)).toBeLessThan(copyPriority(inMin(2), now));
     expect(copyPriority(inMin(2), now)).toBeLessThan(copyPriority(inMin(3), now));
     expect(copyPriority(inMin(59), now)).toBeLessThan(copyPriority(inMin(61), now)); // not one bucket per hour
     const dead = copyPriority(inMin(-30), now);
@@ -58,5 +59,30 @@ describe('copy order after downtime (R-LNK-5)', () => {
     const { PRIORITY_LIMIT } = await import('bullmq');
     expect(LAST_PRIORITY).toBe(PRIORITY_LIMIT);
     expect(copyPriority(new Date(Number.NaN), now)).toBe(LAST_PRIORITY);
+  });
+
+  it('sorts by when links die, not by what was left when their copies were queued', async () => {
+    const { copyPriority, DEAD_LINK_AFTER_MS } = await import('../../jobs/feed-sync.ts');
+    const t = Date.parse('2026-06-01T12:00:00Z');
+    const at = (m: number) => new Date(t + m * 60_000);
+    // Queued at the catch-up's start with 100 minutes left, and an hour later with 60 left: the
+    // first dies 20 minutes earlier and goes first.
+    expect(copyPriority(at(100), at(0))).toBeLessThan(copyPriority(at(120), at(60)));
+    // The same minute gives the same priority whenever it was queued.
+    expect(copyPriority(at(300), at(0))).toBe(copyPriority(at(300), at(200)));
+    // A dead link queued an hour later sorts as dying 6 hours after it was queued.
+    expect(copyPriority(at(-5), at(60))).toBe(copyPriority(new Date(t + 60 * 60_000 + DEAD_LINK_AFTER_MS), at(60)));
+  });
+
+  it('stays within 1..PRIORITY_LIMIT at the ends of a priority era, deadlines up to two years ahead in order', async () => {
+    const { copyPriority, PRIORITY_ERA_MINUTES, LAST_PRIORITY } = await import('../../jobs/feed-sync.ts');
+    const era = PRIORITY_ERA_MINUTES * 60_000;
+    for (const now of [new Date(era * 1700), new Date(era * 1701 - 60_000), new Date(era * 1701 - 1)]) {
+      const soon = copyPriority(new Date(now.getTime() + 60_000), now);
+      const later = copyPriority(new Date(now.getTime() + 600 * 24 * 3_600_000), now);
+      expect(soon).toBeGreaterThanOrEqual(1);
+      expect(later).toBeGreaterThan(soon);
+      expect(later).toBeLessThan(LAST_PRIORITY);
+    }
   });
 });
