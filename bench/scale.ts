@@ -1421,6 +1421,16 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
             ),
       ),
     );
+    // Accounts already synced since the restart: their slot came in Redis's time during the
+    // set-up or the start (a tenth of them at 100,000 accounts, whose set-up takes minutes). The
+    // catch-up's rate leaves them out.
+    const syncedBeforeCatchUp = Number(
+      (
+        await stage.db.query<{ n: string }>('SELECT count(*) AS n FROM accounts WHERE last_sync_at >= $1', [
+          new Date(t0),
+        ])
+      ).rows[0]!.n,
+    );
     const before = await stage.services.requestCounts();
     const cpuBefore = cpuOf(await workerStats(w));
     const wall0 = Date.now();
@@ -1623,7 +1633,7 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
     const untilAllSynced = wallSeconds(num(sim.synced))!;
     const accountsSynced = Number((await progress()).synced);
     // A stopped catch-up: its pace over the window, and when it would have synced every account.
-    const accountsSyncedPerSecond = finished ? dueSyncs / untilAllSynced : accountsSynced / seconds;
+    const accountsSyncedPerSecond = (accountsSynced - syncedBeforeCatchUp) / (finished ? untilAllSynced : seconds);
     const result = {
       accounts: args.accounts,
       /** False: stopped at --catch-up-limit-minutes with work left (rates are over the window). */
@@ -1654,10 +1664,12 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
         untilAllNewImagesCopiedSeconds: wallSeconds(num(sim.copied)),
         untilAllPublishedSeconds: wallSeconds(num(sim.published)),
         accountsSyncedPerSecond,
-        /** Accounts synced since the restart when the count stopped. */
+        /** Accounts synced since the restart when the count stopped (syncedBeforeCatchUp included). */
         accountsSynced,
         /** Wall seconds to sync every due account: measured, or projected at the window's pace. */
-        secondsToSyncAll: finished ? untilAllSynced : dueSyncs / accountsSyncedPerSecond,
+        secondsToSyncAll: finished ? untilAllSynced : (dueSyncs - syncedBeforeCatchUp) / accountsSyncedPerSecond,
+        /** Accounts synced during the worker's start (their slot came in Redis's time): not in the rate. */
+        syncedBeforeCatchUp,
         newImagesCopiedPerSecond: Number(sim.new_copies) / seconds,
         syncRuns,
         syncsPerSecond: syncRuns / seconds,
@@ -1720,7 +1732,7 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
     const f = result.feeds;
     if (!finished)
       say(
-        `catch-up stopped after ${seconds.toFixed(0)} s (--catch-up-limit-minutes ${args.limitMinutes}): ${accountsSynced} of ${dueSyncs} accounts synced = ` +
+        `catch-up stopped after ${seconds.toFixed(0)} s (--catch-up-limit-minutes ${args.limitMinutes}): ${accountsSynced} of ${dueSyncs} accounts synced (${syncedBeforeCatchUp} of them during the start) = ` +
           `${accountsSyncedPerSecond.toFixed(1)} accounts/s, all of them in ${(c.secondsToSyncAll / 60).toFixed(0)} minutes at that pace; ` +
           `${result.newImages} new images copied = ${c.newImagesCopiedPerSecond.toFixed(1)}/s; worker CPU ${cpuSeconds.toFixed(1)} s = ${c.workerCpuMsPerAccount.toFixed(1)} ms per account synced; ` +
           `${diedInCatchUp} new posts' links died in the window, ${diedUncopied} of them without a copy made in time`,
