@@ -20,7 +20,7 @@ export interface ChartSpec {
   marks?: ReadonlyArray<{ y: number; label: string }>;
 }
 
-const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e'];
+const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2', '#17becf'];
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 function niceMax(v: number): number {
@@ -31,9 +31,11 @@ function niceMax(v: number): number {
 }
 
 export function lineChart(spec: ChartSpec): string {
-  const W = 720;
+  // The legend's column is as wide as its longest name (about 7 px a character at 12 px).
+  const legend = Math.max(150, 32 + 7 * Math.max(0, ...spec.series.map((s) => s.name.length)));
+  const W = 570 + legend;
   const H = 360;
-  const m = { l: 64, r: 150, t: 36, b: 48 };
+  const m = { l: 64, r: legend, t: 36, b: 48 };
   const pw = W - m.l - m.r;
   const ph = H - m.t - m.b;
   const all = spec.series.flatMap((s) => s.points);

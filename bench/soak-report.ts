@@ -145,7 +145,7 @@ async function main(): Promise<void> {
     rs.map((r) => [r.accounts, Number(r[k]) / Math.max(1e-9, Number(base[k]))] as const);
   const out = values.out ?? 'bench/results/soak-growth.svg';
   await writeChart(out, {
-    title: `Soak: figures per account against accounts, relative to ${base.accounts.toLocaleString('en')} accounts`,
+    title: `Soak: figures per account, and catch-up rates, against accounts, relative to ${base.accounts.toLocaleString('en')} accounts`,
     xLabel: 'accounts on one worker',
     yLabel: `per-account figure / its value at ${base.accounts.toLocaleString('en')}`,
     series: [
@@ -159,14 +159,17 @@ async function main(): Promise<void> {
       { name: 'PostgreSQL per account', points: rel('postgresBytesPerAccount', measured) },
       { name: 'peak RSS', points: rel('workerPeakRssMb', measured) },
       { name: 'p99 lateness', points: rel('p99LatenessSeconds', measured) },
-      ...(measured.filter((r) => r.downtimeCpuMsPerAccount !== undefined).length > 1
+      { name: 'catch-up rate, an hour down', points: rel('catchUpSyncsPerSecond', measured) },
+      ...(measured.filter((r) => r.downtimeAccountsPerSecond !== undefined).length > 1
         ? [
             {
-              name: 'CPU per account, 3-day catch-up',
+              // A rate, not a per-account figure: 1 = the same accounts a second at every size.
+              name: 'catch-up rate, 3 days down',
               points: measured
-                .filter((r) => r.downtimeCpuMsPerAccount !== undefined)
+                .filter((r) => r.downtimeAccountsPerSecond !== undefined)
                 .map(
-                  (r, _, all) => [r.accounts, r.downtimeCpuMsPerAccount! / all[0]!.downtimeCpuMsPerAccount!] as const,
+                  (r, _, all) =>
+                    [r.accounts, r.downtimeAccountsPerSecond! / all[0]!.downtimeAccountsPerSecond!] as const,
                 ),
             },
           ]
