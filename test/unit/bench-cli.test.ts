@@ -45,6 +45,7 @@ describe('bench command line', () => {
       '--catch-up-seconds',
       '--seed',
       '--downtime',
+      '--catch-up-limit-minutes',
       '--workers-compare',
       '--json',
     ])
@@ -60,6 +61,7 @@ describe('bench command line', () => {
     [['--scale', '0'], /^bench: --scale must be > 0/],
     [['--scale', '10', '--posts-mean', '80'], /^bench: --posts-mean must be < 50.5/],
     [['--scale', '10', '--catch-up-seconds', 'soon'], /^bench: --catch-up-seconds must be a number/],
+    [['--downtime', '10', '--catch-up-limit-minutes', '0'], /^bench: --catch-up-limit-minutes must be > 0/],
   ])('%j: one line naming what is wrong, then the usage; exit 2, no stack', (args, first) => {
     const r = bench(...(args as string[]));
     expect(r.status).toBe(2);
