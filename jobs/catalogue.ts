@@ -180,8 +180,9 @@ export const SCHEDULER_PAGE = 1000;
  * schedulers while jobs run: a run moves its scheduler's score (its next slot) behind the pages
  * not yet read, every scheduler after it shifts down a rank, and one at each page boundary is
  * never seen. The reconciler then "repaired" schedulers that were there, and BullMQ's upsert took
- * a job that was due out of the waiting list and put it back at its slot. ZSCAN returns every
- * member present for the whole scan (some twice: callers count each id once).
+ * a job that was due out of the waiting list and added it again: behind every other waiting job,
+ * or back at its slot when that was still ahead. ZSCAN returns every member present for the
+ * whole scan (some twice: callers count each id once).
  */
 export async function* schedulerPages(
   queue: Queue,
