@@ -683,6 +683,16 @@ const FEED_QUEUES = [
 ] as const;
 
 /** Nothing waiting, running or waiting for children on any queue (delayed jobs are the future). */
+/** Jobs waiting, running or held for their children in the queues (delayed ones not counted). */
+async function busyJobs(queues: readonly Queue[]): Promise<number> {
+  let busy = 0;
+  for (const q of queues) {
+    const c = await q.getJobCounts('waiting', 'active', 'prioritized', 'waiting-children');
+    busy += Object.values(c).reduce((a, b) => a + b, 0);
+  }
+  return busy;
+}
+
 export async function untilQuiet(
   queues: readonly Queue[],
   extra: () => Promise<boolean>,
@@ -693,12 +703,7 @@ export async function untilQuiet(
   while (quiet < 2) {
     if (Date.now() > deadline) throw new Error('bench: the queues did not drain in time');
     await delay(250);
-    let busy = 0;
-    for (const q of queues) {
-      const c = await q.getJobCounts('waiting', 'active', 'prioritized', 'waiting-children');
-      busy += Object.values(c).reduce((a, b) => a + b, 0);
-    }
-    quiet = busy === 0 && (await extra()) ? quiet + 1 : 0;
+    quiet = (await busyJobs(queues)) === 0 && (await extra()) ? quiet + 1 : 0;
   }
 }
 
@@ -1426,16 +1431,18 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
             ),
       ),
     );
-    // Accounts already synced since the restart: their slot came in Redis's time during the
-    // set-up or the start (a tenth of them at 100,000 accounts, whose set-up takes minutes). The
-    // catch-up's rate leaves them out.
-    const syncedBeforeCatchUp = Number(
+    // Accounts synced and new posts listed since the restart.
+    const progress = async () =>
       (
-        await stage.db.query<{ n: string }>('SELECT count(*) AS n FROM accounts WHERE last_sync_at >= $1', [
-          new Date(t0),
-        ])
-      ).rows[0]!.n,
-    );
+        await stage.db.query<{ synced: string; listed: string }>(
+          `SELECT (SELECT count(*) FROM accounts WHERE last_sync_at >= $1) AS synced,
+                  (SELECT count(*) FROM posts WHERE first_seen_at >= $1) AS listed`,
+          [new Date(t0)],
+        )
+      ).rows[0]!;
+    // Accounts already synced since the restart, whose slot came in Redis's time before the
+    // catch-up (none while the queues are paused): the catch-up's rate leaves them out.
+    const syncedBeforeCatchUp = Number((await progress()).synced);
     const before = await stage.services.requestCounts();
     const cpuBefore = cpuOf(await workerStats(w));
     const wall0 = Date.now();
@@ -1457,14 +1464,6 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
     const dueRefreshChecks = due[1]!.accounts.size;
     // The new posts a catch-up sync lists (under an hour down, not every account's sync is due).
     const toList = changes.filter((id) => due[0]!.accounts.has(id)).length;
-    const progress = async () =>
-      (
-        await stage.db.query<{ synced: string; listed: string }>(
-          `SELECT (SELECT count(*) FROM accounts WHERE last_sync_at >= $1) AS synced,
-                  (SELECT count(*) FROM posts WHERE first_seen_at >= $1) AS listed`,
-          [new Date(t0)],
-        )
-      ).rows[0]!;
     // Done: every account synced, every new post listed, and nothing left, not even a copy or a
     // publish waiting in the delayed set (the call pacer's, a retry's backoff).
     const noDelayed = [queue(QUEUE.mirrorMedia), queue(QUEUE.publishFeed)];
@@ -1495,12 +1494,7 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
         break;
       }
       await delay(250);
-      let busy = 0;
-      for (const q of queues) {
-        const c = await q.getJobCounts('waiting', 'active', 'prioritized', 'waiting-children');
-        busy += Object.values(c).reduce((a, b) => a + b, 0);
-      }
-      if (busy > 0) {
+      if ((await busyJobs(queues)) > 0) {
         quiet = 0;
         idleSince = undefined;
         continue;
