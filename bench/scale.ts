@@ -36,6 +36,8 @@ import { TokenCipher } from '../src/store/crypto.ts';
 import { createPool } from '../src/store/db.ts';
 import { migrate } from '../src/store/migrate.ts';
 import { unpackPost } from '../src/store/post-pack.ts';
+import type { Post } from '../src/schema/v1.ts';
+import { isImageMime } from '../src/feeds/slots.ts';
 import { getFeedPublication, saveFeedPublication, saveMediaCopy, upsertPosts } from '../src/store/posts.ts';
 import { FULL_FEED_FIELDS, mediaItemSchema } from '../src/platform/media-item.ts';
 import { computeBatch, FeedTemplates, SEEDED_COPY, seededCopy, type ComputedBatch } from './seed-templates.ts';
@@ -1570,12 +1572,16 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
       post: unknown;
       raw: Buffer | null;
       first_seen_at: Date;
+      earliest_oe: Date | null;
     }>(
-      `SELECT c.account_id, c.copied_at, p.post, p.raw, p.first_seen_at FROM media_copies c JOIN posts p USING (account_id, media_id)
+      `SELECT c.account_id, c.copied_at, p.post, p.raw, p.first_seen_at, p.earliest_oe FROM media_copies c JOIN posts p USING (account_id, media_id)
         WHERE p.first_seen_at >= $1`,
       [since],
     );
-    const rows = copied.map((r) => ({ ...r, posted: (unpackPost(r) as { publishedAt: string }).publishedAt }));
+    const rows = copied.map((r) => {
+      const post = unpackPost(r) as Post;
+      return { ...r, posted: post.publishedAt, video: post.media.some((m) => !isImageMime(m.mime)) };
+    });
     let deadBeforeRestart = 0;
     let late = 0;
     let inTime = 0;
@@ -1585,7 +1591,12 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
     const lateDeadlineMinutesAfterRestart: number[] = [];
     // For each copy found in time yet made late: how long its link had left when its account's
     // sync listed it, and how long after the deadline the copy was made (simulated seconds).
-    const lateFoundInTimeSeconds: Array<{ leftWhenFound: number; lateBy: number }> = [];
+    const lateFoundInTimeSeconds: Array<{ leftWhenFound: number; lateBy: number; renewedBySync: boolean }> = [];
+    // Of those, the ones copied from links their own sync had renewed (R-MED-8): a post with a
+    // video whose links die within a day is renewed when it is listed (its cover frame's link
+    // with it), so its copy waits its turn behind the new deadline, never on a dead link. Only
+    // the rest were copied after the link they were copied from had died.
+    let lateFoundInTimeRenewedBySync = 0;
     for (const r of rows) {
       const deadline = Date.parse(r.posted) + linkMs;
       if (deadline <= t0) {
@@ -1598,9 +1609,20 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
         late++;
         if (foundInTime) {
           lateFoundInTime++;
+          // Renewed when listed: the link the post holds now was signed at its sync (within the
+          // sync's own run), long before the copy; a copy that renewed its own link signed it
+          // just before it was made.
+          const signedAt = r.earliest_oe ? r.earliest_oe.getTime() - linkMs : null;
+          const renewedBySync =
+            r.video &&
+            signedAt !== null &&
+            signedAt > deadline - linkMs &&
+            signedAt - r.first_seen_at.getTime() < r.copied_at.getTime() - signedAt;
+          if (renewedBySync) lateFoundInTimeRenewedBySync++;
           lateFoundInTimeSeconds.push({
             leftWhenFound: Math.round((deadline - r.first_seen_at.getTime()) / 1000),
             lateBy: Math.round((r.copied_at.getTime() - deadline) / 1000),
+            renewedBySync,
           });
         }
         lateDeadlineMinutesAfterRestart.push(Math.round((deadline - t0) / MINUTE));
@@ -1695,8 +1717,12 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
       aliveAtRestart: inTime + late,
       copiedInTime: inTime,
       copiedAfterDeadline: late,
-      /** Late copies of posts the worker had found before their deadline: the order's fault (target 0). */
+      /** Copies made after the first link's deadline, of posts the worker had found before it. */
       copiedAfterDeadlineFoundInTime: lateFoundInTime,
+      /** Of those, copied from links their sync had renewed when it listed them (R-MED-8): in time for the link held. */
+      copiedAfterDeadlineRenewedBySync: lateFoundInTimeRenewedBySync,
+      /** The rest: copied after the link they held had died, though found in time (the order's fault; target 0). */
+      copiedLateFoundInTime: lateFoundInTime - lateFoundInTimeRenewedBySync,
       /** Each of those: seconds its link had left when it was listed, and how late its copy came. */
       lateFoundInTimeSeconds: lateFoundInTimeSeconds.sort((a, b) => a.leftWhenFound - b.leftWhenFound),
       /** New posts alive at the restart whose link died during the catch-up with no copy made in time. */
@@ -1747,7 +1773,8 @@ export async function runDowntime(args: DowntimeArgs, say: Say): Promise<Record<
       );
     say(
       `copies: ${result.newImages} images of ${changes.length} new posts; ${deadBeforeRestart} had links already dead at the restart; of the ${inTime + late} alive at the restart, ` +
-        `${late} were copied after their deadline: ${foundAfterDeadline} were found (listed) only after it, ${lateFoundInTime} found in time yet copied late (target 0${
+        `${late} were copied after their deadline: ${foundAfterDeadline} were found (listed) only after it, ${lateFoundInTime} found in time ` +
+        `(${lateFoundInTimeRenewedBySync} of them copied from links their sync had renewed; ${result.copiedLateFoundInTime} copied after the link they held had died, target 0${
           lateFoundInTimeSeconds.length
             ? `; their links had ${lateFoundInTimeSeconds[0]!.leftWhenFound}-${lateFoundInTimeSeconds.at(-1)!.leftWhenFound} s left when listed`
             : ''
