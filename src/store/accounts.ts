@@ -210,6 +210,12 @@ export async function listAccounts(db: Db, now: Date, opts: AccountFilter = {}):
   return rows.map((r) => withExpiry(r, now));
 }
 
+/** How many accounts there are (what a run over eachAccount reports its progress against). */
+export async function countAccounts(db: Db): Promise<number> {
+  const { rows } = await db.query<{ n: string }>('SELECT count(*) AS n FROM accounts');
+  return Number(rows[0]!.n);
+}
+
 /** Accounts read per query by eachAccount. */
 export const ACCOUNT_PAGE = 500;
 

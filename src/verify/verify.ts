@@ -13,7 +13,7 @@ import type { Feed } from '../schema/v1.ts';
 import { validateFeed } from '../schema/validate.ts';
 import { feedKey, mediaPrefix } from '../storage/keys.ts';
 import type { ObjectStorage } from '../storage/types.ts';
-import { getAccount, listAccounts, type Account } from '../store/accounts.ts';
+import { countAccounts, eachAccount, getAccount, type Account } from '../store/accounts.ts';
 import { getFeedPublication, getPost, listMediaCopies, type FeedPublication, type MediaCopy } from '../store/posts.ts';
 import { auditSecrets, type UnopenedSecret } from '../store/secrets.ts';
 import { getTokenInfo } from '../store/tokens.ts';
@@ -34,7 +34,11 @@ import { checkWidgets, repairWidgets, type WidgetProblem, type WidgetProblemKind
  * is copied again (copySlot, its post's links renewed first, R-MED-8), a feed is published again
  * (publishAccountFeed), schedules are set again (the caller's ScheduleCheck: scheduleAccount,
  * unscheduleAccount). Nothing is deleted unless repairing, and then only unreferenced objects
- * older than the grace period. After a repair everything is checked again.
+ * older than the grace period. After a repair the accounts that had problems are checked again,
+ * with the schedules, secrets and widgets.
+ *
+ * Memory stays flat with the number of accounts: they are read a page at a time (eachAccount),
+ * and only an account with a problem keeps its findings (its copies, orphans) for the repair.
  */
 
 export type ProblemKind =
@@ -167,10 +171,13 @@ export async function runVerify(deps: VerifyDeps, opts: VerifyOptions): Promise<
   };
   if (opts.repair && first.problems.length > 0) {
     const repaired = await repair(deps, opts, first);
-    const again = await check(deps, opts, 're-check');
+    // Checked again: what is not per account (schedules, secrets, widgets) as a whole, and of the
+    // accounts only those the first check found something wrong with; the others were not touched.
+    // A second pass over every account took as long as the first: hours a day at 10,000 accounts.
+    const again = await check(deps, opts, 're-check', [...first.accounts.keys()]);
     report = {
       ok: again.problems.length === 0,
-      counts: again.counts,
+      counts: mergeCounts(first, again),
       problems: again.problems,
       found: first.problems,
       repaired,
@@ -213,6 +220,25 @@ interface AccountFindings {
   demo: boolean;
   copies: MediaCopy[];
   orphans: string[];
+  counts: AccountCounts;
+}
+
+/** The counts one account adds to a check's. */
+type AccountCounts = Pick<VerifyCounts, 'feeds' | 'objects' | 'storedObjects' | 'unreferencedRecent' | 'orphans'>;
+const ACCOUNT_COUNTS = ['feeds', 'objects', 'storedObjects', 'unreferencedRecent', 'orphans'] as const;
+
+/**
+ * The counts after a repair: the re-check's for what it checked as a whole, the first check's for
+ * the accounts it did not check again, with the re-checked accounts' own counts in place of the
+ * first check's.
+ */
+function mergeCounts(first: CheckResult, again: CheckResult): VerifyCounts {
+  const out: VerifyCounts = { ...again.counts, accounts: first.counts.accounts };
+  for (const k of ACCOUNT_COUNTS) {
+    out[k] = first.counts[k];
+    for (const [id, f] of first.accounts) out[k] += (again.accounts.get(id)?.counts[k] ?? 0) - f.counts[k];
+  }
+  return out;
 }
 
 /** What a published feed says of one object. */
@@ -224,7 +250,16 @@ interface Expected {
   postId: string;
 }
 
-async function check(deps: VerifyDeps, opts: VerifyOptions, phase: string): Promise<CheckResult> {
+/**
+ * One check. `only`: these accounts alone (the re-check after a repair), each kept in the result's
+ * `accounts` whatever it found, so their counts can replace the first check's.
+ */
+async function check(
+  deps: VerifyDeps,
+  opts: VerifyOptions,
+  phase: string,
+  only?: readonly string[],
+): Promise<CheckResult> {
   const counts: VerifyCounts = {
     accounts: 0,
     scheduleDifferences: 0,
@@ -240,12 +275,18 @@ async function check(deps: VerifyDeps, opts: VerifyOptions, phase: string): Prom
   const problems: Problem[] = [];
   const now = deps.clock.now();
 
-  let accounts: Account[];
-  if (opts.accountId !== undefined) {
-    const a = await getAccount(deps.db, opts.accountId);
-    accounts = a ? [a] : [];
-  } else accounts = await listAccounts(deps.db, now);
-  counts.accounts = accounts.length;
+  // One account, or every account a page at a time (eachAccount): holding every row at once cost
+  // about 5 KB of heap per account for the length of a run that takes hours at 100,000 accounts.
+  let accounts: AsyncIterable<Account> | Account[];
+  let total: number;
+  if (only !== undefined || opts.accountId !== undefined) {
+    const ids = only ?? [opts.accountId!];
+    accounts = (await Promise.all(ids.map((id) => getAccount(deps.db, id)))).filter((a): a is Account => a !== null);
+    total = accounts.length;
+  } else {
+    total = await countAccounts(deps.db);
+    accounts = eachAccount(deps.db, now);
+  }
 
   // Schedules: the caller's comparison (the reconciler's), narrowed to the account asked for.
   let schedules: ScheduleDifference[] = [];
@@ -296,10 +337,21 @@ async function check(deps: VerifyDeps, opts: VerifyOptions, phase: string): Prom
   const grace = opts.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS;
   const limit = opts.concurrency ?? DEFAULT_CONCURRENCY;
   const publicBase = storageBase(deps.storage);
-  for (const [i, account] of accounts.entries()) {
-    const f = await checkAccount(deps, account, { now, grace, limit, publicBase }, counts, problems);
-    findings.set(account.id, f);
-    opts.onProgress?.({ accountsDone: i + 1, accounts: accounts.length, objects: counts.objects, phase });
+  for await (const account of accounts) {
+    const before = problems.length;
+    const f = await checkAccount(deps, account, { now, grace, limit, publicBase }, problems);
+    counts.accounts++;
+    for (const k of ACCOUNT_COUNTS) counts[k] += f.counts[k];
+    // Only an account with something to repair keeps its findings (its copies and orphans) for
+    // the repair: the rest would hold every recorded copy of every account until the run ends.
+    if (problems.length > before || only !== undefined) findings.set(account.id, f);
+    opts.onProgress?.({
+      accountsDone: counts.accounts,
+      // An account added while the run goes may make the count pass the total read at its start.
+      accounts: Math.max(total, counts.accounts),
+      objects: counts.objects,
+      phase,
+    });
   }
   // Widgets last: they are built from the feeds checked above.
   const widgets: WidgetProblem[] = [];
@@ -312,13 +364,13 @@ async function checkAccount(
   deps: VerifyDeps,
   account: Account,
   ctx: { now: Date; grace: number; limit: number; publicBase: string },
-  counts: VerifyCounts,
   problems: Problem[],
 ): Promise<AccountFindings> {
   const accountId = account.id;
   const copies = await listMediaCopies(deps.db, accountId);
   const publication = await getFeedPublication(deps.db, accountId);
-  const findings: AccountFindings = { account, demo: publication?.demo ?? false, copies, orphans: [] };
+  const counts: AccountCounts = { feeds: 0, objects: 0, storedObjects: 0, unreferencedRecent: 0, orphans: 0 };
+  const findings: AccountFindings = { account, demo: publication?.demo ?? false, copies, orphans: [], counts };
   const referenced = new Set<string>();
 
   // The feed: there, valid, and what the database would publish now.

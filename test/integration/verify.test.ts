@@ -301,4 +301,47 @@ describe('feedmirror verify: do the stores agree?', () => {
     expect((await runVerify(withWidgets, { trigger: 'cli' })).problems.map((p) => p.kind)).toEqual(['widget-invalid']);
     expect((await runVerify(withWidgets, { trigger: 'cli', repair: true })).ok).toBe(true);
   });
+
+  it('every account is checked, a page at a time; the repair reaches the broken one and leaves the healthy one alone', async () => {
+    const acc = sim.createAccount({ username: 'verify.second', posts: 3 });
+    await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
+    await saveToken(
+      db,
+      cipher,
+      {
+        accountId: acc.id,
+        accessToken: sim.issueLongLivedToken(acc.id),
+        obtainedAt: sim.clock.now(),
+        expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY),
+      },
+      'imported',
+    );
+    await scheduleAccount(queues, acc.id, schedules);
+    expect((await runSyncNow(deps, acc.id)).publish?.outcome).toBe('written');
+    const broken = (await listMediaCopies(db, acc.id)).find((c) => c.variants.length > 0)!;
+    await deps.storage.delete(broken.key);
+    const healthyFeed = await deps.storage.head(feedKey(accountId));
+
+    const phases: Array<{ phase: string; accounts: number }> = [];
+    const repaired = await runVerify(deps, {
+      trigger: 'cli',
+      repair: true,
+      onProgress: (p) => phases.push({ phase: p.phase, accounts: p.accounts }),
+    });
+    expect(repaired.found?.map((p) => `${p.kind} ${p.accountId} ${p.key}`)).toEqual([
+      `object-missing ${acc.id} ${broken.key}`,
+    ]);
+    // Checked again: the repaired account alone; the counts still cover both, as a new check's do.
+    expect(phases.filter((p) => p.phase === 're-check').map((p) => p.accounts)).toEqual([1]);
+    expect(phases.filter((p) => p.phase === 'check').map((p) => p.accounts)).toEqual([2, 2]);
+    expect(repaired.counts).toEqual((await runVerify(deps, { trigger: 'cli' })).counts);
+    expect(repaired.repaired.map((r) => `${r.kind} ${r.accountId}`).sort()).toEqual(
+      [`recopied ${acc.id}`, `republished ${acc.id}`].sort(),
+    );
+    expect(repaired.ok).toBe(true);
+    expect(repaired.counts.accounts).toBe(2);
+    expect(await deps.storage.head(broken.key)).toMatchObject({ size: broken.bytes });
+    // The healthy account's feed was not written again.
+    expect((await deps.storage.head(feedKey(accountId)))?.lastModified).toEqual(healthyFeed?.lastModified);
+  });
 });
