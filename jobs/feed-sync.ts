@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { FlowJob, FlowProducer } from 'bullmq';
 import type { FeedDeps } from '../src/feeds/deps.ts';
-import { needsPublish, syncAccount, type CopyTask, type SyncResult } from '../src/feeds/sync.ts';
+import { needsPublish, sweepDue, syncAccount, type CopyTask, type SyncResult } from '../src/feeds/sync.ts';
 import { clearSyncRequest, isSyncRequest } from '../src/store/sync-requests.ts';
 import { MINUTE } from '../src/util/clock.ts';
 import { idSchema } from '../src/util/ids.ts';
@@ -81,6 +81,7 @@ export function syncFlow(
   const data: PublishFeedPayload = publishFeedJob.payload.parse({
     accountId: result.accountId,
     complete: result.complete,
+    sweep: sweepDue(result),
   });
   return {
     name: publishFeedJob.name,

@@ -15,6 +15,8 @@ import { retryOptions, type RetrySettings } from './queues.ts';
 export const publishFeedPayload = z.object({
   accountId: idSchema('account id'),
   complete: z.boolean(),
+  /** Sweep the account's media after a written feed (sweepDue); jobs queued before it existed do. */
+  sweep: z.boolean().default(true),
 });
 export type PublishFeedPayload = z.infer<typeof publishFeedPayload>;
 
@@ -34,9 +36,9 @@ export const publishFeedJob = defineJob({
   queue: 'publishFeed',
   payload: publishFeedPayload,
   options: publishJobOptions(),
-  async process(deps: FeedDeps, { accountId, complete }): Promise<PublishOutcome & { swept?: number }> {
+  async process(deps: FeedDeps, { accountId, complete, sweep }): Promise<PublishOutcome & { swept?: number }> {
     const out = await publishAccountFeed(deps, accountId, { complete });
-    if (out.outcome === 'written' && complete) {
+    if (out.outcome === 'written' && complete && sweep) {
       // No copy of this account is in flight now (this job waited for its children).
       const swept = await sweepAccountMedia(deps, accountId);
       return { ...out, swept: swept.length };

@@ -405,6 +405,19 @@ export function needsPublish(result: Extract<SyncResult, { outcome: 'synced' }>)
   );
 }
 
+/**
+ * Whether the publish after this sync sweeps the account's media folder (sweepAccountMedia): only
+ * when the listing was complete and could have left objects no record names, that is when it
+ * pruned posts (R-LNK-6: their copies leave on this run) or found changed ones (an edited post's
+ * earlier file, a carousel that lost a slide). The sweep lists every object of the account and
+ * reads the feed back: after a sync that only added posts it found nothing to remove, and cost
+ * the worker a LIST and a GET per written feed (and s3rver, on the benchmark's cores, about 4 ms
+ * per image copied). What a crash leaves behind is found by the daily media sweep and verify.
+ */
+export function sweepDue(result: Extract<SyncResult, { outcome: 'synced' }>): boolean {
+  return result.complete && (result.pruned.length > 0 || result.changedPosts > 0);
+}
+
 export interface SyncNowResult {
   sync: SyncResult;
   copied: number;
@@ -449,6 +462,7 @@ export async function runSyncNow(deps: FeedDeps, accountId: string, opts: SyncOp
   }
   if (!needsPublish(sync) && !sync.complete) return out;
   out.publish = await publishAccountFeed(deps, accountId, { complete: sync.complete });
-  if (out.publish.outcome === 'written' && sync.complete) out.swept = (await sweepAccountMedia(deps, accountId)).length;
+  if (out.publish.outcome === 'written' && sweepDue(sync))
+    out.swept = (await sweepAccountMedia(deps, accountId)).length;
   return out;
 }

@@ -345,6 +345,38 @@ describe('feed pipeline, end to end (simulator, Postgres, Redis, S3 API)', () =>
     expect(feedUpdates().at(-1)!.data.added).toEqual([]);
   });
 
+  it('R-LNK-6: an edited picture leaves with the publish after it; a sync that only adds a post does not sweep', async () => {
+    expect((await runSyncNow(deps, accountId)).sync.outcome).toBe('synced'); // up to date first
+    const target = (await readFeed()).feed.posts.find((p) => p.type === 'image')!;
+    const folder = mediaPrefix(accountId, target.id);
+    const files = (await keysUnder(folder)).filter((k) => !k.endsWith('.json'));
+    expect(files).not.toHaveLength(0);
+    // An object no record names, as a crashed copy could leave: only a sweep removes it.
+    const leftover = `${folder}cover-00000000000000aa.jpg`;
+    await deps.storage.put(leftover, Buffer.from('left behind'), {
+      contentType: 'image/jpeg',
+      cacheControl: 'no-cache',
+    });
+
+    // Only a new post: nothing can have been left unreferenced, so no LIST of the account's media.
+    sim.addPost(accountId, { kind: 'image', caption: 'a new one' });
+    const added = await runSyncNow(deps, accountId);
+    expect(added.sync.outcome === 'synced' && [added.sync.newPosts, added.sync.changedPosts]).toEqual([1, 0]);
+    expect(added.publish?.outcome).toBe('written');
+    expect(added.swept).toBe(0);
+    expect(await keysUnder(folder)).toContain(leftover);
+
+    // A changed picture is a new file: the publish sweeps the earlier one's objects (and the leftover).
+    sim.updatePost(accountId, target.id, { width: target.width === 700 ? 720 : 700 });
+    const edited = await runSyncNow(deps, accountId);
+    expect(edited.sync.outcome === 'synced' && edited.sync.changedPosts).toBe(1);
+    expect(edited.swept).toBe(files.length + 1);
+    const now = await keysUnder(folder);
+    expect(now.filter((k) => files.includes(k) || k === leftover)).toEqual([]);
+    expect(now.filter((k) => !k.endsWith('.json'))).not.toHaveLength(0);
+    await checkImages((await readFeed()).feed);
+  });
+
   it('storage down during a publish: the publish fails (the job retries), the previous feed stays intact, then it is written', async () => {
     const target = (await readFeed()).feed.posts[0]!;
     sim.updatePost(accountId, target.id, { caption: 'edited while storage was down' });

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { needsPublish, type SyncResult } from '../../src/feeds/sync.ts';
+import { needsPublish, sweepDue, type SyncResult } from '../../src/feeds/sync.ts';
+import { syncFlow } from '../../jobs/feed-sync.ts';
+import { publishFeedPayload } from '../../jobs/publish-feed.ts';
 
 type Synced = Extract<SyncResult, { outcome: 'synced' }>;
 const unchanged: Synced = {
@@ -84,5 +86,23 @@ describe('copy order after downtime (R-LNK-5)', () => {
       expect(later).toBeGreaterThan(soon);
       expect(later).toBeLessThan(LAST_PRIORITY);
     }
+  });
+});
+
+describe('which publishes sweep the account media folder (R-LNK-6)', () => {
+  it('a complete listing that pruned or changed posts sweeps; one that only added posts does not', () => {
+    expect(sweepDue({ ...unchanged, pruned: ['1790'] })).toBe(true);
+    expect(sweepDue({ ...unchanged, changedPosts: 1 })).toBe(true);
+    expect(sweepDue({ ...unchanged, newPosts: 2 })).toBe(false);
+    expect(sweepDue(unchanged)).toBe(false);
+    // An incomplete listing may not say what is gone (R-LNK-6): never a sweep.
+    expect(sweepDue({ ...unchanged, complete: false, pruned: ['1790'], changedPosts: 1 })).toBe(false);
+  });
+  it("the worker's publish job carries it; a job queued before the flag existed sweeps as before", () => {
+    const redis = { url: 'redis://127.0.0.1:6379', prefix: 'fm-unit' };
+    const at = new Date('2026-11-26T12:00:00Z');
+    expect(syncFlow(redis, { ...unchanged, newPosts: 1 }, at).data).toMatchObject({ sweep: false });
+    expect(syncFlow(redis, { ...unchanged, pruned: ['1790'] }, at).data).toMatchObject({ sweep: true });
+    expect(publishFeedPayload.parse({ accountId: unchanged.accountId, complete: true }).sweep).toBe(true);
   });
 });
