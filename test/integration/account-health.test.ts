@@ -21,9 +21,8 @@ import { TokenCipher } from '../../src/store/crypto.ts';
 import { createPool } from '../../src/store/db.ts';
 import { loadHealthFacts } from '../../src/store/health-facts.ts';
 import { migrate } from '../../src/store/migrate.ts';
-import { saveToken } from '../../src/store/tokens.ts';
 import { createEndpoint, insertDeliveries, recordAttempt } from '../../src/store/webhooks.ts';
-import { DAY, FileClock, HOUR } from '../../src/util/clock.ts';
+import { FileClock, HOUR } from '../../src/util/clock.ts';
 import { silentLogger } from '../../src/util/logger.ts';
 import { memoryIO } from '../support/memory-io.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
@@ -35,6 +34,7 @@ import {
   type ServeUnderTest,
 } from '../security/support.ts';
 import { recordCaptured } from '../support/capture.ts';
+import { importSimAccount } from '../support/accounts.ts';
 
 /**
  * R-HLT-1..3: what an account's health is made of, recorded where copies fail and read back in a
@@ -64,18 +64,7 @@ beforeAll(async () => {
   FileClock.write(clockFile, sim.clock.now());
   const acc = sim.createAccount({ posts: 6 });
   accountId = acc.id;
-  await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
-  await saveToken(
-    db,
-    cipher,
-    {
-      accountId: acc.id,
-      accessToken: sim.issueLongLivedToken(acc.id),
-      obtainedAt: sim.clock.now(),
-      expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY),
-    },
-    'imported',
-  );
+  await importSimAccount(db, cipher, sim, acc);
   deps = {
     db,
     cipher,
@@ -147,18 +136,7 @@ describe('what the health is made of (R-HLT-3)', () => {
 
   it('a retryable failure with attempts left is "retrying": the account warns instead of failing', async () => {
     const other = sim.createAccount({ posts: 1 });
-    await upsertAccount(db, { id: other.id, username: other.username }, sim.clock.now());
-    await saveToken(
-      db,
-      cipher,
-      {
-        accountId: other.id,
-        accessToken: sim.issueLongLivedToken(other.id),
-        obtainedAt: sim.clock.now(),
-        expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY),
-      },
-      'imported',
-    );
+    await importSimAccount(db, cipher, sim, other);
     const ok = { ...deps, limits: { ...deps.limits, allowedHosts: [sim.imageHost] } };
     expect((await runSyncNow(ok, other.id)).failedCopies).toEqual([]);
     expect((await healthOf(other.id)).health).toEqual({ verdict: 'ok', reasons: [] });

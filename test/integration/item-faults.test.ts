@@ -13,15 +13,13 @@ import { PlatformClient } from '../../src/platform/client.ts';
 import { validateFeed } from '../../src/schema/validate.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { createStorage } from '../../src/storage/index.ts';
-import { getAccount, listAccounts, upsertAccount } from '../../src/store/accounts.ts';
+import { getAccount, listAccounts } from '../../src/store/accounts.ts';
 import { TokenCipher } from '../../src/store/crypto.ts';
 import { createPool } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { listPosts } from '../../src/store/posts.ts';
-import { saveToken } from '../../src/store/tokens.ts';
 import { syncSummary } from '../../src/accounts/sync-summary.ts';
 import { loadAccountHealth } from '../../src/accounts/health.ts';
-import { DAY } from '../../src/util/clock.ts';
 import { createLogger } from '../../src/util/logger.ts';
 import { startFeedWorkers } from '../../jobs/feed-workers.ts';
 import type { FeedSyncReturn } from '../../jobs/feed-sync.ts';
@@ -31,6 +29,7 @@ import { main } from '../../src/cli/main.ts';
 import { memoryIO } from '../support/memory-io.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { dropQueues } from '../support/queues.ts';
+import { importSimAccount } from '../support/accounts.ts';
 
 /**
  * One bad item from the platform never stops an account: a page holds one item with a malformed
@@ -83,18 +82,7 @@ beforeAll(async () => {
   };
   const acc = sim.createAccount({ username: 'glitchy.shop', posts: 4 });
   accountId = acc.id;
-  await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
-  await saveToken(
-    db,
-    cipher,
-    {
-      accountId: acc.id,
-      accessToken: sim.issueLongLivedToken(acc.id),
-      obtainedAt: sim.clock.now(),
-      expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY),
-    },
-    'imported',
-  );
+  await importSimAccount(db, cipher, sim, acc);
   queues = createQueues(redis);
 });
 

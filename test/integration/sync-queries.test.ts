@@ -21,7 +21,6 @@ import {
   saveMediaCopy,
   upsertPosts,
 } from '../../src/store/posts.ts';
-import { saveToken } from '../../src/store/tokens.ts';
 import { demoFeed } from '../../src/demo/demo-feed.ts';
 import { DAY, HOUR } from '../../src/util/clock.ts';
 import { convertItems } from '../../src/convert/convert-item.ts';
@@ -29,6 +28,7 @@ import { contentHash } from '../../src/feeds/slots.ts';
 import { earliestExpiry } from '../../src/platform/links.ts';
 import { silentLogger } from '../../src/util/logger.ts';
 import { freshDatabase } from '../support/services.ts';
+import { importSimAccount } from '../support/accounts.ts';
 
 /**
  * A sync reads the database a fixed number of times, however many posts the account has: it used
@@ -196,18 +196,7 @@ describe('a sync reads the database a fixed number of times, not once per post o
     const storage = new LocalStorage(mkdtempSync(join(tmpdir(), 'fm-syncqueries-')));
     const queries = async (posts: number) => {
       const acc = sim.createAccount({ posts });
-      await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
-      await saveToken(
-        db,
-        cipher,
-        {
-          accountId: acc.id,
-          accessToken: sim.issueLongLivedToken(acc.id),
-          obtainedAt: sim.clock.now(),
-          expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY),
-        },
-        'imported',
-      );
+      await importSimAccount(db, cipher, sim, acc);
       const c = counting(db);
       const deps: FeedDeps = {
         db: c.db,

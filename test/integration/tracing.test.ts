@@ -12,13 +12,10 @@ import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
 import { PlatformClient } from '../../src/platform/client.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { createStorage } from '../../src/storage/index.ts';
-import { upsertAccount } from '../../src/store/accounts.ts';
 import { TokenCipher } from '../../src/store/crypto.ts';
 import { createPool } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { getFeedPublication } from '../../src/store/posts.ts';
-import { saveToken } from '../../src/store/tokens.ts';
-import { DAY } from '../../src/util/clock.ts';
 import { createLogger } from '../../src/util/logger.ts';
 import { activeTraceIds, addSpans, inSpan, startTracing, tracingOn, type Tracing } from '../../src/util/tracing.ts';
 import { startFeedWorkers, type RunningFeedWorkers } from '../../jobs/feed-workers.ts';
@@ -26,6 +23,7 @@ import { createQueue, QUEUE } from '../../jobs/queues.ts';
 import { disableJobTelemetry, enableJobTelemetry, telemetryOptions } from '../../jobs/telemetry.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { until } from '../support/wait.ts';
+import { importSimAccount } from '../support/accounts.ts';
 
 interface ExportedSpan {
   name: string;
@@ -116,18 +114,7 @@ describe('tracing (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       };
       const acc = sim.createAccount({ username: 'traced.shop', posts: [{ kind: 'image', width: 120, height: 150 }] });
       accountId = acc.id;
-      await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
-      await saveToken(
-        db,
-        cipher,
-        {
-          accountId: acc.id,
-          accessToken: sim.issueLongLivedToken(acc.id),
-          obtainedAt: sim.clock.now(),
-          expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY),
-        },
-        'imported',
-      );
+      await importSimAccount(db, cipher, sim, acc);
       workers = await startFeedWorkers({ ...deps, redis });
     }, 60_000);
 

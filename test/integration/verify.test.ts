@@ -10,12 +10,10 @@ import { PlatformClient } from '../../src/platform/client.ts';
 import type { Feed } from '../../src/schema/v1.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { createStorage, feedKey, mediaKey } from '../../src/storage/index.ts';
-import { upsertAccount } from '../../src/store/accounts.ts';
 import { TokenCipher } from '../../src/store/crypto.ts';
 import { createPool } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { listMediaCopies } from '../../src/store/posts.ts';
-import { saveToken } from '../../src/store/tokens.ts';
 import { getLastVerify } from '../../src/store/verify-runs.ts';
 import { createEndpoint } from '../../src/store/webhooks.ts';
 import { DAY, HOUR } from '../../src/util/clock.ts';
@@ -32,6 +30,7 @@ import { scheduleCheck } from '../../jobs/verify-schedules.ts';
 import { S3RVER_CREDENTIALS, startS3, type TestS3 } from '../support/s3.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { dropQueues } from '../support/queues.ts';
+import { importSimAccount } from '../support/accounts.ts';
 
 /**
  * `feedmirror verify`'s checker against real stores (PostgreSQL, Redis, an S3 API server) and the
@@ -89,18 +88,7 @@ beforeAll(async () => {
 
   const acc = sim.createAccount({ username: 'verify.shop', posts: 6 });
   accountId = acc.id;
-  await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
-  await saveToken(
-    db,
-    cipher,
-    {
-      accountId,
-      accessToken: sim.issueLongLivedToken(acc.id),
-      obtainedAt: sim.clock.now(),
-      expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY),
-    },
-    'imported',
-  );
+  await importSimAccount(db, cipher, sim, acc);
   await scheduleAccount(queues, accountId, schedules);
   const first = await runSyncNow(deps, accountId);
   expect(first.publish?.outcome).toBe('written');
@@ -304,18 +292,7 @@ describe('feedmirror verify: do the stores agree?', () => {
 
   it('every account is checked, a page at a time; the repair reaches the broken one and leaves the healthy one alone', async () => {
     const acc = sim.createAccount({ username: 'verify.second', posts: 3 });
-    await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
-    await saveToken(
-      db,
-      cipher,
-      {
-        accountId: acc.id,
-        accessToken: sim.issueLongLivedToken(acc.id),
-        obtainedAt: sim.clock.now(),
-        expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY),
-      },
-      'imported',
-    );
+    await importSimAccount(db, cipher, sim, acc);
     await scheduleAccount(queues, acc.id, schedules);
     expect((await runSyncNow(deps, acc.id)).publish?.outcome).toBe('written');
     const broken = (await listMediaCopies(db, acc.id)).find((c) => c.variants.length > 0)!;
