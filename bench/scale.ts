@@ -684,7 +684,6 @@ const FEED_QUEUES = [
   QUEUE.maintenance,
 ] as const;
 
-/** Nothing waiting, running or waiting for children on any queue (delayed jobs are the future). */
 /** Jobs waiting, running or held for their children in the queues (delayed ones not counted). */
 async function busyJobs(queues: readonly Queue[]): Promise<number> {
   let busy = 0;
@@ -695,6 +694,7 @@ async function busyJobs(queues: readonly Queue[]): Promise<number> {
   return busy;
 }
 
+/** Nothing waiting, running or waiting for children on any queue (delayed jobs are the future). */
 export async function untilQuiet(
   queues: readonly Queue[],
   extra: () => Promise<boolean>,
