@@ -280,9 +280,15 @@ async function check(
   let accounts: AsyncIterable<Account> | Account[];
   let total: number;
   if (only !== undefined || opts.accountId !== undefined) {
+    // Read one at a time as they are checked: after a wiped bucket every account can be here.
     const ids = only ?? [opts.accountId!];
-    accounts = (await Promise.all(ids.map((id) => getAccount(deps.db, id)))).filter((a): a is Account => a !== null);
-    total = accounts.length;
+    accounts = (async function* () {
+      for (const id of ids) {
+        const a = await getAccount(deps.db, id);
+        if (a) yield a;
+      }
+    })();
+    total = ids.length;
   } else {
     total = await countAccounts(deps.db);
     accounts = eachAccount(deps.db, now);
