@@ -1,5 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -90,7 +99,9 @@ describe('infra/ensure.sh', () => {
   });
 
   it('the demo installs only what it runs: with PostgreSQL and Redis reachable, no package is asked for', () => {
-    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
     const demoTargets = /bash infra\/ensure\.sh ([\w -]+?) &&/.exec(pkg.scripts.demo!)?.[1]?.split(' ');
     expect(demoTargets).toEqual(['deps', 'services']);
     expect(pkg.scripts.test).toMatch(/^bash infra\/ensure\.sh deps services test-tools && /);
