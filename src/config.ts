@@ -804,10 +804,28 @@ export const configSchema = z.object({
       example: 'feedmirror-eu',
       readBy: ['worker'],
     }),
+  /** Unset: each process picks its own (src/cli/log-setup.ts). */
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
-    .default('info')
-    .register(settings, { description: 'pino level', example: 'debug', readBy: ['worker', 'serve', 'cli'] }),
+    .optional()
+    .register(settings, {
+      description:
+        'the least severe log level written (pino levels); unset: `info`, and `warn` for a command whose logs are human lines (on a terminal)',
+      default: '`info` (a command on a terminal: `warn`)',
+      example: 'debug',
+      readBy: ['worker', 'serve', 'cli'],
+    }),
+  /** Unset: human lines for a command on a terminal, JSON for everything else (src/cli/log-setup.ts). */
+  LOG_FORMAT: z
+    .enum(['json', 'human'])
+    .optional()
+    .register(settings, {
+      description:
+        '`json`: one JSON object per log line (pino), for a log collector; `human`: short lines such as `warning: …`. Unset: a command whose standard error is a terminal writes human lines, everything else JSON (worker and serve always, as they run under systemd or in a container). Logs always go to standard error',
+      default: '`json` (a command on a terminal: `human`)',
+      example: 'json',
+      readBy: ['worker', 'serve', 'cli'],
+    }),
 });
 
 export type Config = z.output<typeof configSchema>;

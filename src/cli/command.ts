@@ -2,6 +2,7 @@ import { Argument, InvalidArgumentError, type Command } from 'commander';
 import { idSchema } from '../util/ids.ts';
 import type { CliIO } from './io.ts';
 import type { AppContext } from './context.ts';
+import type { LogRole } from './log-setup.ts';
 
 /**
  * What a command module gets when it registers itself on the program: the IO to write to and a
@@ -24,10 +25,22 @@ export function withExamples(cmd: Command, ...lines: string[]): Command {
   return cmd.addHelpText('after', `\n${title}:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`);
 }
 
-/** Run `fn` with an application context built from the command's environment, closing it after. */
-export async function withContext<T>(io: CliIO, fn: (ctx: AppContext) => Promise<T>): Promise<T> {
+/**
+ * Run `fn` with an application context built from the command's environment, closing it after.
+ * Its logs are a command's: human lines on a terminal (./log-setup.ts).
+ */
+export function withContext<T>(io: CliIO, fn: (ctx: AppContext) => Promise<T>): Promise<T> {
+  return withRoleContext('command', io, fn);
+}
+
+/** withContext for worker and serve: JSON logs on a terminal too, for their supervisor's collector. */
+export function withServiceContext<T>(io: CliIO, fn: (ctx: AppContext) => Promise<T>): Promise<T> {
+  return withRoleContext('service', io, fn);
+}
+
+async function withRoleContext<T>(role: LogRole, io: CliIO, fn: (ctx: AppContext) => Promise<T>): Promise<T> {
   const { AppContext } = await import('./context.ts');
-  const ctx = new AppContext(io.env);
+  const ctx = new AppContext(io.env, { logTo: { role, log: io.log } });
   try {
     return await fn(ctx);
   } finally {

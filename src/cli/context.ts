@@ -1,7 +1,8 @@
 import type pg from 'pg';
 import { redactText } from '../util/redact.ts';
 import { loadConfig, type Config } from '../config.ts';
-import { createLogger, type Logger } from '../util/logger.ts';
+import type { Logger } from '../util/logger.ts';
+import { loggerFor, type LogTarget } from './log-setup.ts';
 import { clockFromEnv, type Clock, HOUR, MINUTE, DAY } from '../util/clock.ts';
 import { PlatformClient, type PlatformCallObserver, type PlatformClientOptions } from '../platform/client.ts';
 import { AccountCallPacer } from '../../jobs/call-pacer.ts';
@@ -61,10 +62,11 @@ export class AppContext {
   constructor(
     /** The environment the configuration was read from (`feedmirror doctor`'s checks at start read it too). */
     readonly env: NodeJS.ProcessEnv = process.env,
-    opts: { logger?: Logger; clock?: Clock } = {},
+    opts: { logger?: Logger; clock?: Clock; logTo?: LogTarget } = {},
   ) {
     this.config = loadConfig(env);
-    this.logger = opts.logger ?? createLogger({ level: this.config.LOG_LEVEL });
+    // Without a target: JSON on standard error, as worker and serve log (./log-setup.ts).
+    this.logger = opts.logger ?? loggerFor(this.config, opts.logTo ?? { role: 'service' });
     this.clock = opts.clock ?? clockFromEnv(env);
   }
 

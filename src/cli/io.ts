@@ -7,13 +7,27 @@ export interface CliIO {
   stdin: Readable;
   env: NodeJS.ProcessEnv;
   cwd: string;
+  /**
+   * Where log lines go when they are human lines, and whether that is a terminal (which picks
+   * the format: src/cli/log-setup.ts). The process's standard error; unset (tests), logs are JSON
+   * on file descriptor 2 as for a pipe. Kept apart from `stderr`, which carries a command's own
+   * messages (--json mode reads its last line as the failure).
+   */
+  log?: { write(s: string): unknown; isTTY?: boolean };
 }
 
 /** A command: its arguments (after the subcommand name) in, an exit code out. */
 export type Command = (argv: string[], io: CliIO) => Promise<number>;
 
 export function processIO(): CliIO {
-  return { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd() };
+  return {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    stdin: process.stdin,
+    env: process.env,
+    cwd: process.cwd(),
+    log: process.stderr,
+  };
 }
 
 /** Exit codes shared by all commands. */

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { EXIT } from '../io.ts';
-import { withContext, withExamples, type Cli } from '../command.ts';
+import { withServiceContext, withExamples, type Cli } from '../command.ts';
 import { untilStopSignal } from '../signals.ts';
 
 /**
@@ -22,7 +22,7 @@ export function register(program: Command, cli: Cli): void {
         cli.io.stderr.write(`feedmirror serve: cannot start: ${pre.problems.join('; ')}\n`);
         return cli.setExit(EXIT.failed);
       }
-      const code = await withContext(io, async (ctx) => {
+      const code = await withServiceContext(io, async (ctx) => {
         const { startServer } = await import('../start/server.ts');
         const running = await startServer(ctx);
         const { logStartChecks } = await import('../context.ts');

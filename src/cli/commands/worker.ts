@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { EXIT } from '../io.ts';
-import { withContext, withExamples, type Cli } from '../command.ts';
+import { withServiceContext, withExamples, type Cli } from '../command.ts';
 import { untilStopSignal } from '../signals.ts';
 
 /** `feedmirror worker`: runs the job workers until SIGTERM/SIGINT, then lets running jobs finish. */
@@ -17,7 +17,7 @@ export function register(program: Command, cli: Cli): void {
         return cli.setExit(EXIT.failed);
       }
       // withContext closes everything it opened, also when the start fails (exit non-zero, no hang).
-      const code = await withContext(cli.io, async (ctx) => {
+      const code = await withServiceContext(cli.io, async (ctx) => {
         const { startWorkerFromContext } = await import('../start/worker.ts');
         const worker = await startWorkerFromContext(ctx);
         const { logStartChecks } = await import('../context.ts');

@@ -5,7 +5,6 @@ import { createServer } from 'node:net';
 import { EXIT, type CliIO } from '../io.ts';
 import { AppContext } from '../context.ts';
 import { configSchema } from '../../config.ts';
-import { createLogger } from '../../util/logger.ts';
 import { DEMO_OTHER_ACCOUNTS, DEMO_OWNER, demoPosts } from '../../simulator/demo-content.ts';
 import { startSimulatorWithState, SimulatorPortTakenError } from '../../simulator/state-file.ts';
 import type { Simulator } from '../../simulator/types.ts';
@@ -105,10 +104,11 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
     DASHBOARD_PASSWORD: password,
     ...DEMO_SETTINGS,
     // The terminal is for the addresses below; what a sync skipped is on the dashboard (LOG_LEVEL=info for details).
-    LOG_LEVEL: io.env.LOG_LEVEL ?? 'error',
+    LOG_LEVEL: io.env.LOG_LEVEL || 'error',
   };
   delete env.SMTP_URL;
-  const ctx = new AppContext(env, { logger: createLogger({ level: env.LOG_LEVEL }) });
+  // Its terminal is a person's: human lines there, as for any command (../log-setup.ts).
+  const ctx = new AppContext(env, { logTo: { role: 'command', log: io.log } });
   // Start from empty queues: the demo's own prefix, emptied on every run.
   for (const name of Object.values(QUEUE)) {
     const q = createQueue(name, ctx.redis);
@@ -190,7 +190,7 @@ export async function runDemo(values: DemoOptions, io: CliIO): Promise<number> {
     // Commands run by hand show warnings (the demo's own terminal shows errors only).
     const envFile = writeDemoEnv(
       join(root, 'demo.env'),
-      { ...env, LOG_LEVEL: io.env.LOG_LEVEL ?? 'warn' },
+      { ...env, LOG_LEVEL: io.env.LOG_LEVEL || 'warn' },
       { SIMULATOR_URL: sim.url, SIMULATOR_CONTROL_SECRET: sim.controlSecret },
       { DEMO_WIDGET_ID: widget.id },
     );
