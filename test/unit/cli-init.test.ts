@@ -72,10 +72,50 @@ describe('feedmirror init', () => {
     const eb = bashEnv(path.join(b, '.env'));
     // Absolute: a command run from another folder sees the same feeds and outbox.
     expect(ea.STORAGE_URL).toBe(path.join(a, 'mirror'));
-    expect(ea.OUTBOX_DIR).toBe(path.join(a, 'data/outbox'));
+    expect(ea.OUTBOX_DIR).toBe(path.join(a, 'outbox'));
     expect(ea.MEDIA_PUBLIC_URL).toBe('http://127.0.0.1:8080/');
     expect(eb.STORAGE_URL).toBe(path.join(b, 'data/storage'));
+    expect(eb.OUTBOX_DIR).toBe(path.join(b, 'data/outbox'));
     expect(ea.TOKEN_ENCRYPTION_KEY).not.toBe(eb.TOKEN_ENCRYPTION_KEY);
+  });
+
+  it('the outbox goes with the data, not into the folder init ran in; it is said on stdout; --outbox chooses another', async () => {
+    const data = fresh();
+    const elsewhere = fresh();
+    const io = memoryIO({ cwd: elsewhere });
+    expect(await main(['init', '--storage', path.join(data, 'storage')], io)).toBe(0);
+    const env = bashEnv(path.join(elsewhere, '.env'));
+    expect(env.STORAGE_URL).toBe(path.join(data, 'storage'));
+    expect(env.OUTBOX_DIR).toBe(path.join(data, 'outbox'));
+    expect(io.out()).toContain(
+      `alert emails are written to OUTBOX_DIR=${path.join(data, 'outbox')} until SMTP_URL is set`,
+    );
+    const s3 = fresh();
+    expect(
+      await main(
+        ['init', '--storage', 's3://my-feeds/x', '--outbox', '/var/lib/feedmirror/outbox'],
+        memoryIO({ cwd: s3 }),
+      ),
+    ).toBe(0);
+    expect(bashEnv(path.join(s3, '.env')).OUTBOX_DIR).toBe('/var/lib/feedmirror/outbox');
+  });
+
+  it('writes no LOG_LEVEL unless asked (a command on a terminal then logs warnings as human lines)', async () => {
+    const plain = fresh();
+    expect(await main(['init'], memoryIO({ cwd: plain }))).toBe(0);
+    const text = readFileSync(path.join(plain, '.env'), 'utf8');
+    expect(text).toMatch(/^LOG_LEVEL=$/m);
+    expect(text).toMatch(/^LOG_FORMAT=$/m);
+    const env = bashEnv(path.join(plain, '.env'));
+    registerSecretForAudit(env.TOKEN_ENCRYPTION_KEY!);
+    registerSecretForAudit(env.DASHBOARD_PASSWORD!);
+    const { loadConfig } = await import('../../src/config.ts');
+    expect(loadConfig(env).LOG_LEVEL).toBeUndefined();
+    const asked = fresh();
+    expect(await main(['init', '--log-level', 'debug'], memoryIO({ cwd: asked }))).toBe(0);
+    expect(bashEnv(path.join(asked, '.env')).LOG_LEVEL).toBe('debug');
+    const io = memoryIO({ cwd: fresh() });
+    expect(await main(['init', '--log-level', 'loud'], io)).toBe(2);
   });
 
   it('PORT follows a plain http://host:port PUBLIC_URL (serve itself); an https address is a proxy, PORT stays; doctor warns when they disagree', async () => {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
-import type { Command } from 'commander';
+import { dirname, join, resolve } from 'node:path';
+import { Option, type Command } from 'commander';
 import { EXIT, type CliIO } from '../io.ts';
 import { withExamples, type Cli } from '../command.ts';
 import { servePortOf } from '../serve-address.ts';
@@ -24,6 +24,21 @@ export function register(program: Command, cli: Cli): void {
       '--public-url <url>',
       'public address of `feedmirror serve` (the OAuth redirect is PUBLIC_URL/callback). A plain http://host:port is serve itself, so PORT is set to its port; an https:// address (or one without a port) is a proxy in front, so PORT keeps 8080 and the proxy forwards to it',
     )
+    .option(
+      '--outbox <folder>',
+      'where alert emails are written as .eml files until SMTP_URL is set (default: next to a local --storage folder, else ./data/outbox)',
+    )
+    .addOption(
+      new Option('--log-level <level>', 'write LOG_LEVEL (unset: info, and warn for a command on a terminal)').choices([
+        'fatal',
+        'error',
+        'warn',
+        'info',
+        'debug',
+        'trace',
+        'silent',
+      ]),
+    )
     .option('--database-url <url>', 'PostgreSQL connection string')
     .option('--redis-url <url>', 'Redis connection string')
     .option('--out <file>', 'file to write', '.env')
@@ -39,6 +54,8 @@ export interface InitOptions {
   storage: string;
   s3Endpoint?: string;
   publicUrl?: string;
+  outbox?: string;
+  logLevel?: string;
   databaseUrl?: string;
   redisUrl?: string;
   out: string;
@@ -47,15 +64,19 @@ export interface InitOptions {
 async function init(opts: InitOptions, io: CliIO): Promise<number> {
   const target = resolve(io.cwd, opts.out);
   const s3 = opts.storage.startsWith('s3://');
+  // Absolute: a command run from another folder (cron, systemd, a second terminal) must find the
+  // same feeds and outbox, not quietly make new folders where it stands.
+  const storage = s3 ? opts.storage : resolve(io.cwd, opts.storage);
   const values: Record<string, string> = {
     TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     DASHBOARD_USER: 'admin',
     DASHBOARD_PASSWORD: randomBytes(18).toString('base64url'),
-    // Absolute: a command run from another folder (cron, systemd, a second terminal) must find the
-    // same feeds and outbox, not quietly make new folders where it stands.
-    STORAGE_URL: s3 ? opts.storage : resolve(io.cwd, opts.storage),
-    OUTBOX_DIR: resolve(io.cwd, 'data/outbox'),
+    STORAGE_URL: storage,
+    // The outbox lives with the rest of feedmirror's data: beside a local storage folder (never
+    // inside it: serve publishes that folder, and the emails carry reconnect links).
+    OUTBOX_DIR: resolve(io.cwd, opts.outbox ?? (s3 ? 'data/outbox' : join(dirname(storage), 'outbox'))),
   };
+  if (opts.logLevel) values.LOG_LEVEL = opts.logLevel;
   if (opts.publicUrl) {
     values.PUBLIC_URL = opts.publicUrl.replace(/\/+$/, '');
     const port = servePortOf(values.PUBLIC_URL);
@@ -138,6 +159,7 @@ async function init(opts: InitOptions, io: CliIO): Promise<number> {
   }
   io.stdout.write(
     `wrote ${opts.out} (mode 600): a new TOKEN_ENCRYPTION_KEY, dashboard login admin (password in DASHBOARD_PASSWORD), STORAGE_URL=${values.STORAGE_URL}${values.PORT ? `, PORT=${values.PORT} (from --public-url)` : ''}\n` +
+      `alert emails are written to OUTBOX_DIR=${values.OUTBOX_DIR} until SMTP_URL is set\n` +
       `left to fill in:\n${todo.map((t) => `  - ${t}`).join('\n')}\n` +
       `then: set -a; . ./${opts.out}; set +a; npx feedmirror doctor\n`,
   );
