@@ -266,3 +266,33 @@ describe('Kubernetes manifests', () => {
     for (const key of SECRET_KEYS) expect(names.has(key), key).toBe(true);
   });
 });
+
+describe('systemd units of docs/production.md', () => {
+  const units = async () => {
+    const doc = await readFile(path.resolve('docs/production.md'), 'utf8');
+    return [...doc.matchAll(/```ini\n(# \/etc\/systemd\/[\s\S]*?)```/g)].map((m) => {
+      const text = m[1]!;
+      const name = /^# \/etc\/systemd\/system\/(\S+)$/m.exec(text)?.[1] ?? '?';
+      const values = (key: string) =>
+        [...text.matchAll(new RegExp(`^${key}=(.*)$`, 'gm'))].flatMap((v) => v[1]!.trim().split(/\s+/));
+      return { name, values };
+    });
+  };
+
+  it('each waits for the network it orders itself after: After=network-online.target with Wants= (systemd brings it up only when wanted)', async () => {
+    const found = await units();
+    expect(found.map((u) => u.name)).toEqual(['feedmirror-worker.service', 'feedmirror-serve.service']);
+    for (const u of found) {
+      expect(u.values('After'), u.name).toContain('network-online.target');
+      expect(u.values('Wants'), u.name).toContain('network-online.target');
+    }
+  });
+
+  it('each runs a feedmirror command that exists, from the release folder', async () => {
+    for (const u of await units()) {
+      expect(u.values('ExecStart').slice(0, 2), u.name).toEqual(['/usr/bin/node', 'bin/feedmirror.js']);
+      expect(['worker', 'serve'], u.name).toContain(u.values('ExecStart')[2]);
+      expect(u.values('EnvironmentFile'), u.name).toEqual(['/etc/feedmirror/env']);
+    }
+  });
+});
