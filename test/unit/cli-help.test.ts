@@ -125,6 +125,18 @@ describe('feedmirror --help', () => {
     expect(unknown.err()).toMatch(/unknown command 'frobnicate'/);
   });
 
+  it('--help lists the commands an operator runs: `demo`, not `demo-run` (what `npm run demo` runs), which still answers', async () => {
+    const io = memoryIO({ env });
+    expect(await main(['--help'], io)).toBe(0);
+    const listed = [...io.out().matchAll(/^ {2}([a-z-]+)\b/gm)].map((m) => m[1]);
+    expect(listed).toContain('demo');
+    expect(listed).toContain('widgets');
+    expect(listed).not.toContain('demo-run');
+    const run = memoryIO({ env });
+    expect(await main(['demo-run', '--help'], run)).toBe(0);
+    expect(run.out()).toMatch(/^Usage: feedmirror demo-run /);
+  });
+
   it('every read command has --json', () => {
     const program = buildProgram({ io: memoryIO(), setExit: () => undefined });
     const find = (path: string) =>

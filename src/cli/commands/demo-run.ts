@@ -7,7 +7,9 @@ import { intIn, withExamples, type Cli } from '../command.ts';
  */
 export function register(program: Command, cli: Cli): void {
   const cmd = program
-    .command('demo-run')
+    // What `npm run demo` runs: not listed in `feedmirror --help` (beside `demo`, which writes a
+    // demo feed, it read as a second way to the same thing); `feedmirror demo-run --help` answers.
+    .command('demo-run', { hidden: true })
     .description('the main job end to end on embedded defaults, with the platform simulator (what `npm run demo` runs)')
     .option('--port <port>', 'HTTP port of the dashboard (another free one when taken)', intIn(0, 65535), 8080)
     .option('--posts <n>', 'posts of the demo account', intIn(0, 10_000), 24)
