@@ -169,9 +169,12 @@ describe('journey: the five-minute tour', () => {
     expect((await dash.get('/dashboard')).html).toContain('harbour.cafe');
     const shown = await run('npx feedmirror accounts show 17841400000000002');
     expect(shown.code, shown.stderr).toBe(0);
-    expect(shown.stdout).toContain(
-      'owner:     owner owner@harbour-cafe.example; gets the expiry and reauth alerts with a reconnect link',
+    // The owner line as the tour prints it, word for word.
+    const ownerLine = /^ {3}(owner: .*)$/m.exec(TOUR)?.[1];
+    expect(ownerLine).toBe(
+      'owner:     owner@harbour-cafe.example; gets the expiry and reauth alerts with a reconnect link',
     );
+    expect(shown.stdout.split('\n')).toContain(ownerLine);
 
     // 3. Post something, sync, see it first in the widget's published document.
     const caption = 'Cinnamon rolls are back! #bakery #fresh';

@@ -394,16 +394,19 @@ async function setAccountCommand(id: string, opts: SetOptions, io: CliIO): Promi
   });
 }
 
-/** One line about the owner, saying whether they get alerts now and why not. */
-function ownerLine(owner: AccountOwner | null, deployment: boolean): string {
-  if (!owner) return 'no owner recorded (alerts go to the operator only)';
+/**
+ * `accounts show`'s line about the owner, saying whether they get alerts now and why not
+ * (docs/getting-started.md's tour prints it word for word).
+ */
+export function ownerLine(owner: Pick<AccountOwner, 'email' | 'name' | 'alerts'> | null, deployment: boolean): string {
+  if (!owner) return 'owner:     none recorded (alerts go to the operator only)';
   const who = owner.name ? `${owner.name} <${owner.email}>` : owner.email;
   const alerts = !owner.alerts
     ? 'owner alerts off for this account'
     : deployment
       ? 'gets the expiry and reauth alerts with a reconnect link'
       : 'owner alerts on for this account, but OWNER_ALERTS is off for the deployment';
-  return `owner ${who}; ${alerts}`;
+  return `owner:     ${who}; ${alerts}`;
 }
 
 async function showAccountCommand(id: string, opts: { json?: boolean }, io: CliIO): Promise<number> {
@@ -449,7 +452,7 @@ async function showAccountCommand(id: string, opts: { json?: boolean }, io: CliI
           `token:     ${expiry}`,
           `last sync: ${syncSummary(a).text}`,
           `health:    ${healthLine(health, 3)}`,
-          `owner:     ${ownerLine(a.owner, ctx.config.OWNER_ALERTS)}`,
+          ownerLine(a.owner, ctx.config.OWNER_ALERTS),
         ].join('\n') + '\n',
       );
     }
