@@ -94,10 +94,12 @@ describe('infra/compose.yaml services, resolved as compose does', () => {
     return { env, role: role! };
   }
 
-  /** What the compose file's header says to run first: `feedmirror init`. */
+  /** What the compose file's header says to run first, as written: `npx feedmirror init …`. */
   async function initDotEnv(): Promise<string> {
+    const header = readFileSync(path.join(ROOT, 'infra', 'compose.yaml'), 'utf8');
+    const args = /^# +npx feedmirror (init[^#]*?)\s*#/m.exec(header)![1]!.split(/\s+/);
     const dir = mkdtempSync(path.join(tmpdir(), 'fm-compose-'));
-    expect(await main(['init', '--storage', 's3://feedmirror/'], memoryIO({ cwd: dir }))).toBe(0);
+    expect(await main(args, memoryIO({ cwd: dir }))).toBe(0);
     return readFileSync(path.join(dir, '.env'), 'utf8');
   }
 
