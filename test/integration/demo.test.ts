@@ -61,6 +61,25 @@ describe('the demo (npm run demo)', () => {
     );
     const out = demo.output();
     expect(demo.child.exitCode, out).toBeNull();
+    // What the docs show it printing is what it prints: getting-started.md every line (by its
+    // label, in order), the README some of them.
+    const labelsOf = (lines: string[]) => lines.map((l) => l.slice(0, l.indexOf(':')));
+    const printed = out.split('\n');
+    const first = printed.findIndex((l) => l.startsWith('dashboard:'));
+    const last = printed.findIndex((l) => l.startsWith('drive the platform:'));
+    expect(first, out).toBeGreaterThanOrEqual(0);
+    expect(last, out).toBeGreaterThan(first);
+    const printedLabels = labelsOf(printed.slice(first, last + 1));
+    const block = (file: string, after: string) => {
+      const text = readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
+      const at = text.indexOf(after);
+      expect(at, `${file} no longer says: ${after}`).toBeGreaterThanOrEqual(0);
+      return /```\n([\s\S]*?)```/.exec(text.slice(at))![1]!.trim().split('\n');
+    };
+    expect(labelsOf(block('docs/getting-started.md', 'the dashboard, and prints:'))).toEqual(printedLabels);
+    const inReadme = labelsOf(block('README.md', 'prints where everything is:'));
+    expect(inReadme.filter((l) => printedLabels.includes(l))).toEqual(inReadme);
+    expect(inReadme).toEqual(printedLabels.filter((l) => inReadme.includes(l)));
     const field = (label: string) => new RegExp(`^${label}:\\s+(\\S+)`, 'm').exec(out)?.[1];
 
     const dashboard = field('dashboard');
