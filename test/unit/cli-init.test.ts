@@ -100,6 +100,40 @@ describe('feedmirror init', () => {
     expect(bashEnv(path.join(s3, '.env')).OUTBOX_DIR).toBe('/var/lib/feedmirror/outbox');
   });
 
+  it('--out elsewhere: the file and the next step name that file, absolute or relative', async () => {
+    const dir = fresh();
+    const target = path.join(fresh(), 'env');
+    const io = memoryIO({ cwd: dir });
+    expect(await main(['init', '--out', target], io)).toBe(0);
+    expect(io.out()).toContain(`then: set -a; . ${target}; set +a; npx feedmirror doctor\n`);
+    expect(readFileSync(target, 'utf8')).toContain(`# Then: \`set -a; . ${target}; set +a; npx feedmirror doctor\`.`);
+    const relative = memoryIO({ cwd: dir });
+    expect(await main(['init', '--out', 'config.env'], relative)).toBe(0);
+    expect(relative.out()).toContain('then: set -a; . ./config.env; set +a; npx feedmirror doctor\n');
+    for (const file of [target, path.join(dir, 'config.env')]) {
+      const env = bashEnv(file);
+      registerSecretForAudit(env.TOKEN_ENCRYPTION_KEY!);
+      registerSecretForAudit(env.DASHBOARD_PASSWORD!);
+    }
+  });
+
+  it("docs/production.md's init line works as written (only its --out moved to a temporary folder): copies and outbox in the service user's home", async () => {
+    const doc = readFileSync(path.resolve('docs/production.md'), 'utf8');
+    const line = /^npx feedmirror (init .*)$/m.exec(doc)![1]!;
+    const args = line.split(/\s+/);
+    expect(args[args.indexOf('--out') + 1]).toBe('/etc/feedmirror/env');
+    const target = path.join(fresh(), 'env');
+    args[args.indexOf('--out') + 1] = target;
+    const io = memoryIO({ cwd: fresh() });
+    expect(await main(args, io), io.err()).toBe(0);
+    const env = bashEnv(target);
+    registerSecretForAudit(env.TOKEN_ENCRYPTION_KEY!);
+    registerSecretForAudit(env.DASHBOARD_PASSWORD!);
+    expect(env.STORAGE_URL).toBe('/var/lib/feedmirror/storage');
+    expect(env.OUTBOX_DIR).toBe('/var/lib/feedmirror/outbox');
+    expect(doc).toContain('useradd --system --create-home --home-dir /var/lib/feedmirror feedmirror');
+  });
+
   it('writes no LOG_LEVEL unless asked (a command on a terminal then logs warnings as human lines)', async () => {
     const plain = fresh();
     expect(await main(['init'], memoryIO({ cwd: plain }))).toBe(0);

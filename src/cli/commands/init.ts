@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { EXIT, type CliIO } from '../io.ts';
 import { withExamples, type Cli } from '../command.ts';
@@ -121,13 +121,15 @@ async function init(opts: InitOptions, io: CliIO): Promise<number> {
       : ['DATABASE_URL and REDIS_URL, unless PostgreSQL and Redis run on this machine with the defaults']),
     'SMTP_URL and ALERT_EMAIL_TO: where expiry alerts go (until then they are written to OUTBOX_DIR)',
   ];
+  // What a shell sources: `. .env` would search PATH, and `./` before an absolute path breaks it.
+  const sourced = isAbsolute(opts.out) ? opts.out : `./${opts.out}`;
   const header = [
     `# Written by \`feedmirror init\` on ${new Date().toISOString().slice(0, 10)}. It holds secrets: keep it out of git, mode 600.`,
     '# Generated: TOKEN_ENCRYPTION_KEY (back it up: stored tokens cannot be read without it) and the',
     '# dashboard login (DASHBOARD_USER, DASHBOARD_PASSWORD).',
     '# Left to fill in:',
     ...todo.map((t) => `#   - ${t}`),
-    '# Then: `set -a; . ./.env; set +a; npx feedmirror doctor`.',
+    `# Then: \`set -a; . ${sourced}; set +a; npx feedmirror doctor\`.`,
     '',
     '',
   ];
@@ -161,7 +163,7 @@ async function init(opts: InitOptions, io: CliIO): Promise<number> {
     `wrote ${opts.out} (mode 600): a new TOKEN_ENCRYPTION_KEY, dashboard login admin (password in DASHBOARD_PASSWORD), STORAGE_URL=${values.STORAGE_URL}${values.PORT ? `, PORT=${values.PORT} (from --public-url)` : ''}\n` +
       `alert emails are written to OUTBOX_DIR=${values.OUTBOX_DIR} until SMTP_URL is set\n` +
       `left to fill in:\n${todo.map((t) => `  - ${t}`).join('\n')}\n` +
-      `then: set -a; . ./${opts.out}; set +a; npx feedmirror doctor\n`,
+      `then: set -a; . ${sourced}; set +a; npx feedmirror doctor\n`,
   );
   return EXIT.ok;
 }
