@@ -33,7 +33,7 @@ export function humanLogLine(record: Record<string, unknown>): string {
     .map(([k, v]) => `${k}=${fieldValue(v)}`);
   const details = fields.length > 0 ? ` (${fields.join(', ')})` : '';
   // Already redacted when pino wrote the record; once more on the line itself, so nothing a
-  // formatter puts together here can carry a token or a registered secret (R-TOK-11).
+  // formatter puts together here can carry a token, a request URL's query or a registered secret (R-TOK-11, R-LNK-7).
   return redactText(`${level}: ${msg}${reason}${details}`.replace(/\s*\n\s*/g, ' ')) + '\n';
 }
 

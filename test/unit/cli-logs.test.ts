@@ -8,7 +8,7 @@ import { registerSecretForAudit } from '../support/capture.ts';
 /**
  * Which logs a process writes and how: a command on a terminal writes short human lines at warn
  * and above; a command in a pipe, the worker and the server write JSON at info; LOG_FORMAT and
- * LOG_LEVEL override both. Human lines pass the same redaction as JSON ones (R-TOK-11).
+ * LOG_LEVEL override both. Human lines pass the same redaction as JSON ones (R-TOK-11, R-LNK-7).
  */
 const terminal = () => {
   let text = '';
@@ -63,7 +63,7 @@ describe('human log lines', () => {
     expect(out.text()).toBe('');
   });
 
-  it('tokens in URLs, secret-named fields and registered secrets never reach a human line (R-TOK-11)', () => {
+  it('tokens in URLs, secret-named fields and registered secrets never reach a human line (R-TOK-11, R-LNK-7)', () => {
     const secret = 'app-secret-for-the-human-lines-test';
     registerSecret(secret);
     registerSecretForAudit(secret);
