@@ -96,24 +96,22 @@ export async function checkAccountStatus(
 
 /**
  * The documents under status/ that should not be there: every one with PUBLISH_STATUS off, one
- * whose account is gone with it on. `accountId`: that account's document alone. Returns how many
- * documents were looked at.
+ * whose account is gone with it on (looked up 500 at a time). `accountId`: that account's
+ * document alone.
  */
 export async function checkStrayStatus(
   deps: Pick<StatusDeps, 'db' | 'storage'>,
   opts: { publishing: boolean; accountId?: string },
   problems: StatusProblem[],
-): Promise<number> {
+): Promise<void> {
   const stray = (accountId: string, why: string) =>
     problems.push({ kind: 'status-stray', accountId, key: statusKey(accountId), detail: why });
   const off = 'PUBLISH_STATUS is off: no status document is published, this one was left behind';
   if (opts.accountId !== undefined) {
     // The account exists (the caller checked): only the switch can make its document stray.
-    if (opts.publishing || !(await deps.storage.head(statusKey(opts.accountId)))) return 0;
-    stray(opts.accountId, off);
-    return 1;
+    if (!opts.publishing && (await deps.storage.head(statusKey(opts.accountId)))) stray(opts.accountId, off);
+    return;
   }
-  let seen = 0;
   let page: string[] = [];
   const flush = async () => {
     const exist = opts.publishing ? await existingAccountIds(deps.db, page) : new Set<string>();
@@ -124,13 +122,11 @@ export async function checkStrayStatus(
   };
   for await (const key of deps.storage.list('status/')) {
     const id = STATUS_KEY_RE.exec(key)?.[1];
-    if (id === undefined) continue; // not a key of ours
-    seen++;
+    if (id === undefined) continue; // not a key of ours: never touched
     page.push(id);
     if (page.length >= 500) await flush();
   }
   await flush();
-  return seen;
 }
 
 /**
