@@ -88,8 +88,10 @@ export interface WorkerDeps {
   verify?: {
     mode: 'repair' | 'check' | 'off';
     orphanGraceMs: number;
-    /** What widgets are published with: the daily verify checks and republishes them. */
+    /** What widgets are published with: the daily verify checks and republishes them (and the widget script). */
     widgets?: WidgetDeps;
+    /** PUBLISH_STATUS: the daily verify checks the status documents follow it (absent: not checked). */
+    publishStatus?: boolean;
   };
   /** The email templates (EMAIL_TEMPLATES_DIR over the built-in ones) and BRAND_*; default: built-in, feedmirror's look. */
   emailTemplates?: EmailTemplates;
@@ -190,6 +192,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
               lifecycle,
               schedules: scheduleCheck({ db: deps.db, queues: deps.queues, schedules: deps.schedules }),
               ...(deps.verify?.widgets ? { widgets: deps.verify.widgets } : {}),
+              ...(deps.verify?.publishStatus !== undefined ? { publishStatus: deps.verify.publishStatus } : {}),
             },
             repair: verifyMode === 'repair',
             orphanGraceMs: deps.verify?.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS,

@@ -16,7 +16,9 @@ import { redactText } from '../util/redact.ts';
  *
  * One code path for every process: the feed publish (CLI `sync --wait` and the worker) and every
  * state change of the lifecycle (reauth, reconnect, token refresh) call `publish`; removing the
- * account deletes the document.
+ * account deletes the document, whether PUBLISH_STATUS is on or off (one written while it was on
+ * must not outlive its account). `feedmirror verify` writes and deletes them with the same two
+ * functions (publishAccountStatus, removeAccountStatus).
  */
 export interface StatusDocument {
   accountId: string;
@@ -42,6 +44,11 @@ export interface StatusDeps {
   storage: ObjectStorage;
   clock: Clock;
   logger: Logger;
+}
+
+export interface StatusSettings {
+  /** PUBLISH_STATUS: off, `publish` writes nothing (`remove` still deletes). */
+  publishing: boolean;
 }
 
 export const STATUS_CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -83,13 +90,22 @@ export async function publishAccountStatus(deps: StatusDeps, accountId: string):
 }
 
 /**
+ * Delete the account's status document (R-OWN-16): its removal, a document left while
+ * PUBLISH_STATUS is off (`feedmirror verify --repair`). The one place one is deleted.
+ */
+export async function removeAccountStatus(deps: Pick<StatusDeps, 'storage'>, accountId: string): Promise<void> {
+  await deps.storage.delete(statusKey(accountId));
+}
+
+/**
  * The publisher the composition root hands to the lifecycle and the feed pipeline. A failure is
  * logged, never thrown: the status document must not fail a feed publish or a state change; the
  * next publish writes it again.
  */
-export function statusPublisher(deps: StatusDeps): StatusPublisher {
+export function statusPublisher(deps: StatusDeps, settings: StatusSettings = { publishing: true }): StatusPublisher {
   return {
     async publish(accountId) {
+      if (!settings.publishing) return;
       try {
         const doc = await publishAccountStatus(deps, accountId);
         if (doc) deps.logger.debug({ accountId, state: doc.state, daysLeft: doc.daysLeft }, 'status document written');
@@ -102,7 +118,7 @@ export function statusPublisher(deps: StatusDeps): StatusPublisher {
     },
     async remove(accountId) {
       try {
-        await deps.storage.delete(statusKey(accountId));
+        await removeAccountStatus(deps, accountId);
       } catch (err) {
         deps.logger.warn({ accountId, err: redactText((err as Error).message) }, 'status document not deleted');
       }

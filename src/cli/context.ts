@@ -279,15 +279,22 @@ export class AppContext {
       // R-WID-5: a removed account leaves its widgets; one whose owner must act makes them stale.
       accountChanged: widgetRepublisher(this.widgetDeps),
       ...(this._metrics ? { transitions: this._metrics.accountTransitions } : {}),
-      ...(this.statusDocuments ? { status: this.statusDocuments } : {}),
+      // R-OWN-16: written while PUBLISH_STATUS is on, deleted with the account whatever it says now.
+      status: this.statusDocuments,
     });
     return this._lifecycle;
   }
 
-  /** The public status documents (PUBLISH_STATUS=on), one publisher for every path (R-OWN-16); undefined when off. */
-  get statusDocuments(): StatusPublisher | undefined {
-    if (!this.config.PUBLISH_STATUS) return undefined;
-    this._status ??= statusPublisher({ db: this.db, storage: this.storage, clock: this.clock, logger: this.logger });
+  /**
+   * The public status documents, one publisher for every path (R-OWN-16): `publish` writes only
+   * with PUBLISH_STATUS=on; `remove` deletes also when it is off (a document written while it
+   * was on must not outlive its account).
+   */
+  get statusDocuments(): StatusPublisher {
+    this._status ??= statusPublisher(
+      { db: this.db, storage: this.storage, clock: this.clock, logger: this.logger },
+      { publishing: this.config.PUBLISH_STATUS },
+    );
     return this._status;
   }
 
@@ -307,7 +314,7 @@ export class AppContext {
       listingMaxItems: this.config.LISTING_MAX_ITEMS,
       // R-WID-5: every feed publication (and failed sync) republishes the account's widgets.
       sourceChanged: widgetRepublisher(this.widgetDeps),
-      ...(this.statusDocuments ? { status: this.statusDocuments } : {}),
+      ...(this.config.PUBLISH_STATUS ? { status: this.statusDocuments } : {}),
     };
   }
 

@@ -21,8 +21,10 @@ export interface AppDeps {
   logger: Logger;
   connect?: ConnectRoutesDeps;
   health?: HealthDeps;
-  /** Serves GET /feeds/<id>.json for server code. */
+  /** Serves GET /feeds/<id>.json for server code (and /status/<id>.json with publishStatus). */
   storage?: ObjectStorage;
+  /** PUBLISH_STATUS: whether /status/<id>.json is served (default off, as the setting's). */
+  publishStatus?: boolean;
   /** Serve local storage's media/ and widget/ objects at the same paths (see local-files.ts). */
   serveLocalFiles?: boolean;
   /** The operator dashboard under /dashboard; absent: no dashboard. */
@@ -47,7 +49,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(utf8BodiesOnly());
   // Probes carry no credentials; /metrics checks its own bearer token (health.ts).
   app.use(healthRoutes({ logger: deps.logger, ...deps.health }));
-  if (deps.storage) app.use(feedsRouter({ storage: deps.storage }));
+  if (deps.storage) app.use(feedsRouter({ storage: deps.storage, publishStatus: deps.publishStatus === true }));
   if (deps.widgetViews) app.use(widgetViewsRouter(deps.widgetViews));
   if (deps.connect) app.use(connectRoutes(deps.connect));
   if (deps.storage && deps.serveLocalFiles !== false && deps.storage.kind === 'local')

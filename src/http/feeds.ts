@@ -16,7 +16,11 @@ import { STATUS_CACHE_CONTROL, STATUS_CONTENT_TYPE } from '../accounts/status-do
  */
 const FILE_RE = new RegExp(`^(${ID_PATTERN.source.slice(1, -1)})\\.json$`);
 
-export function feedsRouter(deps: { storage: ObjectStorage }): Router {
+export function feedsRouter(deps: {
+  storage: ObjectStorage;
+  /** PUBLISH_STATUS: off, /status/<id>.json answers 404 even when a document is left in storage. */
+  publishStatus: boolean;
+}): Router {
   const router = Router();
   router.get('/feeds/:file', async (req: Request, res: Response, next: NextFunction) => {
     try {
@@ -51,13 +55,19 @@ export function feedsRouter(deps: { storage: ObjectStorage }): Router {
   // The public status document (PUBLISH_STATUS=on, R-OWN-16): no secret in it, any origin may read it.
   router.get('/status/:file', async (req: Request, res: Response, next: NextFunction) => {
     try {
+      if (!deps.publishStatus) {
+        // R-OWN-16 is opt-in: with the switch off nothing is served, not even a document written
+        // while it was on (`feedmirror verify --repair` deletes those).
+        res.status(404).type('text/plain').send('No status documents: PUBLISH_STATUS is off.\n');
+        return;
+      }
       const m = FILE_RE.exec(String(req.params.file));
       const obj = m ? await deps.storage.get(statusKey(m[1]!)) : null;
       if (!obj) {
         res
           .status(404)
           .type('text/plain')
-          .send('No status document for this account (PUBLISH_STATUS is off, or no such account).\n');
+          .send('No status document for this account (no such account, or none written yet).\n');
         return;
       }
       res.set({

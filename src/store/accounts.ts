@@ -150,6 +150,13 @@ export async function getAccount(db: Db, id: string): Promise<Account | null> {
   return rows[0] ? toAccount(rows[0]) : null;
 }
 
+/** Which of these ids are accounts (verify: a status document whose account is gone). */
+export async function existingAccountIds(db: Db, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const { rows } = await db.query<{ id: string }>('SELECT id FROM accounts WHERE id = ANY($1::text[])', [ids]);
+  return new Set(rows.map((r) => r.id));
+}
+
 /**
  * Ids of the accounts that are scheduled: active, with a token. Ids only: the worker's start and
  * the reconciler need nothing else, and 10,000 full rows (with their last errors and skipped

@@ -8,34 +8,56 @@ import {
   publishDemoFeedIfNone,
   recordedMediaKeys,
 } from '../feeds/publish.ts';
-import { contentHash } from '../feeds/slots.ts';
+import { contentHash, imageSlots } from '../feeds/slots.ts';
 import type { Feed } from '../schema/v1.ts';
 import { validateFeed } from '../schema/validate.ts';
 import { feedKey, mediaPrefix } from '../storage/keys.ts';
 import type { ObjectStorage } from '../storage/types.ts';
 import { countAccounts, eachAccount, getAccount, type Account } from '../store/accounts.ts';
-import { getFeedPublication, getPost, listMediaCopies, type FeedPublication, type MediaCopy } from '../store/posts.ts';
+import { getFeedPublication, getPost, listMediaCopies, type MediaCopy } from '../store/posts.ts';
 import { auditSecrets, type UnopenedSecret } from '../store/secrets.ts';
 import { getTokenInfo } from '../store/tokens.ts';
 import { saveVerifyRun, type VerifyFinding } from '../store/verify-runs.ts';
 import { DAY } from '../util/clock.ts';
 import { redactText } from '../util/redact.ts';
 import type { WidgetDeps } from '../widgets/publish.ts';
-import { checkWidgets, repairWidgets, type WidgetProblem, type WidgetProblemKind } from './widgets.ts';
+import {
+  checkAccountStatus,
+  checkStrayStatus,
+  repairStatus,
+  type StatusProblem,
+  type StatusProblemKind,
+} from './status.ts';
+import {
+  checkWidgetScript,
+  checkWidgets,
+  repairWidgets,
+  repairWidgetScript,
+  type WidgetProblem,
+  type WidgetProblemKind,
+  type WidgetScriptProblem,
+  type WidgetScriptProblemKind,
+} from './widgets.ts';
 
 /**
  * `feedmirror verify`: do PostgreSQL, Redis and the object storage agree? Every account has its
  * schedules and every schedule an account; every published feed is what the database would
- * publish now; every URL of every published feed (every size included) is an object in storage
- * of its declared size and type; no object under media/<account>/ is left unreferenced past a
- * grace period; every stored token and webhook secret opens with the configured keys.
+ * publish now; every object the records call for is in storage with its size and type: each URL
+ * of the published feed (every size included), of the feed the database would publish now, and
+ * each recorded copy of a stored post (so a feed deleted with its images does not hide them); no
+ * object under media/<account>/ is left unreferenced past a grace period; every stored token and
+ * webhook secret opens with the configured keys; the widgets' objects and the widget script are
+ * what would be published now; the status documents follow PUBLISH_STATUS (./status.ts).
  *
- * The repair uses the worker's own operations, never variants of them: a missing or damaged copy
- * is copied again (copySlot, its post's links renewed first, R-MED-8), a feed is published again
- * (publishAccountFeed), schedules are set again (the caller's ScheduleCheck: scheduleAccount,
+ * The repair uses the worker's own operations, never variants of them, in the order the objects
+ * depend on each other, so one run restores everything it can: copies first (copySlot, its
+ * post's links renewed first, R-MED-8), then the feeds (publishAccountFeed), then the widgets
+ * (publishWidgetDocument), the status documents (publishAccountStatus) and the widget script
+ * (publishWidget); schedules are set again (the caller's ScheduleCheck: scheduleAccount,
  * unscheduleAccount). Nothing is deleted unless repairing, and then only unreferenced objects
- * older than the grace period. After a repair the accounts that had problems are checked again,
- * with the schedules, secrets and widgets.
+ * older than the grace period and status documents that should not be there. After a repair the
+ * accounts that had problems are checked again, with the schedules, secrets, widgets, the widget
+ * script and the status documents left without an account.
  *
  * Memory stays flat with the number of accounts: they are read a page at a time (eachAccount),
  * and only an account with a problem keeps its findings (its copies, orphans) for the repair.
@@ -69,14 +91,19 @@ export type ProblemKind =
   /** The repair of a problem failed (the problem itself is listed again by the re-check). */
   | 'repair-failed'
   /** A widget's objects missing, unreadable or not what would be published now (./widgets.ts). */
-  | WidgetProblemKind;
+  | WidgetProblemKind
+  /** The widget script missing or not this release's (./widgets.ts). */
+  | WidgetScriptProblemKind
+  /** A status document missing, stale, or there when it should not be (./status.ts). */
+  | StatusProblemKind;
 
 export interface Problem extends VerifyFinding {
   kind: ProblemKind;
 }
 
 export interface RepairAction extends VerifyFinding {
-  kind: 'recopied' | 'republished' | 'rescheduled' | 'unscheduled' | 'deleted-orphan' | 'repair-failed';
+  kind:
+    'recopied' | 'republished' | 'rescheduled' | 'unscheduled' | 'deleted-orphan' | 'deleted-status' | 'repair-failed';
 }
 
 /** One difference between the accounts and the schedules (jobs/verify-schedules.ts supplies it). */
@@ -101,7 +128,10 @@ export interface VerifyCounts {
   scheduleDifferences: number;
   /** Feed objects read (published feeds). */
   feeds: number;
-  /** Distinct objects the published feeds point at, each checked with one HEAD. */
+  /**
+   * Distinct objects the records call for (the published feeds, the feeds the database would
+   * publish, the recorded copies of stored posts), each checked with one HEAD.
+   */
   objects: number;
   /** Objects listed under media/. */
   storedObjects: number;
@@ -113,6 +143,8 @@ export interface VerifyCounts {
   webhookSecrets: number;
   /** Widgets whose published objects were checked (0 when the caller gave no widget deps). */
   widgets: number;
+  /** Accounts whose status document was checked (PUBLISH_STATUS on; 0 when off). */
+  statusDocuments: number;
 }
 
 export interface VerifyProgress {
@@ -139,8 +171,16 @@ export interface VerifyOptions {
 export type VerifyDeps = FeedDeps & {
   /** Without it (no Redis at hand) the schedules are not compared. */
   schedules?: ScheduleCheck;
-  /** What widgets are published with (the CLI's and the worker's own); without it widgets are not checked. */
+  /**
+   * What widgets are published with (the CLI's and the worker's own); without it the widgets and
+   * the widget script are not checked.
+   */
   widgets?: WidgetDeps;
+  /**
+   * PUBLISH_STATUS, as the caller runs with it: on, every account's status document is checked;
+   * off, none may be left in storage. Without it status documents are not checked.
+   */
+  publishStatus?: boolean;
 };
 
 export interface VerifyReport {
@@ -213,6 +253,8 @@ interface CheckResult {
   schedules: ScheduleDifference[];
   accounts: Map<string, AccountFindings>;
   widgets: WidgetProblem[];
+  widgetScript: WidgetScriptProblem[];
+  status: StatusProblem[];
 }
 
 interface AccountFindings {
@@ -224,8 +266,18 @@ interface AccountFindings {
 }
 
 /** The counts one account adds to a check's. */
-type AccountCounts = Pick<VerifyCounts, 'feeds' | 'objects' | 'storedObjects' | 'unreferencedRecent' | 'orphans'>;
-const ACCOUNT_COUNTS = ['feeds', 'objects', 'storedObjects', 'unreferencedRecent', 'orphans'] as const;
+type AccountCounts = Pick<
+  VerifyCounts,
+  'feeds' | 'objects' | 'storedObjects' | 'unreferencedRecent' | 'orphans' | 'statusDocuments'
+>;
+const ACCOUNT_COUNTS = [
+  'feeds',
+  'objects',
+  'storedObjects',
+  'unreferencedRecent',
+  'orphans',
+  'statusDocuments',
+] as const;
 
 /**
  * The counts after a repair: the re-check's for what it checked as a whole, the first check's for
@@ -241,7 +293,7 @@ function mergeCounts(first: CheckResult, again: CheckResult): VerifyCounts {
   return out;
 }
 
-/** What a published feed says of one object. */
+/** What a feed or a recorded copy says of one object. */
 interface Expected {
   mimes: Set<string>;
   /** Recorded byte size (originals only: variants have none recorded). */
@@ -271,6 +323,7 @@ async function check(
     tokens: 0,
     webhookSecrets: 0,
     widgets: 0,
+    statusDocuments: 0,
   };
   const problems: Problem[] = [];
   const now = deps.clock.now();
@@ -343,9 +396,17 @@ async function check(
   const grace = opts.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS;
   const limit = opts.concurrency ?? DEFAULT_CONCURRENCY;
   const publicBase = storageBase(deps.storage);
+  const status: StatusProblem[] = [];
   for await (const account of accounts) {
     const before = problems.length;
     const f = await checkAccount(deps, account, { now, grace, limit, publicBase }, problems);
+    // Its status document with PUBLISH_STATUS on: there, and what its state gives now.
+    if (deps.publishStatus === true) {
+      const had = status.length;
+      f.counts.statusDocuments++;
+      await checkAccountStatus(deps, account.id, status);
+      problems.push(...status.slice(had));
+    }
     counts.accounts++;
     for (const k of ACCOUNT_COUNTS) counts[k] += f.counts[k];
     // Only an account with something to repair keeps its findings (its copies and orphans) for
@@ -363,7 +424,21 @@ async function check(
   const widgets: WidgetProblem[] = [];
   if (deps.widgets) counts.widgets = await checkWidgets(deps.widgets, opts.accountId, widgets);
   for (const { widgetId: _id, ...p } of widgets) problems.push(p);
-  return { counts, problems, schedules, accounts: findings, widgets };
+  // The widget script every embed loads (not per account: left out with --account).
+  const widgetScript: WidgetScriptProblem[] = [];
+  if (deps.widgets && opts.accountId === undefined) await checkWidgetScript(deps.widgets.storage, widgetScript);
+  problems.push(...widgetScript);
+  // Status documents that should not be there: all with PUBLISH_STATUS off, those of gone accounts.
+  if (deps.publishStatus !== undefined) {
+    const had = status.length;
+    await checkStrayStatus(
+      deps,
+      { publishing: deps.publishStatus, ...(opts.accountId !== undefined ? { accountId: opts.accountId } : {}) },
+      status,
+    );
+    problems.push(...status.slice(had));
+  }
+  return { counts, problems, schedules, accounts: findings, widgets, widgetScript, status };
 }
 
 async function checkAccount(
@@ -375,12 +450,22 @@ async function checkAccount(
   const accountId = account.id;
   const copies = await listMediaCopies(deps.db, accountId);
   const publication = await getFeedPublication(deps.db, accountId);
-  const counts: AccountCounts = { feeds: 0, objects: 0, storedObjects: 0, unreferencedRecent: 0, orphans: 0 };
+  const counts: AccountCounts = {
+    feeds: 0,
+    objects: 0,
+    storedObjects: 0,
+    unreferencedRecent: 0,
+    orphans: 0,
+    statusDocuments: 0,
+  };
   const findings: AccountFindings = { account, demo: publication?.demo ?? false, copies, orphans: [], counts };
   const referenced = new Set<string>();
 
   // The feed: there, valid, and what the database would publish now.
   let feed: Feed | undefined;
+  /** The feed the database would publish now (a connected account's): what the repair publishes. */
+  let built: Feed | undefined;
+  const buildNow = async () => (await feedToPublish(deps, account, publication, ctx.now)).feed;
   if (publication) {
     const key = feedKey(accountId);
     const obj = await deps.storage.get(key);
@@ -414,19 +499,34 @@ async function checkAccount(
         });
       } else {
         feed = valid.feed;
-        const stale = publication.demo
-          ? feed.demo
-            ? undefined
-            : 'the database says the demo feed stands, storage holds a connected feed'
-          : await staleness(deps, account, publication, feed, ctx.now);
-        if (stale) problems.push({ kind: 'feed-stale', accountId, key, detail: stale });
+        if (publication.demo) {
+          if (!feed.demo)
+            problems.push({
+              kind: 'feed-stale',
+              accountId,
+              key,
+              detail: 'the database says the demo feed stands, storage holds a connected feed',
+            });
+        } else {
+          built = await buildNow();
+          const stale = staleness(feed, built);
+          if (stale) problems.push({ kind: 'feed-stale', accountId, key, detail: stale });
+        }
       }
     }
+    // Gone or unreadable: what it should point at comes from the database, not from storage.
+    if (!feed && !publication.demo) built = await buildNow();
   }
 
-  // Every URL of the feed (the demo feed's pictures are not ours): an object of its size and type.
-  if (feed && !feed.demo) {
-    const expected = expectedObjects(feed, copies, ctx.publicBase, accountId, problems);
+  // Every object the records call for, an object of its size and type: each URL of the stored
+  // feed (the demo feed's pictures are not ours) and of the feed the database would publish
+  // now, and each recorded copy of a stored post. With the feed object gone (deleted, a bucket
+  // emptied) its images are found missing by the same check, and repaired in the same run.
+  {
+    const expected = new Map<string, Expected>();
+    if (feed && !feed.demo) addFeedObjects(expected, feed, copies, ctx.publicBase, accountId, problems);
+    if (built) addFeedObjects(expected, built, copies, ctx.publicBase, accountId, problems);
+    await addRecordedCopies(deps, accountId, expected, copies);
     for (const key of expected.keys()) referenced.add(key);
     counts.objects += expected.size;
     await eachLimited([...expected.entries()], ctx.limit, async ([key, exp]) => {
@@ -482,20 +582,17 @@ async function checkAccount(
   return findings;
 }
 
-/** Why the stored feed is not what the database would publish now (fetchedAt aside), or undefined. */
-async function staleness(
-  deps: VerifyDeps,
-  account: Account,
-  publication: FeedPublication,
-  stored: Feed,
-  now: Date,
-): Promise<string | undefined> {
-  // As publish builds it: the store, with what was published kept (R-OWN-6).
-  const built = await feedToPublish(deps, account, publication, now);
+/**
+ * Why the stored feed is not what the database would publish now (fetchedAt aside), or
+ * undefined. `built`: as publish builds it (feedToPublish: the store, with what was published
+ * kept, R-OWN-6).
+ */
+function staleness(stored: Feed, built: Feed): string | undefined {
   // As publish hashes it: fetchedAt is left out (re-reading unchanged posts rewrites nothing).
   const { fetchedAt: _f, ...content } = stored;
-  if (contentHash(content) === built.hash) return undefined;
-  const c = feedChanges(postHashes(stored), postHashes(built.feed));
+  const { fetchedAt: _b, ...builtContent } = built;
+  if (contentHash(content) === contentHash(builtContent)) return undefined;
+  const c = feedChanges(postHashes(stored), postHashes(built));
   const parts = [
     c.added.length ? `${c.added.length} post(s) missing from it (${c.added.slice(0, 3).join(', ')})` : '',
     c.removed.length
@@ -503,23 +600,23 @@ async function staleness(
       : '',
     c.changed.length ? `${c.changed.length} post(s) changed since (${c.changed.slice(0, 3).join(', ')})` : '',
   ].filter(Boolean);
-  return `the published feed (${stored.posts.length} posts) is not what the database would publish now (${built.feed.posts.length} posts): ${parts.join('; ') || 'its origin differs'}`;
+  return `the published feed (${stored.posts.length} posts) is not what the database would publish now (${built.posts.length} posts): ${parts.join('; ') || 'its origin differs'}`;
 }
 
 /**
- * The objects a feed points at: thumbnailUrl, thumbnailSizes, each photo of media[] and its
+ * Add the objects a feed points at: thumbnailUrl, thumbnailSizes, each photo of media[] and its
  * sizes, keyed by storage key, with the MIME types the feed declares for them and, for the
  * originals, the byte size the copy records.
  */
-function expectedObjects(
+function addFeedObjects(
+  out: Map<string, Expected>,
   feed: Feed,
   copies: readonly MediaCopy[],
   base: string,
   accountId: string,
   problems: Problem[],
-): Map<string, Expected> {
+): void {
   const bytes = new Map(copies.map((c) => [c.key, c.bytes]));
-  const out = new Map<string, Expected>();
   const add = (postId: string, url: string, mime: string | undefined) => {
     const key = keyOfUrl(url, base);
     if (key === null) {
@@ -547,7 +644,40 @@ function expectedObjects(
       for (const s of m.sizes ?? []) add(post.id, s.url, s.mime);
     }
   }
-  return out;
+}
+
+/**
+ * Add the recorded copies no feed points at (a post waiting for its other images, say): each
+ * original with its recorded size and type, each variant with its type. Only those of a stored
+ * post's current image slots: the copy of a pruned post or of a slot its post no longer has is
+ * nothing a feed will show, and the repair could not make it again.
+ */
+async function addRecordedCopies(
+  deps: VerifyDeps,
+  accountId: string,
+  out: Map<string, Expected>,
+  copies: readonly MediaCopy[],
+): Promise<void> {
+  const rest = new Map<string, MediaCopy[]>();
+  for (const c of copies) {
+    if (out.has(c.key) && c.variants.every((v) => out.has(v.key))) continue;
+    rest.set(c.mediaId, [...(rest.get(c.mediaId) ?? []), c]);
+  }
+  for (const [mediaId, list] of rest) {
+    const stored = await getPost(deps.db, accountId, mediaId);
+    if (!stored) continue;
+    const slots = new Set(imageSlots(stored.post).map((s) => s.slot));
+    for (const c of list) {
+      if (!slots.has(c.slot)) continue;
+      const add = (key: string, mime: string, bytes?: number) => {
+        const e = out.get(key);
+        if (e) e.mimes.add(mime);
+        else out.set(key, { mimes: new Set([mime]), postId: mediaId, ...(bytes !== undefined ? { bytes } : {}) });
+      };
+      add(c.key, c.contentType, c.bytes);
+      for (const v of c.variants) add(v.key, v.contentType);
+    }
+  }
 }
 
 /** The public address of the storage's root: publicUrl of any key, minus that key. */
@@ -695,5 +825,10 @@ async function repair(deps: VerifyDeps, opts: VerifyOptions, found: CheckResult)
   }
   // 4. Widgets, after the feeds they are built from were published again.
   if (deps.widgets && found.widgets.length > 0) done.push(...(await repairWidgets(deps.widgets, found.widgets)));
+  // 5. Status documents: written again (PUBLISH_STATUS on), or deleted (off, or the account gone).
+  if (deps.publishStatus !== undefined && found.status.length > 0)
+    done.push(...(await repairStatus(deps, deps.publishStatus, found.status)));
+  // 6. The widget script every embed loads.
+  if (deps.widgets && found.widgetScript.length > 0) done.push(await repairWidgetScript(deps.widgets.storage));
   return done;
 }

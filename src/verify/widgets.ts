@@ -5,6 +5,7 @@ import { widgetDocumentSchema } from '../widgets/document.ts';
 import { buildWidgetDocument, publishWidgetDocument, type WidgetDeps } from '../widgets/publish.ts';
 import type { VerifyFinding } from '../store/verify-runs.ts';
 import { redactText } from '../util/redact.ts';
+import { isPublishedWidget, publishWidget, WIDGET_KEY, widgetSource } from '../widget/index.ts';
 
 /**
  * Verify's view of the widgets: each widget's two public objects (widgets/<id>.json and .html)
@@ -21,6 +22,18 @@ export type WidgetProblemKind =
   | 'widget-invalid'
   /** The widget document is not what the database and the feeds would publish now. */
   | 'widget-stale';
+
+/** The widget script (widget/feedmirror-widget.js), which every embed loads. */
+export type WidgetScriptProblemKind =
+  /** Not in storage: every site embedding a feed or a widget shows nothing. */
+  | 'widget-script-missing'
+  /** Not what publishWidget writes (another release's script, damaged, another type or caching). */
+  | 'widget-script-stale';
+
+export interface WidgetScriptProblem extends VerifyFinding {
+  kind: WidgetScriptProblemKind;
+  key: string;
+}
 
 export interface WidgetProblem extends VerifyFinding {
   kind: WidgetProblemKind;
@@ -120,4 +133,40 @@ export async function repairWidgets(
     }
   }
   return done;
+}
+
+/** The widget script: in storage, and what publishWidget would write (the same test it makes). */
+export async function checkWidgetScript(
+  storage: WidgetDeps['storage'],
+  problems: WidgetScriptProblem[],
+): Promise<void> {
+  const stored = await storage.get(WIDGET_KEY);
+  if (!stored)
+    problems.push({
+      kind: 'widget-script-missing',
+      key: WIDGET_KEY,
+      detail: 'the widget script is not in storage: every site embedding a feed or a widget shows nothing',
+    });
+  else if (!isPublishedWidget(stored, await widgetSource()))
+    problems.push({
+      kind: 'widget-script-stale',
+      key: WIDGET_KEY,
+      detail: `the stored script is not this release's (${stored.body.length} bytes, ${stored.contentType ?? 'no type'}, ${stored.cacheControl ?? 'no caching'})`,
+    });
+}
+
+/** Publish the script again, as the worker does when it starts. */
+export async function repairWidgetScript(
+  storage: WidgetDeps['storage'],
+): Promise<VerifyFinding & { kind: 'republished' | 'repair-failed' }> {
+  try {
+    const out = await publishWidget(storage);
+    return { kind: 'republished', key: out.key, detail: 'the widget script published again' };
+  } catch (err) {
+    return {
+      kind: 'repair-failed',
+      key: WIDGET_KEY,
+      detail: `could not publish the widget script again: ${redactText((err as Error).message ?? String(err))}`,
+    };
+  }
 }

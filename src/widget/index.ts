@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import type { ObjectStorage } from '../storage/types.ts';
+import type { ObjectStorage, StoredObject } from '../storage/types.ts';
 
 /**
  * The embeddable widget: one static, dependency-free script published next to the feeds, so a
@@ -47,17 +47,28 @@ export interface PublishedWidget {
 }
 
 /**
+ * Whether a stored object is the script publishWidget writes: the same bytes, and its type and
+ * caching (where the storage keeps them). `feedmirror verify` judges the stored script by it.
+ */
+export function isPublishedWidget(
+  existing: Pick<StoredObject, 'body' | 'contentType' | 'cacheControl'> | null,
+  body: Buffer,
+): boolean {
+  return (
+    existing !== null &&
+    existing.body.equals(body) &&
+    (existing.contentType === undefined || existing.contentType === WIDGET_CONTENT_TYPE) &&
+    (existing.cacheControl === undefined || existing.cacheControl === WIDGET_CACHE_CONTROL)
+  );
+}
+
+/**
  * Put the script at `widget/feedmirror-widget.js`. Idempotent: an identical stored copy is left
  * alone, so every worker or server start can call it without rewriting the object.
  */
 export async function publishWidget(storage: ObjectStorage): Promise<PublishedWidget> {
   const body = await widgetSource();
-  const existing = await storage.get(WIDGET_KEY);
-  const same =
-    existing !== null &&
-    existing.body.equals(body) &&
-    (existing.contentType === undefined || existing.contentType === WIDGET_CONTENT_TYPE) &&
-    (existing.cacheControl === undefined || existing.cacheControl === WIDGET_CACHE_CONTROL);
+  const same = isPublishedWidget(await storage.get(WIDGET_KEY), body);
   if (!same) {
     await storage.put(WIDGET_KEY, body, { contentType: WIDGET_CONTENT_TYPE, cacheControl: WIDGET_CACHE_CONTROL });
   }

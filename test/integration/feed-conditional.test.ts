@@ -41,7 +41,9 @@ afterAll(async () => {
 });
 
 async function serve(storage: ObjectStorage): Promise<{ base: string; close: () => Promise<void> }> {
-  const server: Server = express().use(feedsRouter({ storage })).listen(0, '127.0.0.1');
+  const server: Server = express()
+    .use(feedsRouter({ storage, publishStatus: false }))
+    .listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   return {
     base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

@@ -401,7 +401,7 @@ describe('feed pipeline, end to end (simulator, Postgres, Redis, S3 API)', () =>
   });
 
   it('GET /feeds/:id.json serves the stored feed with its headers; a bad or unknown id is 404', async () => {
-    const app = express().use(feedsRouter({ storage: deps.storage }));
+    const app = express().use(feedsRouter({ storage: deps.storage, publishStatus: false }));
     const server = app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -20,7 +20,15 @@ import { DAY, HOUR } from '../../src/util/clock.ts';
 import { silentLogger } from '../../src/util/logger.ts';
 import { runVerify, type VerifyDeps } from '../../src/verify/verify.ts';
 import { hideWidgetPost, insertWidget } from '../../src/store/widgets.ts';
-import { widgetDocumentKey, widgetFragmentKey } from '../../src/storage/keys.ts';
+import { statusKey, widgetDocumentKey, widgetFragmentKey } from '../../src/storage/keys.ts';
+import { buildStatusDocument, publishAccountStatus } from '../../src/accounts/status-document.ts';
+import {
+  publishWidget,
+  WIDGET_CACHE_CONTROL,
+  WIDGET_CONTENT_TYPE,
+  WIDGET_KEY,
+  widgetSource,
+} from '../../src/widget/index.ts';
 import type { WidgetDocument } from '../../src/widgets/document.ts';
 import { publishWidgetDocument, type WidgetDeps } from '../../src/widgets/publish.ts';
 import { newWidgetId } from '../../src/widgets/widgets.ts';
@@ -252,6 +260,7 @@ describe('feedmirror verify: do the stores agree?', () => {
       sim.clock.now(),
     );
     expect((await publishWidgetDocument(widgets, id)).outcome).toBe('written');
+    await publishWidget(deps.storage); // as the worker does when it starts
     const readDoc = async () =>
       JSON.parse((await deps.storage.get(widgetDocumentKey(id)))!.body.toString('utf8')) as WidgetDocument;
     const clean = await runVerify(withWidgets, { trigger: 'cli' });
@@ -288,6 +297,122 @@ describe('feedmirror verify: do the stores agree?', () => {
     });
     expect((await runVerify(withWidgets, { trigger: 'cli' })).problems.map((p) => p.kind)).toEqual(['widget-invalid']);
     expect((await runVerify(withWidgets, { trigger: 'cli', repair: true })).ok).toBe(true);
+  });
+
+  it('the widget script every embed loads: deleted, then another release of it, each named; --repair publishes it again', async () => {
+    const withWidgets: VerifyDeps = {
+      ...deps,
+      widgets: { db, storage: deps.storage, clock: sim.clock, logger: silentLogger },
+    };
+    await publishWidget(deps.storage);
+    expect((await runVerify(withWidgets, { trigger: 'cli' })).ok).toBe(true);
+
+    await deps.storage.delete(WIDGET_KEY);
+    const found = await runVerify(withWidgets, { trigger: 'cli' });
+    expect(found.problems.map((p) => `${p.kind} ${p.key}`)).toEqual([`widget-script-missing ${WIDGET_KEY}`]);
+    const repaired = await runVerify(withWidgets, { trigger: 'cli', repair: true });
+    expect(repaired.repaired).toEqual([expect.objectContaining({ kind: 'republished', key: WIDGET_KEY })]);
+    expect(repaired.ok).toBe(true);
+    expect((await deps.storage.get(WIDGET_KEY))!.body.equals(await widgetSource())).toBe(true);
+
+    // An older release left in place (or a truncated upload): not what publishWidget writes.
+    await deps.storage.put(WIDGET_KEY, Buffer.from('/* feedmirror 0.9 */'), {
+      contentType: WIDGET_CONTENT_TYPE,
+      cacheControl: WIDGET_CACHE_CONTROL,
+    });
+    expect((await runVerify(withWidgets, { trigger: 'cli' })).problems.map((p) => p.kind)).toEqual([
+      'widget-script-stale',
+    ]);
+    // Not per account: `--account` leaves it alone.
+    expect((await runVerify(withWidgets, { trigger: 'cli', accountId })).ok).toBe(true);
+    expect((await runVerify(withWidgets, { trigger: 'cli', repair: true })).ok).toBe(true);
+    expect((await deps.storage.get(WIDGET_KEY))!.body.equals(await widgetSource())).toBe(true);
+  });
+
+  it('a deleted feed and a deleted image: the image is found from the records, and one --repair restores both', async () => {
+    const copy = (await listMediaCopies(db, accountId)).find((c) => c.variants.length > 0)!;
+    const before = await readFeed();
+    await deps.storage.delete(feedKey(accountId));
+    await deps.storage.delete(copy.variants[0]!.key);
+
+    const found = await runVerify(deps, { trigger: 'cli' });
+    expect(found.problems.map((p) => `${p.kind} ${p.key}`).sort()).toEqual(
+      [`feed-missing ${feedKey(accountId)}`, `object-missing ${copy.variants[0]!.key}`].sort(),
+    );
+    const repaired = await runVerify(deps, { trigger: 'cli', repair: true });
+    expect(repaired.repaired.map((r) => r.kind).sort()).toEqual(['recopied', 'republished']);
+    expect(repaired.problems).toEqual([]);
+    expect(repaired.ok).toBe(true);
+    expect(await deps.storage.head(copy.variants[0]!.key)).not.toBeNull();
+    expect((await readFeed()).posts.map((p) => p.id)).toEqual(before.posts.map((p) => p.id));
+    expect((await runVerify(deps, { trigger: 'cli' })).ok).toBe(true);
+  });
+
+  it('R-OWN-16: status documents follow PUBLISH_STATUS: on, each account has a current one; off, none is left; none outlives its account', async () => {
+    const on: VerifyDeps = { ...deps, publishStatus: true };
+    const key = statusKey(accountId);
+    const statusDeps = { db, storage: deps.storage, clock: sim.clock, logger: silentLogger };
+
+    // On, and none written yet (the switch was just turned on): named missing, written by the repair.
+    const missing = await runVerify(on, { trigger: 'cli' });
+    expect(missing.problems.map((p) => `${p.kind} ${p.accountId} ${p.key}`)).toEqual([
+      `status-missing ${accountId} ${key}`,
+    ]);
+    expect(missing.counts.statusDocuments).toBe(1);
+    const written = await runVerify(on, { trigger: 'cli', repair: true });
+    expect(written.repaired).toEqual([expect.objectContaining({ kind: 'republished', key })]);
+    expect(written.ok).toBe(true);
+    const doc = JSON.parse((await deps.storage.get(key))!.body.toString('utf8')) as Record<string, unknown>;
+    const { generatedAt: _g, ...expected } = (await buildStatusDocument(statusDeps, accountId))!;
+    expect(doc).toMatchObject(expected);
+
+    // A day later its daysLeft is one more than today's count: it was true when made, not stale.
+    sim.clock.advance(DAY);
+    expect((await buildStatusDocument(statusDeps, accountId))!.daysLeft).toBe((doc.daysLeft as number) - 1);
+    expect((await runVerify(on, { trigger: 'cli' })).ok).toBe(true);
+
+    // Another state than the account's: stale, written again.
+    await deps.storage.put(key, Buffer.from(JSON.stringify({ ...doc, state: 'needs_owner' })), {
+      contentType: 'application/json',
+      cacheControl: 'no-cache',
+    });
+    const stale = await runVerify(on, { trigger: 'cli', accountId });
+    expect(stale.problems).toEqual([
+      expect.objectContaining({ kind: 'status-stale', key, detail: expect.stringContaining('differs in state') }),
+    ]);
+    expect((await runVerify(on, { trigger: 'cli', accountId, repair: true })).ok).toBe(true);
+
+    // One whose account is gone, and a key that is not ours (never touched).
+    const gone = '17841499999999999';
+    await publishAccountStatus(statusDeps, accountId);
+    await deps.storage.put(statusKey(gone), (await deps.storage.get(key))!.body, {
+      contentType: 'application/json',
+      cacheControl: 'no-cache',
+    });
+    await deps.storage.put('status/notes.txt', Buffer.from('kept'), {
+      contentType: 'text/plain',
+      cacheControl: 'no-cache',
+    });
+    const stray = await runVerify(on, { trigger: 'cli' });
+    expect(stray.problems.map((p) => `${p.kind} ${p.key}`)).toEqual([`status-stray ${statusKey(gone)}`]);
+    const cleaned = await runVerify(on, { trigger: 'cli', repair: true });
+    expect(cleaned.repaired).toEqual([expect.objectContaining({ kind: 'deleted-status', key: statusKey(gone) })]);
+    expect(cleaned.ok).toBe(true);
+    expect(await deps.storage.head(statusKey(gone))).toBeNull();
+    expect(await deps.storage.head(key)).not.toBeNull();
+    expect(await deps.storage.head('status/notes.txt')).not.toBeNull();
+
+    // Off: the account's document is left behind; named (also with --account), deleted by the repair.
+    const off: VerifyDeps = { ...deps, publishStatus: false };
+    expect((await runVerify(off, { trigger: 'cli' })).problems.map((p) => `${p.kind} ${p.key}`)).toEqual([
+      `status-stray ${key}`,
+    ]);
+    const one = await runVerify(off, { trigger: 'cli', accountId, repair: true });
+    expect(one.found!.map((p) => `${p.kind} ${p.key}`)).toEqual([`status-stray ${key}`]);
+    expect(one.ok).toBe(true);
+    expect(await deps.storage.head(key)).toBeNull();
+    expect((await runVerify(off, { trigger: 'cli' })).ok).toBe(true);
+    await deps.storage.delete('status/notes.txt');
   });
 
   it('every account is checked, a page at a time; the repair reaches the broken one and leaves the healthy one alone', async () => {

@@ -13,7 +13,7 @@ export function register(program: Command, cli: Cli): void {
   const cmd = program
     .command('verify')
     .description(
-      'check that the stores agree: schedules, published feeds, every image of every feed in storage (size and type), no orphaned copies, every stored secret readable; exit 1 naming each problem',
+      'check that the stores agree: schedules, published feeds, every image the feeds and the records call for in storage (size and type), no orphaned copies, every stored secret readable, widgets and the widget script, status documents as PUBLISH_STATUS says; exit 1 naming each problem',
     )
     .option('--account <id>', 'only this account', (raw: string) => {
       const id = accountId.safeParse(raw);
@@ -22,7 +22,7 @@ export function register(program: Command, cli: Cli): void {
     })
     .option(
       '--repair',
-      'copy missing images again (links renewed first), publish feeds again, set schedules again, delete orphans past the grace period; then check again',
+      'in one run: copy missing images again (links renewed first), then publish feeds, widgets, status documents and the widget script again, set schedules again, delete orphans past the grace period and status documents PUBLISH_STATUS does not want; then check again',
     )
     .option('--json', 'print the report as one JSON document (no progress lines)')
     .action(async (opts: VerifyCliOptions) => cli.setExit(await verify(opts, cli.io)));
@@ -62,6 +62,7 @@ async function verify(opts: VerifyCliOptions, io: CliIO): Promise<number> {
         ...deps,
         schedules: scheduleCheck({ db: deps.db, queues, schedules: ctx.schedules }),
         widgets: ctx.widgetDeps,
+        publishStatus: ctx.config.PUBLISH_STATUS,
       },
       {
         trigger: 'cli',
@@ -102,7 +103,7 @@ async function verify(opts: VerifyCliOptions, io: CliIO): Promise<number> {
     line(
       `checked ${c.accounts} account(s), ${c.feeds} feed(s), ${c.objects} object(s) the feeds point at, ` +
         `${c.storedObjects} stored under media/ (${c.orphans} orphaned, ${c.unreferencedRecent} unreferenced but recent), ` +
-        `${c.tokens} token(s), ${c.webhookSecrets} webhook secret(s), ${c.widgets} widget(s), ${c.scheduleDifferences} schedule difference(s)`,
+        `${c.tokens} token(s), ${c.webhookSecrets} webhook secret(s), ${c.widgets} widget(s), ${c.statusDocuments} status document(s), ${c.scheduleDifferences} schedule difference(s)`,
     );
     if (report.ok) {
       line(report.found ? 'all well after the repair' : 'all well: the stores agree');

@@ -133,6 +133,7 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
     trustProxy: ctx.config.TRUST_PROXY,
     publicUrl: ctx.config.PUBLIC_URL,
     storage: ctx.storage,
+    publishStatus: ctx.config.PUBLISH_STATUS,
     serveLocalFiles: true,
     health: {
       redis: ctx.redisClient,

@@ -102,6 +102,7 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
         mode: ctx.config.VERIFY_DAILY,
         orphanGraceMs: ctx.config.VERIFY_ORPHAN_GRACE_HOURS * HOUR,
         widgets: ctx.widgetDeps,
+        publishStatus: ctx.config.PUBLISH_STATUS,
       },
       webhooks: { allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE, timeoutMs: ctx.config.WEBHOOK_TIMEOUT_MS },
     });
