@@ -6,6 +6,7 @@ import { deriveSessionSecret, isLoopbackHost, resolveDashboardAuth } from '../..
 import { invitationUrl, startLogin, type ConnectRoutesDeps } from '../../http/connect.ts';
 import type { DashboardConnect } from '../../http/dashboard/index.ts';
 import { RedisSessionStore } from '../../http/sessions.ts';
+import { widgetViewsDigestKey } from '../../http/widget-views.ts';
 import { ConnectThrottle, LoginThrottle } from '../../http/throttle.ts';
 import { createInvitation } from '../../store/invitations.ts';
 import { listTokenExpiries } from '../../store/tokens.ts';
@@ -152,6 +153,11 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
             clock: ctx.clock,
             logger: ctx.logger,
             perMinute: ctx.config.WIDGET_VIEWS_PER_MINUTE,
+            perClientPerHour: ctx.config.WIDGET_VIEWS_PER_CLIENT,
+            // One window per widget and client for every serve process, kept across restarts.
+            redis: ctx.redisClient,
+            prefix: ctx.redis.prefix,
+            digestKey: widgetViewsDigestKey(ctx.config.SESSION_SECRET, ctx.config.TOKEN_ENCRYPTION_KEY),
           },
         }
       : {}),
