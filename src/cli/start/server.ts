@@ -180,6 +180,17 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
       },
       syncIntervalMs: ctx.config.SYNC_INTERVAL_MINUTES * 60_000,
       widgets: { ...ctx.widgetDeps, db },
+      // R-OWN-17: "Hide from the feed" is `feedmirror feeds hide`, in this process.
+      feedHides: {
+        hide: async (accountId, postId) => {
+          const { hidePostFromFeed } = await import('../../feeds/hide.ts');
+          return hidePostFromFeed(await ctx.feedDeps(), accountId, postId);
+        },
+        unhide: async (accountId, postId) => {
+          const { unhidePostFromFeed } = await import('../../feeds/hide.ts');
+          return unhidePostFromFeed(await ctx.feedDeps(), accountId, postId);
+        },
+      },
       ownerAlertsOn: ctx.config.OWNER_ALERTS,
     },
   });
