@@ -387,8 +387,16 @@ export const configSchema = z.object({
     }),
   /** Views one widget may count per minute (R-WID-7). */
   WIDGET_VIEWS_PER_MINUTE: posInt.default(600).register(settings, {
-    description: 'views one widget counts per minute at most, whoever sends them; more are answered but not counted',
+    description:
+      'views one widget counts per minute at most, whoever sends them (one window for every `serve` process, in Redis); more are answered but not counted',
     example: '1200',
+    readBy: ['serve'],
+  }),
+  /** Views one client may count per widget and hour (R-WID-7). */
+  WIDGET_VIEWS_PER_CLIENT: posInt.default(30).register(settings, {
+    description:
+      'views one client (an IPv4 address or an IPv6 /64) counts per widget and hour at most, so one client can neither inflate a count nor use up `WIDGET_VIEWS_PER_MINUTE`; more are answered but not counted. Raise it when many visitors share one address (an office, a carrier NAT)',
+    example: '120',
     readBy: ['serve'],
   }),
   HOST: z

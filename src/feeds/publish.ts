@@ -8,6 +8,7 @@ import { feedKey, mediaPrefix } from '../storage/keys.ts';
 import type { ObjectStorage } from '../storage/types.ts';
 import { getAccount, type Account } from '../store/accounts.ts';
 import type { Db } from '../store/db.ts';
+import { hiddenFeedPostIds } from '../store/hidden-posts.ts';
 import { getRemovalHold } from '../store/holds.ts';
 import { readCopyManifests } from '../mirror/copy.ts';
 import {
@@ -175,22 +176,26 @@ export interface BuiltFeed {
   waiting: string[];
   /** Posts published as last published: their copies are not all there yet (R-OWN-6). */
   carried: string[];
+  /** Posts left out because the operator hid them from the feed (R-OWN-17). */
+  hidden: string[];
 }
 
-/** What the store holds for an account's feed: its posts (newest first) and their copies by slot. */
+/** What the store holds for an account's feed: its posts (newest first), their copies by slot, the hidden ids. */
 interface FeedInputs {
   stored: StoredPost[];
   copies: Map<string, Map<string, MediaCopy>>;
+  hidden: Set<string>;
 }
 
 async function loadFeedInputs(db: Db, accountId: string): Promise<FeedInputs> {
+  const hidden = await hiddenFeedPostIds(db, accountId);
   const stored = await listPosts(db, accountId);
   const copies = new Map<string, Map<string, MediaCopy>>();
   for (const c of await listMediaCopies(db, accountId)) {
     if (!copies.has(c.mediaId)) copies.set(c.mediaId, new Map());
     copies.get(c.mediaId)!.set(c.slot, c);
   }
-  return { stored, copies };
+  return { stored, copies, hidden };
 }
 
 /** Every stored post as it can be published now, and which of them miss a copy. */
@@ -235,6 +240,10 @@ export async function buildAccountFeed(
   // publication that did not record its post ids).
   const mustRead = keep !== undefined && (keep.previous === null || needsPrevious(keepInput).length > 0);
   const kept = keepPublished(keepInput, mustRead ? await keep.previousFeed() : null);
+  // R-OWN-17: a post the operator hid leaves the feed (R-OWN-6: the operator removed it), its
+  // row and copies untouched; it is back in the next feed built after it is unhidden.
+  const hidden = kept.posts.filter((p) => inputs.hidden.has(p.id)).map((p) => p.id);
+  if (hidden.length > 0) kept.posts = kept.posts.filter((p) => !inputs.hidden.has(p.id));
   const carried = new Set(kept.carried);
   const platformLinks: string[] = [];
   let fetchedAt: Date | undefined;
@@ -258,7 +267,7 @@ export async function buildAccountFeed(
     if (seen && (!fetchedAt || seen > fetchedAt)) fetchedAt = seen;
   }
   const inFeed = new Set(kept.posts.map((p) => p.id));
-  const waiting = inputs.stored.map((s) => s.mediaId).filter((id) => !inFeed.has(id));
+  const waiting = inputs.stored.map((s) => s.mediaId).filter((id) => !inFeed.has(id) && !inputs.hidden.has(id));
   // fetchedAt: when these posts were last read from the platform.
   const feed = buildFeed({
     origin: originOf(account),
@@ -274,7 +283,8 @@ export async function buildAccountFeed(
     earliestOe: earliest === undefined ? null : new Date(earliest),
     platformLinks,
     waiting,
-    carried: kept.carried,
+    carried: kept.carried.filter((id) => !inputs.hidden.has(id)),
+    hidden,
     removed: kept.removed,
     lost: kept.lost,
   };

@@ -1,6 +1,5 @@
 import type { SimContext, SimRequest } from './context.ts';
 import { jpegFor, mp4For } from './images.ts';
-import { photoNumber } from './photos.ts';
 import { text, type Reply } from './reply.ts';
 import type { PostRecord } from './state.ts';
 
@@ -16,10 +15,11 @@ function dimensions(p: PostRecord | undefined, slot: string): { width: number; h
   return { width: p.width, height: p.height };
 }
 
+/** The bundled photo a slot shows: the post's cover photo, the next ones for its slides and revisions. */
 function photoOf(p: PostRecord, slot: string): number {
   const slide = Number(/^s(\d+)-/.exec(slot)?.[1] ?? 0);
   const rev = Number(/-r(\d+)$/.exec(slot)?.[1] ?? 0);
-  return photoNumber(p.seq, slide, rev);
+  return p.photo + slide + rev;
 }
 
 export async function handleCdn(ctx: SimContext, r: SimRequest): Promise<Reply> {

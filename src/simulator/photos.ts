@@ -14,6 +14,11 @@ export interface BundledPhoto {
   position: 'centre' | 'left' | 'right' | 'top' | 'bottom';
   /** What the small business behind a demo account writes under it, hashtags included. */
   caption: string;
+  /**
+   * Words a caption about this picture uses (lower case, singular): a post given its own caption
+   * shows the photo its caption talks about (photoForCaption), so the two never disagree.
+   */
+  subjects: readonly string[];
 }
 
 /** In the order the demo's grid shows them: neighbours differ in subject and colour. */
@@ -21,68 +26,82 @@ export const PHOTOS: readonly BundledPhoto[] = [
   {
     file: 'coffee.jpg',
     position: 'centre',
-    caption: 'Flat white, still warm from the machine. Come and say hi ☕ #coffee #goodmorning #cafelife',
+    caption: 'Espresso, still warm from the machine. Come and say hi ☕ #coffee #goodmorning #cafelife',
+    subjects: ['espresso', 'coffee', 'cafe', 'café', 'cafelife', 'cup', 'saucer'],
   },
   {
     file: 'autumn-hills.jpg',
     position: 'centre',
     caption: 'Autumn has reached the hills, and soup of the day is back on the menu 🍂 #autumn #seasonal #hills',
+    subjects: ['autumn', 'hill', 'meadow', 'wood', 'forest', 'fall'],
   },
   {
     file: 'dandelions.jpg',
     position: 'left',
     caption: 'Make a wish 🌼 Late sun in the meadow behind the shop. #dandelions #goldenhour #slowliving',
+    subjects: ['dandelion', 'wish', 'seed', 'meadow'],
   },
   {
     file: 'estuary.jpg',
     position: 'centre',
     caption: "Low tide under the bridge on this morning's delivery run. #estuary #coast #deliveryday",
+    subjects: ['estuary', 'tide', 'bridge', 'bay', 'coast', 'beach', 'sea'],
   },
   {
     file: 'fig.jpg',
     position: 'right',
     caption: 'Figs are in season: fig and almond tarts on the counter all week 🍰 #figs #seasonal #bakerylife',
+    subjects: ['fig', 'tart', 'bowl'],
   },
   {
     file: 'mountain-path.jpg',
     position: 'centre',
     caption:
       'Closed on Monday: we took the long path up to the ridge. Fresh bread again on Tuesday! #hiking #dayoff #mountains',
+    subjects: ['mountain', 'path', 'ridge', 'peak', 'pasture', 'hiking', 'hike'],
   },
   {
     file: 'dogs.jpg',
     position: 'top',
     caption: 'Our two shop assistants say hello 🐶 Dogs are always welcome inside. #shopdogs #dogfriendly #community',
+    subjects: ['dog', 'spaniel', 'puppy', 'shopdog', 'dogfriendly', 'hut'],
   },
   {
     file: 'stream.jpg',
     position: 'centre',
     caption: 'Picnic spot of the week: the stream below the old mill. Take a loaf with you! #picnic #outdoors #weekend',
+    subjects: ['stream', 'waterfall', 'river', 'brook', 'picnic', 'creek'],
   },
   {
     file: 'brushes.jpg',
     position: 'left',
     caption: 'Repainting the shop front this week. Guess the new colour 🎨 #behindthescenes #smallbusiness',
+    subjects: ['paint', 'brush', 'repaint', 'repainting', 'painting', 'colour', 'color'],
   },
   {
     file: 'hill-sunset.jpg',
     position: 'centre',
     caption: 'Golden hour from the top of the hill 🌅 Thank you all for a busy week! #goldenhour #sunset #thankyou',
+    subjects: ['sunset', 'goldenhour', 'summit', 'sun'],
   },
   {
     file: 'table.jpg',
     position: 'bottom',
-    caption: 'Bread, cheese and wine evening this Friday: a few seats left 🍷 #tasting #friday #local',
+    caption:
+      'Wine night this Friday: a glass, a pallet table and live drums. A few seats left 🍷🥁 #wine #livemusic #friday',
+    subjects: ['wine', 'drum', 'drums', 'music', 'livemusic', 'glass', 'bottle'],
   },
   {
     file: 'dragonfly.jpg',
     position: 'centre',
     caption: 'A visitor in the garden behind the bakery this morning. #garden #nature #summer',
+    subjects: ['dragonfly', 'insect', 'garden', 'twig'],
   },
   {
     file: 'nuthatch.jpg',
     position: 'centre',
-    caption: 'Our most loyal regular, first at the bird feeder every morning 🐦 #birds #morning #neighbours',
+    caption: 'Our most loyal regular, up the old tree by the door every morning 🐦 #birds #nuthatch #neighbours',
+    subjects: ['bird', 'nuthatch', 'birdwatching', 'tree', 'trunk'],
   },
 ];
 
@@ -98,6 +117,27 @@ const bytes = new Map<string, Promise<Buffer>>();
  */
 export function photoNumber(postSeq: number, slide = 0, rev = 0): number {
   return postSeq * 3 + slide + rev;
+}
+
+/**
+ * The photo a caption talks about: the one whose subjects it names most (its words and hashtags,
+ * in any case, a plural counted as its singular; ties go to the first in PHOTOS), or null when it
+ * names none of them.
+ */
+export function photoForCaption(caption: string | null | undefined): number | null {
+  if (!caption) return null;
+  const words = new Set<string>();
+  for (const w of caption.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
+    words.add(w);
+    if (w.length > 3 && w.endsWith('s')) words.add(w.slice(0, -1));
+  }
+  let best: number | null = null;
+  let hits = 0;
+  PHOTOS.forEach((p, i) => {
+    const n = p.subjects.filter((s) => words.has(s)).length;
+    if (n > hits) [best, hits] = [i, n];
+  });
+  return best;
 }
 
 /** The photo a post's cover shows, whose caption a photo account's post carries unless given one. */

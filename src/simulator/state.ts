@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { DAY, HOUR, type ManualClock } from '../util/clock.ts';
 import { SCOPE } from '../platform/identifiers.ts';
-import { coverPhoto } from './photos.ts';
+import { coverPhoto, photoForCaption, photoNumber } from './photos.ts';
 import type {
   AccountType,
   DroppableField,
@@ -43,6 +43,11 @@ export interface PostRecord {
   accountId: string;
   /** Insertion order: breaks timestamp ties (newer first). */
   seq: number;
+  /**
+   * A photo account's post: the bundled photo number of its cover (its slides take the next
+   * ones): the photo its given caption talks about, else the next in turn (photos.ts).
+   */
+  photo: number;
   kind: PostKind;
   caption: string | null;
   likeCount: number | null;
@@ -199,6 +204,7 @@ export class SimState {
       id,
       accountId,
       seq: this.postSeq,
+      photo: photoForCaption(spec.caption) ?? photoNumber(this.postSeq),
       kind: spec.kind,
       // A photo account's post says what its cover shows (the photo's own caption).
       caption:

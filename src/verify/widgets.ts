@@ -5,7 +5,7 @@ import { widgetDocumentSchema } from '../widgets/document.ts';
 import { buildWidgetDocument, publishWidgetDocument, type WidgetDeps } from '../widgets/publish.ts';
 import type { VerifyFinding } from '../store/verify-runs.ts';
 import { redactText } from '../util/redact.ts';
-import { isPublishedWidget, publishWidget, WIDGET_KEY, widgetSource } from '../widget/index.ts';
+import { isPublishedWidget, publishWidget, WIDGET_KEY, widgetAssets } from '../widget/index.ts';
 
 /**
  * Verify's view of the widgets: each widget's two public objects (widgets/<id>.json and .html)
@@ -135,24 +135,29 @@ export async function repairWidgets(
   return done;
 }
 
-/** The widget script: in storage, and what publishWidget would write (the same test it makes). */
+/** The widget script and its stylesheet: in storage, and what publishWidget would write (the same test it makes). */
 export async function checkWidgetScript(
   storage: WidgetDeps['storage'],
   problems: WidgetScriptProblem[],
 ): Promise<void> {
-  const stored = await storage.get(WIDGET_KEY);
-  if (!stored)
-    problems.push({
-      kind: 'widget-script-missing',
-      key: WIDGET_KEY,
-      detail: 'the widget script is not in storage: every site embedding a feed or a widget shows nothing',
-    });
-  else if (!isPublishedWidget(stored, await widgetSource()))
-    problems.push({
-      kind: 'widget-script-stale',
-      key: WIDGET_KEY,
-      detail: `the stored script is not this release's (${stored.body.length} bytes, ${stored.contentType ?? 'no type'}, ${stored.cacheControl ?? 'no caching'})`,
-    });
+  for (const asset of await widgetAssets()) {
+    const stored = await storage.get(asset.key);
+    if (!stored)
+      problems.push({
+        kind: 'widget-script-missing',
+        key: asset.key,
+        detail:
+          asset.key === WIDGET_KEY
+            ? 'the widget script is not in storage: every site embedding a feed or a widget shows nothing'
+            : 'the widget stylesheet is not in storage: sites with a strict style-src policy show the widget unstyled',
+      });
+    else if (!isPublishedWidget(stored, asset.body, asset.contentType))
+      problems.push({
+        kind: 'widget-script-stale',
+        key: asset.key,
+        detail: `the stored ${asset.key === WIDGET_KEY ? 'script' : 'stylesheet'} is not this release's (${stored.body.length} bytes, ${stored.contentType ?? 'no type'}, ${stored.cacheControl ?? 'no caching'})`,
+      });
+  }
 }
 
 /** Publish the script again, as the worker does when it starts. */

@@ -42,15 +42,20 @@
     // Widgets: a site's --fm-* wins over the dashboard's --fmw-* (set on the root).
     '.fmw-w{--_fg:var(--fm-fg,#1a1a1a);--_bg:var(--fm-bg,#fff);--_ac:var(--fm-accent,#1d4ed8);--_af:var(--fm-accent-fg,#fff);--_r:var(--fm-radius,var(--fmw-r,8px));--_g:var(--fm-gap,var(--fmw-g,8px));--_c:var(--fmw-cp,2);position:relative;color:var(--_fg);background:var(--_bg);padding:var(--_g);border-radius:var(--_r)}',
     '.fmw--dark{--_fg:var(--fm-fg,#f2f2f2);--_bg:var(--fm-bg,#141414)}',
-    '@media (prefers-color-scheme:dark){.fmw--auto{--_fg:var(--fm-fg,#f2f2f2);--_bg:var(--fm-bg,#141414)}}',
+    // auto: the page's own colours (its text colour, no background of its own), whatever the
+    // visitor's OS prefers; the lightbox takes the page's background (--fmw-pbg, set by the script).
+    '.fmw--auto{--_fg:var(--fm-fg,currentColor);--_bg:var(--fm-bg,transparent)}',
+    '.fmw--auto .fmw-box{background:var(--fm-bg,var(--fmw-pbg,#fff))}',
     '@media (min-width:600px){.fmw-w{--_c:var(--fmw-ct,3)}}',
     '@media (min-width:1024px){.fmw-w{--_c:var(--fmw-cd,4)}}',
     '.fmw-w .fmw-list{gap:var(--_g)}',
     '.fmw-w.fmw--grid .fmw-list{grid-template-columns:repeat(var(--_c),minmax(0,1fr))}',
     '.fmw--carousel .fmw-list{display:grid;grid-auto-flow:column;grid-auto-columns:calc((100% - (var(--_c) - 1) * var(--_g)) / var(--_c));overflow-x:auto;scroll-snap-type:x mandatory;overscroll-behavior-x:contain}',
     '.fmw--carousel .fmw-item{scroll-snap-align:start}',
-    '.fmw--masonry .fmw-list{display:block;columns:var(--_c);column-gap:var(--_g)}',
-    '.fmw--masonry .fmw-item{break-inside:avoid;margin-bottom:var(--_g)}',
+    // Masonry reads left to right, newest first: a grid in rows; the script then packs each tile
+    // under the shortest column (rows of 1px, each tile spanning its height plus the gap).
+    '.fmw--masonry .fmw-list{display:grid;grid-template-columns:repeat(var(--_c),minmax(0,1fr));align-items:start}',
+    '.fmw--masonry .fmw-packed{grid-auto-rows:1px;row-gap:0}',
     '.fmw-w .fmw-link{border-radius:var(--_r);background:rgba(128,128,128,.14);position:relative}',
     '.fmw-w.fmw--grid .fmw-img,.fmw--carousel .fmw-img{aspect-ratio:1/1;object-fit:cover}',
     '.fmw-w.fmw--grid .fmw-card .fmw-link,.fmw--carousel .fmw-card .fmw-link{aspect-ratio:1/1}',
@@ -69,6 +74,7 @@
     '.fmw-rail{position:relative}',
     '.fmw-arr{position:absolute;top:50%;width:36px;height:36px;margin-top:-18px;padding:0;border-radius:50%;font-size:22px;line-height:36px}',
     '.fmw-prev{left:4px}.fmw-next{right:4px}',
+    '.fmw-arr[aria-disabled=true]{opacity:.35;cursor:default}',
     '.fmw-w a:focus-visible,.fmw-w button:focus-visible{outline:3px solid var(--_ac);outline-offset:2px}',
     '.fmw-box{width:min(94vw,760px);max-height:94vh;padding:16px;border:0;border-radius:var(--_r);color:var(--_fg);background:var(--_bg)}',
     '.fmw-box::backdrop{background:rgba(0,0,0,.75)}',
@@ -444,10 +450,16 @@
     return node;
   }
 
+  /**
+   * The stylesheet: none when the page links feedmirror-widget.css (or has our <style>, from a
+   * fragment), which a policy of `style-src 'self'` needs; else a <style>, with the nonce of this
+   * script's tag when it has one (`style-src 'nonce-…'`).
+   */
   function injectStyle() {
-    if (document.getElementById(STYLE_ID)) return;
+    if (document.getElementById(STYLE_ID) || document.querySelector('link[href*="feedmirror-widget.css"]')) return;
     var style = document.createElement('style');
     style.id = STYLE_ID;
+    if (SCRIPT_NONCE) style.nonce = SCRIPT_NONCE;
     style.textContent = CSS;
     (document.head || document.documentElement).appendChild(style);
   }
@@ -578,6 +590,7 @@
   var BOX_SIZES = '(max-width: 808px) 94vw, 760px';
   // Documents sit at ../widgets/ from the script.
   var SCRIPT_SRC = typeof document !== 'undefined' && document.currentScript ? document.currentScript.src : '';
+  var SCRIPT_NONCE = typeof document !== 'undefined' && document.currentScript ? document.currentScript.nonce : '';
   var counted = {};
 
   /** The same on the server and in every browser (English, UTC). */
@@ -697,10 +710,24 @@
     );
   }
 
+  /** The root's custom properties: columns, radius and gap from the dashboard. */
+  function rootStyle(o) {
+    var c = o.columns || {};
+    var num = function (n, d) {
+      return n >= 0 ? n : d;
+    };
+    return {
+      '--fmw-cp': String(num(c.phone, 2)),
+      '--fmw-ct': String(num(c.tablet, 3)),
+      '--fmw-cd': String(num(c.desktop, 4)),
+      '--fmw-r': num(o.radius, 8) + 'px',
+      '--fmw-g': num(o.gap, 8) + 'px',
+    };
+  }
+
   /** The widget's markup: the server's fragment and the script's rendering alike. */
   function widgetTree(doc) {
     var o = doc.options || {};
-    var c = o.columns || {};
     var layout = layoutOf(doc);
     var accounts = Array.isArray(doc.accounts) ? doc.accounts : [];
     var kids = [];
@@ -734,9 +761,6 @@
     // Without script a link to the profile; enhance() swaps in "Load more" (same box).
     var more = accounts[0] && safeUrl(accounts[0].profileUrl);
     if (layout !== 'carousel' && doc.posts.length > limit && more) kids.push(link(more, 'fmw-more', ['More posts']));
-    var num = function (n, d) {
-      return n >= 0 ? n : d;
-    };
     return h(
       'div',
       {
@@ -749,13 +773,7 @@
           (o.captions === 'show' || o.captions === 'hide' ? o.captions : 'hover'),
         'data-fmw-widget': doc.id,
         'data-stale': doc.staleSince ? doc.staleSince : null,
-        style: {
-          '--fmw-cp': String(num(c.phone, 2)),
-          '--fmw-ct': String(num(c.tablet, 3)),
-          '--fmw-cd': String(num(c.desktop, 4)),
-          '--fmw-r': num(o.radius, 8) + 'px',
-          '--fmw-g': num(o.gap, 8) + 'px',
-        },
+        style: rootStyle(o),
       },
       kids,
     );
@@ -785,6 +803,43 @@
     }
   }
 
+  /**
+   * Masonry: each tile spans its own height plus the gap in rows of 1px, so the grid puts it under
+   * the shortest column while the tiles still read left to right, newest first. Boxes are sized
+   * before their images arrive, so the heights are known at once. Only what this script rendered
+   * (before its first paint): a server fragment already on the page stays in its rows (R-EMB-3).
+   */
+  function pack(w) {
+    if (w.layout !== 'masonry' || !w.fresh) return;
+    var gap = parseFloat(getComputedStyle(w.wrap).getPropertyValue('--_g')) || 0;
+    var lis = w.list.children;
+    for (var i = 0; i < lis.length; i++) {
+      var box = lis[i].firstElementChild;
+      var px = box ? box.getBoundingClientRect().height : 0;
+      lis[i].style.gridRowEnd = 'span ' + Math.max(1, Math.ceil(px + gap));
+    }
+    w.list.classList.add('fmw-packed');
+  }
+
+  /** The carousel's arrows: Previous off at the first tile, Next at the last (R-EMB-3 keeps their boxes). */
+  function arrows(w) {
+    var l = w.list;
+    var end = l.scrollWidth - l.clientWidth;
+    var prev = w.wrap.querySelector('.fmw-arr.fmw-prev');
+    var next = w.wrap.querySelector('.fmw-arr.fmw-next');
+    if (prev) prev.setAttribute('aria-disabled', String(l.scrollLeft <= 1));
+    if (next) next.setAttribute('aria-disabled', String(l.scrollLeft >= end - 1));
+  }
+
+  /** The page's own background behind the widget (theme auto's lightbox), else white. */
+  function pageBackground(node) {
+    for (; node && node.nodeType === 1; node = node.parentNode) {
+      var bg = getComputedStyle(node).backgroundColor;
+      if (bg && !/^(transparent|rgba\(.*,\s*0\))$/.test(bg)) return bg;
+    }
+    return '#fff';
+  }
+
   function paintTiles(w, lis) {
     for (var i = 0; i < lis.length; i++) {
       var img = lis[i].querySelector('img.fmw-img');
@@ -807,6 +862,11 @@
     });
     paintTiles(w, added);
     resize(w);
+    pack(w);
+    if (w.ro && w.layout === 'masonry' && w.fresh)
+      added.forEach(function (li) {
+        w.ro.observe(li.firstElementChild);
+      });
     if (rest.length <= added.length) btn.parentNode.removeChild(btn);
     if (added[0]) added[0].querySelector('.fmw-link').focus();
   }
@@ -972,13 +1032,16 @@
     }
     w.at = Array.prototype.indexOf.call(w.list.children, li);
     w.slide = 0;
+    if (w.wrap.classList.contains('fmw--auto'))
+      w.wrap.style.setProperty('--fmw-pbg', pageBackground(w.wrap.parentNode));
     drawBox(w);
     if (!d.open) d.showModal();
   }
 
   /** R-EMB-3: behaviour for the markup, rendered here or by the server; no box changes size. */
-  function enhance(wrap, doc, url) {
+  function enhance(wrap, doc, url, fresh) {
     var w = {
+      fresh: fresh,
       doc: doc,
       wrap: wrap,
       layout: layoutOf(doc),
@@ -989,6 +1052,10 @@
     doc.posts.forEach(function (p) {
       w.byKey[keyOf(p)] = p;
     });
+    // Through the CSSOM, which a policy without 'unsafe-inline' allows (a fragment's style
+    // attribute it refuses).
+    var st = rootStyle(doc.options || {});
+    for (var k in st) wrap.style.setProperty(k, st[k]);
     paintTiles(w, w.list.children);
     var more = wrap.querySelector('.fmw-more');
     if (more) {
@@ -1012,10 +1079,15 @@
           ),
         );
         b.addEventListener('click', function () {
-          w.list.scrollBy({ left: dir * w.list.clientWidth, behavior: smooth() });
+          if (b.getAttribute('aria-disabled') !== 'true')
+            w.list.scrollBy({ left: dir * w.list.clientWidth, behavior: smooth() });
         });
         w.list.parentNode.appendChild(b);
       });
+      w.list.addEventListener('scroll', function () {
+        arrows(w);
+      });
+      arrows(w);
       w.list.addEventListener('keydown', function (e) {
         var dir = e.key === 'ArrowRight' ? 1 : e.key === 'ArrowLeft' ? -1 : 0;
         var li = dir && e.target.closest('.fmw-item');
@@ -1044,10 +1116,19 @@
       openBox(w, li);
     });
     resize(w);
-    if (typeof root.ResizeObserver === 'function')
-      new root.ResizeObserver(function () {
+    pack(w);
+    if (typeof root.ResizeObserver === 'function') {
+      var ro = new root.ResizeObserver(function () {
         resize(w);
-      }).observe(w.list);
+        pack(w);
+        if (w.layout === 'carousel') arrows(w);
+      });
+      ro.observe(w.list);
+      // A tile's height can change after the first layout (a web font, a caption's lines).
+      if (w.layout === 'masonry' && fresh)
+        for (var i = 0; i < w.list.children.length; i++) ro.observe(w.list.children[i].firstElementChild);
+      w.ro = ro;
+    }
     return w;
   }
 
@@ -1092,11 +1173,12 @@
       .then(function (doc) {
         if (!isWidgetDoc(doc)) throw new Error('not a widget document');
         var wrap = c.querySelector('.fmw-w');
-        if (!wrap || wrap.getAttribute('data-fmw-widget') !== doc.id) {
+        var fresh = !wrap || wrap.getAttribute('data-fmw-widget') !== doc.id;
+        if (fresh) {
           c.textContent = '';
           wrap = c.appendChild(toDom(widgetTree(doc)));
         }
-        enhance(wrap, doc, url);
+        enhance(wrap, doc, url, fresh);
         countView(doc);
         c.setAttribute('data-feedmirror-state', 'ready');
       })

@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import vm from 'node:vm';
 import type { ObjectStorage, StoredObject } from '../storage/types.ts';
 
 /**
@@ -9,6 +11,14 @@ export const WIDGET_FILENAME = 'feedmirror-widget.js';
 /** Storage key of the published script: `widget/feedmirror-widget.js`. */
 export const WIDGET_KEY = `widget/${WIDGET_FILENAME}`;
 export const WIDGET_CONTENT_TYPE = 'application/javascript; charset=utf-8';
+/**
+ * The widget's stylesheet as a file beside the script (`widget/feedmirror-widget.css`): a site
+ * whose Content-Security-Policy refuses inline styles (`style-src 'self'`) links it, and the
+ * script then injects no <style> of its own.
+ */
+export const WIDGET_CSS_FILENAME = 'feedmirror-widget.css';
+export const WIDGET_CSS_KEY = `widget/${WIDGET_CSS_FILENAME}`;
+export const WIDGET_CSS_CONTENT_TYPE = 'text/css; charset=utf-8';
 // An hour: a new release reaches sites soon, while browsers and CDNs still cache it.
 export const WIDGET_CACHE_CONTROL = 'public, max-age=3600';
 
@@ -30,6 +40,34 @@ export function shipScript(source: string): string {
     .replace(/\n{2,}/g, '\n');
 }
 
+/** What the script exposes to the server: its stylesheet and its markup builder. */
+export type WidgetNode = [string, Record<string, unknown>, Array<WidgetNode | string | null | false | undefined>];
+export interface WidgetScript {
+  css: string;
+  widgetTree(doc: unknown): WidgetNode;
+}
+
+let script: WidgetScript | undefined;
+
+/** The shipped script run once in a bare VM context (no DOM: it only defines its functions). */
+export function widgetScript(): WidgetScript {
+  if (!script) {
+    const source = shipScript(readFileSync(WIDGET_FILE, 'utf8'));
+    const ctx: { FeedMirrorWidget?: WidgetScript } = {};
+    vm.runInNewContext(source, ctx);
+    script = ctx.FeedMirrorWidget!;
+  }
+  return script;
+}
+
+/** The stylesheet file: the script's own CSS, so the file and the injected <style> never differ. */
+export function widgetStylesheet(): Buffer {
+  return Buffer.from(
+    `/*! feedmirror widget stylesheet (the same rules the script injects) */\n${widgetScript().css}\n`,
+    'utf8',
+  );
+}
+
 let shipped: Buffer | undefined;
 
 /** The script as shipped: read from the package, comments and indentation left out (shipScript). */
@@ -42,35 +80,58 @@ export interface PublishedWidget {
   key: string;
   /** The address a site puts in `<script defer src=...>`. */
   url: string;
-  /** false when the stored copy was already identical (nothing written). */
+  /** The stylesheet's address, for `<link rel="stylesheet" href=...>` (strict CSP). */
+  stylesheetUrl: string;
+  /** false when the stored copies were already identical (nothing written). */
   written: boolean;
 }
 
 /**
- * Whether a stored object is the script publishWidget writes: the same bytes, and its type and
- * caching (where the storage keeps them). `feedmirror verify` judges the stored script by it.
+ * Whether a stored object is what publishWidget writes under its key: the same bytes, and its
+ * type and caching (where the storage keeps them). `feedmirror verify` judges the stored script
+ * and stylesheet by it.
  */
 export function isPublishedWidget(
   existing: Pick<StoredObject, 'body' | 'contentType' | 'cacheControl'> | null,
   body: Buffer,
+  contentType: string = WIDGET_CONTENT_TYPE,
 ): boolean {
   return (
     existing !== null &&
     existing.body.equals(body) &&
-    (existing.contentType === undefined || existing.contentType === WIDGET_CONTENT_TYPE) &&
+    (existing.contentType === undefined || existing.contentType === contentType) &&
     (existing.cacheControl === undefined || existing.cacheControl === WIDGET_CACHE_CONTROL)
   );
 }
 
+/** The objects publishWidget writes: the script and its stylesheet, with their bodies and types. */
+export async function widgetAssets(): Promise<Array<{ key: string; body: Buffer; contentType: string }>> {
+  return [
+    { key: WIDGET_KEY, body: await widgetSource(), contentType: WIDGET_CONTENT_TYPE },
+    { key: WIDGET_CSS_KEY, body: widgetStylesheet(), contentType: WIDGET_CSS_CONTENT_TYPE },
+  ];
+}
+
+/** Put one object unless an identical copy (body and headers) is already stored. */
+async function putIfChanged(storage: ObjectStorage, key: string, body: Buffer, contentType: string): Promise<boolean> {
+  const same = isPublishedWidget(await storage.get(key), body, contentType);
+  if (!same) await storage.put(key, body, { contentType, cacheControl: WIDGET_CACHE_CONTROL });
+  return !same;
+}
+
 /**
- * Put the script at `widget/feedmirror-widget.js`. Idempotent: an identical stored copy is left
- * alone, so every worker or server start can call it without rewriting the object.
+ * Put the script at `widget/feedmirror-widget.js` and its stylesheet at
+ * `widget/feedmirror-widget.css`. Idempotent: identical stored copies are left alone, so every
+ * worker or server start can call it without rewriting the objects.
  */
 export async function publishWidget(storage: ObjectStorage): Promise<PublishedWidget> {
-  const body = await widgetSource();
-  const same = isPublishedWidget(await storage.get(WIDGET_KEY), body);
-  if (!same) {
-    await storage.put(WIDGET_KEY, body, { contentType: WIDGET_CONTENT_TYPE, cacheControl: WIDGET_CACHE_CONTROL });
-  }
-  return { key: WIDGET_KEY, url: storage.publicUrl(WIDGET_KEY), written: !same };
+  let written = false;
+  for (const a of await widgetAssets())
+    written = (await putIfChanged(storage, a.key, a.body, a.contentType)) || written;
+  return {
+    key: WIDGET_KEY,
+    url: storage.publicUrl(WIDGET_KEY),
+    stylesheetUrl: storage.publicUrl(WIDGET_CSS_KEY),
+    written,
+  };
 }

@@ -1,7 +1,5 @@
-import { readFileSync } from 'node:fs';
-import vm from 'node:vm';
 import type { WidgetDocument } from '../widgets/document.ts';
-import { shipScript, WIDGET_FILENAME } from './index.ts';
+import { widgetScript, type WidgetNode as Node } from './index.ts';
 
 /**
  * The widget as static HTML (widgets/<id>.html), for sites that render on the server or allow no
@@ -11,24 +9,6 @@ import { shipScript, WIDGET_FILENAME } from './index.ts';
  * script's rendering are the same markup (same boxes, srcset, placeholders, alt texts), and the
  * script, when present, enhances the fragment in place instead of rendering it again.
  */
-type Node = [string, Record<string, unknown>, Array<Node | string | null | false | undefined>];
-interface WidgetScript {
-  css: string;
-  widgetTree(doc: unknown): Node;
-}
-
-let script: WidgetScript | undefined;
-
-function widgetScript(): WidgetScript {
-  if (!script) {
-    const source = shipScript(readFileSync(new URL(`./${WIDGET_FILENAME}`, import.meta.url), 'utf8'));
-    const ctx: { FeedMirrorWidget?: WidgetScript } = {};
-    vm.runInNewContext(source, ctx);
-    script = ctx.FeedMirrorWidget!;
-  }
-  return script;
-}
-
 const VOID = new Set(['img', 'source', 'br', 'input']);
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 

@@ -280,7 +280,7 @@ describe('widgets embedded by id (headless Chromium, a site of another origin)',
           tiles: list.children.length,
           display: cs.display,
           columns: cs.gridTemplateColumns.split(' ').length,
-          columnCount: cs.columnCount,
+          packed: list.classList.contains('fmw-packed'),
           overflowX: cs.overflowX,
           snap: cs.scrollSnapType,
           accounts: [...root.querySelectorAll('.fmw-acct .fmw-user')].map((a) => a.textContent),
@@ -335,8 +335,10 @@ describe('widgets embedded by id (headless Chromium, a site of another origin)',
         expect(info.more).toBeNull();
       }
       if (layout === 'masonry') {
-        expect(info.display).toBe('block');
-        expect(info.columnCount).toBe('3');
+        // A grid read left to right, each tile packed under the shortest column.
+        expect(info.display).toBe('grid');
+        expect(info.columns).toBe(3);
+        expect(info.packed).toBe(true);
         expect(info.cls).toContain('fmw--dark');
         // A stale document still shows its posts.
         expect(info.stale).toBe('2026-02-27T10:00:00+00:00');

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { imageKeyOf, jpegFor } from '../../src/simulator/images.ts';
-import { PHOTOS, PHOTOS_DIR } from '../../src/simulator/photos.ts';
+import { PHOTOS, PHOTOS_DIR, photoForCaption } from '../../src/simulator/photos.ts';
 import { closestPhoto } from '../support/photo-match.ts';
 
 /**
@@ -111,6 +111,32 @@ describe('simulator: photographs for the demo accounts', () => {
     const closest = await closestPhoto(p!.bytes);
     expect(closest.diff).toBeLessThan(SAME_PHOTO);
     expect(await captions(id)).toEqual([PHOTOS.find((x) => x.file === closest.file)!.caption]);
+  });
+
+  it('a post given its own caption shows the photo that caption talks about; each photo’s own caption is about it', async () => {
+    // Every bundled photo's caption names its own subjects first (the demo pairs them).
+    PHOTOS.forEach((p, i) => expect(photoForCaption(p.caption), p.file).toBe(i));
+    expect(photoForCaption('Cinnamon rolls are back! #bakery #fresh')).toBeNull();
+    const { id } = sim.createAccount({
+      username: 'photo.captions',
+      photos: true,
+      posts: [
+        { kind: 'image', caption: 'Fig tarts are back! #bakery #fresh', width: 1080, height: 1080 },
+        { kind: 'image', caption: 'Say hello to our shop dogs 🐶', width: 1080, height: 1350 },
+        { kind: 'reel', caption: 'Wine and drums this Friday #livemusic', width: 1080, height: 1920 },
+      ],
+    });
+    const covers = await Promise.all((await pictures(id)).map(async (p) => (await closestPhoto(p.bytes)).file));
+    expect(covers).toEqual(['fig.jpg', 'dogs.jpg', 'table.jpg']);
+    // `simulator post add --caption` (the control API) too.
+    const added = await fetch(`${sim.url}/__sim/accounts/${id}/posts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${sim.controlSecret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'image', caption: 'A fresh espresso to start the day #coffee' }),
+    });
+    expect(added.status).toBe(200);
+    const [newest] = await pictures(id);
+    expect((await closestPhoto(newest!.bytes)).file).toBe('coffee.jpg');
   });
 
   it('any other account keeps its generated scenes, unchanged', async () => {

@@ -5,6 +5,7 @@ import { DEMO_SETTINGS, DEMO_WIDGET_NAME } from '../../src/cli/start/demo.ts';
 import { DEMO_OTHER_ACCOUNTS, DEMO_OWNER, demoPosts } from '../../src/simulator/demo-content.ts';
 import { registerSecretForAudit } from '../support/capture.ts';
 import { openStage, type DashboardClient, type Stage, type StageServer } from './stage.ts';
+import { closestPhoto } from '../support/photo-match.ts';
 
 /**
  * docs/getting-started.md "The five-minute tour", command by command, on a stage set up as
@@ -76,8 +77,16 @@ describe('journey: the five-minute tour', () => {
     stage = await openStage('tour', { env: { ...DEMO_SETTINGS }, outboxDir: OUTBOX });
     // The platform as the demo fills it: @demo.bakery first, then the accounts its owner could also connect.
     const now = stage.sim.clock.now().getTime();
-    const demo = stage.sim.createAccount({ username: 'demo.bakery', name: 'Demo Bakery', posts: demoPosts(8, now) });
-    DEMO_OTHER_ACCOUNTS.forEach((a, i) => stage.sim.createAccount({ ...a, posts: demoPosts(4, now, 3 * (i + 1)) }));
+    // As `npm run demo` makes them: photo accounts (their pictures are the bundled photographs).
+    const demo = stage.sim.createAccount({
+      username: 'demo.bakery',
+      name: 'Demo Bakery',
+      posts: demoPosts(8, now),
+      photos: true,
+    });
+    DEMO_OTHER_ACCOUNTS.forEach((a, i) =>
+      stage.sim.createAccount({ ...a, posts: demoPosts(4, now, 3 * (i + 1)), photos: true }),
+    );
     expect(demo.id).toBe(DEMO);
     const token = stage.sim.issueShortLivedToken(demo.id);
     registerSecretForAudit(token);
@@ -177,9 +186,9 @@ describe('journey: the five-minute tour', () => {
     expect(shown.stdout.split('\n')).toContain(ownerLine);
 
     // 3. Post something, sync, see it first in the widget's published document.
-    const caption = 'Cinnamon rolls are back! #bakery #fresh';
+    const caption = 'Fig tarts are back! #bakery #fresh';
     const added = await run(
-      "npx feedmirror simulator post add 17841400000000001 --caption 'Cinnamon rolls are back! #bakery #fresh'",
+      "npx feedmirror simulator post add 17841400000000001 --caption 'Fig tarts are back! #bakery #fresh'",
     );
     expect(added.code, added.stderr).toBe(0);
     const postId = /added image post (\d+) to account/.exec(added.stdout)?.[1];
@@ -196,7 +205,10 @@ describe('journey: the five-minute tour', () => {
     // The widget shows what the account's feed publishes, the new post's copy included.
     const feed = (await stage.feed(DEMO))!;
     expect(feed.posts[0]!.id).toBe(postId);
-    expect((await fetch(feed.posts[0]!.thumbnailUrl!)).status).toBe(200);
+    const cover = await fetch(feed.posts[0]!.thumbnailUrl!);
+    expect(cover.status).toBe(200);
+    // Its picture is the one its caption talks about: the demo's photo of figs.
+    expect((await closestPhoto(Buffer.from(await cover.arrayBuffer()))).file).toBe('fig.jpg');
     // The widget preview embeds that widget by id.
     expect(TOUR).toContain('$PUBLIC_URL/widget/demo.html');
 
@@ -213,7 +225,7 @@ describe('journey: the five-minute tour', () => {
     expect(pruned.posts.map((p) => p.id)).toEqual(withPost.posts.slice(1).map((p) => p.id));
     const again = await shell(firstText);
     expect(again.stdout).toBe(`"text":"${JSON.stringify(pruned.posts[0]!.text).slice(1, -1)}"\n`);
-    expect(again.stdout).not.toContain('Cinnamon rolls');
+    expect(again.stdout).not.toContain('Fig tarts are back');
 
     // 5. Revoke @harbour.cafe's token: its sync fails and the account needs its owner.
     const revoked = await run('npx feedmirror simulator revoke 17841400000000002');

@@ -12,7 +12,9 @@ import {
   widgetSource,
   WIDGET_CACHE_CONTROL,
   WIDGET_FILENAME,
+  WIDGET_CSS_KEY,
   WIDGET_KEY,
+  widgetScript,
 } from '../../src/widget/index.ts';
 
 /** The widget's pure helpers, run in a bare VM context (no document: the script only registers). */
@@ -181,7 +183,7 @@ describe('widget helpers', () => {
     );
   });
 
-  it('publishWidget puts the script at widget/feedmirror-widget.js with its type and cache policy, once', async () => {
+  it('publishWidget puts the script and its stylesheet under widget/ with their types and cache policy, once', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'feedmirror-widget-unit-'));
     dirs.push(dir);
     const storage = new LocalStorage(dir, 'https://media.example/');
@@ -190,8 +192,15 @@ describe('widget helpers', () => {
     expect(first).toEqual({
       key: 'widget/feedmirror-widget.js',
       url: storage.publicUrl('widget/feedmirror-widget.js'),
+      stylesheetUrl: storage.publicUrl('widget/feedmirror-widget.css'),
       written: true,
     });
+    // The stylesheet file holds the very rules the script injects (a strict CSP links it instead).
+    const css = await storage.get(WIDGET_CSS_KEY);
+    expect(css?.contentType).toBe('text/css; charset=utf-8');
+    expect(css?.cacheControl).toBe(WIDGET_CACHE_CONTROL);
+    expect(css?.body.toString('utf8')).toContain(widgetScript().css);
+    expect(widgetScript().css).toContain('.fmw-w{');
     const stored = await storage.get(WIDGET_KEY);
     expect(stored?.body.equals(await widgetSource())).toBe(true);
     expect(stored?.contentType).toMatch(/^application\/javascript/);

@@ -1,14 +1,19 @@
 import type { Command } from 'commander';
 import { reportFailure } from '../failure.ts';
 import { EXIT, type CliIO } from '../io.ts';
+import { ID_PATTERN } from '../../util/ids.ts';
 import { accountIdArgument, printJson, withContext, withExamples, type Cli } from '../command.ts';
 
 /**
  * `feedmirror feeds get <id>`: print the published feed (feeds/<id>.json) from the storage.
  * `feedmirror feeds confirm-removal <id>`: carry out a held removal now (R-OWN-7).
+ * `feedmirror feeds hide|unhide <id> <post>`, `feeds hidden <id>`: a post left out of its
+ * account's published feed (and every widget) by the operator, its post and copies kept (R-OWN-17).
  */
 export function register(program: Command, cli: Cli): void {
-  const feeds = program.command('feeds').description('read published feeds; confirm a held removal');
+  const feeds = program
+    .command('feeds')
+    .description('read published feeds; confirm a held removal; hide a post from its feed or show it again');
   withExamples(feeds, 'feedmirror feeds get 17841400000000001');
   const get = feeds
     .command('get')
@@ -40,6 +45,97 @@ export function register(program: Command, cli: Cli): void {
     'feedmirror feeds confirm-removal 17841400000000001',
     'feedmirror feeds confirm-removal 17841400000000001 --json',
   );
+  const hide = feeds
+    .command('hide')
+    .description(
+      "leave a post out of its account's published feed, and so out of every site and widget reading it; the post stays stored, synced and copied (nothing is deleted), and stays hidden through re-syncs and reconnects until `feeds unhide`",
+    )
+    .addArgument(accountIdArgument())
+    .argument('<post-id>', 'the post id (see `feedmirror feeds get <account-id>`)')
+    .option('--json', 'print the outcome as JSON')
+    .action(async (id: string, postId: string, opts: { json?: boolean }) =>
+      cli.setExit(await hideCommand(id, postId, true, opts, cli.io)),
+    );
+  withExamples(hide, 'feedmirror feeds hide 17841400000000001 17900000000000001');
+  const unhide = feeds
+    .command('unhide')
+    .description('put a hidden post back in its feed (published again at once from its stored copies)')
+    .addArgument(accountIdArgument())
+    .argument('<post-id>', 'the hidden post id (see `feedmirror feeds hidden <account-id>`)')
+    .option('--json', 'print the outcome as JSON')
+    .action(async (id: string, postId: string, opts: { json?: boolean }) =>
+      cli.setExit(await hideCommand(id, postId, false, opts, cli.io)),
+    );
+  withExamples(unhide, 'feedmirror feeds unhide 17841400000000001 17900000000000001');
+  const hidden = feeds
+    .command('hidden')
+    .description("list the posts hidden from an account's feed")
+    .addArgument(accountIdArgument())
+    .option('--json', 'print them as JSON')
+    .action(async (id: string, opts: { json?: boolean }) => cli.setExit(await hiddenCommand(id, opts, cli.io)));
+  withExamples(hidden, 'feedmirror feeds hidden 17841400000000001');
+}
+
+async function hideCommand(
+  id: string,
+  postId: string,
+  hide: boolean,
+  opts: { json?: boolean },
+  io: CliIO,
+): Promise<number> {
+  if (!ID_PATTERN.test(postId)) {
+    io.stderr.write(`invalid post id ${JSON.stringify(postId)}: 1-128 characters of A-Z a-z 0-9 _ -\n`);
+    return EXIT.usage;
+  }
+  return withContext(io, async (ctx) => {
+    const { FeedHideError, hidePostFromFeed, unhidePostFromFeed } = await import('../../feeds/hide.ts');
+    await ctx.ensureStorage();
+    const deps = await ctx.feedDeps();
+    let done;
+    try {
+      done = hide ? await hidePostFromFeed(deps, id, postId) : await unhidePostFromFeed(deps, id, postId);
+    } catch (err) {
+      if (!(err instanceof FeedHideError)) throw err;
+      reportFailure(io, err.kind === 'usage' ? 'usage' : 'not_found', err.message);
+      return err.kind === 'usage' ? EXIT.usage : EXIT.failed;
+    }
+    const feed = done.publish.outcome === 'written' || done.publish.outcome === 'unchanged' ? done.publish : null;
+    if (opts.json) {
+      printJson(io, {
+        accountId: id,
+        postId,
+        hidden: hide,
+        changed: done.changed,
+        feed: done.publish.outcome,
+        ...(feed ? { posts: feed.postCount } : {}),
+      });
+      return EXIT.ok;
+    }
+    const what = hide
+      ? done.changed
+        ? `hid ${postId} from the feed of account ${id}`
+        : `${postId} was already hidden from the feed of account ${id}`
+      : `${postId} is back in the feed of account ${id}`;
+    io.stdout.write(`${what}; feed ${done.publish.outcome}${feed ? `, ${feed.postCount} posts` : ''}\n`);
+    return EXIT.ok;
+  });
+}
+
+async function hiddenCommand(id: string, opts: { json?: boolean }, io: CliIO): Promise<number> {
+  return withContext(io, async (ctx) => {
+    const { listHiddenFeedPosts } = await import('../../store/hidden-posts.ts');
+    const rows = await listHiddenFeedPosts(await ctx.migratedDb(), [id]);
+    if (opts.json) {
+      printJson(
+        io,
+        rows.map((r) => ({ postId: r.postId, hiddenAt: r.hiddenAt.toISOString() })),
+      );
+      return EXIT.ok;
+    }
+    if (rows.length === 0) io.stdout.write(`no post is hidden from the feed of account ${id}\n`);
+    for (const r of rows) io.stdout.write(`${r.postId}\thidden ${r.hiddenAt.toISOString()}\n`);
+    return EXIT.ok;
+  });
 }
 
 async function confirmRemoval(id: string, opts: { json?: boolean }, io: CliIO): Promise<number> {

@@ -50,7 +50,10 @@ export function register(program: Command, cli: Cli): void {
     .command('add')
     .description('add a post (a generated photo, carousel or video) to an account on the simulated platform')
     .addArgument(accountIdArgument())
-    .option('--caption <text>', 'its caption (default: a generated one with hashtags)')
+    .option(
+      '--caption <text>',
+      "its caption (default: a generated one with hashtags; on the demo's photo accounts, its photo's own, and a given caption picks the photo it talks about: coffee, figs, dogs, wine, birds…)",
+    )
     .addOption(
       new Option('--type <type>', 'what it is').choices(['image', 'carousel', 'video', 'reel']).default('image'),
     )

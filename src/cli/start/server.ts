@@ -6,6 +6,7 @@ import { deriveSessionSecret, isLoopbackHost, resolveDashboardAuth } from '../..
 import { invitationUrl, startLogin, type ConnectRoutesDeps } from '../../http/connect.ts';
 import type { DashboardConnect } from '../../http/dashboard/index.ts';
 import { RedisSessionStore } from '../../http/sessions.ts';
+import { widgetViewsDigestKey } from '../../http/widget-views.ts';
 import { ConnectThrottle, LoginThrottle } from '../../http/throttle.ts';
 import { createInvitation } from '../../store/invitations.ts';
 import { listTokenExpiries } from '../../store/tokens.ts';
@@ -153,6 +154,11 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
             clock: ctx.clock,
             logger: ctx.logger,
             perMinute: ctx.config.WIDGET_VIEWS_PER_MINUTE,
+            perClientPerHour: ctx.config.WIDGET_VIEWS_PER_CLIENT,
+            // One window per widget and client for every serve process, kept across restarts.
+            redis: ctx.redisClient,
+            prefix: ctx.redis.prefix,
+            digestKey: widgetViewsDigestKey(ctx.config.SESSION_SECRET, ctx.config.TOKEN_ENCRYPTION_KEY),
           },
         }
       : {}),
@@ -175,6 +181,17 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
       },
       syncIntervalMs: ctx.config.SYNC_INTERVAL_MINUTES * 60_000,
       widgets: { ...ctx.widgetDeps, db },
+      // R-OWN-17: "Hide from the feed" is `feedmirror feeds hide`, in this process.
+      feedHides: {
+        hide: async (accountId, postId) => {
+          const { hidePostFromFeed } = await import('../../feeds/hide.ts');
+          return hidePostFromFeed(await ctx.feedDeps(), accountId, postId);
+        },
+        unhide: async (accountId, postId) => {
+          const { unhidePostFromFeed } = await import('../../feeds/hide.ts');
+          return unhidePostFromFeed(await ctx.feedDeps(), accountId, postId);
+        },
+      },
       ownerAlertsOn: ctx.config.OWNER_ALERTS,
     },
   });

@@ -51,7 +51,7 @@ import type { TokenCipher } from '../../store/crypto.ts';
 import { getEndpoint, listDeliveries, listEndpoints, removeEndpoint } from '../../store/webhooks.ts';
 import { EndpointInputError, registerEndpoint, rotateSecret } from '../../webhooks/endpoints.ts';
 import type { WidgetDeps } from '../../widgets/publish.ts';
-import { registerWidgetRoutes } from './widgets-routes.ts';
+import { registerWidgetRoutes, type FeedHides } from './widgets-routes.ts';
 
 /**
  * The operator dashboard under /dashboard: the accounts page and its actions, the feed preview,
@@ -87,6 +87,8 @@ export interface DashboardDeps {
   syncIntervalMs?: number;
   /** Widgets (create, edit, preview, hide, delete): published with these; omitted: no widgets page. */
   widgets?: WidgetDeps;
+  /** Hiding a post from its account's feed (src/feeds/hide.ts, R-OWN-17); omitted: the CLI only. */
+  feedHides?: FeedHides;
   /** OWNER_ALERTS: the account page says whether its owner gets alerts. */
   ownerAlertsOn?: boolean;
 }
@@ -467,6 +469,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
   if (deps.widgets)
     registerWidgetRoutes(guarded, {
       deps: deps.widgets,
+      ...(deps.feedHides ? { feedHides: deps.feedHides } : {}),
       viewsCounted: deps.widgets.viewsBaseUrl !== undefined,
       layoutOf,
       flashTo,

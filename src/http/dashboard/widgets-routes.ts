@@ -1,5 +1,8 @@
 import type { Request, Response, Router } from 'express';
+import { FeedHideError, type FeedHideOutcome } from '../../feeds/hide.ts';
 import { listAccounts } from '../../store/accounts.ts';
+import { listHiddenFeedPosts } from '../../store/hidden-posts.ts';
+import { getPost } from '../../store/posts.ts';
 import { widgetViewTotals } from '../../store/widgets.ts';
 import { widgetDocumentKey } from '../../storage/keys.ts';
 import type { WidgetDeps } from '../../widgets/publish.ts';
@@ -18,7 +21,7 @@ import {
   type WidgetInput,
 } from '../../widgets/widgets.ts';
 import type { Flash, LayoutOptions } from './views.ts';
-import { COPY_SCRIPT, widgetPage, widgetsPage, WIDGETS_PATH } from './widgets-views.ts';
+import { COPY_SCRIPT, widgetPage, widgetsPage, WIDGETS_PATH, type FeedHiddenPost } from './widgets-views.ts';
 
 /**
  * The dashboard's widget routes (under the session and the CSRF check of every POST, see
@@ -27,11 +30,19 @@ import { COPY_SCRIPT, widgetPage, widgetsPage, WIDGETS_PATH } from './widgets-vi
  */
 export interface WidgetRoutesContext {
   deps: WidgetDeps;
+  /** Hiding a post from its account's feed (R-OWN-17); absent: the widget page offers it not. */
+  feedHides?: FeedHides;
   viewsCounted: boolean;
   layoutOf(req: Request, res: Response): LayoutOptions;
   flashTo(res: Response, flash: Flash, to?: string): void;
   pageHeaders(res: Response): void;
   wrap(fn: (req: Request, res: Response) => Promise<void>): (req: Request, res: Response, next: () => void) => void;
+}
+
+/** src/feeds/hide.ts with the server's feed dependencies (the same calls as `feedmirror feeds hide|unhide`). */
+export interface FeedHides {
+  hide(accountId: string, postId: string): Promise<FeedHideOutcome>;
+  unhide(accountId: string, postId: string): Promise<FeedHideOutcome>;
 }
 
 const today = (d: Date) => d.toISOString().slice(0, 10);
@@ -71,7 +82,7 @@ export function registerWidgetRoutes(guarded: Router, c: WidgetRoutesContext): v
     (await listAccounts(deps.db, deps.clock.now())).map((a) => ({ id: a.id, username: a.username }));
   /** A refusal (bad input, unknown account or post) is a flash on the page it came from. */
   const refused = (res: Response, err: unknown, to: string) => {
-    if (err instanceof WidgetInputError || err instanceof WidgetNotFoundError) {
+    if (err instanceof WidgetInputError || err instanceof WidgetNotFoundError || err instanceof FeedHideError) {
       c.flashTo(res, { kind: 'error', text: err.message.slice(0, 400) }, to);
       return true;
     }
@@ -119,6 +130,20 @@ export function registerWidgetRoutes(guarded: Router, c: WidgetRoutesContext): v
     }),
   );
 
+  /** The posts hidden from the feeds of these accounts, with their stored caption (R-OWN-17). */
+  const feedHidden = async (accountIds: readonly string[]): Promise<FeedHiddenPost[]> => {
+    const names = new Map((await choices()).map((a) => [a.id, a.username]));
+    return Promise.all(
+      (await listHiddenFeedPosts(deps.db, accountIds)).map(async (r) => ({
+        accountId: r.accountId,
+        postId: r.postId,
+        username: names.get(r.accountId) ?? r.accountId,
+        hiddenAt: r.hiddenAt.toISOString(),
+        text: (await getPost(deps.db, r.accountId, r.postId))?.post.text ?? null,
+      })),
+    );
+  };
+
   /** The widget named in the path, or a 404. */
   const widgetParam = async (req: Request, res: Response) => {
     try {
@@ -135,10 +160,11 @@ export function registerWidgetRoutes(guarded: Router, c: WidgetRoutesContext): v
     wrap(async (req, res) => {
       const w = await widgetParam(req, res);
       if (!w) return;
-      const [accounts, posts, views] = await Promise.all([
+      const [accounts, posts, views, hidden] = await Promise.all([
         choices(),
         widgetCandidates(deps, w),
         widgetViewTotals(deps.db, today(deps.clock.now())),
+        c.feedHides ? feedHidden(w.accountIds) : Promise.resolve(null),
       ]);
       c.pageHeaders(res);
       res.type('html').send(
@@ -146,6 +172,7 @@ export function registerWidgetRoutes(guarded: Router, c: WidgetRoutesContext): v
           ...c.layoutOf(req, res),
           viewsCounted: c.viewsCounted,
           documentPath: `${WIDGETS_PATH}/${w.id}/document.json`,
+          feedHidden: hidden,
         }),
       );
     }),
@@ -195,6 +222,27 @@ export function registerWidgetRoutes(guarded: Router, c: WidgetRoutesContext): v
     await unhidePost(deps, id, String(body.postId ?? ''));
     return `Post ${String(body.postId)} shown again.`;
   });
+  // R-OWN-17: from its account's feed, so from every widget and site; only for the widget's accounts.
+  const feedHide = c.feedHides;
+  if (feedHide) {
+    const ofWidget = async (id: string, body: Record<string, unknown>) => {
+      const w = await requireWidget(deps, id);
+      const accountId = String(body.accountId ?? '');
+      if (!w.accountIds.includes(accountId))
+        throw new WidgetInputError(`account ${JSON.stringify(accountId)} is not one of this widget's accounts`);
+      return { accountId, postId: String(body.postId ?? '') };
+    };
+    action('/widgets/:id/feed-hide', async (id, body) => {
+      const { accountId, postId } = await ofWidget(id, body);
+      const done = await feedHide.hide(accountId, postId);
+      return `Post ${postId} hidden from its account's feed (and every widget); it stays stored with its images.${done.changed ? '' : ' It was hidden already.'}`;
+    });
+    action('/widgets/:id/feed-unhide', async (id, body) => {
+      const { accountId, postId } = await ofWidget(id, body);
+      await feedHide.unhide(accountId, postId);
+      return `Post ${postId} is back in its account's feed.`;
+    });
+  }
 
   guarded.post(
     '/widgets/:id/remove',

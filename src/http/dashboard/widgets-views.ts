@@ -18,6 +18,16 @@ export interface AccountChoice {
   username: string;
 }
 
+/** A post hidden from its account's feed (R-OWN-17), as the widget page lists it. */
+export interface FeedHiddenPost {
+  accountId: string;
+  postId: string;
+  username: string;
+  hiddenAt: string;
+  /** Its stored caption, when the post is still stored. */
+  text: string | null;
+}
+
 export interface ViewCounts {
   last7: number;
   last30: number;
@@ -80,7 +90,7 @@ export function widgetPage(
   accounts: AccountChoice[],
   posts: WidgetCandidate[],
   views: ViewCounts,
-  o: LayoutOptions & { viewsCounted: boolean; documentPath: string },
+  o: LayoutOptions & { viewsCounted: boolean; documentPath: string; feedHidden?: FeedHiddenPost[] | null },
 ): string {
   const base = `${WIDGETS_PATH}/${encodeURIComponent(w.id)}`;
   const op = w.options;
@@ -109,13 +119,23 @@ export function widgetPage(
         : p.filtered
           ? '<span class="muted">filtered out</span>'
           : '<span class="ok">shown</span>';
+      const postField = `<input type="hidden" name="postId" value="${h(p.id)}">`;
       const action = p.hidden
-        ? form(`${base}/unhide`, 'Unhide', o.csrf, `<input type="hidden" name="postId" value="${h(p.id)}">`)
-        : form(`${base}/hide`, 'Hide', o.csrf, `<input type="hidden" name="postId" value="${h(p.id)}">`);
+        ? form(`${base}/unhide`, 'Unhide', o.csrf, postField)
+        : form(`${base}/hide`, 'Hide', o.csrf, postField);
+      // From the account's feed: every widget and every site reading the feed (R-OWN-17).
+      const feedAction = o.feedHidden
+        ? form(
+            `${base}/feed-hide`,
+            'Hide from the feed',
+            o.csrf,
+            `${postField}<input type="hidden" name="accountId" value="${h(p.accountId)}">`,
+          )
+        : '';
       const thumb = p.thumbnailUrl
         ? `<img src="${h(p.thumbnailUrl)}" alt="" width="48" height="48" loading="lazy">`
         : '';
-      return `<tr data-post-id="${h(p.id)}"><td>${thumb}</td><td><a href="${h(p.url)}" rel="noopener">${h(p.text.slice(0, 80) || '(no caption)')}</a><br><small>@${h(p.username)} · ${h(p.publishedAt.slice(0, 10))} · ${h(p.type)}</small></td><td>${state}</td><td class="actions">${action}</td></tr>`;
+      return `<tr data-post-id="${h(p.id)}"><td>${thumb}</td><td><a href="${h(p.url)}" rel="noopener">${h(p.text.slice(0, 80) || '(no caption)')}</a><br><small>@${h(p.username)} · ${h(p.publishedAt.slice(0, 10))} · ${h(p.type)}</small></td><td>${state}</td><td class="actions">${action}${feedAction}</td></tr>`;
     })
     .join('\n');
   const body = `<h1>Widget: ${h(w.name)}</h1>
@@ -132,11 +152,31 @@ export function widgetPage(
 <h2>Posts</h2>
 <p class="muted">Every post of its accounts, newest first. A hidden post stays hidden through re-syncs and reconnects.</p>
 ${posts.length ? `<table><thead><tr><th></th><th>Post</th><th>In the widget</th><th></th></tr></thead><tbody>${postRows}</tbody></table>` : '<p class="muted">No posts published yet.</p>'}
+${feedHiddenSection(base, o)}
 <h2>Delete</h2>
 <p>Sites embedding it then show nothing.</p>
 ${form(`${base}/remove`, `Delete ${w.name}`, o.csrf, '', 'danger')}
 <script defer src="/dashboard/widget.js"></script><script defer src="${WIDGETS_PATH}/copy.js"></script>`;
   return layout(`Widget ${w.name}`, body, o);
+}
+
+/** The posts hidden from the feeds of the widget's accounts, each with "Show in the feed". */
+function feedHiddenSection(base: string, o: LayoutOptions & { feedHidden?: FeedHiddenPost[] | null }): string {
+  if (!o.feedHidden) return '';
+  const rows = o.feedHidden
+    .map(
+      (p) =>
+        `<tr data-feed-hidden="${h(p.postId)}"><td>${h(p.text?.slice(0, 80) || '(no caption)')}<br><small>@${h(p.username)} · ${h(p.postId)} · hidden ${h(p.hiddenAt.slice(0, 10))}</small></td><td class="actions">${form(
+          `${base}/feed-unhide`,
+          'Show in the feed',
+          o.csrf,
+          `<input type="hidden" name="postId" value="${h(p.postId)}"><input type="hidden" name="accountId" value="${h(p.accountId)}">`,
+        )}</td></tr>`,
+    )
+    .join('\n');
+  return `<h2>Hidden from the feed</h2>
+<p class="muted">“Hide” leaves a post out of this widget only. “Hide from the feed” leaves it out of its account’s published feed, so out of every widget and every site reading the feed; the post stays stored, synced and copied, and comes back as it is with “Show in the feed”.</p>
+${rows ? `<table><thead><tr><th>Post</th><th></th></tr></thead><tbody>${rows}</tbody></table>` : '<p class="muted">No post of these accounts is hidden from its feed.</p>'}`;
 }
 
 /** The copy button's script (a file: the CSP allows no inline script). */

@@ -1,0 +1,265 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AccountLifecycle, NO_SCHEDULES } from '../../src/accounts/lifecycle.ts';
+import { main } from '../../src/cli/main.ts';
+import { loadConfig } from '../../src/config.ts';
+import type { FeedDeps } from '../../src/feeds/deps.ts';
+import { FeedHideError, hidePostFromFeed, unhidePostFromFeed } from '../../src/feeds/hide.ts';
+import { feedToPublish } from '../../src/feeds/publish.ts';
+import { runSyncNow } from '../../src/feeds/sync.ts';
+import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
+import { PlatformClient } from '../../src/platform/client.ts';
+import type { Feed } from '../../src/schema/v1.ts';
+import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { createStorage } from '../../src/storage/index.ts';
+import { getAccount, upsertAccount } from '../../src/store/accounts.ts';
+import { TokenCipher } from '../../src/store/crypto.ts';
+import { createPool } from '../../src/store/db.ts';
+import { migrate } from '../../src/store/migrate.ts';
+import { getFeedPublication, listMediaCopies, listPostIds } from '../../src/store/posts.ts';
+import { saveToken } from '../../src/store/tokens.ts';
+import { DAY, HOUR } from '../../src/util/clock.ts';
+import { createLogger } from '../../src/util/logger.ts';
+import { widgetDocumentSchema } from '../../src/widgets/document.ts';
+import { widgetRepublisher, type WidgetDeps } from '../../src/widgets/publish.ts';
+import { changeWidget, createWidget } from '../../src/widgets/widgets.ts';
+import { memoryIO } from '../support/memory-io.ts';
+import { freshDatabase } from '../support/services.ts';
+
+/**
+ * R-OWN-17 through the real sync path (the simulator over HTTP, PostgreSQL, a local storage folder):
+ * a post hidden from its account's feed leaves feeds/<id>.json and every widget of the account, its
+ * stored post and its copies (rows and objects) untouched; it stays hidden through re-syncs, a
+ * change of its caption and a reconnect; unhiding puts it back from the same copies. R-OWN-6 holds:
+ * nothing else leaves the feed. The CLI (`feeds hide|unhide|hidden`) in-process.
+ */
+const KEY = randomBytes(32).toString('base64');
+const cipher = TokenCipher.fromEnv(KEY);
+const logger = createLogger({ level: 'silent' });
+let db: pg.Pool;
+let drop: () => Promise<void>;
+let databaseUrl: string;
+let sim: Simulator;
+let deps: FeedDeps;
+let wdeps: WidgetDeps;
+let storageDir: string;
+let lifecycle: AccountLifecycle;
+
+beforeAll(async () => {
+  const fresh = await freshDatabase('feedhide');
+  drop = fresh.drop;
+  databaseUrl = fresh.url;
+  db = createPool(fresh.url, { max: 5 });
+  await migrate(db);
+  sim = await startSimulator();
+  storageDir = mkdtempSync(join(tmpdir(), 'fm-feed-hide-'));
+  const config = loadConfig({
+    STORAGE_URL: storageDir,
+    MEDIA_ALLOWED_HOSTS: sim.imageHost,
+    MEDIA_VARIANT_WIDTHS: '160',
+    MEDIA_PUBLIC_URL: 'http://media.example.test/',
+  });
+  const storage = createStorage(config);
+  wdeps = { db, storage, clock: sim.clock, logger };
+  lifecycle = new AccountLifecycle({
+    db,
+    clock: sim.clock,
+    logger,
+    schedules: NO_SCHEDULES,
+    alertReauth: async () => null,
+    accountChanged: widgetRepublisher(wdeps),
+  });
+  deps = {
+    db,
+    cipher,
+    platform: new PlatformClient({
+      graphUrl: sim.graphUrl,
+      apiVersion: 'v25.0',
+      oauthTokenUrl: sim.oauthTokenUrl,
+      clock: sim.clock,
+      pageSize: 25,
+      maxRetries: 0,
+      sleep: async () => undefined,
+    }),
+    storage,
+    limits: { ...mirrorLimitsFromConfig(config) },
+    clock: sim.clock,
+    logger,
+    lifecycle,
+    sourceChanged: widgetRepublisher(wdeps),
+  };
+});
+
+afterAll(async () => {
+  await sim?.close();
+  await db?.end();
+  await drop?.();
+  if (storageDir) await rm(storageDir, { recursive: true, force: true });
+});
+
+async function connect(id: string, username: string): Promise<void> {
+  await upsertAccount(db, { id, username }, sim.clock.now());
+  await saveToken(
+    db,
+    cipher,
+    {
+      accountId: id,
+      accessToken: sim.issueLongLivedToken(id),
+      obtainedAt: sim.clock.now(),
+      expiresAt: new Date(sim.clock.now().getTime() + 50 * DAY),
+    },
+    'imported',
+  );
+  await lifecycle.apply(id, 'connected');
+}
+
+async function feedOf(accountId: string): Promise<Feed> {
+  return JSON.parse(await readFile(join(storageDir, 'feeds', `${accountId}.json`), 'utf8')) as Feed;
+}
+
+async function widgetPostIds(widgetId: string): Promise<string[]> {
+  const raw = JSON.parse(await readFile(join(storageDir, 'widgets', `${widgetId}.json`), 'utf8'));
+  return widgetDocumentSchema.parse(raw).posts.map((p) => p.id);
+}
+
+/** Every object stored under media/<account>/<post>/ (the post's copies, variants, manifests). */
+async function objectsOf(accountId: string, postId: string): Promise<string[]> {
+  return (await readdir(join(storageDir, 'media', accountId, postId))).sort();
+}
+
+describe('hiding a post from its account’s feed (R-OWN-17)', () => {
+  let account = '';
+  let widgetId = '';
+  let ids: string[] = [];
+  let hidden = '';
+  let copies: string[] = [];
+
+  it('a hidden post leaves the feed and every widget; its stored post and copies stay; nothing else leaves (R-OWN-6)', async () => {
+    const now = sim.clock.now().getTime();
+    const acc = sim.createAccount({
+      username: 'hide.shop',
+      posts: [1, 2, 3, 4].map((h) => ({
+        kind: 'image' as const,
+        caption: `post ${h} #shop`,
+        timestamp: new Date(now - h * HOUR),
+      })),
+    });
+    account = acc.id;
+    await connect(account, acc.username);
+    expect((await runSyncNow(deps, account, { manual: true })).sync).toMatchObject({
+      outcome: 'synced',
+      complete: true,
+    });
+    ids = (await feedOf(account)).posts.map((p) => p.id);
+    expect(ids).toHaveLength(4);
+    widgetId = (await createWidget(wdeps, { name: 'Shop', accounts: [account] })).widget.id;
+    expect(await widgetPostIds(widgetId)).toEqual(ids);
+
+    hidden = ids[1]!;
+    copies = await objectsOf(account, hidden);
+    expect(copies.length).toBeGreaterThan(0);
+    const copyRows = (await listMediaCopies(db, account)).filter((c) => c.mediaId === hidden).length;
+    const out = await hidePostFromFeed(deps, account, hidden);
+    expect(out).toMatchObject({ changed: true, publish: { outcome: 'written', postCount: 3 } });
+    // Published feed and widget without it; the others exactly as before.
+    expect((await feedOf(account)).posts.map((p) => p.id)).toEqual(ids.filter((id) => id !== hidden));
+    expect(await widgetPostIds(widgetId)).toEqual(ids.filter((id) => id !== hidden));
+    // Nothing deleted: the post's row, its copy rows and its objects are all still there.
+    expect(await listPostIds(db, account)).toContain(hidden);
+    expect((await listMediaCopies(db, account)).filter((c) => c.mediaId === hidden)).toHaveLength(copyRows);
+    expect(await objectsOf(account, hidden)).toEqual(copies);
+    expect(Object.keys((await getFeedPublication(db, account))!.postHashes ?? {})).not.toContain(hidden);
+    // What verify compares the stored feed with is the same feed (no false "stale feed").
+    const pub = await getFeedPublication(db, account);
+    expect((await feedToPublish(deps, (await getAccount(db, account))!, pub, sim.clock.now())).hash).toBe(
+      pub!.feedHash,
+    );
+    // Hiding it again changes nothing.
+    expect((await hidePostFromFeed(deps, account, hidden)).changed).toBe(false);
+  });
+
+  it('stays hidden through re-syncs, a changed caption, a reconnect, and the removal and return of its account', async () => {
+    sim.updatePost(account, hidden, { caption: 'an edited caption #shop' });
+    sim.clock.advance(2 * HOUR);
+    expect((await runSyncNow(deps, account, { manual: true })).sync).toMatchObject({
+      outcome: 'synced',
+      complete: true,
+    });
+    expect((await feedOf(account)).posts.map((p) => p.id)).not.toContain(hidden);
+    await lifecycle.apply(account, 'owner_must_act');
+    await connect(account, 'hide.shop');
+    expect((await runSyncNow(deps, account, { manual: true })).sync).toMatchObject({
+      outcome: 'synced',
+      complete: true,
+    });
+    expect((await feedOf(account)).posts.map((p) => p.id)).toEqual(ids.filter((id) => id !== hidden));
+    expect(await widgetPostIds(widgetId)).not.toContain(hidden);
+    expect(await listPostIds(db, account)).toContain(hidden);
+    expect(await objectsOf(account, hidden)).toEqual(copies);
+    // Removed, then connected again: its feed is taken over and the hide still holds.
+    await lifecycle.apply(account, 'removed');
+    await connect(account, 'hide.shop');
+    expect((await runSyncNow(deps, account, { manual: true })).sync).toMatchObject({
+      outcome: 'synced',
+      complete: true,
+    });
+    expect((await feedOf(account)).posts.map((p) => p.id)).toEqual(ids.filter((id) => id !== hidden));
+    expect(await listPostIds(db, account)).toContain(hidden);
+    // The removal took the account out of its widget (R-WID-5): put it back; the post stays out.
+    await changeWidget(wdeps, widgetId, { accounts: [account] });
+    expect(await widgetPostIds(widgetId)).toEqual(ids.filter((id) => id !== hidden));
+  });
+
+  it('unhiding puts it back in the feed and the widget from the copies it has', async () => {
+    const out = await unhidePostFromFeed(deps, account, hidden);
+    expect(out).toMatchObject({ changed: true, publish: { outcome: 'written', postCount: 4 } });
+    const feed = await feedOf(account);
+    expect(feed.posts.map((p) => p.id)).toEqual(ids);
+    const back = feed.posts.find((p) => p.id === hidden)!;
+    expect(back.text).toBe('an edited caption #shop');
+    // Its cover is the copy that stayed.
+    expect(copies.some((f) => back.thumbnailUrl!.endsWith(`/${f}`))).toBe(true);
+    expect(await widgetPostIds(widgetId)).toEqual(ids);
+    // Unhiding a post that is not hidden, or hiding one the account does not have: refused.
+    await expect(unhidePostFromFeed(deps, account, hidden)).rejects.toThrow(FeedHideError);
+    await expect(hidePostFromFeed(deps, account, '17999999999999999')).rejects.toThrow(/has no post 17999999999999999/);
+  });
+
+  it('the CLI: feeds hide, hidden, unhide; a wrong post is one line and exit 1, a malformed one exit 2', async () => {
+    const env = {
+      DATABASE_URL: databaseUrl,
+      STORAGE_URL: storageDir,
+      MEDIA_PUBLIC_URL: 'http://media.example.test/',
+      TOKEN_ENCRYPTION_KEY: KEY,
+    };
+    const run = async (args: string[]) => {
+      const io = memoryIO({ env });
+      const code = await main(['feeds', ...args], io);
+      return { code, out: io.out(), err: io.err() };
+    };
+    const post = ids[0]!;
+    const hid = await run(['hide', account, post]);
+    expect(hid.code, hid.err).toBe(0);
+    expect(hid.out).toBe(`hid ${post} from the feed of account ${account}; feed written, 3 posts\n`);
+    expect((await feedOf(account)).posts.map((p) => p.id)).not.toContain(post);
+    const listed = await run(['hidden', account, '--json']);
+    expect(JSON.parse(listed.out)).toEqual([{ postId: post, hiddenAt: expect.any(String) }]);
+    const shown = await run(['unhide', account, post, '--json']);
+    expect(shown.code, shown.err).toBe(0);
+    expect(JSON.parse(shown.out)).toMatchObject({ postId: post, hidden: false, feed: 'written', posts: 4 });
+    expect((await run(['hidden', account])).out).toBe(`no post is hidden from the feed of account ${account}\n`);
+    const missing = await run(['hide', account, '17999999999999999']);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toBe(
+      `account ${account} has no post 17999999999999999 (feedmirror feeds get ${account} lists its posts)\n`,
+    );
+    const malformed = await run(['hide', account, '../x']);
+    expect(malformed.code).toBe(2);
+    expect(malformed.err.trim().split('\n')).toHaveLength(1);
+  });
+});
