@@ -138,6 +138,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
       publicUrl: deps.publicUrl,
       throttle,
       startLogin: (reconnectHash) => startLogin(deps, { reconnectHash }),
+      loginOrigin: new URL(deps.authorizeUrl).origin,
       ...(deps.brand ? { brand: deps.brand } : {}),
     }),
   );

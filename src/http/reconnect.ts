@@ -11,6 +11,7 @@ import {
 } from '../store/owners.ts';
 import { daysLeft } from '../util/clock.ts';
 import { hasSameOrigin } from './csrf.ts';
+import { cspWithFormRedirects } from './security-headers.ts';
 import { renderOwnerPage } from './owner-pages.ts';
 import { ownerCause } from '../alerts/owner.ts';
 import type { Brand } from '../util/brand.ts';
@@ -24,8 +25,9 @@ import type { Logger } from '../util/logger.ts';
  * No dashboard login: the link's token is the credential, read-only and scoped to its one
  * account. It shows the connection's state, the days of validity left and the last successful
  * sync, and a Reconnect button: `POST /reconnect/<token>` with a form value derived from the
- * link (and a same-origin check), which starts the platform's login bound to the link. The link
- * is used only when that login connects the same account (src/http/connect.ts callback).
+ * link (and a same-origin check), which starts the platform's login bound to the link: its 303
+ * leads to another origin, so the page's form-action names that origin. The link is used only
+ * when that login connects the same account (src/http/connect.ts callback).
  *
  * Never on the page: a token, the owner's address, any error text of the platform. The pages
  * carry `Referrer-Policy: no-referrer` (the link is in the address bar) and `Cache-Control:
@@ -39,6 +41,11 @@ export interface ReconnectRoutesDeps {
   publicUrl: string;
   /** The platform's login with a fresh state bound to this link (connect.ts startLogin). */
   startLogin(reconnectHash: string): Promise<string>;
+  /**
+   * The origin of that login (AUTHORIZE_URL's): the Reconnect button's POST answers 303 there,
+   * so the status page's form-action names it (a browser blocks the redirect otherwise).
+   */
+  loginOrigin: string;
   throttle: ConnectThrottle;
   /** BRAND_*: the pages' look, and whom an owner may write to (BRAND_SUPPORT_EMAIL). */
   brand?: Brand;
@@ -70,6 +77,8 @@ export function reconnectRoutes(deps: ReconnectRoutesDeps): Router {
   const router = Router();
   const form = express.urlencoded({ extended: false, limit: '2kb', parameterLimit: 5 });
   const allowed = [new URL(deps.publicUrl).origin];
+  // The status page alone: its form's POST redirects to the platform's login.
+  const statusPagePolicy = cspWithFormRedirects([deps.loginOrigin]);
   const headers = (res: Response) =>
     res.set({
       'Cache-Control': 'no-store',
@@ -105,6 +114,7 @@ export function reconnectRoutes(deps: ReconnectRoutesDeps): Router {
       const left = tokenInfo ? daysLeft(tokenInfo.expiresAt, now) : null;
       const connected = account.status === 'active' && left !== null && left >= 0;
       headers(res)
+        .set('Content-Security-Policy', statusPagePolicy)
         .type('html')
         .send(
           renderOwnerPage('status', {
