@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { renderEmail } from '../src/alerts/templates.ts';
 import { renderOwnerPage } from '../src/http/owner-pages.ts';
+import { refusedLinkPage } from '../src/http/reconnect.ts';
 
 const OUT = fileURLToPath(new URL('../docs/images/', import.meta.url));
 const brand = { name: 'Northwind Studio', supportEmail: 'help@northwind.example', accentColor: '#0f766e' };
@@ -55,7 +56,7 @@ const shots: Array<{ file: string; html: string; width: number }> = [
   {
     file: 'owner-page-expired-link.png',
     width: 720,
-    html: renderOwnerPage('expired-link', { reason: 'This reconnect link has expired.', brand }),
+    html: refusedLinkPage('expired', brand),
   },
   {
     file: 'owner-page-wrong-account.png',

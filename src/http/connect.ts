@@ -9,7 +9,7 @@ import {
   takeReconnectLink,
   type ReconnectLinkState,
 } from '../store/owners.ts';
-import { RECONNECT_LINK_TEXT, reconnectRoutes } from './reconnect.ts';
+import { reconnectRoutes, refusedLinkPage } from './reconnect.ts';
 import { createLoginState, takeLoginState } from '../store/login-states.ts';
 import {
   checkInvitation,
@@ -92,6 +92,9 @@ export async function startLogin(
   return url.toString();
 }
 
+/** What an owner does after a failed login through their reconnect link. */
+const RECONNECT_AGAIN = 'Open the link from your email again and press Reconnect.';
+
 const INVITATION_TEXT: Record<Exclude<InvitationState, 'ok'>, string> = {
   unknown: 'This invitation link is not valid here. Check that you copied the whole link.',
   expired: 'This invitation has expired.',
@@ -138,6 +141,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
       publicUrl: deps.publicUrl,
       throttle,
       startLogin: (reconnectHash) => startLogin(deps, { reconnectHash }),
+      loginOrigin: new URL(deps.authorizeUrl).origin,
       ...(deps.brand ? { brand: deps.brand } : {}),
     }),
   );
@@ -210,6 +214,8 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
         used: 'This login link was already used. Each login can be used once.',
         expired: 'This login took too long and its request expired.',
       }[taken.result];
+      if (taken.reconnectHash) return usedOrLateReconnectLogin(res, why, taken.reconnectHash);
+      if (taken.invitationHash) return usedOrLateInvitationLogin(res, why, taken.invitationHash);
       return fail(400, 'Login link not valid', why, again);
     }
     const failWithRetry = async (status: number, title: string, ...lines: string[]) =>
@@ -228,7 +234,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
               : 'The platform did not complete the login.',
             `Nothing was connected. To connect, log in again and approve the ${SCOPE} permission: it lets this service read your posts to show them on a website, nothing else.`,
           ],
-          retryUrl: await retryUrlFor(taken.invitationHash),
+          retryUrl: await retryUrlFor(taken.invitationHash, taken.reconnectHash),
           brand: deps.brand,
         }),
       );
@@ -330,7 +336,7 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
           400,
           'Login expired',
           'The login code was already used or has expired (codes live one hour and work once).',
-          again,
+          reconnect ? RECONNECT_AGAIN : again,
         );
       }
       return failWithRetry(
@@ -340,13 +346,56 @@ export function connectRoutes(deps: ConnectRoutesDeps): Router {
       );
     }
   }
+  /**
+   * A used or expired login state of an owner's reconnect link: the owner reloaded the page the
+   * login ended on (the done page too), or took too long on the platform. Where to go depends on
+   * the link: still open, a fresh login bound to it; used, the account was reconnected (a link is
+   * used only by a login that reconnects its account); otherwise the link's own page.
+   */
+  async function usedOrLateReconnectLogin(res: Response, why: string, reconnectHash: string): Promise<void> {
+    const state = linkState(await getReconnectLinkByHash(deps.db, reconnectHash), deps.clock.now());
+    if (state === 'ok')
+      return void send(
+        res,
+        400,
+        'Login link not valid',
+        [why, 'Press Try again to log in once more, or open the link from your email again.'],
+        await startLogin(deps, { reconnectHash }),
+      );
+    if (state === 'used')
+      return void send(res, 400, 'Nothing more to do', [
+        why,
+        'The reconnect link from your email has been used: the account was reconnected, and its feed updates by itself.',
+      ]);
+    linkRefused(res, state);
+  }
+
+  /** The same for a login started from an invitation (taken only by a login that connects). */
+  async function usedOrLateInvitationLogin(res: Response, why: string, invitationHash: string): Promise<void> {
+    const state = await stateOfHash(deps.db, invitationHash, deps.clock.now());
+    if (state === 'ok')
+      return void send(
+        res,
+        400,
+        'Login link not valid',
+        [why, 'Press Try again to log in once more, or open your invitation link again.'],
+        await startLogin(deps, { invitationHash }),
+      );
+    if (state === 'used')
+      return void send(res, 400, 'Nothing more to do', [
+        why,
+        'The invitation has been used: the account was connected, and its feed updates by itself.',
+      ]);
+    send(res, 403, 'Invitation not valid', [INVITATION_TEXT[state], 'Ask the operator for a new invitation.']);
+  }
+
   function linkRefused(res: Response, state: Exclude<ReconnectLinkState, 'ok'>): void {
     res
       .set('Referrer-Policy', 'no-referrer')
       .status(state === 'unknown' ? 404 : 410)
       .set('Cache-Control', 'no-store')
       .type('html')
-      .send(renderOwnerPage('expired-link', { reason: RECONNECT_LINK_TEXT[state], brand: deps.brand }));
+      .send(refusedLinkPage(state, deps.brand));
   }
   return router;
 }

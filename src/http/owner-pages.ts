@@ -15,7 +15,8 @@ import { escapeHtml as h } from './pages.ts';
  * expired-link   | reason (one sentence), retryUrl? , whatNext?
  * wrong-account  | expectedUsername?, retryUrl?
  * status         | username, connected, reason?, daysLeft?, expiresAt?, lastSyncAt?, linkExpiresAt?,
- *                | reconnect?: { url } or { action, fields } (a POST form), statusText?
+ *                | reconnect?: { url } or { action, fields } (a POST form); the days left are shown
+ *                | only while connected, the reason only while not
  * notice         | title, lines, retryUrl?, status? (any other page of the connect flow)
  *
  * No script anywhere (the Content-Security-Policy allows none inline: src/http/security-headers.ts);
@@ -44,8 +45,9 @@ export interface OwnerPageVars {
   status: Common & {
     username: string;
     connected: boolean;
-    /** Why it stopped, in plain words. */
+    /** Why it stopped, in plain words (shown when not connected). */
     reason?: string | null | undefined;
+    /** The token's days left and end (shown while connected: once it is refused they mean nothing). */
     daysLeft?: number | null | undefined;
     expiresAt?: Date | null | undefined;
     lastSyncAt?: Date | null | undefined;
@@ -79,6 +81,7 @@ function href(url: string | undefined): string | undefined {
   }
 }
 
+const capitalise = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 const p = (text: string) => `<p>${h(text)}</p>`;
 const button = (url: string | undefined, label: string) => {
   const u = href(url);
@@ -159,10 +162,13 @@ export function renderOwnerPage<K extends OwnerPageKind>(kind: K, vars: OwnerPag
       return doc(v.reconnected ? 'Account reconnected' : 'Account connected', [
         p(`${v.reconnected ? 'Thank you: ' : ''}${who} is connected${v.reconnected ? ' again' : ''}.${until}`),
         '<h2>What happens next</h2>',
+        // A reconnected account's posts are on the website already: only new ones are to come.
         p(
-          v.scheduled === false
-            ? `The first posts of ${who} are read within a few minutes, as soon as the feed service picks the account up.`
-            : `The first posts of ${who} are read within a minute or so.`,
+          `${v.reconnected ? `New posts of ${who} are read again` : `The first posts of ${who} are read`} ${
+            v.scheduled === false
+              ? 'within a few minutes, as soon as the feed service picks the account up.'
+              : 'within a minute or so.'
+          }`,
         ),
         p(
           v.reconnected
@@ -205,16 +211,28 @@ export function renderOwnerPage<K extends OwnerPageKind>(kind: K, vars: OwnerPag
     case 'status': {
       const v = vars as OwnerPageVars['status'];
       const who = `@${v.username}`;
-      const state = v.connected
-        ? '<span class="state ok" data-state="connected">Connected</span>'
-        : '<span class="state bad" data-state="needs_owner">Not updating: needs you to reconnect</span>';
-      const left =
-        v.daysLeft !== null && v.daysLeft !== undefined && v.daysLeft >= 0
-          ? `${v.daysLeft} day${v.daysLeft === 1 ? '' : 's'}${v.expiresAt ? ` (until ${when(v.expiresAt)})` : ''}`
-          : 'none: the connection has ended';
+      const lastSync = `<dt>Last successful update</dt><dd data-last-sync>${h(v.lastSyncAt ? when(v.lastSyncAt) : 'not yet')}</dd>`;
+      // Connected: the days left count, and reconnecting before they end avoids a gap. Once the
+      // account needs its owner they count for nothing (the platform refuses the token whatever
+      // its date), so the page says why it stopped and what the website shows meanwhile instead.
+      const rows = v.connected
+        ? [
+            `<dt>Connection</dt><dd><span class="state ok" data-state="connected">Connected</span></dd>`,
+            `<dt>Validity left</dt><dd data-days-left="${v.daysLeft ?? ''}">${h(
+              v.daysLeft !== null && v.daysLeft !== undefined
+                ? `${v.daysLeft} day${v.daysLeft === 1 ? '' : 's'}${v.expiresAt ? ` (until ${when(v.expiresAt)})` : ''}`
+                : 'unknown',
+            )}</dd>`,
+            lastSync,
+          ]
+        : [
+            `<dt>Connection</dt><dd><span class="state bad" data-state="needs_owner">Not updating: needs you to reconnect</span></dd>`,
+            `<dt>Why</dt><dd data-reason>${h(v.reason ? capitalise(v.reason) : 'The platform no longer accepts the connection')}.</dd>`,
+            lastSync,
+          ];
       const why = v.connected
         ? `The connection to ${who} works. Reconnect before it ends to keep your website's feed updating without a gap.`
-        : `The connection to ${who} stopped working${v.reason ? ` (${v.reason})` : ''}. New posts no longer reach your website until you reconnect.`;
+        : `The connection to ${who} has stopped working. Your website keeps showing the posts of the last successful update; new posts reach it again once you reconnect.`;
       let action = '';
       if (v.reconnect && 'url' in v.reconnect) action = button(v.reconnect.url, `Reconnect ${who}`);
       else if (v.reconnect) {
@@ -227,9 +245,7 @@ export function renderOwnerPage<K extends OwnerPageKind>(kind: K, vars: OwnerPag
         p(why),
         `<dl>
 <dt>Account</dt><dd>${h(who)}</dd>
-<dt>Connection</dt><dd>${state}</dd>
-<dt>Validity left</dt><dd data-days-left="${v.daysLeft ?? ''}">${h(left)}</dd>
-<dt>Last successful update</dt><dd data-last-sync>${h(v.lastSyncAt ? when(v.lastSyncAt) : 'not yet')}</dd>
+${rows.join('\n')}
 </dl>`,
         action
           ? `<p>Press Reconnect, log in as <strong>${h(who)}</strong> on the platform and approve access. Your password is never seen here.${v.linkExpiresAt ? ` This link works once, until ${h(when(v.linkExpiresAt))}.` : ''}</p>\n${action}`

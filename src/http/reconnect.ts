@@ -11,9 +11,10 @@ import {
 } from '../store/owners.ts';
 import { daysLeft } from '../util/clock.ts';
 import { hasSameOrigin } from './csrf.ts';
+import { cspWithFormRedirects } from './security-headers.ts';
 import { renderOwnerPage } from './owner-pages.ts';
 import { ownerCause } from '../alerts/owner.ts';
-import type { Brand } from '../util/brand.ts';
+import { resolveBrand, type Brand } from '../util/brand.ts';
 import type { ConnectThrottle } from './throttle.ts';
 import type { Db } from '../store/db.ts';
 import type { Clock } from '../util/clock.ts';
@@ -22,10 +23,12 @@ import type { Logger } from '../util/logger.ts';
 /**
  * The owner status page (R-OWN-15): `GET /reconnect/<token>`, the link an owner's alert carries.
  * No dashboard login: the link's token is the credential, read-only and scoped to its one
- * account. It shows the connection's state, the days of validity left and the last successful
- * sync, and a Reconnect button: `POST /reconnect/<token>` with a form value derived from the
- * link (and a same-origin check), which starts the platform's login bound to the link. The link
- * is used only when that login connects the same account (src/http/connect.ts callback).
+ * account. It shows the connection's state, the days of validity left while connected (why it
+ * stopped once it needs its owner), the last successful sync, and a Reconnect button:
+ * `POST /reconnect/<token>` with a form value derived from the link (and a same-origin check),
+ * which starts the platform's login bound to the link: its 303 leads to another origin, so the
+ * page's form-action names that origin. The link is used only when that login connects the same
+ * account (src/http/connect.ts callback).
  *
  * Never on the page: a token, the owner's address, any error text of the platform. The pages
  * carry `Referrer-Policy: no-referrer` (the link is in the address bar) and `Cache-Control:
@@ -39,6 +42,11 @@ export interface ReconnectRoutesDeps {
   publicUrl: string;
   /** The platform's login with a fresh state bound to this link (connect.ts startLogin). */
   startLogin(reconnectHash: string): Promise<string>;
+  /**
+   * The origin of that login (AUTHORIZE_URL's): the Reconnect button's POST answers 303 there,
+   * so the status page's form-action names it (a browser blocks the redirect otherwise).
+   */
+  loginOrigin: string;
   throttle: ConnectThrottle;
   /** BRAND_*: the pages' look, and whom an owner may write to (BRAND_SUPPORT_EMAIL). */
   brand?: Brand;
@@ -66,10 +74,43 @@ export const RECONNECT_LINK_TEXT: Record<Exclude<ReconnectLinkState, 'ok'>, stri
   revoked: 'This reconnect link was replaced by a newer one: use the link in the most recent email.',
 };
 
+/**
+ * What the owner can do about a link that does not work. A reconnect link comes from an
+ * automatic email, so "whoever sent it" names nobody: the brand's support address does, or the
+ * person who set up the feed on the owner's website.
+ */
+export function reconnectLinkNext(state: Exclude<ReconnectLinkState, 'ok'>, brand: Brand | undefined): string {
+  const support = resolveBrand(brand).supportEmail;
+  const ask = support
+    ? `ask ${support} for a new link`
+    : 'ask the person who set up the feed on your website for a new link';
+  switch (state) {
+    case 'used':
+      return `If you reconnected with it, there is nothing more to do: the feed updates by itself. If the account still needs you, ${ask}.`;
+    case 'revoked':
+      return `If you cannot find that email, ${ask}.`;
+    case 'unknown':
+      return `If it still does not work, ${ask}.`;
+    case 'expired':
+      return `${ask.charAt(0).toUpperCase()}${ask.slice(1)}.`;
+  }
+}
+
+/** The page of a reconnect link that does not work (404 unknown, 410 the rest): why, and what to do. */
+export function refusedLinkPage(state: Exclude<ReconnectLinkState, 'ok'>, brand: Brand | undefined): string {
+  return renderOwnerPage('expired-link', {
+    reason: RECONNECT_LINK_TEXT[state],
+    whatNext: reconnectLinkNext(state, brand),
+    brand,
+  });
+}
+
 export function reconnectRoutes(deps: ReconnectRoutesDeps): Router {
   const router = Router();
   const form = express.urlencoded({ extended: false, limit: '2kb', parameterLimit: 5 });
   const allowed = [new URL(deps.publicUrl).origin];
+  // The status page alone: its form's POST redirects to the platform's login.
+  const statusPagePolicy = cspWithFormRedirects([deps.loginOrigin]);
   const headers = (res: Response) =>
     res.set({
       'Cache-Control': 'no-store',
@@ -81,7 +122,7 @@ export function reconnectRoutes(deps: ReconnectRoutesDeps): Router {
     headers(res)
       .status(state === 'unknown' ? 404 : 410)
       .type('html')
-      .send(renderOwnerPage('expired-link', { reason: RECONNECT_LINK_TEXT[state], brand: deps.brand }));
+      .send(refusedLinkPage(state, deps.brand));
   };
 
   /** The link named in the path and its state (a malformed token is never looked up). */
@@ -105,12 +146,16 @@ export function reconnectRoutes(deps: ReconnectRoutesDeps): Router {
       const left = tokenInfo ? daysLeft(tokenInfo.expiresAt, now) : null;
       const connected = account.status === 'active' && left !== null && left >= 0;
       headers(res)
+        .set('Content-Security-Policy', statusPagePolicy)
         .type('html')
         .send(
           renderOwnerPage('status', {
             username: account.username,
             connected,
-            reason: connected ? null : ownerCause(account.statusReasonKind),
+            // An active account whose token ran out is waiting for no other cause than its end.
+            reason: connected
+              ? null
+              : ownerCause(account.status === 'active' && tokenInfo ? 'token_expired' : account.statusReasonKind),
             daysLeft: left === null ? null : Math.max(0, left),
             expiresAt: tokenInfo?.expiresAt ?? null,
             lastSyncAt: account.lastCompleteSyncAt,

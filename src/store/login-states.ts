@@ -29,7 +29,9 @@ export async function createLoginState(
 
 /**
  * Use a state once. The UPDATE ... WHERE used_at IS NULL is atomic, so of two callbacks carrying
- * the same state exactly one gets 'ok'. Also returns the invitation the login started from.
+ * the same state exactly one gets 'ok'. Also returns the invitation or reconnect link the login
+ * started from, for a used or expired state too (a reloaded page can then say where to go next;
+ * only 'ok' may ever connect anything).
  */
 export async function takeLoginState(
   db: Db,
@@ -44,11 +46,16 @@ export async function takeLoginState(
     [hash, now],
   );
   if (rows[0]) return { result: 'ok', invitationHash: rows[0].invitation_hash, reconnectHash: rows[0].reconnect_hash };
-  const seen = await db.query<{ used_at: Date | null }>('SELECT used_at FROM login_states WHERE state_hash = $1', [
-    hash,
-  ]);
+  const seen = await db.query<{ used_at: Date | null; invitation_hash: string | null; reconnect_hash: string | null }>(
+    'SELECT used_at, invitation_hash, reconnect_hash FROM login_states WHERE state_hash = $1',
+    [hash],
+  );
   const row = seen.rows[0];
-  return { result: !row ? 'unknown' : row.used_at ? 'used' : 'expired', invitationHash: null, reconnectHash: null };
+  return {
+    result: !row ? 'unknown' : row.used_at ? 'used' : 'expired',
+    invitationHash: row?.invitation_hash ?? null,
+    reconnectHash: row?.reconnect_hash ?? null,
+  };
 }
 
 export async function consumeLoginState(db: Db, state: string, now: Date): Promise<LoginStateResult> {

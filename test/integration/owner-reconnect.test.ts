@@ -174,14 +174,16 @@ describe('an owner reconnects their own account from the alert', () => {
     expect(smtp.messages.length).toBe(before + 2);
   });
 
-  it('R-OWN-15: the link opens the owner status page: state, validity, last sync, the button; no secret; no-referrer, no-store', async () => {
+  it('R-OWN-15: the link opens the owner status page: state, why, last sync, the button; no secret; no-referrer, no-store', async () => {
     const { res, text } = await get(link);
     expect(res.status).toBe(200);
     expect(res.headers.get('referrer-policy')).toBe('no-referrer');
     expect(res.headers.get('cache-control')).toBe('no-store');
     expect(text).toContain(`@${username}`);
     expect(text).toContain('data-state="needs_owner"');
-    expect(text).toMatch(/data-days-left="\d+"/);
+    // The token is refused: its days left would read as if the connection had weeks to go.
+    expect(text).not.toContain('data-days-left');
+    expect(text).toContain('<dd data-reason>The platform no longer accepts the connection.</dd>');
     expect(text).toContain('Last successful update');
     expect(text).toContain('<button type="submit">Reconnect');
     expect(text).not.toContain(OWNER);

@@ -447,6 +447,22 @@ describe('login states', () => {
     });
   });
 
+  it('a used or expired state still names the invitation or reconnect link it was made for (the page says where to go next)', async () => {
+    const used = await createLoginState(pool, t0, 10 * MINUTE, { reconnectHash: 'r'.repeat(64) });
+    expect((await takeLoginState(pool, used, later(MINUTE))).result).toBe('ok');
+    expect(await takeLoginState(pool, used, later(MINUTE))).toEqual({
+      result: 'used',
+      invitationHash: null,
+      reconnectHash: 'r'.repeat(64),
+    });
+    const late = await createLoginState(pool, t0, 10 * MINUTE, { invitationHash: 'i'.repeat(64) });
+    expect(await takeLoginState(pool, late, later(10 * MINUTE))).toEqual({
+      result: 'expired',
+      invitationHash: 'i'.repeat(64),
+      reconnectHash: null,
+    });
+  });
+
   it('expired and unknown', async () => {
     const state = await createLoginState(pool, t0, 10 * MINUTE);
     expect(await consumeLoginState(pool, state, later(10 * MINUTE))).toBe('expired');

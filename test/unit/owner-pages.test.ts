@@ -37,7 +37,7 @@ const cases: Case[] = [
   {
     kind: 'done',
     vars: { username: 'shop', reconnected: true, scheduled: false },
-    says: ['Account reconnected', '@shop is connected again', 'within a few minutes'],
+    says: ['Account reconnected', '@shop is connected again', 'New posts of @shop are read again within a few minutes'],
   },
   {
     kind: 'declined',
@@ -66,7 +66,14 @@ const cases: Case[] = [
       reconnect: { action: '/reconnect/tok', fields: { confirm: `x${EVIL}` } },
       brand: BRAND,
     },
-    says: ['Not updating', 'Wednesday, 1 April 2026, 10:00 UTC', 'Reconnect @shop', 'works once'],
+    says: [
+      'Not updating',
+      'The password was changed',
+      'keeps showing the posts of the last successful update',
+      'Wednesday, 1 April 2026, 10:00 UTC',
+      'Reconnect @shop',
+      'works once',
+    ],
   },
   {
     kind: 'status',
@@ -129,6 +136,32 @@ describe('owner pages', () => {
     expect(evil).not.toContain('javascript:');
     const ok = renderOwnerPage('declined', { lines: ['x'], retryUrl: RETRY });
     expect(ok).toContain(`<a class="button" href="${RETRY.replace(/&/g, '&amp;')}">Try again</a>`);
+  });
+
+  it('the status page shows days of validity only while connected: a refused token has none that count', () => {
+    const common = {
+      username: 'shop',
+      daysLeft: 59,
+      expiresAt: new Date('2026-05-30T10:00:00Z'),
+      lastSyncAt: new Date('2026-04-01T10:00:00Z'),
+      reconnect: { url: RETRY },
+    };
+    const needsOwner = renderOwnerPage('status', {
+      ...common,
+      connected: false,
+      reason: "the account's password was changed",
+    });
+    expect(text(needsOwner)).not.toContain('Validity left');
+    expect(text(needsOwner)).not.toContain('59 days');
+    expect(needsOwner).not.toContain('data-days-left');
+    expect(needsOwner).toContain('<dd data-reason>The account&#39;s password was changed.</dd>');
+    const noReason = renderOwnerPage('status', { ...common, connected: false });
+    expect(noReason).toContain('<dd data-reason>The platform no longer accepts the connection.</dd>');
+
+    const connected = renderOwnerPage('status', { ...common, connected: true, reason: 'ignored' });
+    expect(text(connected)).toContain('Validity left 59 days (until Saturday, 30 May 2026, 10:00 UTC)');
+    expect(connected).toContain('data-days-left="59"');
+    expect(connected).not.toContain('data-reason');
   });
 
   it('a light accent colour gets dark button text', () => {
