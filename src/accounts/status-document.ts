@@ -1,3 +1,4 @@
+import { openDeletions } from '../deletion/guard.ts';
 import { getAccount } from '../store/accounts.ts';
 import type { Db } from '../store/db.ts';
 import { getTokenInfo } from '../store/tokens.ts';
@@ -102,7 +103,10 @@ export function statusPublisher(deps: StatusDeps): StatusPublisher {
     },
     async remove(accountId) {
       try {
-        await deps.storage.delete(statusKey(accountId));
+        // Through the deletion guard (R-DEL-1..3): only in this deployment's storage, and only
+        // while the account is still gone when looked at right before the delete.
+        const run = await openDeletions(deps, { by: 'account removal' });
+        await run.removeStatusDocument(accountId, async () => (await getAccount(deps.db, accountId)) === null);
       } catch (err) {
         deps.logger.warn({ accountId, err: redactText((err as Error).message) }, 'status document not deleted');
       }

@@ -22,6 +22,8 @@ import { DAY } from '../util/clock.ts';
 import { redactText } from '../util/redact.ts';
 import type { WidgetDeps } from '../widgets/publish.ts';
 import { checkWidgets, repairWidgets, type WidgetProblem, type WidgetProblemKind } from './widgets.ts';
+import { openDeletions, type DeletionRun } from '../deletion/guard.ts';
+import { deleteOrphans, type OrphanAction } from './orphans.ts';
 
 /**
  * `feedmirror verify`: do PostgreSQL, Redis and the object storage agree? Every account has its
@@ -34,8 +36,8 @@ import { checkWidgets, repairWidgets, type WidgetProblem, type WidgetProblemKind
  * is copied again (copySlot, its post's links renewed first, R-MED-8), a feed is published again
  * (publishAccountFeed), schedules are set again (the caller's ScheduleCheck: scheduleAccount,
  * unscheduleAccount). Nothing is deleted unless repairing, and then only unreferenced objects
- * older than the grace period. After a repair the accounts that had problems are checked again,
- * with the schedules, secrets and widgets.
+ * older than the grace period, through the deletion guard (./orphans.ts). After a repair the
+ * accounts that had problems are checked again, with the schedules, secrets and widgets.
  *
  * Memory stays flat with the number of accounts: they are read a page at a time (eachAccount),
  * and only an account with a problem keeps its findings (its copies, orphans) for the repair.
@@ -76,7 +78,7 @@ export interface Problem extends VerifyFinding {
 }
 
 export interface RepairAction extends VerifyFinding {
-  kind: 'recopied' | 'republished' | 'rescheduled' | 'unscheduled' | 'deleted-orphan' | 'repair-failed';
+  kind: 'recopied' | 'republished' | 'rescheduled' | 'unscheduled' | 'repair-failed' | OrphanAction['kind'];
 }
 
 /** One difference between the accounts and the schedules (jobs/verify-schedules.ts supplies it). */
@@ -127,6 +129,8 @@ export interface VerifyOptions {
   /** Only this account (its schedules, feed, objects and token; webhook secrets are not per account). */
   accountId?: string;
   repair?: boolean;
+  /** With repair: delete orphans past the cap too (R-DEL-4; never past the rest of the deletion guard). */
+  force?: boolean;
   /** Unreferenced objects younger than this are a copy in flight, not an orphan (default 24 h). */
   orphanGraceMs?: number;
   /** Storage requests at once (default 16). */
@@ -621,6 +625,7 @@ async function repair(deps: VerifyDeps, opts: VerifyOptions, found: CheckResult)
     byAccount.get(p.accountId)!.push(p);
   }
   let accountsDone = 0;
+  let deletions: DeletionRun | undefined;
   for (const [accountId, problems] of byAccount) {
     const f = found.accounts.get(accountId);
     if (!f) continue;
@@ -677,15 +682,26 @@ async function repair(deps: VerifyDeps, opts: VerifyOptions, found: CheckResult)
         failed(accountId, feedKey(accountId), 'could not publish the feed again', err);
       }
     }
-    // 3. Orphans past the grace period: the only thing verify ever deletes.
-    for (const key of f.orphans) {
+    // 3. Orphans past the grace period: the only thing verify ever deletes, through the deletion
+    //    guard (R-DEL-1..4), each looked at again right before its delete.
+    if (f.orphans.length > 0)
       try {
-        await deps.storage.delete(key);
-        done.push({ kind: 'deleted-orphan', accountId, key, detail: 'unreferenced past the grace period' });
+        deletions ??= await openDeletions(deps, {
+          by: 'verify --repair',
+          forceWith: 'feedmirror verify --repair --force',
+          ...(opts.force ? { force: true } : {}),
+        });
+        done.push(
+          ...(await deleteOrphans(deps, deletions, accountId, f.orphans, {
+            total: f.counts.storedObjects,
+            graceMs: opts.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS,
+            now: () => deps.clock.now(),
+            forceWith: `feedmirror verify --account ${accountId} --repair --force`,
+          })),
+        );
       } catch (err) {
-        failed(accountId, key, 'could not delete the orphan', err);
+        failed(accountId, undefined, 'could not delete the orphans', err);
       }
-    }
     opts.onProgress?.({
       accountsDone: ++accountsDone,
       accounts: byAccount.size,
