@@ -162,7 +162,7 @@ export class DeletionRun {
       out.held.push(...planned);
       this.deps.logger.warn(
         { accountId, by: this.opts.by, objects: planned.length, of: total },
-        `deletes held: ${planned.length} of the account's ${total} objects is more than ${cap.objects} (DELETE_CAP_OBJECTS) and more than ${Math.round(cap.share * 100)}% (DELETE_CAP_SHARE) at once; nothing deleted${this.opts.forceWith ? `; \`${this.opts.forceWith}\` deletes them once you have looked` : ''}`,
+        `deletes held: this run would delete ${planned.length} of the account's ${total} objects, more than ${cap.objects} (DELETE_CAP_OBJECTS) and more than ${Math.round(cap.share * 100)}% (DELETE_CAP_SHARE) at once; nothing deleted${this.opts.forceWith ? `; \`${this.opts.forceWith}\` deletes them once you have looked` : ''}`,
       );
       return out;
     }

@@ -460,7 +460,7 @@ describe('R-DEL-4: a mass deletion is held until --force; a post deleted at the 
     const held = await runMediaSweep({ db, storage, clock, logger }, { accountId: id });
     expect(held).toMatchObject({ removedMedia: 0, held: 300, refused: 0 });
     for (const key of orphans) expect(await exists(dir, key), key).toBe(true);
-    expect(logged(`deletes held: 300 of the account's 310 objects`)[0]).toContain(
+    expect(logged(`deletes held: this run would delete 300 of the account's 310 objects`)[0]).toContain(
       `feedmirror media sweep --account ${id} --force`,
     );
 
