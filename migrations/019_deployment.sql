@@ -8,10 +8,10 @@ CREATE TABLE IF NOT EXISTS deployment (
   id             text NOT NULL CHECK (id ~ '^[A-Za-z0-9_-]{8,128}$'),
   created_at     timestamptz NOT NULL DEFAULT now(),
   -- The feeds published before this migration ran (the most recent 50 that were not the demo):
-  -- an upgraded deployment's storage holds them byte for byte as recorded, so finding one there,
-  -- its record unchanged since, proves the storage is this deployment's, and the first start
-  -- writes the marker. Feeds published after this moment prove nothing: this version may have
-  -- written them into any storage STORAGE_URL named.
+  -- an upgraded deployment's storage holds them as recorded (their content hash), so finding one
+  -- there, its record unchanged since, proves the storage is this deployment's, and the first
+  -- start writes the marker. Feeds published after this moment prove nothing: this version may
+  -- have written them into any storage STORAGE_URL named.
   claim_evidence jsonb NOT NULL DEFAULT '[]'::jsonb
 );
 

@@ -20,7 +20,7 @@ import { ID_PATTERN } from '../util/ids.ts';
  *   the start of worker, serve or `sync --wait`;
  * - to a storage holding one of this deployment's feeds as published before this version ran
  *   (the upgrade: a feed of the deployment row's claim evidence, its record unchanged since, and
- *   byte for byte what storage holds), at the same starts;
+ *   what storage holds has its recorded content hash), at the same starts;
  * - by the operator, `feedmirror doctor --create`, whatever the storage holds;
  * and never over a marker that is there, whatever it says.
  */
