@@ -3,6 +3,7 @@ import { HOUR } from '../src/util/clock.ts';
 import { runExpirySweep, type SweepDeps, type SweepResult } from '../src/alerts/sweep.ts';
 import { runMediaSweep, type MediaSweepResult } from '../src/feeds/media-sweep.ts';
 import type { ObjectStorage } from '../src/storage/types.ts';
+import { openDeletions, type DeleteCap } from '../src/deletion/guard.ts';
 import { runHousekeeping, type HousekeepingResult } from '../src/store/housekeeping.ts';
 import { runVerify, type VerifyCounts, type VerifyDeps } from '../src/verify/verify.ts';
 import { defineJob } from './definition.ts';
@@ -15,6 +16,8 @@ import { retryOptions } from './queues.ts';
 export interface MaintenanceDeps extends SweepDeps {
   /** The feed pipeline's storage; without it (token-only worker) the media sweep has nothing to do. */
   storage?: ObjectStorage;
+  /** R-DEL-4: the deletion guard's cap (DELETE_CAP_OBJECTS, DELETE_CAP_SHARE). */
+  deleteCap?: DeleteCap;
   /** Account events older than this are deleted by the housekeeping job (EVENT_RETENTION_DAYS). */
   eventRetentionDays: number;
   /** The daily verify (VERIFY_DAILY): the feed pipeline's deps and the schedules; none = not run here. */
@@ -46,7 +49,13 @@ export const mediaSweepJob = defineJob({
   async process(deps: MaintenanceDeps): Promise<MediaSweepResult> {
     // Failing (not skipping) lets a worker that runs the feed pipeline take the retry.
     if (!deps.storage) throw new Error('media-sweep: this worker runs no feed pipeline (no storage)');
-    return runMediaSweep({ db: deps.db, storage: deps.storage, clock: deps.clock, logger: deps.logger });
+    return runMediaSweep({
+      db: deps.db,
+      storage: deps.storage,
+      clock: deps.clock,
+      logger: deps.logger,
+      ...(deps.deleteCap ? { deleteCap: deps.deleteCap } : {}),
+    });
   },
 });
 
@@ -64,8 +73,16 @@ export const housekeepingJob = defineJob({
   options: DAILY_OPTIONS,
   async process(deps: MaintenanceDeps): Promise<HousekeepingResult & { leftovers: number }> {
     const result = await runHousekeeping(deps);
+    // Through the deletion guard: nothing is removed from a storage that is not this deployment's (R-DEL-1).
     const leftovers = deps.storage
-      ? await deps.storage.sweepLeftovers(new Date(deps.clock.now().getTime() - LEFTOVER_AGE_MS))
+      ? await (
+          await openDeletions(
+            { db: deps.db, storage: deps.storage, logger: deps.logger, clock: deps.clock },
+            {
+              by: 'housekeeping',
+            },
+          )
+        ).sweepLeftovers(new Date(deps.clock.now().getTime() - LEFTOVER_AGE_MS))
       : 0;
     if (leftovers > 0) deps.logger.info({ leftovers }, 'housekeeping: temporary files of unfinished writes removed');
     return { ...result, leftovers };

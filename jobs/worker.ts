@@ -180,6 +180,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     ...sweepDeps,
     eventRetentionDays: deps.eventRetentionDays ?? 365,
     ...(deps.feed ? { storage: deps.feed.storage } : {}),
+    ...(deps.feed?.deleteCap ? { deleteCap: deps.feed.deleteCap } : {}),
     ...(deps.feed && verifyMode !== 'off'
       ? {
           verify: {

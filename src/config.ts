@@ -773,6 +773,26 @@ export const configSchema = z.object({
       example: '48',
       readBy: ['worker', 'cli'],
     }),
+  /** R-DEL-4: a run holds an account's deletes when they are more than this many objects and more than DELETE_CAP_SHARE of them. */
+  DELETE_CAP_OBJECTS: posInt.default(200).register(settings, {
+    description:
+      "the deletion guard's cap (see [What feedmirror deletes](operating.md#what-feedmirror-deletes)): a publish, the media sweep or `verify --repair` that would delete more than this many of an account's objects at once, and more than `DELETE_CAP_SHARE` of them, deletes none, holds them and says so; `--force` (`verify --repair --force`, `media sweep --force`) goes on. Below it every delete goes on: a post deleted at the source is a few dozen objects",
+    example: '500',
+    readBy: ['worker', 'serve', 'cli'],
+  }),
+  /** R-DEL-4: the share of an account's objects above which (and above DELETE_CAP_OBJECTS) a run holds its deletes. */
+  DELETE_CAP_SHARE: z.coerce
+    .number()
+    .gt(0)
+    .max(1)
+    .default(0.5)
+    .register(settings, {
+      description:
+        "the deletion guard's cap, as a share of an account's objects (0.5 = half): deletes are held only when they are more than `DELETE_CAP_OBJECTS` and more than this share at once",
+      example: '0.25',
+      readBy: ['worker', 'serve', 'cli'],
+      type: 'number above 0, at most 1',
+    }),
   /** Webhook endpoints on private, loopback or link-local addresses are refused unless this is true (SSRF guard). */
   WEBHOOK_ALLOW_PRIVATE: z
     .stringbool()

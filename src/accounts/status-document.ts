@@ -1,3 +1,4 @@
+import { openDeletions } from '../deletion/guard.ts';
 import { getAccount } from '../store/accounts.ts';
 import type { Db } from '../store/db.ts';
 import { getTokenInfo } from '../store/tokens.ts';
@@ -91,10 +92,19 @@ export async function publishAccountStatus(deps: StatusDeps, accountId: string):
 
 /**
  * Delete the account's status document (R-OWN-16): its removal, a document left while
- * PUBLISH_STATUS is off (`feedmirror verify --repair`). The one place one is deleted.
+ * PUBLISH_STATUS is off (`feedmirror verify --repair`). The one place one is deleted, through the
+ * deletion guard (R-DEL-1..3): only in this deployment's storage, and only while `stillUnwanted`
+ * (read right before the delete) says so: an account connected again meanwhile keeps it. Returns
+ * whether it was deleted.
  */
-export async function removeAccountStatus(deps: Pick<StatusDeps, 'storage'>, accountId: string): Promise<void> {
-  await deps.storage.delete(statusKey(accountId));
+export async function removeAccountStatus(
+  deps: Pick<StatusDeps, 'db' | 'storage' | 'logger' | 'clock'>,
+  accountId: string,
+  stillUnwanted: () => Promise<boolean>,
+  by = 'account removal',
+): Promise<boolean> {
+  const run = await openDeletions(deps, { by });
+  return run.removeStatusDocument(accountId, stillUnwanted);
 }
 
 /**
@@ -118,7 +128,8 @@ export function statusPublisher(deps: StatusDeps, settings: StatusSettings = { p
     },
     async remove(accountId) {
       try {
-        await removeAccountStatus(deps, accountId);
+        // The account removed: its document goes, unless the account is back when looked at again.
+        await removeAccountStatus(deps, accountId, async () => (await getAccount(deps.db, accountId)) === null);
       } catch (err) {
         deps.logger.warn({ accountId, err: redactText((err as Error).message) }, 'status document not deleted');
       }

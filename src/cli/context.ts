@@ -34,6 +34,7 @@ import type { EventSink } from '../webhooks/events.ts';
 import { createMetrics, type Metrics } from '../metrics/index.ts';
 import { platformCallObserver } from '../metrics/observe.ts';
 import { widgetRepublisher, type WidgetDeps } from '../widgets/publish.ts';
+import type { DeleteCap } from '../deletion/guard.ts';
 
 /**
  * The composition root: builds what a command needs from the configuration, each piece only
@@ -312,10 +313,26 @@ export class AppContext {
       lifecycle: this.lifecycle,
       events: this.events,
       listingMaxItems: this.config.LISTING_MAX_ITEMS,
+      deleteCap: this.deleteCap,
       // R-WID-5: every feed publication (and failed sync) republishes the account's widgets.
       sourceChanged: widgetRepublisher(this.widgetDeps),
       ...(this.config.PUBLISH_STATUS ? { status: this.statusDocuments } : {}),
     };
+  }
+
+  /** R-DEL-4: the deletion guard's cap (DELETE_CAP_OBJECTS, DELETE_CAP_SHARE). */
+  get deleteCap(): DeleteCap {
+    return { objects: this.config.DELETE_CAP_OBJECTS, share: this.config.DELETE_CAP_SHARE };
+  }
+
+  /**
+   * R-DEL-1: at the start of worker, serve and `sync --wait`, the storage's deployment marker
+   * written when the storage may be taken as this deployment's; one line says what stands.
+   */
+  async claimStorage(): Promise<void> {
+    const { claimAtStart } = await import('../deletion/marker.ts');
+    // Callers have migrated the database already (the deployment's id is a migration's).
+    await claimAtStart({ db: this.db, storage: this.storage, clock: this.clock, logger: this.logger });
   }
 
   /** What widgets are published with: the CLI, the dashboard and the worker alike. */

@@ -9,6 +9,8 @@ import { preflight } from './preflight.ts';
 import { describeDatabaseUrl } from '../store/db.ts';
 import { readMigrations } from '../store/migrate.ts';
 import { createStorage } from '../storage/index.ts';
+import { probeKey } from '../storage/keys.ts';
+import { removeProbe } from '../deletion/guard.ts';
 import { Cluster } from 'ioredis';
 import { pingRedis, describeRedis, createRedis, redisSettings } from '../../jobs/queues.ts';
 import { redactText } from '../util/redact.ts';
@@ -33,7 +35,10 @@ export interface CheckResult {
 }
 
 export interface DoctorOptions {
-  /** Create the database when it does not exist. */
+  /**
+   * Create the database when it does not exist, and write the storage's deployment marker when
+   * it has none (R-DEL-1; never over another deployment's).
+   */
   create?: boolean;
   /** Per network check. */
   timeoutMs?: number;
@@ -75,7 +80,15 @@ export async function runDoctor(env: NodeJS.ProcessEnv, opts: DoctorOptions = {}
       : skip('accounts health', migrations?.status === 'warn' ? 'migrations pending' : 'database not usable'),
   );
   results.push(...(await checkRedis(config, timeoutMs)));
-  results.push(...(await checkStorage(config, env, timeoutMs)));
+  const storage = await checkStorage(config, env, timeoutMs);
+  results.push(...storage);
+  results.push(
+    migrations?.status !== 'ok'
+      ? skip('storage owner', migrations?.status === 'warn' ? 'migrations pending' : 'database not usable')
+      : storage.find((r) => r.name === 'storage reachable')?.status !== 'ok'
+        ? skip('storage owner', 'storage not reachable')
+        : await checkStorageOwner(config, env, opts.create ?? false, timeoutMs),
+  );
   results.push(await checkSmtp(config, timeoutMs));
   results.push(...(await checkPlatform(config, timeoutMs)));
   return results;
@@ -418,7 +431,7 @@ async function checkStorage(config: Config, env: NodeJS.ProcessEnv, timeoutMs: n
     return out;
   }
   // Under feeds/, which is public like the feeds themselves: the public read below checks the real rule.
-  const key = `feeds/doctor-probe-${randomBytes(6).toString('hex')}.json`;
+  const key = probeKey('doctor', 'feeds', randomBytes(6).toString('hex'));
   const body = Buffer.from(JSON.stringify({ probe: key, at: new Date().toISOString() }));
   let written = false;
   try {
@@ -437,10 +450,60 @@ async function checkStorage(config: Config, env: NodeJS.ProcessEnv, timeoutMs: n
       ),
     );
   } finally {
-    if (written) await storage.delete(key).catch(() => undefined);
+    // Through the deletion guard: the probe alone, still holding the bytes written (R-DEL-2).
+    if (written) await removeProbe(storage, key, body).catch(() => undefined);
     (storage as { close?: () => void }).close?.();
   }
   return out;
+}
+
+/**
+ * R-DEL-1: whose storage this is. Nothing is deleted from a storage without this deployment's
+ * marker; a new storage gets it at the first start, an upgraded one when it holds this
+ * deployment's own feeds, any other only from the operator: `--create` writes it (never over
+ * another deployment's).
+ */
+async function checkStorageOwner(
+  config: Config,
+  env: NodeJS.ProcessEnv,
+  create: boolean,
+  timeoutMs: number,
+): Promise<CheckResult> {
+  const name = 'storage owner';
+  const { claimStorage, claimedBecause, ownershipNotice } = await import('../deletion/marker.ts');
+  const { DEPLOYMENT_MARKER_KEY } = await import('../storage/keys.ts');
+  const storage = createStorage(config, { maxAttempts: 1, requestTimeoutMs: timeoutMs });
+  const pool = new pg.Pool({ connectionString: config.DATABASE_URL, connectionTimeoutMillis: timeoutMs, max: 1 });
+  pool.on('error', () => undefined);
+  try {
+    const o = await claimStorage(
+      { db: pool, storage, clock: clockFromEnv(env) },
+      create ? { operator: true } : { dryRun: true },
+    );
+    if (o.state === 'ours')
+      return ok(
+        name,
+        o.claimed
+          ? `${DEPLOYMENT_MARKER_KEY} written now with this deployment's id ${o.deploymentId}, since ${claimedBecause(o.claimed)}`
+          : `${DEPLOYMENT_MARKER_KEY} carries this deployment's id ${o.deploymentId}`,
+      );
+    if (o.claimed)
+      return ok(
+        name,
+        `no deployment marker yet; the first start of worker, serve or \`sync --wait\` writes it, since ${claimedBecause(o.claimed)}`,
+      );
+    const { line, fix } = ownershipNotice(o);
+    return fail(name, line, fix);
+  } catch (err) {
+    return fail(
+      name,
+      `could not read the deployment marker (${redactText((err as Error).message)})`,
+      'check the storage and the database',
+    );
+  } finally {
+    await pool.end().catch(() => undefined);
+    (storage as { close?: () => void }).close?.();
+  }
 }
 
 async function checkPublicRead(

@@ -9,6 +9,7 @@ import type { Logger } from '../util/logger.ts';
 import type { AccountLifecycle } from '../accounts/lifecycle.ts';
 import type { EventSink } from '../webhooks/events.ts';
 import type { StatusPublisher } from '../accounts/status-document.ts';
+import type { DeleteCap } from '../deletion/guard.ts';
 
 /** Everything the feed pipeline (sync, copy, publish) works with; built once by the caller. */
 export interface FeedDeps {
@@ -44,4 +45,6 @@ export interface FeedDeps {
   status?: Pick<StatusPublisher, 'publish'>;
   /** R-NET-6: the most items a listing may read while more pages follow (LISTING_MAX_ITEMS; default 5000). */
   listingMaxItems?: number;
+  /** R-DEL-4: DELETE_CAP_OBJECTS and DELETE_CAP_SHARE (the guard's defaults without). */
+  deleteCap?: DeleteCap;
 }

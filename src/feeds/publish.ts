@@ -11,11 +11,15 @@ import type { Db } from '../store/db.ts';
 import { hiddenFeedPostIds } from '../store/hidden-posts.ts';
 import { getRemovalHold } from '../store/holds.ts';
 import { readCopyManifests } from '../mirror/copy.ts';
+import { openDeletions } from '../deletion/guard.ts';
+import { feedReferences } from '../deletion/references.ts';
 import {
   adoptPosts,
   deleteMediaCopies,
   getFeedPublication,
+  getPost,
   listMediaCopies,
+  listMediaCopiesOf,
   listOrphanedCopyMediaIds,
   listPosts,
   saveFeedPublication,
@@ -34,7 +38,16 @@ export const FEED_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 type PublishDeps = Pick<
   FeedDeps,
-  'db' | 'storage' | 'clock' | 'logger' | 'feedMaxAgeSeconds' | 'relinkMarginMs' | 'events' | 'sourceChanged' | 'status'
+  | 'db'
+  | 'storage'
+  | 'clock'
+  | 'logger'
+  | 'feedMaxAgeSeconds'
+  | 'relinkMarginMs'
+  | 'events'
+  | 'sourceChanged'
+  | 'status'
+  | 'deleteCap'
 >;
 
 /**
@@ -436,15 +449,10 @@ export async function publishAccountFeed(
   }
   // R-OWN-16: the status document beside the feed, with every publish (days left, last good sync).
   await deps.status?.publish(accountId);
-  const removedMedia: string[] = [];
   // Objects of posts that left the store, never of one the published feed still shows (R-OWN-6).
   const inFeed = new Set(built.feed.posts.map((p) => p.id));
-  for (const mediaId of await listOrphanedCopyMediaIds(deps.db, accountId)) {
-    if (inFeed.has(mediaId)) continue;
-    await removeMediaObjects(deps.storage, accountId, mediaId);
-    await deleteMediaCopies(deps.db, accountId, mediaId);
-    removedMedia.push(mediaId);
-  }
+  const pruned = (await listOrphanedCopyMediaIds(deps.db, accountId)).filter((id) => !inFeed.has(id));
+  const removedMedia = pruned.length > 0 ? await removePrunedMedia(deps, accountId, pruned) : [];
   await announceSource(deps, accountId);
   return {
     outcome,
@@ -579,30 +587,79 @@ export async function adoptPublishedFeed(deps: PublishDeps, accountId: string, f
 }
 
 /**
- * The periodic sweep (R-LNK-6): every object under media/<accountId>/ that no recorded copy
- * references (a post pruned while a copy was in flight, a superseded file of an edited post, a
- * crash between upload and bookkeeping) is deleted. Manifests (<slot>.json) of recorded slots are
- * kept. Run it when no copy of this account is in flight (after its publish). Returns keys removed.
+ * R-LNK-6: the objects of pruned posts (their copies recorded, their post rows gone), through the
+ * deletion guard (R-DEL-1..4): each post row read again right before the delete. A media item
+ * whose objects are all gone loses its copy records; one the guard kept, held or refused keeps
+ * them, so the next publish (or `feedmirror media sweep --force`, for what the cap held) tries
+ * again. Returns the media ids removed.
  */
-export async function sweepAccountMedia(deps: Pick<FeedDeps, 'db' | 'storage'>, accountId: string): Promise<string[]> {
-  const keep = recordedMediaKeys(accountId, await listMediaCopies(deps.db, accountId));
-  // R-OWN-6: never an object the published feed points at (a post kept as last published may
-  // point at copies no record names any more), nor its manifest.
-  const published = await readPublishedPosts(deps.storage, accountId);
-  for (const key of published ? referencedKeys(published, accountId) : []) {
-    keep.add(key);
-    const slot = /\/([a-z0-9][a-z0-9-]*?)-[0-9a-f]{16}(?:-w\d+)?\.[a-z0-9]+$/.exec(key)?.[1];
-    if (slot) keep.add(`${key.slice(0, key.lastIndexOf('/') + 1)}${slot}.json`);
+async function removePrunedMedia(deps: PublishDeps, accountId: string, mediaIds: string[]): Promise<string[]> {
+  const keysOf = new Map<string, string[]>();
+  for (const mediaId of mediaIds) {
+    const keys: string[] = [];
+    for await (const key of deps.storage.list(mediaPrefix(accountId, mediaId))) keys.push(key);
+    keysOf.set(mediaId, keys);
+  }
+  const candidates = [...keysOf.values()].flat();
+  const left = new Set<string>();
+  if (candidates.length > 0) {
+    const run = await openDeletions(deps, { by: 'publish', frequent: true, forceWith: FORCE_MEDIA_SWEEP });
+    const r = await run.removeMediaObjects(accountId, candidates, {
+      // The share of the cap is of the objects the account's copy records name.
+      total: recordedMediaKeys(accountId, await listMediaCopies(deps.db, accountId)).size,
+      stillUnreferenced: async (key) => !(await getPost(deps.db, accountId, key.split('/')[2]!)),
+    });
+    for (const key of [...r.kept, ...r.held, ...r.refused.map((x) => x.key)]) left.add(key);
   }
   const removed: string[] = [];
-  const candidates: string[] = [];
-  for await (const key of deps.storage.list(mediaPrefix(accountId))) if (!keep.has(key)) candidates.push(key);
-  for (const key of candidates) {
-    await deps.storage.delete(key);
-    removed.push(key);
+  for (const [mediaId, keys] of keysOf) {
+    if (keys.some((k) => left.has(k))) continue;
+    await deleteMediaCopies(deps.db, accountId, mediaId);
+    removed.push(mediaId);
   }
   return removed;
 }
+
+/** What deletes the objects the cap held in a publish or a media sweep. */
+const FORCE_MEDIA_SWEEP = 'feedmirror media sweep --force';
+
+/**
+ * The periodic sweep (R-LNK-6): every object under media/<accountId>/ that no recorded copy
+ * references (a post pruned while a copy was in flight, a superseded file of an edited post, a
+ * crash between upload and bookkeeping) is deleted, through the deletion guard (R-DEL-1..4): the
+ * copy records of its media item read again right before each delete. Manifests (<slot>.json) of
+ * recorded slots are kept. Run it when no copy of this account is in flight (after its publish).
+ * Returns the keys removed.
+ */
+export async function sweepAccountMedia(
+  deps: Pick<FeedDeps, 'db' | 'storage' | 'logger' | 'clock' | 'deleteCap'>,
+  accountId: string,
+): Promise<string[]> {
+  const keep = recordedMediaKeys(accountId, await listMediaCopies(deps.db, accountId));
+  // R-OWN-6: never an object the published feed points at (a post kept as last published may
+  // point at copies no record names any more), nor its manifest. The guard checks it again.
+  const published = await readPublishedPosts(deps.storage, accountId);
+  for (const key of published ? feedReferences(published, accountId) : []) keep.add(key);
+  let listed = 0;
+  const candidates: string[] = [];
+  for await (const key of deps.storage.list(mediaPrefix(accountId))) {
+    listed++;
+    if (!keep.has(key)) candidates.push(key);
+  }
+  if (candidates.length === 0) return [];
+  const run = await openDeletions(deps, { by: 'publish sweep', frequent: true, forceWith: FORCE_VERIFY });
+  const r = await run.removeMediaObjects(accountId, candidates, {
+    total: listed,
+    stillUnreferenced: async (key) => {
+      const mediaId = key.split('/')[2]!;
+      return !recordedMediaKeys(accountId, await listMediaCopiesOf(deps.db, accountId, mediaId)).has(key);
+    },
+  });
+  return r.deleted;
+}
+
+/** What deletes the unreferenced objects the cap held in the publish's sweep (verify's orphans). */
+const FORCE_VERIFY = 'feedmirror verify --repair --force';
 
 /** The objects the recorded copies of an account reference: originals, variants, manifests. */
 export function recordedMediaKeys(accountId: string, copies: readonly MediaCopy[]): Set<string> {
@@ -613,40 +670,6 @@ export function recordedMediaKeys(accountId: string, copies: readonly MediaCopy[
     keep.add(`${mediaPrefix(accountId, c.mediaId)}${c.slot}.json`);
   }
   return keep;
-}
-
-/** The storage keys of this account's copies that a feed points at (every size of every image). */
-export function referencedKeys(feed: Feed, accountId: string): string[] {
-  const marker = mediaPrefix(accountId);
-  const urls: string[] = [];
-  for (const p of feed.posts) {
-    if (p.thumbnailUrl) urls.push(p.thumbnailUrl);
-    for (const s of p.thumbnailSizes ?? []) urls.push(s.url);
-    for (const m of p.media) {
-      urls.push(m.url);
-      for (const s of m.sizes ?? []) urls.push(s.url);
-    }
-  }
-  const keys = new Set<string>();
-  for (const url of urls) {
-    const path = url.split(/[?#]/)[0]!;
-    const at = path.indexOf(`/${marker}`);
-    if (at !== -1) keys.add(path.slice(at + 1));
-    else if (path.startsWith(marker)) keys.add(path);
-  }
-  return [...keys];
-}
-
-/**
- * Every object of one media item, deleted one by one. Not storage.deletePrefix: its
- * DeleteObjects batch is refused (HTTP 500) by s3rver with S3_CHECKSUMS=when_required; one DELETE
- * per object works on every S3-compatible server, and a post has only a handful of objects.
- */
-export async function removeMediaObjects(storage: ObjectStorage, accountId: string, mediaId: string): Promise<number> {
-  const keys: string[] = [];
-  for await (const key of storage.list(mediaPrefix(accountId, mediaId))) keys.push(key);
-  for (const key of keys) await storage.delete(key);
-  return keys.length;
 }
 
 /** Read a published feed back (CLI, HTTP): the stored bytes and headers, or null. */

@@ -5,6 +5,7 @@ import { systemClock, type Clock } from '../util/clock.ts';
 import type { Metrics } from '../metrics/index.ts';
 import { pingDatabase } from '../store/db.ts';
 import { probeWritable, WRITTEN_PREFIXES, type ProbeStorage, type WrittenPrefix } from '../storage/probe.ts';
+import { removeProbe } from '../deletion/guard.ts';
 
 /**
  * Health and metrics endpoints for `feedmirror serve`:
@@ -121,7 +122,10 @@ async function probeStorage(
   // another one in the same folder, and three probes are quick.
   const results: Array<readonly [WrittenPrefix, CheckResult & { error?: unknown }]> = [];
   for (const prefix of WRITTEN_PREFIXES)
-    results.push([prefix, await check(() => probeWritable(storage, prefix), timeoutMs)] as const);
+    results.push([
+      prefix,
+      await check(() => probeWritable(storage, prefix, (key, body) => removeProbe(storage, key, body)), timeoutMs),
+    ] as const);
   const prefixes: NonNullable<CheckResult['prefixes']> = {};
   let firstFailure: (CheckResult & { error?: unknown }) | undefined;
   for (const [prefix, { error, ...result }] of results) {

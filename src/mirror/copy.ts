@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { InvalidKeyError } from '../storage/errors.ts';
-import { mediaKey, mediaPrefix, variantKey } from '../storage/keys.ts';
+import { mediaKey, mediaPrefix, SLOT_PATTERN, variantKey } from '../storage/keys.ts';
 import type { ObjectStorage } from '../storage/types.ts';
 import type { Clock } from '../util/clock.ts';
 import { downloadImage } from './download.ts';
@@ -100,7 +100,8 @@ export interface MirroredImage {
   reused: boolean;
 }
 
-const SLOT_RE = /^[a-z0-9][a-z0-9-]{0,63}$/;
+/** The slot names the copy accepts: the deletion guard knows a copy's objects by them (R-DEL-2). */
+const SLOT_RE = SLOT_PATTERN;
 
 /** What we store next to the copies. URLs are not stored: they follow MEDIA_PUBLIC_URL at read time. */
 const manifestSchema = z.object({
@@ -319,22 +320,26 @@ export async function readCopyManifests(
 }
 
 /**
- * Remove the copies of every media item of an account that is not in `keepMediaIds` (R-LNK-6).
- * Call it only after a COMPLETE listing of the account's media: an empty or partial set deletes
- * copies that are still needed. Returns the ids of the media items removed.
+ * The objects of every media item of an account that is not in `keepMediaIds` (R-LNK-6), by media
+ * id, and how many objects the account has under media/: what the media sweep hands the deletion
+ * guard. Only folders the copy could have written (valid media ids); nothing is deleted here.
+ * Use it only after a COMPLETE listing of the account's media: an empty or partial set names
+ * copies that are still needed.
  */
-export async function sweepOrphans(
+export async function findOrphanMedia(
   storage: ObjectStorage,
   accountId: string,
-  keepMediaIds: Set<string>,
-): Promise<string[]> {
+  keepMediaIds: ReadonlySet<string>,
+): Promise<{ total: number; orphans: Map<string, string[]> }> {
   const prefix = mediaPrefix(accountId);
-  const orphans = new Set<string>();
+  const orphans = new Map<string, string[]>();
+  let total = 0;
   for await (const key of storage.list(prefix)) {
+    total++;
     const mediaId = key.slice(prefix.length).split('/')[0];
-    // Only folders we could have written (valid media ids); anything else is not ours to delete.
-    if (mediaId && ID_PATTERN.test(mediaId) && !keepMediaIds.has(mediaId)) orphans.add(mediaId);
+    if (!mediaId || !ID_PATTERN.test(mediaId) || keepMediaIds.has(mediaId)) continue;
+    if (!orphans.has(mediaId)) orphans.set(mediaId, []);
+    orphans.get(mediaId)!.push(key);
   }
-  for (const mediaId of orphans) await storage.deletePrefix(mediaPrefix(accountId, mediaId));
-  return [...orphans];
+  return { total, orphans };
 }

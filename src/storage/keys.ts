@@ -8,6 +8,7 @@ import { ID_PATTERN } from '../util/ids.ts';
  *   widgets/<widgetId>.json                  a widget's document (its accounts' posts, merged)
  *   widgets/<widgetId>.html                  the same widget as a static HTML fragment
  *   status/<accountId>.json                 the public status document (PUBLISH_STATUS)
+ *   feedmirror/deployment.json              the deployment marker: whose storage this is (R-DEL-1)
  * Every part is checked against a strict pattern, so no id can traverse (`../`) or smuggle a
  * separator. The implementations check whole keys again (assertStorageKey) in case this module
  * is bypassed.
@@ -55,6 +56,12 @@ export function widgetFragmentKey(widgetId: string): string {
 export function statusKey(accountId: string): string {
   return `status/${assertId('accountId', accountId)}.json`;
 }
+
+/**
+ * `feedmirror/deployment.json`: the id of the deployment this storage belongs to (R-DEL-1). Not
+ * under a public prefix: nothing but feedmirror reads it.
+ */
+export const DEPLOYMENT_MARKER_KEY = 'feedmirror/deployment.json';
 
 /** `media/<accountId>/` or `media/<accountId>/<mediaId>/` */
 export function mediaPrefix(accountId: string, mediaId?: string): string {
@@ -122,4 +129,56 @@ export function assertStoragePrefix(prefix: string, allowEmpty: boolean): string
   if (prefix.endsWith('/')) segments.pop();
   checkSegments('prefix', prefix, segments);
   return prefix;
+}
+
+/** A copy's slot ('cover', 'slide-3'): the first part of every name in its media folder. */
+export const SLOT_PATTERN = /^[a-z0-9][a-z0-9-]{0,63}$/;
+
+/**
+ * The names the copy writes in a media folder (src/mirror/copy.ts): the original
+ * `<slot>-<16 hex of its sha256>.<jpg|png|webp>`, its variants `<original>-w<width>.<webp|avif>`
+ * (variantKey) and the manifest `<slot>.json`. Nothing else is ever written there.
+ */
+const COPY_NAME_RE = /^([a-z0-9][a-z0-9-]{0,63}?)-[0-9a-f]{16}(?:\.(?:jpg|png|webp)|-w[1-9]\d{0,5}\.(?:webp|avif))$/;
+const MANIFEST_NAME_RE = /^([a-z0-9][a-z0-9-]{0,63})\.json$/;
+const PROBE_KEY_RE =
+  /^(?:(?:feeds|media|widget)\/readiness-probe-[0-9a-f]{12}\.txt|feeds\/doctor-probe-[0-9a-f]{12}\.json)$/;
+
+/** A key feedmirror itself writes and may delete, by what it is (R-DEL-2). */
+export type OwnedKey =
+  | { kind: 'media'; accountId: string; mediaId: string; slot: string; manifest: boolean }
+  | { kind: 'widget'; widgetId: string }
+  | { kind: 'status'; accountId: string }
+  | { kind: 'probe' };
+
+/**
+ * R-DEL-2: what a key is, when it is one feedmirror writes and may delete: a copy's object or
+ * manifest named as the copy names them, a widget's two objects, a status document, a probe.
+ * null for anything else (a README, a file of a name the copy never makes, a feed: feeds are
+ * never deleted), which no path may delete.
+ */
+export function parseOwnedKey(key: string): OwnedKey | null {
+  if (typeof key !== 'string' || key.length > MAX_KEY_LENGTH) return null;
+  if (PROBE_KEY_RE.test(key)) return { kind: 'probe' };
+  const parts = key.split('/');
+  const [top, a, b, name] = parts;
+  if (top === 'media' && parts.length === 4 && ID_RE.test(a!) && ID_RE.test(b!)) {
+    const manifest = MANIFEST_NAME_RE.exec(name!);
+    const copy = manifest ? null : COPY_NAME_RE.exec(name!);
+    const slot = manifest?.[1] ?? copy?.[1];
+    return slot ? { kind: 'media', accountId: a!, mediaId: b!, slot, manifest: manifest !== null } : null;
+  }
+  if (parts.length !== 2) return null;
+  const m = /^(.+)\.(json|html)$/.exec(a!);
+  if (!m || !ID_RE.test(m[1]!)) return null;
+  if (top === 'widgets') return { kind: 'widget', widgetId: m[1]! };
+  if (top === 'status' && m[2] === 'json') return { kind: 'status', accountId: m[1]! };
+  return null;
+}
+
+/** A probe's key: `<prefix>/readiness-probe-<12 hex>.txt` (readiness) or `feeds/doctor-probe-<12 hex>.json`. */
+export function probeKey(who: 'readiness' | 'doctor', prefix: 'feeds' | 'media' | 'widget', hex: string): string {
+  const key = who === 'doctor' ? `${prefix}/doctor-probe-${hex}.json` : `${prefix}/readiness-probe-${hex}.txt`;
+  if (!PROBE_KEY_RE.test(key)) throw new InvalidKeyError('probe', key, 'must be a probe name feedmirror makes');
+  return key;
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { StorageError } from './errors.ts';
+import { probeKey } from './keys.ts';
 import type { ObjectStorage } from './types.ts';
 
 /**
@@ -17,15 +18,23 @@ export type WrittenPrefix = (typeof WRITTEN_PREFIXES)[number];
 
 export type ProbeStorage = Pick<ObjectStorage, 'put' | 'get' | 'delete'>;
 
-export async function probeWritable(storage: ProbeStorage, prefix: WrittenPrefix): Promise<void> {
-  const key = `${prefix}/readiness-probe-${randomBytes(6).toString('hex')}.txt`;
+/**
+ * Write, read back, and delete through `remove` (the deletion guard's removeProbe, which deletes
+ * only a probe still holding the bytes written: R-DEL-2).
+ */
+export async function probeWritable(
+  storage: ProbeStorage,
+  prefix: WrittenPrefix,
+  remove: (key: string, body: Buffer) => Promise<unknown>,
+): Promise<void> {
+  const key = probeKey('readiness', prefix, randomBytes(6).toString('hex'));
   const body = randomBytes(32);
   await storage.put(key, body, { contentType: 'application/octet-stream', cacheControl: 'no-store' });
   let readBack: Buffer | undefined;
   try {
     readBack = (await storage.get(key))?.body;
   } finally {
-    await storage.delete(key);
+    await remove(key, body);
   }
   if (!readBack || !readBack.equals(body))
     throw Object.assign(

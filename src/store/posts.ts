@@ -422,6 +422,15 @@ export async function listMediaCopies(db: Db, accountId: string): Promise<MediaC
   return rows.map(toCopy);
 }
 
+/** The recorded copies of one media item (its slots): what a delete reads again just before it. */
+export async function listMediaCopiesOf(db: Db, accountId: string, mediaId: string): Promise<MediaCopy[]> {
+  const { rows } = await db.query<CopyRow>(
+    'SELECT * FROM media_copies WHERE account_id = $1 AND media_id = $2 ORDER BY slot',
+    [accountId, mediaId],
+  );
+  return rows.map(toCopy);
+}
+
 /**
  * The source file each recorded copy of an account was made from, keyed by copySourceKey: a
  * sync compares its whole listing against it in one query instead of one query per image.

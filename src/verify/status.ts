@@ -135,13 +135,16 @@ export async function checkStrayStatus(
  * removal's own deletion.
  */
 async function deleteStatusDocument(
-  deps: Pick<StatusDeps, 'db' | 'storage'>,
+  deps: Pick<StatusDeps, 'db' | 'storage' | 'logger' | 'clock'>,
   publishing: boolean,
   accountId: string,
 ): Promise<boolean> {
-  if (publishing && (await getAccount(deps.db, accountId))) return false;
-  await removeAccountStatus(deps, accountId);
-  return true;
+  return removeAccountStatus(
+    deps,
+    accountId,
+    async () => !publishing || (await getAccount(deps.db, accountId)) === null,
+    'verify --repair',
+  );
 }
 
 /** Write again each missing or stale document, delete each stray one. */

@@ -38,6 +38,8 @@ import {
   type WidgetScriptProblem,
   type WidgetScriptProblemKind,
 } from './widgets.ts';
+import { openDeletions, type DeletionRun } from '../deletion/guard.ts';
+import { deleteOrphans, type OrphanAction } from './orphans.ts';
 
 /**
  * `feedmirror verify`: do PostgreSQL, Redis and the object storage agree? Every account has its
@@ -55,9 +57,10 @@ import {
  * (publishWidgetDocument), the status documents (publishAccountStatus) and the widget script
  * (publishWidget); schedules are set again (the caller's ScheduleCheck: scheduleAccount,
  * unscheduleAccount). Nothing is deleted unless repairing, and then only unreferenced objects
- * older than the grace period and status documents that should not be there. After a repair the
- * accounts that had problems are checked again, with the schedules, secrets, widgets, the widget
- * script and the status documents left without an account.
+ * older than the grace period and status documents that should not be there, both through the
+ * deletion guard (./orphans.ts, ./status.ts). After a repair the accounts that had problems are
+ * checked again, with the schedules, secrets, widgets, the widget script and the status documents
+ * left without an account.
  *
  * Memory stays flat with the number of accounts: they are read a page at a time (eachAccount),
  * and only an account with a problem keeps its findings (its copies, orphans) for the repair.
@@ -103,7 +106,13 @@ export interface Problem extends VerifyFinding {
 
 export interface RepairAction extends VerifyFinding {
   kind:
-    'recopied' | 'republished' | 'rescheduled' | 'unscheduled' | 'deleted-orphan' | 'deleted-status' | 'repair-failed';
+    | 'recopied'
+    | 'republished'
+    | 'rescheduled'
+    | 'unscheduled'
+    | 'deleted-status'
+    | 'repair-failed'
+    | OrphanAction['kind'];
 }
 
 /** One difference between the accounts and the schedules (jobs/verify-schedules.ts supplies it). */
@@ -159,6 +168,8 @@ export interface VerifyOptions {
   /** Only this account (its schedules, feed, objects and token; webhook secrets are not per account). */
   accountId?: string;
   repair?: boolean;
+  /** With repair: delete orphans past the cap too (R-DEL-4; never past the rest of the deletion guard). */
+  force?: boolean;
   /** Unreferenced objects younger than this are a copy in flight, not an orphan (default 24 h). */
   orphanGraceMs?: number;
   /** Storage requests at once (default 16). */
@@ -751,6 +762,7 @@ async function repair(deps: VerifyDeps, opts: VerifyOptions, found: CheckResult)
     byAccount.get(p.accountId)!.push(p);
   }
   let accountsDone = 0;
+  let deletions: DeletionRun | undefined;
   for (const [accountId, problems] of byAccount) {
     const f = found.accounts.get(accountId);
     if (!f) continue;
@@ -807,15 +819,26 @@ async function repair(deps: VerifyDeps, opts: VerifyOptions, found: CheckResult)
         failed(accountId, feedKey(accountId), 'could not publish the feed again', err);
       }
     }
-    // 3. Orphans past the grace period: the only thing verify ever deletes.
-    for (const key of f.orphans) {
+    // 3. Orphans past the grace period: the only thing verify ever deletes, through the deletion
+    //    guard (R-DEL-1..4), each looked at again right before its delete.
+    if (f.orphans.length > 0)
       try {
-        await deps.storage.delete(key);
-        done.push({ kind: 'deleted-orphan', accountId, key, detail: 'unreferenced past the grace period' });
+        deletions ??= await openDeletions(deps, {
+          by: 'verify --repair',
+          forceWith: 'feedmirror verify --repair --force',
+          ...(opts.force ? { force: true } : {}),
+        });
+        done.push(
+          ...(await deleteOrphans(deps, deletions, accountId, f.orphans, {
+            total: f.counts.storedObjects,
+            graceMs: opts.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS,
+            now: () => deps.clock.now(),
+            forceWith: `feedmirror verify --account ${accountId} --repair --force`,
+          })),
+        );
       } catch (err) {
-        failed(accountId, key, 'could not delete the orphan', err);
+        failed(accountId, undefined, 'could not delete the orphans', err);
       }
-    }
     opts.onProgress?.({
       accountsDone: ++accountsDone,
       accounts: byAccount.size,

@@ -7,6 +7,7 @@ import { validateFeed } from '../schema/validate.ts';
 import { feedKey, widgetDocumentKey, widgetFragmentKey } from '../storage/keys.ts';
 import type { ObjectStorage } from '../storage/types.ts';
 import type { Db } from '../store/db.ts';
+import { openDeletions } from '../deletion/guard.ts';
 import {
   getWidget,
   saveWidgetPublication,
@@ -218,10 +219,15 @@ export async function publishWidgetDocument(
   return { outcome: 'written', id: widget.id, posts: doc.posts.length, documentKey, fragmentKey };
 }
 
-/** Delete a widget's public objects (a missing one is fine). */
-export async function deleteWidgetObjects(storage: ObjectStorage, widgetId: string): Promise<void> {
-  await storage.delete(widgetDocumentKey(widgetId));
-  await storage.delete(widgetFragmentKey(widgetId));
+/**
+ * Delete a widget's public objects (a missing one is fine), through the deletion guard
+ * (R-DEL-1..3): only in this deployment's storage, only while the widget is still recorded.
+ * Returns why they were not deleted, when they were not (the guard has logged it).
+ */
+export async function deleteWidgetObjects(deps: WidgetDeps, widgetId: string): Promise<string | undefined> {
+  const run = await openDeletions(deps, { by: 'widget removal' });
+  const r = await run.removeWidgetObjects(widgetId, async () => (await getWidget(deps.db, widgetId)) !== null);
+  return r.refused;
 }
 
 /**

@@ -218,7 +218,8 @@ export async function changeWidget(deps: WidgetDeps, id: string, input: WidgetIn
 /** Delete a widget: its objects first (a site then gets a 404, not a stale widget), then its rows. */
 export async function removeWidget(deps: WidgetDeps, id: string): Promise<WidgetView> {
   const w = await requireWidget(deps, id);
-  await deleteWidgetObjects(deps.storage, w.id);
+  // R-DEL-1: in a storage that is not this deployment's the objects stay (the guard says why).
+  await deleteWidgetObjects(deps, w.id);
   await deleteWidget(deps.db, w.id);
   deps.logger.info({ widgetId: w.id }, 'widget removed');
   return widgetView(deps, w);

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { mkdtempSync } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, normalize } from 'node:path';
+import { dirname, join, normalize } from 'node:path';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
@@ -129,9 +129,12 @@ describe('feedmirror doctor', () => {
       'platform host answers',
       'app credentials',
       'accounts health',
+      'storage owner',
     ]) {
       expect(r.by(name), name).toMatchObject({ status: 'ok' });
     }
+    // R-DEL-1: a new folder (nothing under media/) becomes this deployment's at the first start.
+    expect(r.by('storage owner')!.detail).toMatch(/^no deployment marker yet; the first start of worker/);
     expect(r.by('accounts health')!.detail).toBe('no account connected yet');
     // Redis's own settings, as this Redis has them: BullMQ's production guide.
     const client = new Redis(redis.url);
@@ -249,9 +252,54 @@ describe('feedmirror doctor', () => {
         ]),
       );
       expect(checks.find((c) => c.check === 'Redis reachable')!.msg).toMatch(/^ok {4}Redis reachable: /);
+      // R-DEL-1: the new folder became this deployment's before the first job.
+      expect(w.output()).toContain('storage claimed for this deployment: feedmirror/deployment.json written');
     } finally {
       w.child.kill('SIGTERM');
       await w.exited;
+    }
+  }, 60_000);
+
+  it('R-DEL-1: storage owner: copies but no marker fail with what to do; --create writes the marker; another deployment’s fails and is never overwritten', async () => {
+    const marker = join(storageDir, 'feedmirror', 'deployment.json');
+    // The worker's start above claimed the new folder; this one holds copies from elsewhere.
+    await rm(marker, { force: true });
+    const copy = join(storageDir, 'media', '17841400000000555', '1790', 'cover-0123456789abcdef.jpg');
+    await mkdir(dirname(copy), { recursive: true });
+    await writeFile(copy, 'a picture');
+    try {
+      const unclaimed = await doctor([]);
+      expect(unclaimed.code).toBe(1);
+      expect(unclaimed.by('storage owner')).toMatchObject({
+        status: 'fail',
+        detail: expect.stringContaining('the storage has no deployment marker (feedmirror/deployment.json)'),
+        fix: expect.stringContaining('feedmirror doctor --create'),
+      });
+      const created = await doctor(['--create']);
+      expect(created.by('storage owner')).toMatchObject({
+        status: 'ok',
+        detail: expect.stringMatching(
+          /^feedmirror\/deployment\.json written now with this deployment's id \w+, since the operator said so/,
+        ),
+      });
+      expect((await doctor([])).by('storage owner')).toMatchObject({
+        status: 'ok',
+        detail: expect.stringContaining("carries this deployment's id"),
+      });
+      const theirs = JSON.stringify({ feedmirror: 'deployment-marker', deploymentId: 'another-deployment-1' });
+      await writeFile(marker, theirs);
+      const foreign = await doctor(['--create']);
+      expect(foreign.code).toBe(1);
+      expect(foreign.by('storage owner')).toMatchObject({
+        status: 'fail',
+        detail: expect.stringContaining('carries deployment another-deployment-1, not this deployment'),
+        fix: expect.stringContaining("this deployment's own storage"),
+      });
+      expect(await readFile(marker, 'utf8')).toBe(theirs);
+      expect(await readFile(copy, 'utf8')).toBe('a picture');
+    } finally {
+      await rm(join(storageDir, 'media'), { recursive: true, force: true });
+      await rm(marker, { force: true });
     }
   }, 60_000);
 

@@ -18,6 +18,7 @@ import { validateFeed } from '../../src/schema/validate.ts';
 import type { Feed } from '../../src/schema/v1.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { createStorage, StorageUnavailableError, mediaPrefix } from '../../src/storage/index.ts';
+import { ownStorage } from '../support/storage-owner.ts';
 import type { ObjectStorage, PutOptions } from '../../src/storage/types.ts';
 import { getAccount, upsertAccount } from '../../src/store/accounts.ts';
 import { TokenCipher } from '../../src/store/crypto.ts';
@@ -179,6 +180,8 @@ beforeAll(async () => {
     logger: silentLogger,
     events: { emit: async (e) => void events.push(e) },
   };
+  // A new storage, made this deployment's as a worker's first start makes it (R-DEL-1).
+  await ownStorage(db, storage);
 
   // Connect: a long-lived token from the simulator, stored encrypted.
   const acc = sim.createAccount({ username: 'harbour.shop', posts: 10 });

@@ -11,14 +11,15 @@ import { loadConfig } from '../../src/config.ts';
 import {
   IMMUTABLE_CACHE_CONTROL,
   mirrorImage,
+  findOrphanMedia,
   mirrorLimitsFromConfig,
-  sweepOrphans,
   type MirrorLimits,
 } from '../../src/mirror/copy.ts';
 import { downloadImage } from '../../src/mirror/download.ts';
 import { InvalidImageError, LinkExpiredError } from '../../src/mirror/errors.ts';
 import { StorageUnavailableError } from '../../src/storage/errors.ts';
 import { createStorage } from '../../src/storage/index.ts';
+import { parseOwnedKey } from '../../src/storage/keys.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
 import type { S3Storage } from '../../src/storage/s3.ts';
 import type { ObjectStorage, PutOptions } from '../../src/storage/types.ts';
@@ -222,26 +223,28 @@ describe('mirrorImage', () => {
     ).rejects.toThrow(/slot/);
   });
 
-  it('R-LNK-6: sweepOrphans deletes what left the source, nothing else', async () => {
+  it('R-LNK-6: findOrphanMedia names the objects of what left the source, nothing else, and deletes nothing; every name the copy writes is one the deletion guard knows (R-DEL-2)', async () => {
     const storage = new LocalStorage(path.join(tmp, 'g'));
     for (const mediaId of ['m1', 'm2', 'm3']) {
       await mirrorImage(
-        { storage, limits: { ...limits, variantWidths: [320] }, clock },
-        { accountId: 'acc9', mediaId, slot: 'cover', url: `${base}/photo.jpg` },
+        { storage, limits: { ...limits, variantWidths: [320, 640], variantFormats: ['webp', 'avif'] }, clock },
+        { accountId: 'acc9', mediaId, slot: mediaId === 'm3' ? 'slide-2' : 'cover', url: `${base}/photo.jpg` },
       );
     }
     await mirrorImage(
       { storage, limits: { ...limits, variantWidths: [] }, clock },
       { accountId: 'acc99', mediaId: 'm1', slot: 'cover', url: `${base}/photo.jpg` },
     );
-    expect((await sweepOrphans(storage, 'acc9', new Set(['m2']))).sort()).toEqual(['m1', 'm3']);
-    expect((await keys(storage, 'media/')).map((k) => k.split('/').slice(0, 3).join('/'))).toEqual([
-      'media/acc9/m2',
-      'media/acc9/m2',
-      'media/acc9/m2',
-      'media/acc99/m1',
-      'media/acc99/m1',
-    ]);
+    const all = await keys(storage, 'media/');
+    const found = await findOrphanMedia(storage, 'acc9', new Set(['m2']));
+    expect(found.total).toBe(all.filter((k) => k.startsWith('media/acc9/')).length);
+    expect([...found.orphans.keys()].sort()).toEqual(['m1', 'm3']);
+    expect(found.orphans.get('m1')).toEqual(all.filter((k) => k.startsWith('media/acc9/m1/')));
+    expect(await keys(storage, 'media/')).toEqual(all);
+    // Original, 2 widths x 2 formats, manifest: each parses as a copy's object of its account.
+    expect(all.filter((k) => k.startsWith('media/acc9/m3/'))).toHaveLength(6);
+    for (const key of all)
+      expect(parseOwnedKey(key), key).toMatchObject({ kind: 'media', accountId: key.split('/')[1] });
   });
 
   it('R-LNK-5: mirrors into S3 (s3rver); the S3 API returns the exact bytes, content type and cache control', async () => {

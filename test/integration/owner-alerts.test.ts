@@ -20,6 +20,7 @@ import { DAY, HOUR, ManualClock } from '../../src/util/clock.ts';
 import { createLogger } from '../../src/util/logger.ts';
 import { collectingEvents } from '../support/events.ts';
 import { freshDatabase } from '../support/services.ts';
+import { ownStorage } from '../support/storage-owner.ts';
 import { startSmtpCapture, type SmtpCapture } from '../support/smtp.ts';
 import { registerSecretForAudit } from '../support/capture.ts';
 
@@ -199,6 +200,7 @@ describe('owner alerts through the sweep', () => {
     try {
       const storage = createStorage({ STORAGE_URL: dir } as never);
       const sd = { db: pool, storage, clock, logger };
+      await ownStorage(pool, storage);
       await markSynced(pool, a.id, clock.now(), { outcome: 'complete' });
       const synced = clock.now().toISOString();
       const doc = await publishAccountStatus(sd, a.id);

@@ -17,6 +17,7 @@ import { validateFeed } from '../../src/schema/validate.ts';
 import type { Feed } from '../../src/schema/v1.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { createStorage } from '../../src/storage/index.ts';
+import { ownStorage } from '../support/storage-owner.ts';
 import { upsertAccount } from '../../src/store/accounts.ts';
 import { TokenCipher } from '../../src/store/crypto.ts';
 import { createPool } from '../../src/store/db.ts';
@@ -80,6 +81,8 @@ beforeAll(async () => {
     logger,
   };
   queues = createQueues(redis);
+  // A new storage, made this deployment's as a worker's first start makes it (R-DEL-1).
+  await ownStorage(db, deps.storage);
 });
 
 afterAll(async () => {

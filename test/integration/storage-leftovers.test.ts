@@ -12,6 +12,7 @@ import { migrate } from '../../src/store/migrate.ts';
 import { HOUR, ManualClock, MINUTE } from '../../src/util/clock.ts';
 import { silentLogger } from '../../src/util/logger.ts';
 import { freshDatabase } from '../support/services.ts';
+import { ownStorage } from '../support/storage-owner.ts';
 
 /**
  * R-NET-4: local storage leaves no temporary file behind. A write that fails (here: a real
@@ -138,6 +139,11 @@ describe('R-NET-4 temporary files of local storage', () => {
     // 59 minutes on: a write may still be under way.
     clock.advance(59 * MINUTE);
     expect((await run()).leftovers).toBe(0);
+    // R-DEL-1: a folder that is not this deployment's (no marker) loses nothing, however old.
+    clock.advance(2 * MINUTE);
+    expect((await run()).leftovers).toBe(0);
+    for (const f of crashed) expect(await allFiles(dir)).toContain(f);
+    await ownStorage(pool, s);
     // A write that started just now (its file as fresh as the clock) stays at the next run too.
     const young = 'media/acc/1/.cover.jpg.0000000000aa.tmp';
     await writeFile(path.join(dir, young), 'in progress');

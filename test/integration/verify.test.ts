@@ -39,6 +39,7 @@ import { S3RVER_CREDENTIALS, startS3, type TestS3 } from '../support/s3.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { dropQueues } from '../support/queues.ts';
 import { importSimAccount } from '../support/accounts.ts';
+import { ownStorage } from '../support/storage-owner.ts';
 
 /**
  * `feedmirror verify`'s checker against real stores (PostgreSQL, Redis, an S3 API server) and the
@@ -93,6 +94,8 @@ beforeAll(async () => {
     logger: silentLogger,
   };
   deps = { ...feedDeps, schedules: scheduleCheck({ db, queues, schedules }) };
+  // A new storage, made this deployment's as a worker's first start makes it (R-DEL-1).
+  await ownStorage(db, deps.storage);
 
   const acc = sim.createAccount({ username: 'verify.shop', posts: 6 });
   accountId = acc.id;

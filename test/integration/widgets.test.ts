@@ -15,6 +15,7 @@ import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
 import { PlatformClient } from '../../src/platform/client.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { createStorage } from '../../src/storage/index.ts';
+import { ownStorage } from '../support/storage-owner.ts';
 import { upsertAccount } from '../../src/store/accounts.ts';
 import { TokenCipher } from '../../src/store/crypto.ts';
 import { createPool } from '../../src/store/db.ts';
@@ -60,6 +61,8 @@ beforeAll(async () => {
     MEDIA_PUBLIC_URL: 'http://media.example.test/',
   });
   const storage = createStorage(config);
+  // A new storage, made this deployment's as a worker's first start makes it (R-DEL-1).
+  await ownStorage(db, storage);
   wdeps = { db, storage, clock: sim.clock, logger, viewsBaseUrl: 'http://feeds.example.test' };
   lifecycle = new AccountLifecycle({
     db,
@@ -322,6 +325,7 @@ describe('widgets merge their accounts and follow their feeds (R-WID-1..5)', () 
         { credentials: S3RVER_CREDENTIALS, maxAttempts: 1 },
       );
       const s3deps = { ...wdeps, storage };
+      await ownStorage(db, storage);
       // The source feed as the S3 path would hold it (copied from the local folder).
       await storage.put(`feeds/${a}.json`, await readFile(join(storageDir, 'feeds', `${a}.json`)), {
         contentType: 'application/json; charset=utf-8',

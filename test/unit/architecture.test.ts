@@ -20,6 +20,12 @@ const LAYERS: Array<{ from: string; mayImport: string[] }> = [
   // from its original's (migrations/018).
   { from: 'src/store/', mayImport: ['src/schema/', 'src/util/', 'src/convert/', 'src/storage/keys.ts'] },
   { from: 'src/storage/', mayImport: ['src/config.ts', 'src/util/'] },
+  // The deletion guard reads PostgreSQL and storage; a feed's content hash proves an upgraded
+  // deployment's storage its own (src/feeds/slots.ts: pure functions).
+  {
+    from: 'src/deletion/',
+    mayImport: ['src/schema/', 'src/storage/', 'src/store/', 'src/util/', 'src/feeds/slots.ts'],
+  },
   { from: 'src/mirror/', mayImport: ['src/config.ts', 'src/platform/', 'src/storage/', 'src/util/'] },
   { from: 'src/webhooks/', mayImport: ['src/store/', 'src/util/'] },
   { from: 'src/metrics/', mayImport: ['src/platform/', 'src/util/'] },
@@ -29,13 +35,22 @@ const LAYERS: Array<{ from: string; mayImport: string[] }> = [
   { from: 'src/simulator/', mayImport: ['src/platform/', 'src/util/'] },
   {
     from: 'src/accounts/',
-    mayImport: ['src/platform/', 'src/store/', 'src/storage/', 'src/mirror/', 'src/webhooks/', 'src/util/'],
+    mayImport: [
+      'src/platform/',
+      'src/store/',
+      'src/storage/',
+      'src/mirror/',
+      'src/webhooks/',
+      'src/util/',
+      'src/deletion/',
+    ],
   },
   {
     from: 'src/feeds/',
     mayImport: [
       'src/accounts/',
       'src/convert/',
+      'src/deletion/',
       'src/demo/',
       'src/metrics/',
       'src/mirror/',
@@ -50,6 +65,7 @@ const LAYERS: Array<{ from: string; mayImport: string[] }> = [
   {
     from: 'src/widgets/',
     mayImport: [
+      'src/deletion/',
       'src/feeds/',
       'src/platform/identifiers.ts',
       'src/schema/',
@@ -65,6 +81,7 @@ const LAYERS: Array<{ from: string; mayImport: string[] }> = [
     from: 'src/verify/',
     mayImport: [
       'src/accounts/status-document.ts',
+      'src/deletion/',
       'src/feeds/',
       'src/schema/',
       'src/storage/',

@@ -3,9 +3,12 @@ import { InvalidKeyError } from '../../src/storage/errors.ts';
 import {
   assertStorageKey,
   assertStoragePrefix,
+  DEPLOYMENT_MARKER_KEY,
   feedKey,
   mediaKey,
   mediaPrefix,
+  parseOwnedKey,
+  probeKey,
   variantKey,
 } from '../../src/storage/keys.ts';
 import { parseS3Url } from '../../src/storage/index.ts';
@@ -67,6 +70,56 @@ describe('storage keys', () => {
     expect(assertStoragePrefix('', true)).toBe('');
     expect(() => assertStoragePrefix('', false)).toThrow(/empty/);
     expect(() => assertStoragePrefix('media/../', true)).toThrow(InvalidKeyError);
+  });
+
+  it('R-DEL-2: knows the keys feedmirror writes and may delete, by what they are; nothing else', () => {
+    const sha = '0123456789abcdef';
+    expect(parseOwnedKey(`media/acc_1/1790/cover-${sha}.jpg`)).toEqual({
+      kind: 'media',
+      accountId: 'acc_1',
+      mediaId: '1790',
+      slot: 'cover',
+      manifest: false,
+    });
+    expect(parseOwnedKey(variantKey(`media/acc_1/1790/slide-2-${sha}.png`, 160, 'image/avif'))).toMatchObject({
+      kind: 'media',
+      slot: 'slide-2',
+    });
+    expect(parseOwnedKey('media/acc_1/1790/slide-2.json')).toMatchObject({
+      kind: 'media',
+      slot: 'slide-2',
+      manifest: true,
+    });
+    expect(parseOwnedKey('widgets/w_abcdefghij.json')).toEqual({ kind: 'widget', widgetId: 'w_abcdefghij' });
+    expect(parseOwnedKey('widgets/w_abcdefghij.html')).toEqual({ kind: 'widget', widgetId: 'w_abcdefghij' });
+    expect(parseOwnedKey('status/acc_1.json')).toEqual({ kind: 'status', accountId: 'acc_1' });
+    expect(parseOwnedKey(probeKey('readiness', 'media', 'abcdef012345'))).toEqual({ kind: 'probe' });
+    expect(parseOwnedKey(probeKey('doctor', 'feeds', 'abcdef012345'))).toEqual({ kind: 'probe' });
+    for (const never of [
+      'README.txt',
+      'feeds/acc_1.json', // feeds are never deleted
+      DEPLOYMENT_MARKER_KEY,
+      'widget/feedmirror-widget.js',
+      'media/acc_1/README.txt',
+      'media/acc_1/1790/README.txt',
+      'media/acc_1/1790/cover.jpg', // no content hash: not a name the copy makes
+      'media/acc_1/1790/cover-0123abcd.jpg', // 8 hex digits, not 16
+      `media/acc_1/1790/cover-${sha}.gif`,
+      `media/acc_1/1790/cover-${sha}-w160.jpg`, // variants are WebP or AVIF
+      `media/acc_1/1790/cover-${sha}-w0.webp`,
+      `media/acc_1/1790/Cover-${sha}.jpg`,
+      `media/acc_1/17.90/cover-${sha}.jpg`,
+      `media/acc_1/1790/x/cover-${sha}.jpg`,
+      `media/acc_1/cover-${sha}.jpg`,
+      `other/acc_1/1790/cover-${sha}.jpg`,
+      'status/acc_1.html',
+      'status/acc_1.json.bak',
+      'widgets/w_abcdefghij.txt',
+      'feeds/readiness-probe-abcdef012345.json',
+      'feeds/readiness-probe-abcdef01234.txt',
+    ])
+      expect(parseOwnedKey(never), never).toBeNull();
+    expect(() => probeKey('readiness', 'feeds', 'not-hex')).toThrow(InvalidKeyError);
   });
 
   it('parses STORAGE_URL s3://bucket/prefix', () => {

@@ -10,7 +10,10 @@ export function register(program: Command, cli: Cli): void {
     .description(
       'check configuration, PostgreSQL, Redis, storage, SMTP and the platform, one line each with what to do; exit 1 when a check fails',
     )
-    .option('--create', 'create the database when it does not exist')
+    .option(
+      '--create',
+      "create the database when it does not exist, and write the storage's deployment marker when it has none (it says this storage is this deployment's: deletes are allowed in it)",
+    )
     .option('--json', 'print the checks as JSON')
     .action(async (opts: { create?: boolean; json?: boolean }) => {
       const { io } = cli;

@@ -5,6 +5,9 @@ import { printJson, withContext, withExamples, type Cli } from '../command.ts';
 import { ID_PATTERN } from '../../util/ids.ts';
 
 /**
+ * `feedmirror media sweep [--account <id>] [--force]`: the media sweep (src/feeds/media-sweep.ts)
+ * here and now, through the deletion guard; --force goes past its cap (R-DEL-4).
+ *
  * `feedmirror media rebuild [--account <id>]`: queue the re-encoding of existing copies with the
  * MEDIA_VARIANT_WIDTHS and MEDIA_VARIANT_FORMATS the workers run with (and placeholders for copies
  * made before them). Runs on the workers, through the queue; nothing re-encodes unless this is
@@ -13,8 +16,10 @@ import { ID_PATTERN } from '../../util/ids.ts';
  * values or the workers disagree (R-SET-1).
  */
 export function register(program: Command, cli: Cli): void {
-  const media = program.command('media').description('mirrored images: re-encode existing copies');
-  withExamples(media, 'feedmirror media rebuild --account 17841400000000001');
+  const media = program
+    .command('media')
+    .description('mirrored images: re-encode existing copies, sweep the copies of deleted posts');
+  withExamples(media, 'feedmirror media rebuild --account 17841400000000001', 'feedmirror media sweep --force');
   const rebuild = media
     .command('rebuild')
     .description(
@@ -32,6 +37,67 @@ export function register(program: Command, cli: Cli): void {
     'feedmirror media rebuild   # after restarting the workers with MEDIA_VARIANT_FORMATS=webp,avif',
     'feedmirror media rebuild --account 17841400000000001 --json',
   );
+  const sweep = media
+    .command('sweep')
+    .description(
+      "delete the copies of posts that no longer exist (the worker's daily media sweep, here and now), through the deletion guard; --force deletes what its cap held",
+    )
+    .option('--account <id>', 'only this account')
+    .option(
+      '--force',
+      "delete even when more than DELETE_CAP_OBJECTS and DELETE_CAP_SHARE of an account's objects would go at once (never in a storage without this deployment's marker, never a name feedmirror does not write)",
+    )
+    .option('--json', 'print the outcome as JSON')
+    .action(async (opts: SweepOptions) => cli.setExit(await sweepCommand(opts, cli.io)));
+  withExamples(
+    sweep,
+    'feedmirror media sweep --account 17841400000000001',
+    'feedmirror media sweep --account 17841400000000001 --force   # after a removal the cap held',
+  );
+}
+
+interface SweepOptions {
+  account?: string;
+  force?: boolean;
+  json?: boolean;
+}
+
+/** `feedmirror media sweep [--account <id>] [--force] [--json]`: the media sweep, in this process. */
+async function sweepCommand(opts: SweepOptions, io: CliIO): Promise<number> {
+  if (opts.account !== undefined && !ID_PATTERN.test(opts.account)) {
+    reportFailure(io, 'usage', '--account: account id must be 1-128 characters of A-Z a-z 0-9 _ -');
+    return EXIT.usage;
+  }
+  return withContext(io, async (ctx) => {
+    const { getAccount } = await import('../../store/accounts.ts');
+    const { runMediaSweep } = await import('../../feeds/media-sweep.ts');
+    await ctx.ensureStorage();
+    const db = await ctx.migratedDb();
+    if (opts.account !== undefined && !(await getAccount(db, opts.account))) {
+      reportFailure(io, 'not_found', `no account with id ${opts.account}`);
+      return EXIT.failed;
+    }
+    const r = await runMediaSweep(
+      { db, storage: ctx.storage, clock: ctx.clock, logger: ctx.logger, deleteCap: ctx.deleteCap },
+      { ...(opts.account !== undefined ? { accountId: opts.account } : {}), ...(opts.force ? { force: true } : {}) },
+    );
+    if (opts.json) printJson(io, r);
+    else
+      io.stdout.write(
+        `swept ${r.accounts} account${r.accounts === 1 ? '' : 's'}: the copies of ${r.removedMedia} deleted post${r.removedMedia === 1 ? '' : 's'} removed` +
+          `${r.held > 0 ? `; ${r.held} object(s) held by the cap (run again with --force once you have looked)` : ''}` +
+          `${r.refused > 0 ? `; ${r.refused} object(s) refused (${r.storageRefused ?? 'the log says why'})` : ''}\n`,
+      );
+    if (r.held > 0 || r.refused > 0) {
+      reportFailure(
+        io,
+        'failed',
+        `media sweep: ${r.held + r.refused} object(s) of deleted posts were not deleted${r.held > 0 ? ' (held by the cap: --force)' : ''}`,
+      );
+      return EXIT.failed;
+    }
+    return EXIT.ok;
+  });
 }
 
 async function rebuildCommand(opts: { account?: string; json?: boolean }, io: CliIO): Promise<number> {

@@ -42,6 +42,8 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
     // Storage first: a bucket that cannot be reached fails here, not after every image.
     await ctx.ensureStorage();
     const deps = await ctx.feedDeps();
+    // R-DEL-1: as a worker's start, so a sync run before any worker claims a new storage.
+    await ctx.claimStorage();
     const { RateLimitedError } = await import('../../platform/errors.ts');
     // One line per change: while the listing is read the images to copy are not known yet (a
     // "0/0" line that the next one repeated with the real count).

@@ -5,9 +5,10 @@ import { idSchema } from '../../util/ids.ts';
 import { reportFailure } from '../failure.ts';
 
 /**
- * `feedmirror verify [--account <id>] [--repair] [--json]`: do PostgreSQL, Redis and the storage
- * agree (src/verify/verify.ts)? Exit 0 when they do, 1 with each problem named otherwise; with
- * --repair, exit 0 once everything was repaired (checked again after the repair).
+ * `feedmirror verify [--account <id>] [--repair [--force]] [--json]`: do PostgreSQL, Redis and the
+ * storage agree (src/verify/verify.ts)? Exit 0 when they do, 1 with each problem named otherwise;
+ * with --repair, exit 0 once everything was repaired (checked again after the repair). --force
+ * lets the repair past the deletion guard's cap (R-DEL-4), never past the rest of the guard.
  */
 export function register(program: Command, cli: Cli): void {
   const cmd = program
@@ -24,12 +25,23 @@ export function register(program: Command, cli: Cli): void {
       '--repair',
       'in one run: copy missing images again (links renewed first), then publish feeds, widgets, status documents and the widget script again, set schedules again, delete orphans past the grace period and status documents PUBLISH_STATUS does not want; then check again',
     )
+    .option(
+      '--force',
+      "with --repair: delete orphans even when they are more than DELETE_CAP_OBJECTS and DELETE_CAP_SHARE of an account's objects (never in a storage without this deployment's marker, never a name feedmirror does not write)",
+    )
     .option('--json', 'print the report as one JSON document (no progress lines)')
-    .action(async (opts: VerifyCliOptions) => cli.setExit(await verify(opts, cli.io)));
+    .action(async (opts: VerifyCliOptions) => {
+      if (opts.force && !opts.repair) {
+        reportFailure(cli.io, 'usage', '--force goes with --repair: only the repair deletes anything');
+        return cli.setExit(EXIT.usage);
+      }
+      cli.setExit(await verify(opts, cli.io));
+    });
   withExamples(
     cmd,
     'feedmirror verify',
     'feedmirror verify --account 17841400000000001 --repair',
+    'feedmirror verify --account 17841400000000001 --repair --force   # after looking at the orphans it held',
     "npm run -s feedmirror -- verify --json | jq '.problems[]'",
   );
 }
@@ -38,6 +50,7 @@ const accountId = idSchema('account id');
 interface VerifyCliOptions {
   account?: string;
   repair?: boolean;
+  force?: boolean;
   json?: boolean;
 }
 
@@ -67,6 +80,7 @@ async function verify(opts: VerifyCliOptions, io: CliIO): Promise<number> {
       {
         trigger: 'cli',
         repair: opts.repair === true,
+        ...(opts.force ? { force: true } : {}),
         orphanGraceMs: ctx.config.VERIFY_ORPHAN_GRACE_HOURS * HOUR,
         ...(opts.account !== undefined ? { accountId: opts.account } : {}),
         ...(tty
@@ -97,7 +111,7 @@ async function verify(opts: VerifyCliOptions, io: CliIO): Promise<number> {
     if (report.found) {
       line(`found ${report.found.length} problem(s):`);
       for (const p of report.found) line(`  ${describe(p)}`);
-      line(`repaired ${report.repaired.filter((r) => r.kind !== 'repair-failed').length}:`);
+      line(`repaired ${report.repaired.filter((r) => !NOT_REPAIRED.has(r.kind)).length}:`);
       for (const r of report.repaired) line(`  ${describe(r)}`);
     }
     line(
@@ -116,6 +130,9 @@ async function verify(opts: VerifyCliOptions, io: CliIO): Promise<number> {
     return EXIT.failed;
   });
 }
+
+/** Repair actions that repaired nothing: a failure, and the deletion guard's refusals (R-DEL-1..4). */
+const NOT_REPAIRED = new Set(['repair-failed', 'orphan-kept', 'delete-held', 'delete-refused']);
 
 /** The one line on stderr when something is wrong. */
 function disagree(problems: number, repaired: boolean): string {

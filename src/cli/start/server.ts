@@ -205,6 +205,12 @@ export async function startServer(ctx: AppContext): Promise<RunningServer> {
     server.once('listening', resolve);
     server.once('error', reject);
   });
+  // R-DEL-1: as a worker's start, in the background: serve starts whether storage answers or not.
+  void ctx
+    .claimStorage()
+    .catch((err: unknown) =>
+      ctx.logger.warn({ err }, "could not read or write the storage's deployment marker at start"),
+    );
   const addr = server.address();
   const port = typeof addr === 'object' && addr ? addr.port : ctx.config.PORT;
   const host = ctx.config.HOST.includes(':') ? `[${ctx.config.HOST}]` : ctx.config.HOST;

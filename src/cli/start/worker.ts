@@ -35,6 +35,8 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
   // With tracing on, every query and storage call is a span (patched in place; nothing when off).
   const db = addSpans(await ctx.migratedDb(), 'db', ['query']);
   addSpans(ctx.storage, 'storage', ['put', 'get', 'head', 'delete', 'deletePrefix']);
+  // R-DEL-1: before the first job, so a new storage is this deployment's before anything is written.
+  await ctx.claimStorage();
   // Created before anything calls the platform, so every call is counted.
   const metrics = ctx.metrics;
   let metricsServer: MetricsServer | undefined;
