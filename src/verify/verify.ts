@@ -11,7 +11,7 @@ import {
 import { contentHash, imageSlots } from '../feeds/slots.ts';
 import type { Feed } from '../schema/v1.ts';
 import { validateFeed } from '../schema/validate.ts';
-import { feedKey, mediaPrefix } from '../storage/keys.ts';
+import { DEPLOYMENT_MARKER_KEY, feedKey, mediaPrefix } from '../storage/keys.ts';
 import type { ObjectStorage } from '../storage/types.ts';
 import { countAccounts, eachAccount, getAccount, type Account } from '../store/accounts.ts';
 import { getFeedPublication, getPost, listMediaCopies, type MediaCopy } from '../store/posts.ts';
@@ -39,6 +39,7 @@ import {
   type WidgetScriptProblemKind,
 } from './widgets.ts';
 import { openDeletions, type DeletionRun } from '../deletion/guard.ts';
+import { claimedBecause, claimStorage, ownershipNotice, readOwnership } from '../deletion/marker.ts';
 import { deleteOrphans, type OrphanAction } from './orphans.ts';
 
 /**
@@ -98,7 +99,13 @@ export type ProblemKind =
   /** The widget script missing or not this release's (./widgets.ts). */
   | WidgetScriptProblemKind
   /** A status document missing, stale, or there when it should not be (./status.ts). */
-  | StatusProblemKind;
+  | StatusProblemKind
+  /**
+   * The storage's deployment marker (R-DEL-1) missing, another deployment's, or unreadable:
+   * nothing is deleted from it. A missing one is written by the repair when a worker's start would.
+   */
+  | 'storage-unclaimed'
+  | 'storage-foreign';
 
 export interface Problem extends VerifyFinding {
   kind: ProblemKind;
@@ -111,6 +118,7 @@ export interface RepairAction extends VerifyFinding {
     | 'rescheduled'
     | 'unscheduled'
     | 'deleted-status'
+    | 'claimed'
     | 'repair-failed'
     | OrphanAction['kind'];
 }
@@ -266,6 +274,8 @@ interface CheckResult {
   widgets: WidgetProblem[];
   widgetScript: WidgetScriptProblem[];
   status: StatusProblem[];
+  /** The storage's deployment marker, when it is not this deployment's. */
+  ownership?: Problem;
 }
 
 interface AccountFindings {
@@ -431,6 +441,21 @@ async function check(
       phase,
     });
   }
+  // The deployment marker (R-DEL-1): without it nothing is deleted, so copies of deleted posts
+  // stay; a wiped storage lost it with everything else.
+  let ownership: Problem | undefined;
+  if (opts.accountId === undefined) {
+    const o = await readOwnership(deps.db, deps.storage);
+    if (o.state !== 'ours') {
+      const { line, fix } = ownershipNotice(o);
+      ownership = {
+        kind: o.state === 'unclaimed' ? 'storage-unclaimed' : 'storage-foreign',
+        key: DEPLOYMENT_MARKER_KEY,
+        detail: `${line} -> ${fix}`,
+      };
+      problems.push(ownership);
+    }
+  }
   // Widgets last: they are built from the feeds checked above.
   const widgets: WidgetProblem[] = [];
   if (deps.widgets) counts.widgets = await checkWidgets(deps.widgets, opts.accountId, widgets);
@@ -449,7 +474,16 @@ async function check(
     );
     problems.push(...status.slice(had));
   }
-  return { counts, problems, schedules, accounts: findings, widgets, widgetScript, status };
+  return {
+    counts,
+    problems,
+    schedules,
+    accounts: findings,
+    widgets,
+    widgetScript,
+    status,
+    ...(ownership ? { ownership } : {}),
+  };
 }
 
 async function checkAccount(
@@ -735,6 +769,26 @@ async function repair(deps: VerifyDeps, opts: VerifyOptions, found: CheckResult)
       ...(key ? { key } : {}),
       detail: `${what}: ${redactText((err as Error).message ?? String(err))}`,
     });
+
+  // The marker first, while a wiped storage is still empty: claimed as a worker's start claims it
+  // (a storage with nothing under media/, or one holding this deployment's feeds as recorded).
+  if (found.ownership?.kind === 'storage-unclaimed') {
+    try {
+      const o = await claimStorage(deps);
+      if (o.claimed)
+        done.push({
+          kind: 'claimed',
+          key: DEPLOYMENT_MARKER_KEY,
+          detail: `the deployment marker written again, since ${claimedBecause(o.claimed)}`,
+        });
+      else
+        failed(undefined, DEPLOYMENT_MARKER_KEY, 'could not write the deployment marker', {
+          message: `${ownershipNotice(o).line} -> ${ownershipNotice(o).fix}`,
+        });
+    } catch (err) {
+      failed(undefined, DEPLOYMENT_MARKER_KEY, 'could not write the deployment marker', err);
+    }
+  }
 
   // Schedules: as connect and remove set them.
   const seen = new Set<string>();

@@ -182,8 +182,17 @@ describe('R-DEL-1: a storage that is not this deployment’s loses nothing', () 
     for (const key of theirs) expect(await exists(dir, key), key).toBe(true);
     // verify names the orphan and says why it stays; the sweep refused it too.
     expect(verified.ok).toBe(false);
-    expect(report.problems.map((p) => `${p.kind} ${p.key}`)).toEqual([`orphan ${theirs[1]}`]);
+    expect(report.problems.map((p) => `${p.kind} ${p.key}`)).toEqual([
+      `orphan ${theirs[1]}`,
+      `storage-unclaimed ${DEPLOYMENT_MARKER_KEY}`,
+    ]);
     expect(report.repaired).toEqual([
+      // The repair does not claim it either: it holds copies and none of this deployment's feeds.
+      expect.objectContaining({
+        kind: 'repair-failed',
+        key: DEPLOYMENT_MARKER_KEY,
+        detail: expect.stringContaining('doctor --create'),
+      }),
       expect.objectContaining({
         kind: 'delete-refused',
         accountId: DEMO,
