@@ -17,6 +17,9 @@ import { getRemovalHold, listRemovalHolds } from '../store/holds.ts';
  *    incomplete listing, a token under 14 days, a failing webhook); look if it lasts.
  *  - ok: nothing to report. Never ok while a copy fails, a post is withheld or the last sync
  *    failed (R-HLT-2).
+ * Only what the platform or the account's own data caused is recorded against an account: a
+ * failure of this deployment (Redis, PostgreSQL or storage unreachable, a key that opens no token)
+ * is not (src/accounts/error-kind.ts localFailure), so it never turns an account's health.
  */
 export const VERDICTS = ['ok', 'warn', 'fail'] as const;
 export type Verdict = (typeof VERDICTS)[number];

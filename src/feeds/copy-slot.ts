@@ -7,7 +7,7 @@ import { convertItem } from '../convert/convert-item.ts';
 import type { Post } from '../schema/v1.ts';
 import { getPostForCopy, saveMediaCopy, updatePostLinks } from '../store/posts.ts';
 import { clearCopyFailure, recordCopyFailure } from '../store/copy-failures.ts';
-import { errorKind } from '../accounts/error-kind.ts';
+import { errorKind, isLocalFailure } from '../accounts/error-kind.ts';
 import { loadToken } from '../store/tokens.ts';
 import { MINUTE } from '../util/clock.ts';
 import type { FeedDeps } from './deps.ts';
@@ -145,7 +145,8 @@ export async function copySlot(
  * Record a failed copy of one slot for the account's health and page (media_copy_failures): its
  * error kind and redacted text, one more attempt, and whether this was the last one. The worker's
  * mirror-media job and `sync --wait` both record through here; the copy's success clears it
- * (saveMediaCopy). Never throws: a copy that failed must not fail twice because of its record.
+ * (saveMediaCopy). A failure of this deployment (localFailure) is not recorded. Never throws: a
+ * copy that failed must not fail twice because of its record.
  */
 export async function noteCopyFailure(
   deps: Pick<FeedDeps, 'db' | 'clock' | 'logger'>,
@@ -153,6 +154,9 @@ export async function noteCopyFailure(
   err: unknown,
   opts: { gaveUp: boolean },
 ): Promise<void> {
+  // Storage or PostgreSQL unreachable, a key that opens no token: this deployment's failure, not
+  // the account's (src/accounts/error-kind.ts); the job retries and says why in the worker's log.
+  if (isLocalFailure(err)) return;
   await recordCopyFailure(deps.db, {
     ...t,
     errorKind: errorKind(err),
