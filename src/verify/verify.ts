@@ -22,6 +22,7 @@ import { DAY } from '../util/clock.ts';
 import { redactText } from '../util/redact.ts';
 import type { WidgetDeps } from '../widgets/publish.ts';
 import { checkWidgets, repairWidgets, type WidgetProblem, type WidgetProblemKind } from './widgets.ts';
+import { recordMissingObjects } from './missing-objects.ts';
 
 /**
  * `feedmirror verify`: do PostgreSQL, Redis and the object storage agree? Every account has its
@@ -162,6 +163,8 @@ const DEFAULT_CONCURRENCY = 16;
 export async function runVerify(deps: VerifyDeps, opts: VerifyOptions): Promise<VerifyReport> {
   const startedAt = deps.clock.now();
   const first = await check(deps, opts, 'check');
+  // Health knows what verify knows: a copy whose object is missing is marked until it is copied again.
+  await recordMissingObjects(deps.db, first.problems, startedAt);
   let report: VerifyReport = {
     ok: first.problems.length === 0,
     ...first,
