@@ -75,7 +75,7 @@ const REDIS_GONE =
 /**
  * Whose failure an error is, decided here for every place that records one against an account
  * (a sync's outcome, a failed copy, a failed token renewal): only what the platform answered or
- * the account's own data caused is the account's, and changes its health (R-HLT-1). A failure
+ * the account's own data caused is the account's, and changes its health (R-HLT-5). A failure
  * of this deployment (Redis, PostgreSQL or storage unreachable or refusing, a token that no
  * configured key opens, a configuration error) is recorded against no account: the command or
  * job fails naming what is wrong, and every account's health stays as it was. null: the account's

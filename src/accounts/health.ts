@@ -271,8 +271,8 @@ export function accountHealth(f: HealthFacts, p: HealthPolicy): AccountHealth {
         : `${plural(f.copies.failing, 'image copy', 'image copies')} failed and ${f.copies.failing === 1 ? 'is' : 'are'} being retried${example}`,
     );
   }
-  // A feed pointing at an object storage lacks shows a broken image on every site: fail, until
-  // the copy is made again (the next sync, or `sync --wait` now; a rate limit only delays it).
+  // R-HLT-4: a feed pointing at an object storage lacks shows a broken image on every site: fail,
+  // until the copy is made again (the next sync, or `sync --wait` now; a rate limit only delays it).
   if (f.missingObjects.count > 0) {
     const n = f.missingObjects.count;
     const m = f.missingObjects.first;
@@ -280,7 +280,7 @@ export function accountHealth(f: HealthFacts, p: HealthPolicy): AccountHealth {
     add(
       'images_missing',
       'fail',
-      `${plural(n, 'image')} the published feed points at ${n === 1 ? 'is' : 'are'} missing from storage, so sites show ${n === 1 ? 'a broken image' : 'broken images'}${first}: the next sync copies ${n === 1 ? 'it' : 'them'} again, \`feedmirror sync ${f.accountId} --wait\` now`,
+      `${plural(n, 'image')} the published feed points at ${n === 1 ? 'is' : 'are'} missing from storage, so sites show ${n === 1 ? 'a broken image' : 'broken images'}${first}: the next sync copies ${n === 1 ? 'it' : 'them'} again (\`feedmirror sync ${f.accountId} --wait\` does it now)`,
     );
   }
   if (f.copies.waitingPosts > 0) {

@@ -118,8 +118,8 @@ export async function refreshAccountToken(
         return { outcome: 'reauth-required', reason } as const;
       }
       if (err instanceof TokenTooYoungError) return { outcome: 'not-due', dueAt } as const;
-      // PostgreSQL or Redis failing us is not the account's failure: nothing is recorded against
-      // it, and the job (or `feedmirror refresh`) fails saying what is wrong (error-kind.ts).
+      // R-HLT-5: PostgreSQL or Redis failing us is not the account's failure: nothing is recorded
+      // against it, and the job (or `feedmirror refresh`) fails saying what is wrong (error-kind.ts).
       if (isLocalFailure(err)) throw err;
       // R-TOK-7: a failed refresh leaves the stored token untouched; only the attempt is recorded.
       const reason = (err as Error).message;

@@ -89,8 +89,8 @@ export async function copySlot(
     await clearCopyFailure(deps.db, t.accountId, t.mediaId, t.slot);
     return { outcome: 'gone', reason: `post has no image slot ${t.slot}` };
   }
-  // A copy whose objects were found missing from storage (`feedmirror verify`) is not up to date:
-  // it is made again, and its manifest, which may have outlived them, is not trusted.
+  // R-HLT-4: a copy whose objects were found missing from storage (`feedmirror verify`) is not up
+  // to date: it is made again, and its manifest, which may have outlived them, is not trusted.
   if (copiedSourceId === slot.sourceId && !opts.force && !missing) return { outcome: 'up-to-date' };
 
   let renewed = false;
@@ -160,8 +160,8 @@ export async function noteCopyFailure(
   err: unknown,
   opts: { gaveUp: boolean },
 ): Promise<void> {
-  // Storage or PostgreSQL unreachable, a key that opens no token: this deployment's failure, not
-  // the account's (src/accounts/error-kind.ts); the job retries and says why in the worker's log.
+  // R-HLT-5: storage or PostgreSQL unreachable, a key that opens no token: this deployment's
+  // failure, not the account's (error-kind.ts); the job retries and says why in the worker's log.
   if (isLocalFailure(err)) return;
   await recordCopyFailure(deps.db, {
     ...t,

@@ -114,8 +114,8 @@ export async function syncAccount(deps: FeedDeps, accountId: string, opts: SyncO
   let outcome: SyncOutcome | undefined = 'failed';
   try {
     const result = await readAndStore(deps, accountId, opts).catch(async (err: unknown) => {
-      // A failure of this deployment (Redis, PostgreSQL or storage unreachable, a token no
-      // configured key opens) is not the account's: recorded against nothing, it fails the
+      // R-HLT-5: a failure of this deployment (Redis, PostgreSQL or storage unreachable, a token
+      // no configured key opens) is not the account's: recorded against nothing, it fails the
       // command or job, which says what is wrong, and the account's health stays as it was.
       if (isLocalFailure(err)) throw err;
       // A sync that failed says so, with its kind: the account never shows "ok" after it.

@@ -50,7 +50,7 @@ export async function readSyncContext(db: Db, accountId: string): Promise<SyncCo
       `SELECT * FROM feed_publications WHERE account_id = ${id}`,
       `SELECT * FROM removal_holds WHERE account_id = ${id}`,
       `SELECT media_id FROM posts WHERE account_id = ${id} ORDER BY media_id`,
-      // A copy whose objects are missing from storage (missing-copies.ts) counts as not copied.
+      // A copy whose objects are missing from storage (missing-copies.ts) counts as not copied (R-HLT-4).
       `SELECT c.media_id, c.slot, c.source_id FROM media_copies c WHERE c.account_id = ${id}
           AND NOT EXISTS (SELECT 1 FROM missing_copies m
                            WHERE m.account_id = c.account_id AND m.media_id = c.media_id AND m.slot = c.slot)`,

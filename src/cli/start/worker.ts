@@ -142,8 +142,8 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
 }
 
 /**
- * A worker whose TOKEN_ENCRYPTION_KEY opens none of the stored tokens (a wrong key, a key dropped
- * too early in a rotation) would fail every account's sync: it does not start. One line names the
+ * R-HLT-5: a worker whose TOKEN_ENCRYPTION_KEY opens none of the stored tokens (a wrong key, a key
+ * dropped too early in a rotation) would fail every account's sync: it does not start. One line names the
  * key ids it holds and the ones the tokens need (ids, never keys; R-KEY-1); exit 1. Keys that open
  * some tokens and not others start: those accounts' jobs fail without marking the accounts
  * (src/accounts/error-kind.ts), and `feedmirror doctor` names the tokens no key opens (R-KEY-2).
