@@ -12,11 +12,15 @@ import { getRemovalHold, listRemovalHolds } from '../store/holds.ts';
  * accountHealth on the same facts, so they can never disagree.
  *
  *  - fail: the published feed is wrong or will go stale without someone acting (the owner must
- *    log in, copies gave up so posts are withheld, nothing synced for too long, storage refuses).
+ *    log in, copies gave up so posts are withheld, an image it points at is missing from storage,
+ *    nothing synced for too long).
  *  - warn: degraded, and feedmirror retries on its own (a copy retrying, a rate limit, an
  *    incomplete listing, a token under 14 days, a failing webhook); look if it lasts.
  *  - ok: nothing to report. Never ok while a copy fails, a post is withheld or the last sync
  *    failed (R-HLT-2).
+ * Only what the platform or the account's own data caused is recorded against an account: a
+ * failure of this deployment (Redis, PostgreSQL or storage unreachable, a key that opens no token)
+ * is not (src/accounts/error-kind.ts localFailure), so it never turns an account's health.
  */
 export const VERDICTS = ['ok', 'warn', 'fail'] as const;
 export type Verdict = (typeof VERDICTS)[number];
@@ -35,6 +39,7 @@ export const HEALTH_REASON_KINDS = [
   'sync_incomplete',
   'items_skipped',
   'copies_failing',
+  'images_missing',
   'posts_withheld',
   'feed_not_published',
   'removal_held',
@@ -61,6 +66,17 @@ export interface CopyFailureFact {
   slot: string;
   errorKind: ErrorKind;
   error: string;
+}
+
+/** A copy whose object a published feed points at and storage lacks (the one found first). */
+export interface MissingObjectFact {
+  mediaId: string;
+  slot: string;
+  /** The storage key found missing: the original or one of its sizes. */
+  key: string;
+  /** What found it: 'verify'. */
+  foundBy: string;
+  foundAt: Date;
 }
 
 /** A webhook endpoint whose latest delivery of one of this account's events did not go through. */
@@ -116,6 +132,8 @@ export interface HealthFacts {
     /** When the oldest of them was first read. */
     oldestWaitingSince: Date | null;
   };
+  /** Copies of stored posts whose objects are missing from storage, until they are copied again. */
+  missingObjects: { count: number; first: MissingObjectFact | null };
   publication: { publishedAt: Date; postCount: number; demo: boolean } | null;
   webhooks: FailingEndpointFact[];
   /** Absent when the caller has no removal holds to report. */
@@ -251,6 +269,18 @@ export function accountHealth(f: HealthFacts, p: HealthPolicy): AccountHealth {
       f.copies.gaveUp > 0
         ? `${plural(f.copies.failing, 'image copy', 'image copies')} failing, ${f.copies.gaveUp} given up until the next sync${example}`
         : `${plural(f.copies.failing, 'image copy', 'image copies')} failed and ${f.copies.failing === 1 ? 'is' : 'are'} being retried${example}`,
+    );
+  }
+  // R-HLT-4: a feed pointing at an object storage lacks shows a broken image on every site: fail,
+  // until the copy is made again (the next sync, or `sync --wait` now; a rate limit only delays it).
+  if (f.missingObjects.count > 0) {
+    const n = f.missingObjects.count;
+    const m = f.missingObjects.first;
+    const first = m ? ` (first: post ${m.mediaId} ${m.slot}, ${m.key}, found by ${m.foundBy} ${at(m.foundAt)})` : '';
+    add(
+      'images_missing',
+      'fail',
+      `${plural(n, 'image')} the published feed points at ${n === 1 ? 'is' : 'are'} missing from storage, so sites show ${n === 1 ? 'a broken image' : 'broken images'}${first}: the next sync copies ${n === 1 ? 'it' : 'them'} again (\`feedmirror sync ${f.accountId} --wait\` does it now)`,
     );
   }
   if (f.copies.waitingPosts > 0) {

@@ -6,6 +6,7 @@ import { loggerFor, type LogTarget } from './log-setup.ts';
 import { clockFromEnv, type Clock, HOUR, MINUTE, DAY } from '../util/clock.ts';
 import { PlatformClient, type PlatformCallObserver, type PlatformClientOptions } from '../platform/client.ts';
 import { AccountCallPacer } from '../../jobs/call-pacer.ts';
+import type { CallPacer } from '../platform/pacing.ts';
 import { createPool } from '../store/db.ts';
 import { migrate } from '../store/migrate.ts';
 import { TokenCipher } from '../store/crypto.ts';
@@ -16,6 +17,7 @@ import {
   createQueues,
   pingRedis,
   redisOutage,
+  redisUnavailable,
   type Queues,
   type RedisOutage,
   type RedisSettings,
@@ -111,11 +113,14 @@ export class AppContext {
       clock: this.clock,
       logger: this.logger,
       observer,
-      pacer: new AccountCallPacer({
-        callsPerHour: this.config.PLATFORM_CALLS_PER_ACCOUNT_HOUR,
-        prefix: this.redis.prefix,
-        redis: () => this.redisClient,
-      }),
+      pacer: namingRedis(
+        new AccountCallPacer({
+          callsPerHour: this.config.PLATFORM_CALLS_PER_ACCOUNT_HOUR,
+          prefix: this.redis.prefix,
+          redis: () => this.redisClient,
+        }),
+        this.redis,
+      ),
     });
     return this._platform;
   }
@@ -369,6 +374,21 @@ export class AppContext {
     for (const c of this.closers.reverse()) await c().catch(() => undefined);
     this.closers = [];
   }
+}
+
+/**
+ * The pacer's count lives in Redis: when Redis fails under a call, the error says so and where
+ * (one line, exit 3 in the CLI), not ioredis's "Reached the max retries per request limit"; and
+ * it is this deployment's failure, which no account's health records (src/accounts/error-kind.ts).
+ */
+function namingRedis(pacer: CallPacer, settings: RedisSettings): CallPacer {
+  return {
+    callsPerHour: pacer.callsPerHour,
+    take: (accountId) =>
+      pacer.take(accountId).catch((err: unknown) => {
+        throw redisUnavailable(settings, err);
+      }),
+  };
 }
 
 /** A command's schedules wait this long for Redis, which answered a moment before. */

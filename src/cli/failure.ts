@@ -1,7 +1,7 @@
 import { redactText } from '../util/redact.ts';
 import { DatabaseUnavailableError } from '../store/errors.ts';
 import { StorageUnavailableError } from '../storage/errors.ts';
-import { errorKind as errorKindOf } from '../accounts/error-kind.ts';
+import { errorKind as errorKindOf, localFailure } from '../accounts/error-kind.ts';
 import type { CliIO } from './io.ts';
 
 /** Network error codes that mean "the service is not there (now)": retrying later may work. */
@@ -34,15 +34,22 @@ export function stripCredentials(text: string): string {
 export function describeFailure(err: unknown): Failure {
   const e = err instanceof Error ? err : new Error(String(err));
   const code = (e as NodeJS.ErrnoException).code;
+  const local = localFailure(e);
   const unavailable =
     e instanceof DatabaseUnavailableError ||
     e instanceof StorageUnavailableError ||
     (e as { unavailable?: boolean }).unavailable === true ||
-    (typeof code === 'string' && UNREACHABLE.has(code));
+    (typeof code === 'string' && UNREACHABLE.has(code)) ||
+    local?.unreachable === true;
+  const line = (e.message || e.name || 'failed').split('\n')[0]!;
   // A configuration error lists every variable at fault (names only, never values) on one line.
+  // ioredis's own errors do not say they are Redis's ("Reached the max retries per request
+  // limit"): the line names it.
   const firstLine = isConfigError(e)
     ? `invalid configuration: ${e.problems.join('; ')}`
-    : (e.message || e.name || 'failed').split('\n')[0]!;
+    : local?.what === 'Redis' && !(e as { unavailable?: boolean }).unavailable
+      ? `Redis failed while the command ran (${line.replace(/\s*Refer to .*$/, '')}); is it running? check REDIS_URL`
+      : line;
   return {
     message: stripCredentials(redactText(firstLine)),
     ...(e.stack ? { stack: stripCredentials(redactText(e.stack)) } : {}),
@@ -82,7 +89,12 @@ export function reportFailure(io: CliIO, kind: string, message: string): void {
 /** The kind and message of an error no command handled (main's last line of defence). */
 export function jsonFailureOf(err: unknown, failure: Failure): JsonFailure {
   const e = err instanceof Error ? err : undefined;
-  const kind = failure.unavailable ? 'unavailable' : e && isConfigError(e) ? 'configuration' : errorKindOf(err);
+  const local = localFailure(err);
+  const kind = failure.unavailable
+    ? 'unavailable'
+    : (e && isConfigError(e)) || local?.what === 'encryption key' || local?.what === 'configuration'
+      ? 'configuration'
+      : errorKindOf(err);
   return { kind, message: failure.message };
 }
 

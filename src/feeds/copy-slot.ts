@@ -7,7 +7,7 @@ import { convertItem } from '../convert/convert-item.ts';
 import type { Post } from '../schema/v1.ts';
 import { getPostForCopy, saveMediaCopy, updatePostLinks } from '../store/posts.ts';
 import { clearCopyFailure, recordCopyFailure } from '../store/copy-failures.ts';
-import { errorKind } from '../accounts/error-kind.ts';
+import { errorKind, isLocalFailure } from '../accounts/error-kind.ts';
 import { loadToken } from '../store/tokens.ts';
 import { MINUTE } from '../util/clock.ts';
 import type { FeedDeps } from './deps.ts';
@@ -62,7 +62,8 @@ export async function renewPostLinks(
  * holds ids only); a link past (or within a minute of) its oe, or one the host answers with
  * "URL signature expired", is renewed first (R-LNK-3, R-MED-8). Idempotent: a slot whose source
  * file is already copied costs one query; mirrorImage's manifest covers a crash between upload and
- * bookkeeping.
+ * bookkeeping. A copy marked missing from storage (src/store/missing-copies.ts) is made again from
+ * renewed links; saving it clears the mark.
  */
 export async function copySlot(
   deps: FeedDeps,
@@ -79,7 +80,7 @@ export async function copySlot(
   // The post and its slot's recorded copy in one round trip: this runs once per image.
   const found = await getPostForCopy(deps.db, t.accountId, t.mediaId, t.slot);
   if (!found) return { outcome: 'gone', reason: 'post no longer stored (pruned)' };
-  const { stored, copiedSourceId } = found;
+  const { stored, copiedSourceId, missing } = found;
   let post = stored.post;
   const find = (p: Post) => imageSlots(p).find((s) => s.slot === t.slot);
   let slot = find(post);
@@ -88,7 +89,9 @@ export async function copySlot(
     await clearCopyFailure(deps.db, t.accountId, t.mediaId, t.slot);
     return { outcome: 'gone', reason: `post has no image slot ${t.slot}` };
   }
-  if (copiedSourceId === slot.sourceId && !opts.force) return { outcome: 'up-to-date' };
+  // R-HLT-4: a copy whose objects were found missing from storage (`feedmirror verify`) is not up
+  // to date: it is made again, and its manifest, which may have outlived them, is not trusted.
+  if (copiedSourceId === slot.sourceId && !opts.force && !missing) return { outcome: 'up-to-date' };
 
   let renewed = false;
   let earliestOe = stored.earliestOe;
@@ -98,7 +101,10 @@ export async function copySlot(
     slot = find(post);
     if (!slot) throw new Error(`media ${t.mediaId}: slot ${t.slot} disappeared when its links were renewed`);
   };
-  if (linkExpiry(earliestOe, deps.clock.now(), { renewMarginMs: EXPIRY_MARGIN_MS }).renew) await renew();
+  // A missing copy's links are renewed first (R-MED-8), as verify's repair does before it forces
+  // a copy (so a forcing caller has renewed them itself): the link it was copied from is old.
+  if ((missing && !opts.force) || linkExpiry(earliestOe, deps.clock.now(), { renewMarginMs: EXPIRY_MARGIN_MS }).renew)
+    await renew();
 
   const mirrorDeps = { storage: deps.storage, limits: deps.limits, clock: deps.clock };
   // A different file was copied before under this slot: its manifest must not be reused.
@@ -106,7 +112,7 @@ export async function copySlot(
     accountId: t.accountId,
     mediaId: t.mediaId,
     slot: t.slot,
-    force: copiedSourceId !== null || opts.force === true,
+    force: copiedSourceId !== null || opts.force === true || missing,
     sourceId: slot.sourceId,
     ...(opts.firstAttempt ? { firstAttempt: true } : {}),
   };
@@ -145,7 +151,8 @@ export async function copySlot(
  * Record a failed copy of one slot for the account's health and page (media_copy_failures): its
  * error kind and redacted text, one more attempt, and whether this was the last one. The worker's
  * mirror-media job and `sync --wait` both record through here; the copy's success clears it
- * (saveMediaCopy). Never throws: a copy that failed must not fail twice because of its record.
+ * (saveMediaCopy). A failure of this deployment (localFailure) is not recorded. Never throws: a
+ * copy that failed must not fail twice because of its record.
  */
 export async function noteCopyFailure(
   deps: Pick<FeedDeps, 'db' | 'clock' | 'logger'>,
@@ -153,6 +160,9 @@ export async function noteCopyFailure(
   err: unknown,
   opts: { gaveUp: boolean },
 ): Promise<void> {
+  // R-HLT-5: storage or PostgreSQL unreachable, a key that opens no token: this deployment's
+  // failure, not the account's (error-kind.ts); the job retries and says why in the worker's log.
+  if (isLocalFailure(err)) return;
   await recordCopyFailure(deps.db, {
     ...t,
     errorKind: errorKind(err),

@@ -11,7 +11,7 @@ import { recordRunawayListing } from '../store/listing-guard.ts';
 import { DEFAULT_LISTING_MAX_ITEMS, listingItemBound, runawayPauseMs } from './listing-bound.ts';
 import { markSynced, setRefusedFields } from '../store/accounts.ts';
 import { statusOnlyLifecycle } from '../accounts/lifecycle.ts';
-import { errorKind } from '../accounts/error-kind.ts';
+import { errorKind, isLocalFailure } from '../accounts/error-kind.ts';
 import { copySourceKey, getFeedPublication, getPosts, upsertPosts, type PostInput } from '../store/posts.ts';
 import { readSyncContext } from '../store/sync-context.ts';
 import { openToken } from '../store/tokens.ts';
@@ -114,6 +114,10 @@ export async function syncAccount(deps: FeedDeps, accountId: string, opts: SyncO
   let outcome: SyncOutcome | undefined = 'failed';
   try {
     const result = await readAndStore(deps, accountId, opts).catch(async (err: unknown) => {
+      // R-HLT-5: a failure of this deployment (Redis, PostgreSQL or storage unreachable, a token
+      // no configured key opens) is not the account's: recorded against nothing, it fails the
+      // command or job, which says what is wrong, and the account's health stays as it was.
+      if (isLocalFailure(err)) throw err;
       // A sync that failed says so, with its kind: the account never shows "ok" after it.
       await markSynced(deps.db, accountId, deps.clock.now(), {
         error: (err as Error).message ?? String(err),
@@ -452,6 +456,9 @@ export async function runSyncNow(deps: FeedDeps, accountId: string, opts: SyncOp
         if (r.renewed) out.renewed++;
       }
     } catch (err) {
+      // Storage, PostgreSQL or the key failing fails every copy after it too: the run stops and
+      // says so (the next sync copies what is left), recording nothing against the account.
+      if (isLocalFailure(err)) throw err;
       // One image that cannot be copied must not hold up the others or the feed. It is tried
       // once here (the next sync tries again): recorded as given up, for the account's health.
       out.failedCopies.push({ mediaId: task.mediaId, slot: task.slot, error: redactText((err as Error).message) });

@@ -5,9 +5,9 @@ import type { AccountStatus } from './accounts.ts';
 
 /**
  * What an account's health is computed from (src/accounts/health.ts), read for one account or
- * for all of them in the same five grouped queries, however many accounts there are: accounts
- * with their tokens, failing copies, posts withheld, publications, and webhook endpoints whose
- * latest delivery of the account's events did not go through.
+ * for all of them in the same six grouped queries, however many accounts there are: accounts
+ * with their tokens, failing copies, copies missing from storage, posts withheld, publications,
+ * and webhook endpoints whose latest delivery of the account's events did not go through.
  */
 export interface StoredHealthFacts {
   accountId: string;
@@ -37,6 +37,10 @@ export interface StoredHealthFacts {
     latest: { mediaId: string; slot: string; errorKind: ErrorKind; error: string } | null;
     waitingPosts: number;
     oldestWaitingSince: Date | null;
+  };
+  missingObjects: {
+    count: number;
+    first: { mediaId: string; slot: string; key: string; foundBy: string; foundAt: Date } | null;
   };
   publication: { publishedAt: Date; postCount: number; demo: boolean } | null;
   webhooks: Array<{
@@ -71,7 +75,7 @@ interface AccountRow {
 /** Health facts of every account (ordered by username), or of one (`accountId`): [] when it does not exist. */
 export async function loadHealthFacts(db: Db, opts: { accountId?: string } = {}): Promise<StoredHealthFacts[]> {
   const one = opts.accountId ?? null;
-  const [accounts, failures, waiting, feeds, hooks] = await Promise.all([
+  const [accounts, failures, missing, waiting, feeds, hooks] = await Promise.all([
     db.query<AccountRow>(
       `SELECT a.id, a.username, a.status, a.status_reason, a.status_reason_kind, a.created_at, a.last_sync_at,
               a.last_sync_outcome, a.last_sync_error, a.last_sync_error_kind, a.last_complete_sync_at, a.skipped_items,
@@ -99,6 +103,25 @@ export async function loadHealthFacts(db: Db, opts: { accountId?: string } = {})
         WHERE ($1::text IS NULL OR f.account_id = $1)
        WINDOW w AS (PARTITION BY f.account_id)
         ORDER BY f.account_id, f.last_failed_at DESC, f.media_id, f.slot`,
+      [one],
+    ),
+    // Copies of stored posts whose objects storage lacks (src/store/missing-copies.ts), with the
+    // one found first as the example the reason quotes. Normally none: the table holds only
+    // what verify found and no copy has put back yet.
+    db.query<{
+      account_id: string;
+      n: string;
+      media_id: string;
+      slot: string;
+      key: string;
+      found_by: string;
+      found_at: Date;
+    }>(
+      `SELECT DISTINCT ON (m.account_id) m.account_id, count(*) OVER (PARTITION BY m.account_id) AS n,
+              m.media_id, m.slot, m.key, m.found_by, m.found_at
+         FROM missing_copies m JOIN posts p ON p.account_id = m.account_id AND p.media_id = m.media_id
+        WHERE ($1::text IS NULL OR m.account_id = $1)
+        ORDER BY m.account_id, m.found_at, m.media_id, m.slot`,
       [one],
     ),
     // Withheld: a stored post with a cover whose cover has no copy is left out of the published
@@ -132,6 +155,7 @@ export async function loadHealthFacts(db: Db, opts: { accountId?: string } = {})
     ),
   ]);
   const failingBy = new Map(failures.rows.map((r) => [r.account_id, r]));
+  const missingBy = new Map(missing.rows.map((r) => [r.account_id, r]));
   const waitingBy = new Map(waiting.rows.map((r) => [r.account_id, r]));
   const feedBy = new Map(feeds.rows.map((r) => [r.account_id, r]));
   const hooksBy = new Map<string, StoredHealthFacts['webhooks']>();
@@ -149,6 +173,7 @@ export async function loadHealthFacts(db: Db, opts: { accountId?: string } = {})
   return accounts.rows.map((a) => {
     const f = failingBy.get(a.id);
     const w = waitingBy.get(a.id);
+    const m = missingBy.get(a.id);
     const feed = feedBy.get(a.id);
     return {
       accountId: a.id,
@@ -178,6 +203,10 @@ export async function loadHealthFacts(db: Db, opts: { accountId?: string } = {})
         latest: f ? { mediaId: f.media_id, slot: f.slot, errorKind: f.error_kind, error: f.error } : null,
         waitingPosts: w ? Number(w.n) : 0,
         oldestWaitingSince: w?.oldest ?? null,
+      },
+      missingObjects: {
+        count: m ? Number(m.n) : 0,
+        first: m ? { mediaId: m.media_id, slot: m.slot, key: m.key, foundBy: m.found_by, foundAt: m.found_at } : null,
       },
       publication: feed ? { publishedAt: feed.published_at, postCount: feed.post_count, demo: feed.demo } : null,
       webhooks: hooksBy.get(a.id) ?? [],

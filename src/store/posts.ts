@@ -239,23 +239,25 @@ export async function getPosts(db: Db, accountId: string, mediaIds: readonly str
 }
 
 /**
- * What one copy job needs to start, in one round trip: the stored post and which source file
- * (if any) its slot was copied from. null when the post is no longer stored.
+ * What one copy job needs to start, in one round trip: the stored post, which source file (if
+ * any) its slot was copied from, and whether that copy's objects were found missing from storage
+ * (missing-copies.ts: then it is made again). null when the post is no longer stored.
  */
 export async function getPostForCopy(
   db: Db,
   accountId: string,
   mediaId: string,
   slot: string,
-): Promise<{ stored: StoredPost; copiedSourceId: string | null } | null> {
-  const { rows } = await db.query<PostRow & { copied_source_id: string | null }>(
-    `SELECT p.*, c.source_id AS copied_source_id FROM posts p
+): Promise<{ stored: StoredPost; copiedSourceId: string | null; missing: boolean } | null> {
+  const { rows } = await db.query<PostRow & { copied_source_id: string | null; missing: boolean }>(
+    `SELECT p.*, c.source_id AS copied_source_id, m.slot IS NOT NULL AS missing FROM posts p
        LEFT JOIN media_copies c ON c.account_id = p.account_id AND c.media_id = p.media_id AND c.slot = $3
+       LEFT JOIN missing_copies m ON m.account_id = c.account_id AND m.media_id = c.media_id AND m.slot = c.slot
       WHERE p.account_id = $1 AND p.media_id = $2`,
     [accountId, mediaId, slot],
   );
   const row = rows[0];
-  return row ? { stored: toStoredPost(row), copiedSourceId: row.copied_source_id } : null;
+  return row ? { stored: toStoredPost(row), copiedSourceId: row.copied_source_id, missing: row.missing } : null;
 }
 
 /** Replace a post's links with renewed ones (R-MED-8), keeping everything else. */
@@ -388,9 +390,11 @@ function toCopy(r: CopyRow): MediaCopy {
  */
 export async function saveMediaCopy(db: Db, c: MediaCopy): Promise<void> {
   const sizes = packVariants(c.key, c.variants);
-  // The slot's recorded copy failures go in the same statement (no extra round trip per copy).
+  // The slot's recorded copy failures, and its mark as missing from storage (missing-copies.ts),
+  // go in the same statement (no extra round trip per copy).
   await db.query(
-    `WITH cleared AS (DELETE FROM media_copy_failures WHERE account_id = $1 AND media_id = $2 AND slot = $3)
+    `WITH cleared AS (DELETE FROM media_copy_failures WHERE account_id = $1 AND media_id = $2 AND slot = $3),
+          found AS (DELETE FROM missing_copies WHERE account_id = $1 AND media_id = $2 AND slot = $3)
      INSERT INTO media_copies (account_id, media_id, slot, source_id, key, width, height, bytes, content_type, variant_sizes, variants, placeholder, copied_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
      ON CONFLICT (account_id, media_id, slot) DO UPDATE SET

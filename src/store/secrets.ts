@@ -77,3 +77,36 @@ export async function auditSecrets(db: Db, cipher: TokenCipher): Promise<Secrets
   }
   return { keys, unopened, total };
 }
+
+/** What a start-up check of the keys found: how many tokens are stored, and whether the keys open any. */
+export interface TokenKeyCheck {
+  /** Stored tokens. */
+  tokens: number;
+  /** The key ids the tokens record, most used first. */
+  sealedWith: string[];
+  /** Whether a configured key opened at least one of the tokens tried. */
+  opens: boolean;
+}
+
+/**
+ * Do the configured keys open the stored tokens at all? A few tokens of each recorded key id are
+ * opened (not every token: a worker on 100,000 accounts starts in seconds); one that opens is
+ * enough. A worker whose keys open none would fail every account's sync: it refuses to start.
+ */
+export async function checkTokenKeys(db: Db, cipher: TokenCipher, perKey = 3): Promise<TokenKeyCheck> {
+  const { rows } = await db.query<{ account_id: string; key_id: string; ciphertext: Buffer; n: string }>(
+    `SELECT account_id, key_id, ciphertext, n FROM (
+       SELECT account_id, key_id, ciphertext, count(*) OVER (PARTITION BY key_id) AS n,
+              row_number() OVER (PARTITION BY key_id ORDER BY account_id) AS i
+         FROM tokens) t
+      WHERE i <= $1 ORDER BY n DESC, key_id, account_id`,
+    [perKey],
+  );
+  const counts = new Map<string, number>();
+  for (const r of rows) counts.set(r.key_id, Number(r.n));
+  return {
+    tokens: [...counts.values()].reduce((a, b) => a + b, 0),
+    sealedWith: [...counts.keys()],
+    opens: rows.some((r) => cipher.keyOf({ keyId: r.key_id, ciphertext: r.ciphertext }, r.account_id) !== null),
+  };
+}

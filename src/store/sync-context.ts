@@ -16,7 +16,8 @@ import { SEALED_TOKEN_COLUMNS, type SealedTokenRow } from './tokens.ts';
  * Everything a sync reads before it lists, in one round trip: the account (its listing guard
  * included), its token (still sealed: a sync that skips the account never decrypts it), its
  * published feed, its held removal, the ids of its stored posts and the sources of its recorded
- * copies. Six queries, one per item, were half of the worker's CPU time for an unchanged hourly
+ * copies (less those whose objects were found missing from storage: the sync copies them
+ * again). Six queries, one per item, were half of the worker's CPU time for an unchanged hourly
  * sync: on this kind of machine a round trip to PostgreSQL costs a few hundred microseconds of
  * the worker's CPU (the socket write, the parse, the promise), about what the whole comparison of
  * a 24-post listing costs (docs/benchmarks.md, "The cost of an unchanged sync").
@@ -34,7 +35,7 @@ export interface SyncContext {
   hold: StoredRemovalHold | null;
   /** Every stored post's media id, sorted. */
   storedPostIds: string[];
-  /** Each recorded copy's source by copySourceKey. */
+  /** Each recorded copy's source by copySourceKey; a copy marked missing from storage is left out (not copied). */
   copySources: Map<string, string>;
 }
 
@@ -49,7 +50,10 @@ export async function readSyncContext(db: Db, accountId: string): Promise<SyncCo
       `SELECT * FROM feed_publications WHERE account_id = ${id}`,
       `SELECT * FROM removal_holds WHERE account_id = ${id}`,
       `SELECT media_id FROM posts WHERE account_id = ${id} ORDER BY media_id`,
-      `SELECT media_id, slot, source_id FROM media_copies WHERE account_id = ${id}`,
+      // A copy whose objects are missing from storage (missing-copies.ts) counts as not copied (R-HLT-4).
+      `SELECT c.media_id, c.slot, c.source_id FROM media_copies c WHERE c.account_id = ${id}
+          AND NOT EXISTS (SELECT 1 FROM missing_copies m
+                           WHERE m.account_id = c.account_id AND m.media_id = c.media_id AND m.slot = c.slot)`,
     ].join(';\n'),
   )) as unknown as pg.QueryResult[];
   const [accounts, tokens, publications, holds, posts, copies] = results.map((r) => r.rows) as [

@@ -41,6 +41,7 @@ import {
 import { openDeletions, type DeletionRun } from '../deletion/guard.ts';
 import { claimedBecause, claimStorage, ownershipNotice, readOwnership } from '../deletion/marker.ts';
 import { deleteOrphans, type OrphanAction } from './orphans.ts';
+import { recordMissingObjects } from './missing-objects.ts';
 
 /**
  * `feedmirror verify`: do PostgreSQL, Redis and the object storage agree? Every account has its
@@ -221,6 +222,8 @@ const DEFAULT_CONCURRENCY = 16;
 export async function runVerify(deps: VerifyDeps, opts: VerifyOptions): Promise<VerifyReport> {
   const startedAt = deps.clock.now();
   const first = await check(deps, opts, 'check');
+  // Health knows what verify knows: a copy whose object is missing is marked until it is copied again.
+  await recordMissingObjects(deps.db, first.problems, startedAt);
   let report: VerifyReport = {
     ok: first.problems.length === 0,
     ...first,

@@ -244,7 +244,7 @@ describe('the facts of all accounts in a fixed number of queries', () => {
     const large = await measure();
     expect(large.accounts).toBe(small.accounts + 37);
     expect(large.queries).toBe(small.queries);
-    expect(small.queries).toBeLessThanOrEqual(6);
+    expect(small.queries).toBeLessThanOrEqual(7);
     // The webhook failure is the account's: its health names the endpoint.
     const bulk = (await loadAccountHealth(db, policy(), { accountId: '17999900000000003' }))[0]!;
     expect(bulk.facts.webhooks).toEqual([expect.objectContaining({ endpointId: endpoint.id, state: 'failed' })]);

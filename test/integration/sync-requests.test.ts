@@ -171,7 +171,7 @@ describe('manual sync requests survive a Redis that forgets', () => {
       stderr: { write: (s: string) => void errors.push(s) },
     });
     expect(code).not.toBe(0);
-    expect(errors.join('')).toMatch(/no account 17841499999999999/);
+    expect(errors.join('')).toBe('no account with id 17841499999999999\n');
     expect(await listSyncRequests(db)).toEqual([]);
   });
 });

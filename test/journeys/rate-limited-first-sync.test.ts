@@ -95,11 +95,11 @@ describe('journey: a rate-limited sync is retried by the worker after the stated
       },
       'sync --wait',
     );
-    // Not a success (exit 1), one summary line that says who retries and when.
+    // Not a success (exit 1), one summary line that says until when, and who retries then.
     expect(run!.code).toBe(1);
     expect(run!.stdout).toMatch(
       new RegExp(
-        `^summary: rate limited by the platform \\(code 17\\); the worker retries this sync in 3 s \\(job [^)]+\\)`,
+        `^summary: rate-limited until \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC \\(in 3 s; platform code 17\\); the worker retries then \\(job [^)]+\\)`,
         'm',
       ),
     );

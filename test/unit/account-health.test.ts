@@ -42,6 +42,7 @@ function healthy(): HealthFacts {
       skippedItems: 0,
     },
     copies: { failing: 0, gaveUp: 0, latest: null, waitingPosts: 0, oldestWaitingSince: null },
+    missingObjects: { count: 0, first: null },
     publication: { publishedAt: ago(2 * DAY), postCount: 18, demo: false },
     webhooks: [],
     removalHold: null,
@@ -208,6 +209,29 @@ describe('accountHealth: one verdict and its reasons (R-HLT-1, R-HLT-2)', () => 
       text: /1 image copy failing, 1 given up until the next sync .*MEDIA_ALLOWED_HOSTS/,
     },
     {
+      kind: 'images_missing',
+      verdict: 'fail',
+      patch: {
+        missingObjects: {
+          count: 1,
+          first: {
+            mediaId: 'm7',
+            slot: 'cover',
+            key: 'media/acc/m7/cover-0123abcd-w320.webp',
+            foundBy: 'verify',
+            foundAt: ago(HOUR),
+          },
+        },
+      },
+      text: /1 image the published feed points at is missing from storage, so sites show a broken image \(first: post m7 cover, media\/acc\/m7\/cover-0123abcd-w320\.webp, found by verify .*\): the next sync copies it again/,
+    },
+    {
+      kind: 'images_missing',
+      verdict: 'fail',
+      patch: { missingObjects: { count: 3, first: null } },
+      text: /3 images the published feed points at are missing from storage, so sites show broken images: the next sync copies them again/,
+    },
+    {
       kind: 'posts_withheld',
       verdict: 'warn',
       patch: { copies: { waitingPosts: 4, oldestWaitingSince: ago(MINUTE) } },
@@ -266,6 +290,7 @@ describe('accountHealth: one verdict and its reasons (R-HLT-1, R-HLT-2)', () => 
     for (const patch of [
       { copies: { failing: 1, gaveUp: 0 } },
       { copies: { waitingPosts: 1, oldestWaitingSince: now } },
+      { missingObjects: { count: 1 } },
       { sync: { outcome: 'failed' as const, error: 'x', errorKind: 'network' as const } },
       { sync: { outcome: 'incomplete' as const, error: 'x', errorKind: 'platform' as const } },
     ])

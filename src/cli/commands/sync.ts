@@ -28,19 +28,27 @@ interface SyncOptions {
 
 async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
   return withContext(io, async (ctx) => {
+    // Every service the sync needs answers before anything is read or recorded: Redis (the queue,
+    // and the per-account call count every platform call takes, R-OWN-1), storage (with --wait: a
+    // bucket that cannot be reached fails here, not after every image), PostgreSQL. One that does
+    // not is one line naming it and exit 3; no account's health records it.
+    await ctx.ensureRedis();
+    if (opts.wait) await ctx.ensureStorage();
+    const db = await ctx.migratedDb();
+    const { getAccount } = await import('../../store/accounts.ts');
+    if (!(await getAccount(db, id))) {
+      reportFailure(io, 'not_found', `no account with id ${id}`);
+      return EXIT.failed;
+    }
     if (!opts.wait) {
       // Recorded in PostgreSQL, then queued: a Redis restart cannot lose it (jobs/sync-requests.ts).
       const { requestSync } = await import('../../../jobs/sync-requests.ts');
-      // Redis first: with it down the command says so in one line and touches nothing else.
-      const queues = await ctx.readyQueues();
-      const job = await requestSync({ db: await ctx.migratedDb(), queues, clock: ctx.clock }, id, 'cli');
+      const job = await requestSync({ db, queues: ctx.queues, clock: ctx.clock }, id, 'cli');
       if (opts.json) printJson(io, { accountId: id, queued: true, jobId: job.id ?? null });
       else io.stdout.write(`sync of ${id} queued (job ${job.id}); a running \`feedmirror worker\` picks it up\n`);
       return EXIT.ok;
     }
     const { runSyncNow } = await import('../../feeds/sync.ts');
-    // Storage first: a bucket that cannot be reached fails here, not after every image.
-    await ctx.ensureStorage();
     const deps = await ctx.feedDeps();
     // R-DEL-1: as a worker's start, so a sync run before any worker claims a new storage.
     await ctx.claimStorage();
@@ -63,13 +71,14 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
     }
     if (r.sync.outcome !== 'synced') {
       if (opts.json) printJson(io, { accountId: id, outcome: r.sync.outcome, reason: r.sync.reason });
-      const kind =
-        r.sync.outcome === 'reauth-required'
-          ? 'reauth_required'
-          : /not found/.test(r.sync.reason)
-            ? 'not_found'
-            : 'skipped';
-      reportFailure(io, kind, `sync of ${id} ${r.sync.outcome}: ${r.sync.reason}`);
+      // Removed since it was looked up above: the same words as every command.
+      if (/not found/.test(r.sync.reason)) reportFailure(io, 'not_found', `no account with id ${id}`);
+      else
+        reportFailure(
+          io,
+          r.sync.outcome === 'reauth-required' ? 'reauth_required' : 'skipped',
+          `sync of ${id} ${r.sync.outcome}: ${r.sync.reason}`,
+        );
       return EXIT.failed;
     }
     // The widget script beside the feeds, as a worker publishes it when it starts: a site can embed
@@ -139,7 +148,7 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
 /**
  * The platform said no (R-OWN-1): nothing was pruned or published, and the retry goes to the
  * workers after the stated wait, as a worker's own sync would (jobs/rate-limits.ts). The summary
- * says who retries and when; exit 1, since this run did not sync.
+ * says until when and who retries then; exit 1, since this run did not sync.
  */
 async function handOver(
   ctx: AppContext,
@@ -150,7 +159,6 @@ async function handOver(
 ): Promise<number> {
   const { handOverRateLimitedSync, rateLimitWaitMs } = await import('../../../jobs/rate-limits.ts');
   const { errorKind } = await import('../../accounts/error-kind.ts');
-  const limited = `rate limited by the platform${err.code !== undefined ? ` (code ${err.code})` : ''}`;
   let retry: { jobId: string; waitMs: number } | undefined;
   let notQueued: string | undefined;
   try {
@@ -159,9 +167,11 @@ async function handOver(
     notQueued = describeFailure(e).message;
   }
   const waitMs = retry?.waitMs ?? rateLimitWaitMs(err);
+  const until = new Date(ctx.clock.now().getTime() + waitMs);
+  const limited = `rate-limited until ${utcTime(until)} (in ${formatWait(waitMs)}${err.code !== undefined ? `; platform code ${err.code}` : err.paced ? `; this account's ${PACED}` : ''})`;
   const message = retry
-    ? `${limited}; the worker retries this sync in ${formatWait(waitMs)} (job ${retry.jobId}); nothing was pruned`
-    : `${limited}; the retry could not be queued (${notQueued}): run \`feedmirror sync ${id}\` in ${formatWait(waitMs)}`;
+    ? `${limited}; the worker retries then (job ${retry.jobId}); nothing was pruned`
+    : `${limited}; the retry could not be queued (${notQueued}): run \`feedmirror sync ${id}\` then`;
   if (opts.json)
     printJson(io, {
       error: { kind: errorKind(err), message },
@@ -170,13 +180,21 @@ async function handOver(
         ? {
             jobId: retry.jobId,
             inSeconds: Math.ceil(waitMs / 1000),
-            at: new Date(ctx.clock.now().getTime() + waitMs).toISOString(),
+            at: until.toISOString(),
           }
         : null,
     });
   else io.stdout.write(`summary: ${message}\n`);
   if (opts.json) io.stderr.write(`${message}\n`); // the human line, once
   return EXIT.failed;
+}
+
+/** What feedmirror's own pacing (R-OWN-1) holds back, in the summary of a paced sync. */
+const PACED = 'hourly call budget is spent';
+
+/** 2026-04-01 10:05:03 UTC: a moment as the operator reads it. */
+function utcTime(d: Date): string {
+  return `${d.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
 }
 
 /** 3 s, 5 min, 1 h 5 min: a wait as the operator reads it. */

@@ -1,4 +1,5 @@
 import type { AppContext } from '../context.ts';
+import type { Db } from '../../store/db.ts';
 import { startWorker, type RunningWorker } from '../../../jobs/worker.ts';
 import { startMetricsServer, type MetricsServer } from '../../http/metrics-server.ts';
 import { applyHeapGrowthPercent } from '../../util/heap.ts';
@@ -34,6 +35,7 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
   await ctx.ensureStorage();
   // With tracing on, every query and storage call is a span (patched in place; nothing when off).
   const db = addSpans(await ctx.migratedDb(), 'db', ['query']);
+  await refuseKeysThatOpenNoToken(ctx, db);
   addSpans(ctx.storage, 'storage', ['put', 'get', 'head', 'delete', 'deletePrefix']);
   // R-DEL-1: before the first job, so a new storage is this deployment's before anything is written.
   await ctx.claimStorage();
@@ -140,4 +142,23 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
       return result;
     },
   };
+}
+
+/**
+ * R-HLT-5: a worker whose TOKEN_ENCRYPTION_KEY opens none of the stored tokens (a wrong key, a key
+ * dropped too early in a rotation) would fail every account's sync: it does not start. One line names the
+ * key ids it holds and the ones the tokens need (ids, never keys; R-KEY-1); exit 1. Keys that open
+ * some tokens and not others start: those accounts' jobs fail without marking the accounts
+ * (src/accounts/error-kind.ts), and `feedmirror doctor` names the tokens no key opens (R-KEY-2).
+ */
+async function refuseKeysThatOpenNoToken(ctx: AppContext, db: Db): Promise<void> {
+  const { checkTokenKeys } = await import('../../store/secrets.ts');
+  const { EncryptionKeyError } = await import('../../store/errors.ts');
+  const { describeKeyEntry } = await import('../../store/crypto.ts');
+  const found = await checkTokenKeys(db, ctx.cipher);
+  if (found.tokens === 0 || found.opens) return;
+  const held = ctx.cipher.keys().map(describeKeyEntry).join(', ');
+  throw new EncryptionKeyError(
+    `cannot start: TOKEN_ENCRYPTION_KEY (key ${held}) opens none of the ${found.tokens} stored token(s), sealed with key ${found.sealedWith.join(', ')}; every sync would fail. Put that key back in TOKEN_ENCRYPTION_KEY (docs/accounts.md)`,
+  );
 }
