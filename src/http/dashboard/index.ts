@@ -51,7 +51,8 @@ import type { TokenCipher } from '../../store/crypto.ts';
 import { getEndpoint, listDeliveries, listEndpoints, removeEndpoint } from '../../store/webhooks.ts';
 import { EndpointInputError, registerEndpoint, rotateSecret } from '../../webhooks/endpoints.ts';
 import type { WidgetDeps } from '../../widgets/publish.ts';
-import { registerWidgetRoutes } from './widgets-routes.ts';
+import { isWidgetFormPost, registerWidgetRoutes, WIDGET_FORM_MAX_FIELDS } from './widgets-routes.ts';
+import { isClientError } from '../errors.ts';
 
 /**
  * The operator dashboard under /dashboard: the accounts page and its actions, the feed preview,
@@ -103,6 +104,8 @@ const INVITATION_TTLS: Record<string, number> = { '1d': 86_400_000, '7d': 7 * 86
 export const BULL_BOARD_PATH = `${DASHBOARD_PATH}/queues`;
 const ACCOUNT_ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
 const FLASH_COOKIE = 'fm_flash';
+/** The most fields a dashboard form sends, a widget's aside (the largest, a webhook's, sends 9). */
+export const FORM_MAX_FIELDS = 20;
 
 /** Headers for every dashboard page: not cached, not framed, no script but ours. */
 function pageHeaders(res: Response): void {
@@ -140,8 +143,10 @@ const flashSchema = z.object({ kind: z.enum(['ok', 'error']), text: z.string().m
 export function dashboardRouter(deps: DashboardDeps): Router {
   const { auth, db, queues, clock, logger } = deps;
   const router = Router();
-  // 80 fields: a widget's form has its options, its accounts' and types' checkboxes.
-  const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 80 });
+  // Every form sends at most 20 fields but a widget's (its settings, a checkbox per post type and
+  // per account: WIDGET_FORM_MAX_FIELDS); more is a 413 (docs/security.md).
+  const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: FORM_MAX_FIELDS });
+  const widgetForm = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: WIDGET_FORM_MAX_FIELDS });
   const csrfOf = (res: Response) => csrfTokenFor(auth.sessionKey, sessionOf(res).sid);
 
   router.use(loginRoutes(auth));
@@ -177,7 +182,8 @@ export function dashboardRouter(deps: DashboardDeps): Router {
 
   // Our forms: body parsed, then token + origin checked on every POST.
   guarded.use(
-    form,
+    (req: Request, res: Response, next: NextFunction) =>
+      (isWidgetFormPost(req.method, req.path) ? widgetForm : form)(req, res, next),
     requireCsrfToken(auth.sessionKey, auth.allowedOrigins, (res) => sessionOf(res).sid),
   );
 
@@ -635,8 +641,10 @@ export function dashboardRouter(deps: DashboardDeps): Router {
   });
 
   // An action that fails says so in words and goes back; details (redacted) go to the log.
+  // A request the server could not read (too many fields, too large, a bad charset) is the
+  // client's: errors.ts answers it with its 4xx, not a flash as if the action had failed.
   guarded.use((err: Error, req: Request, res: Response, next: NextFunction) => {
-    if (req.method !== 'POST' || res.headersSent) return next(err);
+    if (req.method !== 'POST' || res.headersSent || isClientError(err)) return next(err);
     logger.error({ err, path: req.path }, 'dashboard action failed');
     flashTo(res, {
       kind: 'error',

@@ -17,6 +17,8 @@ import {
   WidgetNotFoundError,
   type WidgetInput,
 } from '../../widgets/widgets.ts';
+import { WIDGET_FILTER_TYPES } from '../../widgets/document.ts';
+import { WIDGET_MAX_ACCOUNTS } from '../../widgets/widgets.ts';
 import type { Flash, LayoutOptions } from './views.ts';
 import { COPY_SCRIPT, widgetPage, widgetsPage, WIDGETS_PATH } from './widgets-views.ts';
 
@@ -32,6 +34,38 @@ export interface WidgetRoutesContext {
   flashTo(res: Response, flash: Flash, to?: string): void;
   pageHeaders(res: Response): void;
   wrap(fn: (req: Request, res: Response) => Promise<void>): (req: Request, res: Response, next: () => void) => void;
+}
+
+/** The widget settings form's one-value fields, its CSRF token included (editInput reads them). */
+export const WIDGET_SETTING_FIELDS = [
+  '_csrf',
+  'name',
+  'layout',
+  'theme',
+  'captions',
+  'limit',
+  'maxPosts',
+  'columnsPhone',
+  'columnsTablet',
+  'columnsDesktop',
+  'radius',
+  'gap',
+  'header',
+  'date',
+  'badges',
+  'includeTags',
+  'excludeTags',
+] as const;
+
+/**
+ * The most fields a widget's form sends: its settings, a checkbox per post type and one per
+ * account it merges (72). Every other dashboard form sends at most 20 (index.ts).
+ */
+export const WIDGET_FORM_MAX_FIELDS = WIDGET_SETTING_FIELDS.length + WIDGET_FILTER_TYPES.length + WIDGET_MAX_ACCOUNTS;
+
+/** POST /widgets (create) and POST /widgets/<id> (save settings): the forms that carry account and type checkboxes. */
+export function isWidgetFormPost(method: string, path: string): boolean {
+  return method === 'POST' && /^\/widgets(?:\/[^/]+)?\/?$/.test(path);
 }
 
 const today = (d: Date) => d.toISOString().slice(0, 10);
