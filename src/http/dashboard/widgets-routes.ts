@@ -34,6 +34,33 @@ export interface WidgetRoutesContext {
   flashTo(res: Response, flash: Flash, to?: string): void;
   pageHeaders(res: Response): void;
   wrap(fn: (req: Request, res: Response) => Promise<void>): (req: Request, res: Response, next: () => void) => void;
+  /** The address the preview's script reads a document at (preview-links.ts). */
+  previewPath(path: string): string;
+}
+
+/**
+ * A widget's published document for the dashboard's preview (any storage, S3 included), without
+ * its viewsUrl: the operator's own looks are not views. Served behind the login and to a signed
+ * preview address (index.ts).
+ */
+export function widgetPreviewDocument(deps: WidgetDeps): (req: Request, res: Response) => Promise<void> {
+  return async (req, res) => {
+    let w;
+    try {
+      w = await requireWidget(deps, String(req.params.id ?? ''));
+    } catch (err) {
+      if (!(err instanceof WidgetNotFoundError)) throw err;
+      res.status(404).type('text/plain').send('No such widget.\n');
+      return;
+    }
+    const obj = await deps.storage.get(widgetDocumentKey(w.id));
+    if (!obj) {
+      res.status(404).type('text/plain').send('Not published yet.\n');
+      return;
+    }
+    const doc = JSON.parse(obj.body.toString('utf8')) as Record<string, unknown>;
+    res.set('Cache-Control', 'no-store').json({ ...doc, viewsUrl: null });
+  };
 }
 
 /** The widget settings form's one-value fields, its CSRF token included (editInput reads them). */
@@ -179,28 +206,13 @@ export function registerWidgetRoutes(guarded: Router, c: WidgetRoutesContext): v
         widgetPage(widgetView(deps, w), accounts, posts, views.get(w.id) ?? { last7: 0, last30: 0 }, {
           ...c.layoutOf(req, res),
           viewsCounted: c.viewsCounted,
-          documentPath: `${WIDGETS_PATH}/${w.id}/document.json`,
+          documentPath: c.previewPath(`${WIDGETS_PATH}/${w.id}/document.json`),
         }),
       );
     }),
   );
 
-  // The preview reads the published document through the session (any storage, S3 included),
-  // without its viewsUrl: the operator's own looks are not views.
-  guarded.get(
-    '/widgets/:id/document.json',
-    wrap(async (req, res) => {
-      const w = await widgetParam(req, res);
-      if (!w) return;
-      const obj = await deps.storage.get(widgetDocumentKey(w.id));
-      if (!obj) {
-        res.status(404).type('text/plain').send('Not published yet.\n');
-        return;
-      }
-      const doc = JSON.parse(obj.body.toString('utf8')) as Record<string, unknown>;
-      res.set('Cache-Control', 'no-store').json({ ...doc, viewsUrl: null });
-    }),
-  );
+  guarded.get('/widgets/:id/document.json', wrap(widgetPreviewDocument(deps)));
 
   const action = (path: string, fn: (id: string, body: Record<string, unknown>) => Promise<string>) =>
     guarded.post(
