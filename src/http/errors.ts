@@ -33,6 +33,11 @@ function clientError(err: unknown): { status: number; text: string } | null {
   return null;
 }
 
+/** Whether errorHandler answers this error as the client's mistake (a 4xx), not the server's. */
+export function isClientError(err: unknown): boolean {
+  return clientError(err) !== null;
+}
+
 export function errorHandler(logger: Logger) {
   return (err: Error, req: Request, res: Response, _next: NextFunction) => {
     const known = clientError(err);

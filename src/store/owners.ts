@@ -95,6 +95,8 @@ export async function clearOwner(db: Db, accountId: string, at: Date): Promise<b
 
 export type ReconnectLinkState = 'ok' | 'unknown' | 'expired' | 'used' | 'revoked';
 export type ReconnectReason = 'expiry' | 'reauth';
+/** How a link reached the owner: emailed (an alert, or the operator's resend) or shown to the operator to copy. */
+export type ReconnectDelivery = 'email' | 'copy';
 
 /** Tokens we make are 43 base64url characters; anything else is not looked up. */
 export const RECONNECT_TOKEN_RE = /^[A-Za-z0-9_-]{43}$/;
@@ -146,7 +148,7 @@ export function linkState(link: ReconnectLink | null, now: Date): ReconnectLinkS
  */
 export async function createReconnectLink(
   db: Db,
-  input: { accountId: string; reason: ReconnectReason; now: Date; ttlMs: number },
+  input: { accountId: string; reason: ReconnectReason; now: Date; ttlMs: number; delivery?: ReconnectDelivery },
 ): Promise<{ token: string; expiresAt: Date }> {
   const token = randomBytes(32).toString('base64url');
   const expiresAt = new Date(input.now.getTime() + input.ttlMs);
@@ -154,9 +156,9 @@ export async function createReconnectLink(
     `WITH revoked AS (
        UPDATE reconnect_links SET revoked_at = $4
         WHERE account_id = $2 AND used_at IS NULL AND revoked_at IS NULL)
-     INSERT INTO reconnect_links (token_hash, account_id, reason, created_at, expires_at)
-     VALUES ($1, $2, $3, $4, $5)`,
-    [hashReconnectToken(token), input.accountId, input.reason, input.now, expiresAt],
+     INSERT INTO reconnect_links (token_hash, account_id, reason, created_at, expires_at, delivery)
+     VALUES ($1, $2, $3, $4, $5, $6)`,
+    [hashReconnectToken(token), input.accountId, input.reason, input.now, expiresAt, input.delivery ?? 'email'],
   );
   return { token, expiresAt };
 }
@@ -205,4 +207,50 @@ export async function pruneReconnectLinks(db: Db, now: Date, keepMs = 30 * 86_40
     [before],
   );
   return rowCount ?? 0;
+}
+
+/** The newest reconnect link of an account, as its page and the accounts list show it. */
+export interface LatestReconnectLink {
+  accountId: string;
+  delivery: ReconnectDelivery;
+  createdAt: Date;
+  expiresAt: Date;
+  state: ReconnectLinkState;
+  /** When a link was last emailed to the owner (this one or an earlier one), or null. */
+  lastEmailedAt: Date | null;
+}
+
+/**
+ * The newest reconnect link of each account (or of one), with when a link was last emailed to its
+ * owner: one query however many accounts.
+ */
+export async function latestReconnectLinks(
+  db: Db,
+  now: Date,
+  opts: { accountId?: string } = {},
+): Promise<Map<string, LatestReconnectLink>> {
+  const { rows } = await db.query<LinkRow & { delivery: ReconnectDelivery; last_emailed_at: Date | null }>(
+    `SELECT DISTINCT ON (account_id) *,
+            max(created_at) FILTER (WHERE delivery = 'email') OVER (PARTITION BY account_id) AS last_emailed_at
+       FROM reconnect_links
+      WHERE $1::text IS NULL OR account_id = $1
+      ORDER BY account_id, created_at DESC, token_hash`,
+    [opts.accountId ?? null],
+  );
+  return new Map(
+    rows.map((r) => {
+      const link = toLink(r);
+      return [
+        link.accountId,
+        {
+          accountId: link.accountId,
+          delivery: r.delivery,
+          createdAt: link.createdAt,
+          expiresAt: link.expiresAt,
+          state: linkState(link, now),
+          lastEmailedAt: r.last_emailed_at,
+        },
+      ];
+    }),
+  );
 }

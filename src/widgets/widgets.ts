@@ -75,10 +75,12 @@ const nameSchema = z
       .max(WIDGET_LIMITS.name, { error: `name must be at most ${WIDGET_LIMITS.name} characters` }),
   );
 const layoutSchema = z.enum(WIDGET_LAYOUTS, { error: `layout must be one of ${WIDGET_LAYOUTS.join(', ')}` });
+/** The most accounts one widget merges (the dashboard's widget form is sized by it). */
+export const WIDGET_MAX_ACCOUNTS = 50;
 const accountsSchema = z
   .array(z.string().regex(ID_PATTERN, { error: 'an account id is 1-128 characters of A-Z a-z 0-9 _ -' }))
   .min(1, { error: 'a widget needs at least one account' })
-  .max(50, { error: 'a widget merges at most 50 accounts' })
+  .max(WIDGET_MAX_ACCOUNTS, { error: `a widget merges at most ${WIDGET_MAX_ACCOUNTS} accounts` })
   .transform((ids) => [...new Set(ids)]);
 
 /** The first problem of a zod error as one line: "limit must be at least 1". */

@@ -105,7 +105,7 @@ beforeAll(async () => {
   };
 
   // A connected account whose token has 10 days left (under the 14-day line), synced and mirrored.
-  const acc = sim.createAccount({ username: 'harbour.shop', posts: 8 });
+  const acc = sim.createAccount({ username: 'harbour.shop', posts: 16 });
   accountId = acc.id;
   await upsertAccount(db, { id: acc.id, username: acc.username, displayName: 'Harbour Shop' }, sim.clock.now());
   await saveToken(
@@ -282,8 +282,9 @@ describe('operator dashboard in headless Chromium', () => {
     expect(await stale.locator('.problem').textContent()).toBe(
       'The owner changed their password, so the connection was cut. Ask them to connect the account again.',
     );
-    expect(await stale.locator('.days').textContent()).toBe('40 days left');
-    expect(await stale.locator('.days').getAttribute('class')).not.toContain('warn');
+    // R-TOK-10: the platform refused its token, so its 40 days of stored validity count for nothing.
+    expect(await stale.locator('[data-token]').textContent()).toBe('refused by the platform');
+    expect(await stale.textContent()).not.toMatch(/days? left/);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard.png'), fullPage: true });
   });
 
@@ -304,44 +305,60 @@ describe('operator dashboard in headless Chromium', () => {
     await page.screenshot({ path: path.join(SCREENSHOTS, 'bull-board.png'), fullPage: true });
   });
 
-  it('R-SCH-10 / R-SCH-11: the feed preview renders the mirrored feed through the widget; images load from this server', async () => {
+  it('R-SCH-10 / R-SCH-11: the feed preview is the widget as a site shows it (header, columns, badges, Load more); images load from this server', async () => {
     await page.goto(`${base}/dashboard/accounts/${accountId}/preview`);
-    await page.waitForFunction(
-      () => document.querySelector('#feed')?.getAttribute('data-feedmirror-state') === 'ready',
-    );
+    const state = () => page.locator('#feed').getAttribute('data-feedmirror-state');
+    await expect.poll(state, { timeout: 15_000 }).toBe('ready');
     await page.waitForFunction(() =>
-      [...document.querySelectorAll<HTMLImageElement>('#feed img')].every((i) => i.complete && i.naturalWidth > 0),
+      [...document.querySelectorAll<HTMLImageElement>('#feed .fmw-list img')].every(
+        (i) => i.complete && i.naturalWidth > 0,
+      ),
     );
     const info = await page.evaluate(() => ({
-      items: [...document.querySelectorAll('#feed li')].map((li) => ({
+      items: [...document.querySelectorAll('#feed li.fmw-item')].map((li) => ({
         id: li.getAttribute('data-post-id'),
-        badge: li.querySelector('.fmw-badge') !== null,
+        badge: li.querySelector('.fmw-badge')?.textContent ?? null,
         img: li.querySelector('img')?.getAttribute('src') ?? null,
       })),
-      loaded: [...document.querySelectorAll<HTMLImageElement>('#feed img')].filter((i) => i.naturalWidth > 0).length,
+      loaded: [...document.querySelectorAll<HTMLImageElement>('#feed .fmw-list img')].filter((i) => i.naturalWidth > 0)
+        .length,
       demoLabel: document.querySelectorAll('#feed .fmw-demo').length,
+      header: document.querySelector('#feed .fmw-head .fmw-user')?.textContent ?? null,
+      columns: getComputedStyle(document.querySelector('#feed .fmw-list')!).gridTemplateColumns.split(' ').length,
+      more: document.querySelector('#feed button.fmw-more')?.textContent ?? null,
     }));
-    expect(info.items.map((i) => i.id)).toEqual(feed.posts.map((p) => p.id));
-    expect(info.loaded).toBe(feed.posts.filter((p) => p.thumbnailUrl).length);
+    // The widget's defaults: 12 posts shown of the newest 60, then Load more; 4 columns on a desktop.
+    const shown = feed.posts.slice(0, 12);
+    expect(feed.posts.length).toBeGreaterThan(12);
+    expect(info.items.map((i) => i.id)).toEqual(shown.map((p) => p.id));
+    expect(info.loaded).toBe(shown.filter((p) => p.thumbnailUrl).length);
     expect(info.loaded).toBeGreaterThan(0);
     for (const i of info.items) if (i.img) expect(i.img.startsWith(`${base}/media/${accountId}/`)).toBe(true);
-    // Reel badge exactly where format is reel; no demo label on a real feed.
-    expect(info.items.filter((i) => i.badge).map((i) => i.id)).toEqual(
-      feed.posts.filter((p) => p.format === 'reel').map((p) => p.id),
+    expect(info.header).toBe('@harbour.shop');
+    expect(info.columns).toBe(4);
+    expect(info.more).toBe('Load more');
+    // A badge names the format (Reel) or the type (Carousel, Video), as on a site; no demo label on a real feed.
+    expect(info.items.map((i) => i.badge)).toEqual(
+      shown.map((p) =>
+        p.format === 'reel' ? 'Reel' : p.type === 'carousel' ? 'Carousel' : p.type === 'video' ? 'Video' : null,
+      ),
     );
+    expect(info.items.some((i) => i.badge === 'Reel')).toBe(true);
     expect(info.demoLabel).toBe(0);
+    await page.locator('#feed button.fmw-more').click();
+    await expect.poll(() => page.locator('#feed li.fmw-item').count()).toBe(Math.min(feed.posts.length, 24));
     await page.screenshot({ path: path.join(SCREENSHOTS, 'preview.png'), fullPage: true });
 
     // An account never synced shows its demo feed with the visible demo label and text cards.
     await page.goto(`${base}/dashboard/accounts/${staleId}/preview?layout=list`);
-    await page.waitForFunction(
-      () => document.querySelector('#feed')?.getAttribute('data-feedmirror-state') === 'ready',
-    );
+    await expect.poll(state, { timeout: 15_000 }).toBe('ready');
     const demo = await page.evaluate(() => ({
       label: (document.querySelector('#feed .fmw-demo') as HTMLElement | null)?.innerText ?? null,
-      textCards: [...document.querySelectorAll('#feed li')].filter((li) => !li.querySelector('img')).length,
+      list: document.querySelector('#feed .fmw-w')?.classList.contains('fmw--list') ?? false,
+      textCards: [...document.querySelectorAll('#feed li.fmw-item')].filter((li) => !li.querySelector('img')).length,
     }));
     expect(demo.label).toBe('Demo feed');
+    expect(demo.list).toBe(true);
     expect(demo.textCards).toBeGreaterThan(0);
   });
 

@@ -86,7 +86,22 @@ describe('widgets in the dashboard', () => {
     const at = created.headers.get('location')!;
     const id = /\/dashboard\/widgets\/(w_[a-z2-7]{10})$/.exec(at)![1]!;
     const page = await (await get(at)).text();
-    expect(page).toContain(`data-feedmirror-widget="${id}" data-src="/dashboard/widgets/${id}/document.json"`);
+    // The script sends no cookie: the preview reads the document at an address signed for it.
+    const src = new RegExp(
+      `data-feedmirror-widget="${id}" data-src="(/dashboard/widgets/${id}/document\\.json\\?k=[\\w-]{43})"`,
+    ).exec(page)?.[1];
+    expect(src).toBeTruthy();
+    const unsigned = await fetch(`${serve.url}${src!.replace(/\?k=.*/, '')}`, {
+      headers: { accept: 'application/json', 'x-forwarded-for': IP },
+    });
+    expect(unsigned.status).toBe(401);
+    const wrong = await fetch(`${serve.url}${src!.replace(/k=[\w-]{43}/, `k=${'A'.repeat(43)}`)}`, {
+      headers: { accept: 'application/json', 'x-forwarded-for': IP },
+    });
+    expect(wrong.status).toBe(401);
+    const signed = await fetch(`${serve.url}${src}`, { headers: { 'x-forwarded-for': IP } });
+    expect(signed.status).toBe(200);
+    expect(await signed.json()).toMatchObject({ id, viewsUrl: null });
     expect(page).toContain('<script defer src="/dashboard/widget.js"></script>');
     expect(page).toContain(`&lt;div data-feedmirror-widget=&quot;${id}&quot;&gt;&lt;/div&gt;`);
     expect(page).toContain('id="copy-embed"');

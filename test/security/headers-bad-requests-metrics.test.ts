@@ -4,7 +4,16 @@ import { createMetrics } from '../../src/metrics/index.ts';
 import { ManualClock } from '../../src/util/clock.ts';
 import { silentLogger } from '../../src/util/logger.ts';
 import { recordCaptured } from '../support/capture.ts';
-import { loginForm, startServeForTest, type ServeUnderTest } from './support.ts';
+import {
+  loginForm,
+  postLogin,
+  sessionCookie,
+  startServeForTest,
+  DASHBOARD_USER,
+  type ServeUnderTest,
+} from './support.ts';
+import { FORM_MAX_FIELDS } from '../../src/http/dashboard/index.ts';
+import { WIDGET_FORM_MAX_FIELDS } from '../../src/http/dashboard/widgets-routes.ts';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -81,6 +90,50 @@ describe('bad requests answer 4xx with a short body, logged below error level', 
     expect(await loginPost('user=a&password=b', 'application/x-www-form-urlencoded; charset=utf-7')).toMatchObject({
       status: 415,
       text: 'Unsupported charset: send UTF-8.\n',
+    });
+    expect(errorLines().length).toBe(before);
+  });
+
+  it('a dashboard form over its field bound (20; a widget form 72) or 8 KB answers 413 in one line, not a flash or a 500', async () => {
+    expect([FORM_MAX_FIELDS, WIDGET_FORM_MAX_FIELDS]).toEqual([20, 72]); // docs/security.md names both
+    const client = '198.51.100.42';
+    const cookie = sessionCookie(await postLogin(s.url, client, DASHBOARD_USER, s.env.DASHBOARD_PASSWORD!));
+    const page = await (await fetch(`${s.url}/dashboard`, { headers: { cookie, 'x-forwarded-for': client } })).text();
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(page)![1]!;
+    /** A POST with the session's token and `fields` fields in all (the token one of them). */
+    const post = async (path: string, fields: number, pad = 'x') => {
+      const body = new URLSearchParams([['_csrf', csrf]]);
+      for (let i = 1; i < fields; i++) body.append(`f${i}`, pad);
+      const res = await fetch(`${s.url}${path}`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          cookie,
+          origin: s.url,
+          'x-forwarded-for': client,
+        },
+        body,
+      });
+      const text = await res.text();
+      recordCaptured('http', text);
+      return { status: res.status, text };
+    };
+    const before = errorLines().length;
+    const tooMany = { status: 413, text: 'The request has too many parameters.\n' };
+    // An account action: 20 fields are read (then the unknown account is a 404 page), 21 are not.
+    expect((await post('/dashboard/accounts/17841400000000404/sync', 20)).status).toBe(404);
+    expect(await post('/dashboard/accounts/17841400000000404/sync', 21)).toEqual(tooMany);
+    expect(await post('/dashboard/accounts/17841400000000404/sync', 81)).toEqual(tooMany);
+    expect(await post('/dashboard/webhooks', 21)).toEqual(tooMany);
+    // A widget's settings: 72 are read (an unknown widget is a 404), 73 are not; its Hide form is a plain form.
+    expect((await post('/dashboard/widgets/w_aaaaaaaaaa', 72)).status).toBe(404);
+    expect(await post('/dashboard/widgets/w_aaaaaaaaaa', 73)).toEqual(tooMany);
+    expect(await post('/dashboard/widgets', 73)).toEqual(tooMany);
+    expect(await post('/dashboard/widgets/w_aaaaaaaaaa/hide', 21)).toEqual(tooMany);
+    expect(await post('/dashboard/accounts/17841400000000404/sync', 2, 'x'.repeat(9000))).toEqual({
+      status: 413,
+      text: 'The request body is too large.\n',
     });
     expect(errorLines().length).toBe(before);
   });

@@ -5,6 +5,7 @@ import { createApp } from '../../http/app.ts';
 import { deriveSessionSecret, isLoopbackHost, resolveDashboardAuth } from '../../http/auth.ts';
 import { invitationUrl, startLogin, type ConnectRoutesDeps } from '../../http/connect.ts';
 import type { DashboardConnect } from '../../http/dashboard/index.ts';
+import type { OwnerLinkDeps } from '../../alerts/owner-links.ts';
 import { RedisSessionStore } from '../../http/sessions.ts';
 import { widgetViewsDigestKey } from '../../http/widget-views.ts';
 import { ConnectThrottle, LoginThrottle } from '../../http/throttle.ts';
@@ -193,8 +194,28 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
         },
       },
       ownerAlertsOn: ctx.config.OWNER_ALERTS,
+      // A new reconnect link from the page of an account waiting for its owner (R-OWN-12).
+      // The mailer is made at the first email (serve starts whatever the SMTP settings say).
+      ownerLinks: {
+        ...ownerLinkDeps(ctx),
+        db,
+      },
     },
   });
+}
+
+/** What the dashboard's reconnect links need; the mailer is created only when one is emailed. */
+function ownerLinkDeps(ctx: AppContext): Omit<OwnerLinkDeps, 'db'> {
+  return {
+    mailer: { send: (msg) => ctx.mailer.send(msg) },
+    clock: ctx.clock,
+    logger: ctx.logger,
+    publicUrl: ctx.config.PUBLIC_URL,
+    events: ctx.events,
+    linkTtlMs: ctx.config.RECONNECT_LINK_TTL,
+    emailTemplates: ctx.emailTemplates,
+    brand: ctx.brand,
+  };
 }
 
 export async function startServer(ctx: AppContext): Promise<RunningServer> {

@@ -6,8 +6,17 @@ import type { CopyFailure } from '../../store/copy-failures.ts';
 import type { AccountDelivery } from '../../store/health-facts.ts';
 import { formatBytes } from './data.ts';
 import { explainError } from './explain.ts';
-import { layout, reasonList, removalHoldNotice, verdictBadge, type LayoutOptions } from './views.ts';
+import {
+  layout,
+  reasonList,
+  reconnectReasons,
+  removalHoldNotice,
+  returnHere,
+  verdictBadge,
+  type LayoutOptions,
+} from './views.ts';
 import type { StoredRemovalHold } from '../../store/holds.ts';
+import type { LatestReconnectLink } from '../../store/owners.ts';
 
 /**
  * One account's page (/dashboard/accounts/<id>): its health with every reason, the token, the
@@ -29,13 +38,18 @@ export interface AccountPageData {
   now: Date;
   /** OWNER_ALERTS: whether owners get alerts in this deployment (the owner section says so). */
   ownerAlertsOn?: boolean;
+  /** The account's newest reconnect link (emailed to the owner or made to copy), or null. */
+  reconnectLink?: LatestReconnectLink | null;
+  /** Whether this server makes reconnect links from the page (email them, or show one to copy). */
+  linksOffered?: boolean;
 }
 
 const when = (d: Date | null) => (d ? `${d.toISOString().slice(0, 19).replace('T', ' ')} UTC` : '—');
 const since = (d: Date | null, now: Date) => (d ? `${when(d)} (${ago(now.getTime() - d.getTime())} ago)` : 'never');
 
+/** An action of this page; its outcome is shown back here. */
 function form(action: string, label: string, csrf: string): string {
-  return `<form method="post" action="${h(action)}"><input type="hidden" name="${CSRF_FIELD}" value="${h(csrf)}"><button type="submit">${h(label)}</button></form>`;
+  return `<form method="post" action="${h(action)}"><input type="hidden" name="${CSRF_FIELD}" value="${h(csrf)}">${returnHere('account')}<button type="submit">${h(label)}</button></form>`;
 }
 
 function table(headers: string[], rows: string[], empty: string): string {
@@ -49,16 +63,19 @@ export function accountPage(d: AccountPageData, o: LayoutOptions): string {
   const feedPath = `/feeds/${encodeURIComponent(a.id)}.json`;
   const problem = a.status === 'reauth_required' ? explainError(a.statusReasonKind, a.statusReason) : null;
 
-  const token = f.token.present
-    ? `<p>Token expires ${when(f.token.expiresAt)}${f.token.refreshFailures > 0 ? ` · <span class="bad">${f.token.refreshFailures} renewal${f.token.refreshFailures === 1 ? '' : 's'} failed</span>${f.token.lastRefreshError ? `: ${h(f.token.lastRefreshError)}` : ''}` : ''}</p>`
-    : '<p class="bad">No token stored.</p>';
+  const token = !f.token.present
+    ? '<p class="bad">No token stored.</p>'
+    : a.status === 'reauth_required'
+      ? // R-TOK-10: a refused token's stored expiry is no time left: only the owner's login helps.
+        `<p class="bad" data-token="refused">The platform refused this token${problem?.detail ? ` (${h(problem.detail)})` : ''}. Its stored expiry, ${when(f.token.expiresAt)}, no longer counts: only the owner's login brings the account back.</p>`
+      : `<p>Token expires ${when(f.token.expiresAt)}${f.token.refreshFailures > 0 ? ` · <span class="bad">${f.token.refreshFailures} renewal${f.token.refreshFailures === 1 ? '' : 's'} failed</span>${f.token.lastRefreshError ? `: ${h(f.token.lastRefreshError)}` : ''}` : ''}</p>`;
 
   const feed = f.publication
     ? `<p data-feed-posts="${f.publication.postCount}">${f.publication.postCount} posts published${f.publication.demo ? ' <span class="badge demo">demo</span>' : ''}, feed written ${since(f.publication.publishedAt, now)} · <a href="${h(feedPath)}">${h(feedPath)}</a> · <a href="${base}/preview">preview</a></p>`
     : `<p class="muted">No feed published yet · <a href="${base}/preview">preview</a></p>`;
   const fresh = `<p>Last complete listing: ${since(f.sync.lastCompleteAt, now)}. Posts withheld (stored, images not copied yet): <strong data-withheld="${f.copies.waitingPosts}">${f.copies.waitingPosts}</strong>${f.copies.oldestWaitingSince ? `, the oldest since ${when(f.copies.oldestWaitingSince)}` : ''}.</p>`;
 
-  const hold = d.removalHold ? removalHoldNotice(a.id, d.removalHold, o.csrf) : '';
+  const hold = d.removalHold ? removalHoldNotice(a.id, d.removalHold, o.csrf, 'account') : '';
   const copies = `<p><span data-copies="${d.copies.n}">${d.copies.n}</span> images copied (${formatBytes(d.copies.bytes)}); <strong data-copies-failing="${f.copies.failing}">${f.copies.failing}</strong> failing${f.copies.gaveUp ? `, ${f.copies.gaveUp} given up until the next sync` : ''}.</p>`;
   const failures = table(
     ['Media', 'Image', 'Error', 'Attempts', 'First failed', 'Last failed', 'State'],
@@ -104,10 +121,11 @@ export function accountPage(d: AccountPageData, o: LayoutOptions): string {
 
   const body = `<h1>@${h(a.username)}</h1>
 <p class="muted">${h(a.id)}${a.displayName ? ` · ${h(a.displayName)}` : ''} · connected ${when(a.createdAt)}</p>
-<p class="actions">${form(`${base}/sync`, 'Sync now', o.csrf)}${form(`${base}/refresh`, 'Refresh now', o.csrf)}<a class="button danger" href="${base}/remove">Remove…</a></p>
+<div class="actions">${form(`${base}/sync`, 'Sync now', o.csrf)}${form(`${base}/refresh`, 'Refresh now', o.csrf)}<a class="button danger" href="${base}/remove">Remove…</a></div>
 <section id="health" data-health="${d.health.verdict}"><h2>Health ${verdictBadge(d.health.verdict)}</h2>
-${d.health.reasons.length ? reasonList(d.health) : '<p class="ok">Nothing to report: synced, every post published, every copy made.</p>'}
+${d.health.reasons.length ? reasonList(d.health, Infinity, reconnectReasons(a, d.reconnectLink ?? null)) : '<p class="ok">Nothing to report: synced, every post published, every copy made.</p>'}
 ${problem ? `<p class="problem">${h(problem.summary)}</p>` : ''}</section>
+${a.status === 'reauth_required' ? reconnectSection(a, base, o.csrf, d) : ''}
 <section id="token"><h2>Token</h2>${token}</section>
 ${ownerSection(a, base, o.csrf, d.ownerAlertsOn ?? false)}
 <section id="feed"><h2>Feed</h2>${feed}${fresh}${hold}</section>
@@ -148,9 +166,66 @@ function ownerSection(a: Account, base: string, csrf: string, deploymentOn: bool
 <label>Owner email <input type="email" name="owner_email" required maxlength="254" value="${h(o?.email ?? '')}" autocomplete="off"></label>
 <label>Name <input name="owner_name" maxlength="200" value="${h(o?.name ?? '')}" autocomplete="off"></label>
 <label><input type="checkbox" name="owner_alerts" value="on"${!o || o.alerts ? ' checked' : ''}> send them alerts</label>
-<button type="submit">Save owner</button></form>`;
+<button type="submit" class="primary">Save owner</button></form>`;
   const clear = o
     ? `<form method="post" action="${h(`${base}/owner/clear`)}">${csrfField}<button type="submit">Forget the owner</button></form>`
     : '';
   return `<section id="owner"><h2>Owner</h2>${status}${edit}${clear}</section>`;
+}
+
+/**
+ * An account waiting for its owner's login (R-TOK-10): what was done about it (the reconnect link
+ * emailed by the alert or made here, until when it works) and the two ways to send a new one.
+ * A new link revokes the earlier ones (R-OWN-12), which the buttons say.
+ */
+function reconnectSection(a: Account, base: string, csrf: string, d: AccountPageData): string {
+  const link = d.reconnectLink ?? null;
+  const o = a.owner;
+  const who = o ? `The owner (<a href="mailto:${h(o.email)}">${h(o.email)}</a>)` : 'The owner';
+  const made = (l: LatestReconnectLink) =>
+    l.delivery === 'email'
+      ? `emailed to the owner on ${when(l.createdAt)}`
+      : `made here on ${when(l.createdAt)} to copy`;
+  let status: string;
+  if (link?.state === 'ok')
+    status =
+      link.delivery === 'email'
+        ? `${who} was emailed a reconnect link on <strong>${when(link.createdAt)}</strong>. It works once, until <strong>${when(link.expiresAt)}</strong>: the account comes back when they use it. If they cannot find the email, send a new one or copy one below.`
+        : `A reconnect link was made here on <strong>${when(link.createdAt)}</strong> for you to pass on; it works once, until <strong>${when(link.expiresAt)}</strong>.${link.lastEmailedAt ? ` The link emailed to the owner on ${when(link.lastEmailedAt)} no longer works.` : ''}`;
+  else if (link?.state === 'expired')
+    status = `The last reconnect link (${made(link)}) expired on <strong>${when(link.expiresAt)}</strong>: send a new one.`;
+  else if (link)
+    status = `The last reconnect link (${made(link)}) no longer works (${link.state === 'used' ? 'it was used' : 'it was revoked'}): send a new one.`;
+  else if (!o)
+    status =
+      'No owner is recorded, so nobody was sent a reconnect link. Make a link to copy and send it to the owner, or record the owner below and email one.';
+  else if (!o.alerts)
+    status = `${who} was not emailed: alerts are off for this account's owner. Email them a link, or make one to copy.`;
+  else if (!d.ownerAlertsOn)
+    status = `${who} was not emailed: OWNER_ALERTS is off for this deployment. Email them a link, or make one to copy.`;
+  else status = `${who} has not been sent a reconnect link yet. Email them one, or make one to copy.`;
+  const csrfField = `<input type="hidden" name="${CSRF_FIELD}" value="${h(csrf)}">`;
+  const action = `${base}/reconnect-link`;
+  const buttons = d.linksOffered
+    ? `<div class="actions">${
+        o
+          ? `<form method="post" action="${h(action)}">${csrfField}<input type="hidden" name="send" value="email"><button type="submit">Email ${h(o.email)} a new link</button></form>`
+          : ''
+      }<form method="post" action="${h(action)}">${csrfField}<input type="hidden" name="send" value="copy"><button type="submit">Make a new link to copy</button></form></div>
+<p class="muted">A new link replaces the earlier one: only the newest works.</p>`
+    : '';
+  return `<section id="reconnect" data-link-state="${link ? link.state : 'none'}"${link ? ` data-link-delivery="${link.delivery}"` : ''}><h2>Reconnecting</h2><p>${status}</p>${buttons}</section>`;
+}
+
+/** A reconnect link made to copy, shown once (only its digest is stored). */
+export function reconnectLinkPage(
+  a: { id: string; username: string },
+  link: { url: string; expiresAt: Date },
+  o: LayoutOptions,
+): string {
+  const body = `<h1>Reconnect link for @${h(a.username)}</h1>
+<p>Send this link to the account's owner. It opens their status page with a Reconnect button; it works once, until ${when(link.expiresAt)}, and only for @${h(a.username)}. Any earlier link no longer works. It is shown only now.</p>
+<p><input id="reconnect-link" readonly size="90" value="${h(link.url)}"></p>
+<p><a class="button" href="/dashboard/accounts/${encodeURIComponent(a.id)}#reconnect">Back to @${h(a.username)}</a></p>`;
+  return layout(`Reconnect link @${a.username}`, body, o);
 }

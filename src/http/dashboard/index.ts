@@ -16,7 +16,9 @@ import { clearOwner, setOwner } from '../../store/owners.ts';
 import type { InvitationOwner } from '../../store/invitations.ts';
 import { firstIssue, ownerInputSchema } from '../../accounts/owner-contact.ts';
 import { accountCopyTotals, listAccountDeliveries, listAccountEvents } from '../../store/health-facts.ts';
-import { accountNotFoundPage, accountPage } from './account-views.ts';
+import { accountNotFoundPage, accountPage, reconnectLinkPage } from './account-views.ts';
+import { emailOwnerLink, makeOwnerLink, OwnerLinkRefused, type OwnerLinkDeps } from '../../alerts/owner-links.ts';
+import { latestReconnectLinks } from '../../store/owners.ts';
 import type { Db } from '../../store/db.ts';
 import type { ObjectStorage } from '../../storage/types.ts';
 import type { Clock } from '../../util/clock.ts';
@@ -39,9 +41,13 @@ import { csrfTokenFor, requireCsrfToken, requireSameOrigin } from '../csrf.ts';
 import { loadAccountOverviews } from './data.ts';
 import { describeRefreshOutcome } from '../../accounts/refresh-words.ts';
 import {
+  RETURN_FIELD,
   accountsPage,
   invitationPage,
   previewPage,
+  PREVIEW_LAYOUTS,
+  PREVIEW_WIDGET_ID,
+  type PreviewLayout,
   removeConfirmPage,
   type Flash,
   type LayoutOptions,
@@ -50,8 +56,16 @@ import { deliveriesPage, secretPage, webhooksPage } from './webhooks-views.ts';
 import type { TokenCipher } from '../../store/crypto.ts';
 import { getEndpoint, listDeliveries, listEndpoints, removeEndpoint } from '../../store/webhooks.ts';
 import { EndpointInputError, registerEndpoint, rotateSecret } from '../../webhooks/endpoints.ts';
-import type { WidgetDeps } from '../../widgets/publish.ts';
-import { registerWidgetRoutes, type FeedHides } from './widgets-routes.ts';
+import { buildWidgetDocument, type WidgetDeps } from '../../widgets/publish.ts';
+import {
+  isWidgetFormPost,
+  registerWidgetRoutes,
+  widgetPreviewDocument,
+  WIDGET_FORM_MAX_FIELDS,
+  type FeedHides,
+} from './widgets-routes.ts';
+import { requirePreviewSignature, signedPreviewPath } from './preview-links.ts';
+import { isClientError } from '../errors.ts';
 
 /**
  * The operator dashboard under /dashboard: the accounts page and its actions, the feed preview,
@@ -91,6 +105,8 @@ export interface DashboardDeps {
   feedHides?: FeedHides;
   /** OWNER_ALERTS: the account page says whether its owner gets alerts. */
   ownerAlertsOn?: boolean;
+  /** New reconnect links from the page of an account waiting for its owner (emailed, or shown to copy); omitted: none. */
+  ownerLinks?: OwnerLinkDeps;
 }
 
 export interface DashboardConnect {
@@ -105,6 +121,8 @@ const INVITATION_TTLS: Record<string, number> = { '1d': 86_400_000, '7d': 7 * 86
 export const BULL_BOARD_PATH = `${DASHBOARD_PATH}/queues`;
 const ACCOUNT_ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
 const FLASH_COOKIE = 'fm_flash';
+/** The most fields a dashboard form sends, a widget's aside (the largest, a webhook's, sends 9). */
+export const FORM_MAX_FIELDS = 20;
 
 /** Headers for every dashboard page: not cached, not framed, no script but ours. */
 function pageHeaders(res: Response): void {
@@ -137,16 +155,75 @@ export function bullBoardRouter(queues: DashboardQueues): express.Express {
   return serverAdapter.getRouter() as express.Express;
 }
 
+const previewLayout = (v: unknown): PreviewLayout =>
+  (PREVIEW_LAYOUTS as readonly unknown[]).includes(v) ? (v as PreviewLayout) : 'grid';
+
 const flashSchema = z.object({ kind: z.enum(['ok', 'error']), text: z.string().max(500) });
 
 export function dashboardRouter(deps: DashboardDeps): Router {
   const { auth, db, queues, clock, logger } = deps;
   const router = Router();
-  // 80 fields: a widget's form has its options, its accounts' and types' checkboxes.
-  const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 80 });
+  // Every form sends at most 20 fields but a widget's (its settings, a checkbox per post type and
+  // per account: WIDGET_FORM_MAX_FIELDS); more is a 413 (docs/security.md).
+  const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: FORM_MAX_FIELDS });
+  const widgetForm = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: WIDGET_FORM_MAX_FIELDS });
   const csrfOf = (res: Response) => csrfTokenFor(auth.sessionKey, sessionOf(res).sid);
 
+  const wrap =
+    (fn: (req: Request, res: Response) => Promise<void>) => (req: Request, res: Response, next: NextFunction) => {
+      fn(req, res).catch(next);
+    };
+
   router.use(loginRoutes(auth));
+
+  /**
+   * The account preview's document: this account alone in a widget with the default options,
+   * built by the function that publishes every widget (R-WID-1, R-WID-2), without a views address.
+   */
+  const accountPreviewDocument = async (req: Request, res: Response) => {
+    const id = String(req.params.id ?? '');
+    const account = ACCOUNT_ID_RE.test(id) ? await getAccount(db, id) : null;
+    if (!account || !deps.storage) {
+      res
+        .status(404)
+        .type('text/plain')
+        .send(account ? 'No storage to read the feed from.\n' : 'No such account.\n');
+      return;
+    }
+    const now = clock.now();
+    const doc = await buildWidgetDocument(
+      { db, storage: deps.storage, clock },
+      {
+        id: PREVIEW_WIDGET_ID,
+        name: `@${account.username}`,
+        layout: previewLayout(req.query.layout),
+        options: {},
+        createdAt: now,
+        updatedAt: now,
+        accountIds: [account.id],
+        hiddenPostIds: [],
+        publishedHash: null,
+        publishedAt: null,
+        publishedAccounts: [],
+      },
+    );
+    res.set('Cache-Control', 'no-store').json(doc);
+  };
+  // The previews' documents at their signed addresses, for the widget script that sends no
+  // cookie (preview-links.ts); unsigned, the same paths need the session (below).
+  const previewDocuments = Router();
+  previewDocuments.get(
+    '/accounts/:id/preview/document.json',
+    requirePreviewSignature(auth.sessionKey),
+    wrap(accountPreviewDocument),
+  );
+  if (deps.widgets)
+    previewDocuments.get(
+      '/widgets/:id/document.json',
+      requirePreviewSignature(auth.sessionKey),
+      wrap(widgetPreviewDocument(deps.widgets)),
+    );
+  router.use(DASHBOARD_PATH, previewDocuments);
 
   // Everything below needs a session (GET /dashboard/login above does not).
   const guarded = Router();
@@ -179,7 +256,8 @@ export function dashboardRouter(deps: DashboardDeps): Router {
 
   // Our forms: body parsed, then token + origin checked on every POST.
   guarded.use(
-    form,
+    (req: Request, res: Response, next: NextFunction) =>
+      (isWidgetFormPost(req.method, req.path) ? widgetForm : form)(req, res, next),
     requireCsrfToken(auth.sessionKey, auth.allowedOrigins, (res) => sessionOf(res).sid),
   );
 
@@ -232,13 +310,13 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     }
     return account;
   };
+  /** Where an account action's outcome shows: the page its form was on (the account's, or the list). */
+  const backTo = (req: Request, account: { id: string }) =>
+    (req.body as Record<string, unknown>)[RETURN_FIELD] === 'account'
+      ? `${DASHBOARD_PATH}/accounts/${encodeURIComponent(account.id)}`
+      : DASHBOARD_PATH;
   /** R-HLT-1: every page computes health with the same policy. */
   const healthPolicy = () => ({ now: clock.now(), syncIntervalMs: deps.syncIntervalMs ?? 60 * 60_000 });
-
-  const wrap =
-    (fn: (req: Request, res: Response) => Promise<void>) => (req: Request, res: Response, next: NextFunction) => {
-      fn(req, res).catch(next);
-    };
 
   guarded.get(
     '/',
@@ -265,7 +343,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
       const account = await accountParam(req, res);
       if (!account) return;
       const policy = healthPolicy();
-      const [[one], copies, failures, syncs, events, deliveries, removalHold] = await Promise.all([
+      const [[one], copies, failures, syncs, events, deliveries, removalHold, links] = await Promise.all([
         loadAccountHealth(db, policy, { accountId: account.id }),
         accountCopyTotals(db, account.id),
         listCopyFailures(db, account.id),
@@ -273,6 +351,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
         listAccountEvents(db, account.id),
         listAccountDeliveries(db, account.id),
         getRemovalHold(db, account.id),
+        latestReconnectLinks(db, policy.now, { accountId: account.id }),
       ]);
       if (!one) {
         // Removed between the two reads.
@@ -298,6 +377,8 @@ export function dashboardRouter(deps: DashboardDeps): Router {
             removalHold,
             now: policy.now,
             ownerAlertsOn: deps.ownerAlertsOn ?? false,
+            reconnectLink: links.get(account.id) ?? null,
+            linksOffered: deps.ownerLinks !== undefined,
           },
           layoutOf(req, res),
         ),
@@ -311,12 +392,23 @@ export function dashboardRouter(deps: DashboardDeps): Router {
       const account = await accountParam(req, res);
       if (!account) return;
       pageHeaders(res);
-      const layoutName = req.query.layout === 'list' ? 'list' : 'grid';
-      res
-        .type('html')
-        .send(previewPage(account, { ...layoutOf(req, res), layout: layoutName, warnings: storageWarnings() }));
+      res.type('html').send(
+        previewPage(account, {
+          ...layoutOf(req, res),
+          layout: previewLayout(req.query.layout),
+          warnings: storageWarnings(),
+          widgetsUrl: deps.widgets ? `${DASHBOARD_PATH}/widgets` : undefined,
+          documentPath: signedPreviewPath(
+            auth.sessionKey,
+            `${DASHBOARD_PATH}/accounts/${encodeURIComponent(account.id)}/preview/document.json`,
+            { layout: previewLayout(req.query.layout) },
+          ),
+        }),
+      );
     }),
   );
+
+  guarded.get('/accounts/:id/preview/document.json', wrap(accountPreviewDocument));
 
   guarded.post(
     '/accounts/:id/sync',
@@ -326,10 +418,14 @@ export function dashboardRouter(deps: DashboardDeps): Router {
       // Recorded in PostgreSQL, then queued under a unique id: a Redis restart cannot lose it.
       const job = await requestSync({ db, queues, clock }, account.id, 'dashboard');
       logger.info({ accountId: account.id, jobId: job.id }, 'dashboard: sync queued');
-      flashTo(res, {
-        kind: 'ok',
-        text: `Sync of @${account.username} queued (job ${job.id}). It runs as soon as a worker is free.`,
-      });
+      flashTo(
+        res,
+        {
+          kind: 'ok',
+          text: `Sync of @${account.username} queued (job ${job.id}). It runs as soon as a worker is free.`,
+        },
+        backTo(req, account),
+      );
     }),
   );
 
@@ -351,20 +447,32 @@ export function dashboardRouter(deps: DashboardDeps): Router {
       const done = await waitForJob(queues.tokenRefresh, String(job.id), 8_000);
       if (done.state === 'completed') {
         const outcome = done.returnvalue as Parameters<typeof describeRefreshOutcome>[0];
-        flashTo(res, {
-          kind: outcome.outcome === 'refreshed' ? 'ok' : 'error',
-          text: `@${account.username}: ${describeRefreshOutcome(outcome)}.`,
-        });
+        flashTo(
+          res,
+          {
+            kind: outcome.outcome === 'refreshed' ? 'ok' : 'error',
+            text: `@${account.username}: ${describeRefreshOutcome(outcome)}.`,
+          },
+          backTo(req, account),
+        );
       } else if (done.state === 'failed') {
-        flashTo(res, {
-          kind: 'error',
-          text: `Token refresh of @${account.username} failed: ${done.failedReason ?? 'unknown error'}`,
-        });
+        flashTo(
+          res,
+          {
+            kind: 'error',
+            text: `Token refresh of @${account.username} failed: ${done.failedReason ?? 'unknown error'}`,
+          },
+          backTo(req, account),
+        );
       } else {
-        flashTo(res, {
-          kind: 'ok',
-          text: `Token refresh of @${account.username} queued (job ${job.id}); no worker has finished it yet (is \`feedmirror worker\` running?). Its outcome will show in Queues.`,
-        });
+        flashTo(
+          res,
+          {
+            kind: 'ok',
+            text: `Token refresh of @${account.username} queued (job ${job.id}); no worker has finished it yet (is "feedmirror worker" running?). Its outcome will show in Queues.`,
+          },
+          backTo(req, account),
+        );
       }
     }),
   );
@@ -375,7 +483,11 @@ export function dashboardRouter(deps: DashboardDeps): Router {
       const account = await accountParam(req, res);
       if (!account) return;
       if (!deps.removals) {
-        flashTo(res, { kind: 'error', text: 'This server cannot publish feeds (no storage): confirm with the CLI.' });
+        flashTo(
+          res,
+          { kind: 'error', text: 'This server cannot publish feeds (no storage): confirm with the CLI.' },
+          backTo(req, account),
+        );
         return;
       }
       // R-OWN-7: the same function as `feedmirror feeds confirm-removal`.
@@ -389,6 +501,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
               text: `Removed ${done.removed.length} posts of @${account.username}; feed ${done.publish.outcome}.`,
             }
           : { kind: 'error', text: `No removal is held for @${account.username} any more.` },
+        backTo(req, account),
       );
     }),
   );
@@ -436,6 +549,46 @@ export function dashboardRouter(deps: DashboardDeps): Router {
     }),
   );
 
+  // A new reconnect link for an account waiting for its owner (R-OWN-12: the earlier ones stop
+  // working): emailed to the owner like the alert's, or shown once to copy.
+  guarded.post(
+    '/accounts/:id/reconnect-link',
+    wrap(async (req, res) => {
+      const account = await accountParam(req, res);
+      if (!account) return;
+      const to = `${DASHBOARD_PATH}/accounts/${encodeURIComponent(account.id)}#reconnect`;
+      if (!deps.ownerLinks) {
+        flashTo(res, { kind: 'error', text: 'This server makes no reconnect links.' }, to);
+        return;
+      }
+      const send = (req.body as Record<string, unknown>).send;
+      if (send !== 'email' && send !== 'copy') {
+        flashTo(res, { kind: 'error', text: 'No link sent: the form names neither email nor copy.' }, to);
+        return;
+      }
+      try {
+        if (send === 'email') {
+          const sent = await emailOwnerLink(deps.ownerLinks, account.id);
+          flashTo(
+            res,
+            {
+              kind: 'ok',
+              text: `A new reconnect link was ${sent.delivered === 'outbox' ? 'written to the outbox (OUTBOX_DIR; no SMTP_URL) for' : 'emailed to'} ${sent.to}; it works until ${sent.expiresAt.toISOString().slice(0, 16).replace('T', ' ')} UTC. Earlier links no longer work.`,
+            },
+            to,
+          );
+          return;
+        }
+        const link = await makeOwnerLink(deps.ownerLinks, account.id);
+        pageHeaders(res);
+        res.type('html').send(reconnectLinkPage(account, link, layoutOf(req, res)));
+      } catch (err) {
+        if (!(err instanceof OwnerLinkRefused)) throw err;
+        flashTo(res, { kind: 'error', text: `No link sent: ${err.message}.` }, to);
+      }
+    }),
+  );
+
   guarded.get(
     '/accounts/:id/remove',
     wrap(async (req, res) => {
@@ -475,6 +628,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
       flashTo,
       pageHeaders,
       wrap,
+      previewPath: (path) => signedPreviewPath(auth.sessionKey, path),
     });
 
   // ---- webhooks ----
@@ -638,8 +792,10 @@ export function dashboardRouter(deps: DashboardDeps): Router {
   });
 
   // An action that fails says so in words and goes back; details (redacted) go to the log.
+  // A request the server could not read (too many fields, too large, a bad charset) is the
+  // client's: errors.ts answers it with its 4xx, not a flash as if the action had failed.
   guarded.use((err: Error, req: Request, res: Response, next: NextFunction) => {
-    if (req.method !== 'POST' || res.headersSent) return next(err);
+    if (req.method !== 'POST' || res.headersSent || isClientError(err)) return next(err);
     logger.error({ err, path: req.path }, 'dashboard action failed');
     flashTo(res, {
       kind: 'error',

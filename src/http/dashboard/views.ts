@@ -4,7 +4,9 @@ import type { AccountOverview } from './data.ts';
 import { formatBytes } from './data.ts';
 import { lastProblem } from './explain.ts';
 import { syncSummary } from '../../accounts/sync-summary.ts';
-import type { AccountHealth } from '../../accounts/health.ts';
+import type { AccountHealth, HealthReasonKind } from '../../accounts/health.ts';
+import type { AccountOwner, LatestReconnectLink } from '../../store/owners.ts';
+import { WIDGET_LAYOUTS, type WidgetLayout } from '../../widgets/document.ts';
 
 /**
  * The dashboard's HTML. Server-rendered, no script of our own (the preview loads the published
@@ -54,6 +56,9 @@ const STATUS_WORDS: Record<string, string> = {
 
 function daysLeftCell(a: AccountOverview): string {
   if (!a.hasToken || !a.expiresAt || a.daysLeft === null) return '<span class="muted">no token</span>';
+  // R-TOK-10: the platform refused the token; its stored expiry no longer counts for anything.
+  if (a.status === 'reauth_required')
+    return `<span class="bad" data-token="refused" title="stored expiry ${day(a.expiresAt)}, which no longer counts">refused by the platform</span>`;
   const cls = a.daysLeft < 0 ? 'days expired' : a.daysLeft < DAYS_LEFT_WARNING ? 'days warn' : 'days';
   const words = a.daysLeft < 0 ? 'expired' : `${a.daysLeft} day${a.daysLeft === 1 ? '' : 's'} left`;
   return `${day(a.expiresAt)}<br><span class="${cls}" data-days-left="${a.daysLeft}">${words}</span>`;
@@ -91,8 +96,15 @@ export function removalHoldNotice(
   accountId: string,
   hold: { since: Date; removing: string[]; listedPosts: number; publishedPosts: number },
   csrf: string,
+  from: 'list' | 'account' = 'list',
 ): string {
-  return `<div class="notice removal-held" data-removal-held="${hold.removing.length}"><strong>Removal held</strong>: the last complete listing (${hold.listedPosts} posts) would remove ${hold.removing.length} of the ${hold.publishedPosts} published posts. Nothing is removed until a second listing an hour after ${when(hold.since)} agrees, or you confirm it.${actionForm(`/dashboard/accounts/${encodeURIComponent(accountId)}/confirm-removal`, `Confirm: remove ${hold.removing.length} posts`, csrf)}</div>`;
+  return `<div class="notice removal-held" data-removal-held="${hold.removing.length}"><strong>Removal held</strong>: the last complete listing (${hold.listedPosts} posts) would remove ${hold.removing.length} of the ${hold.publishedPosts} published posts. Nothing is removed until a second listing an hour after ${when(hold.since)} agrees, or you confirm it.${actionForm(`/dashboard/accounts/${encodeURIComponent(accountId)}/confirm-removal`, `Confirm: remove ${hold.removing.length} posts`, csrf, returnHere(from))}</div>`;
+}
+
+/** An account action's form field naming the page to come back to (the account's; else the list). */
+export const RETURN_FIELD = 'return';
+export function returnHere(from: 'list' | 'account'): string {
+  return from === 'account' ? `<input type="hidden" name="${RETURN_FIELD}" value="account">` : '';
 }
 
 /** The verdict as a badge (ok, warn, fail): the same words every surface uses. */
@@ -100,14 +112,35 @@ export function verdictBadge(v: AccountHealth['verdict']): string {
   return `<span class="verdict ${v}" data-verdict="${v}">${v}</span>`;
 }
 
+/** Reason texts the dashboard words from what it knows besides the health's facts. */
+export type ReasonTexts = Partial<Record<HealthReasonKind, string>>;
+
 /** Each reason of a health, as a list item carrying its kind. */
-export function reasonList(health: AccountHealth, limit = Infinity): string {
+export function reasonList(health: AccountHealth, limit = Infinity, texts: ReasonTexts = {}): string {
   if (health.reasons.length === 0) return '';
   const shown = health.reasons.slice(0, limit);
   const more = health.reasons.length - shown.length;
   return `<ul class="reasons">${shown
-    .map((r) => `<li class="${r.level}" data-reason="${h(r.kind)}">${h(r.text)}</li>`)
+    .map((r) => `<li class="${r.level}" data-reason="${h(r.kind)}">${h(texts[r.kind] ?? r.text)}</li>`)
     .join('')}${more > 0 ? `<li class="muted">and ${more} more</li>` : ''}</ul>`;
+}
+
+/**
+ * An account waiting for its owner whose reconnect link is out: the next step is the owner's, so
+ * the reason says who got which link and until when, instead of asking for an invitation.
+ */
+export function reconnectReasons(
+  a: { status: string; owner: AccountOwner | null },
+  link: LatestReconnectLink | null,
+): ReasonTexts {
+  if (a.status !== 'reauth_required' || !link || link.state !== 'ok') return {};
+  const owner = a.owner ? `the owner (${a.owner.email})` : 'the owner';
+  return {
+    reauth_required:
+      link.delivery === 'email'
+        ? `the owner must connect the account again: ${owner} was emailed a reconnect link on ${when(link.createdAt)}, valid until ${when(link.expiresAt)}`
+        : `the owner must connect the account again: a reconnect link made on ${when(link.createdAt)} for you to pass on is valid until ${when(link.expiresAt)}`,
+  };
 }
 
 /** R-HLT-1: the account's health (verdict and reasons), then its last recorded error explained. */
@@ -118,11 +151,11 @@ function healthCell(a: AccountOverview): string {
     : !p.detail || p.detail === p.summary
       ? `<span class="problem">${h(p.summary)}</span>`
       : `<span class="problem">${h(p.summary)}</span><details><summary><small>details</small></summary><small>${h(p.detail)}</small></details>`;
-  return `${verdictBadge(a.health.verdict)}${reasonList(a.health, 3)}${problem}`;
+  return `${verdictBadge(a.health.verdict)}${reasonList(a.health, 3, reconnectReasons(a, a.reconnectLink))}${problem}`;
 }
 
-function actionForm(action: string, label: string, csrf: string, extra = ''): string {
-  return `<form method="post" action="${h(action)}"><input type="hidden" name="${CSRF_FIELD}" value="${h(csrf)}">${extra}<button type="submit">${h(label)}</button></form>`;
+function actionForm(action: string, label: string, csrf: string, extra = '', cls = ''): string {
+  return `<form method="post" action="${h(action)}"><input type="hidden" name="${CSRF_FIELD}" value="${h(csrf)}">${extra}<button type="submit"${cls ? ` class="${cls}"` : ''}>${h(label)}</button></form>`;
 }
 
 export function accountsPage(accounts: AccountOverview[], o: LayoutOptions & { warnings: string[] }): string {
@@ -163,27 +196,48 @@ export function removeConfirmPage(a: { id: string; username: string }, o: Layout
   const body = `<h1>Remove @${h(a.username)}?</h1>
 <p>feedmirror stops renewing its access and syncing its feed, and forgets its token and posts. The feed already published and its copies stay in storage, so sites embedding it keep working until you delete them.</p>
 <p>The owner can connect the account again later.</p>
-<p class="actions">${actionForm(`/dashboard/accounts/${encodeURIComponent(a.id)}/remove`, `Yes, remove @${a.username}`, o.csrf, '<input type="hidden" name="confirm" value="yes">')} <a class="button" href="/dashboard">Cancel</a></p>`;
+<div class="actions">${actionForm(`/dashboard/accounts/${encodeURIComponent(a.id)}/remove`, `Yes, remove @${a.username}`, o.csrf, '<input type="hidden" name="confirm" value="yes">', 'danger')} <a class="button" href="/dashboard">Cancel</a></div>`;
   return layout(`Remove @${a.username}`, body, o);
 }
 
+/** The layouts a preview can be shown in: a widget's. */
+export const PREVIEW_LAYOUTS = WIDGET_LAYOUTS;
+export type PreviewLayout = WidgetLayout;
+
+/**
+ * The feed of one account as a site shows it: the published widget script (the dashboard's copy,
+ * /dashboard/widget.js) rendering a widget document of this account alone with the default
+ * options, built from the published feed by the function that publishes every widget.
+ */
 export function previewPage(
   a: { id: string; username: string },
-  o: LayoutOptions & { layout: 'grid' | 'list'; warnings: string[] },
+  o: LayoutOptions & {
+    layout: PreviewLayout;
+    warnings: string[];
+    /** Where the script reads the document (a signed address: the script sends no cookie). */
+    documentPath: string;
+    widgetsUrl?: string | undefined;
+  },
 ): string {
   const feedPath = `/feeds/${encodeURIComponent(a.id)}.json`;
   const base = `/dashboard/accounts/${encodeURIComponent(a.id)}/preview`;
-  const other = o.layout === 'grid' ? 'list' : 'grid';
   const warnings = o.warnings.map((w) => `<p class="notice">${h(w)}</p>`).join('');
+  const layouts = PREVIEW_LAYOUTS.map((l) =>
+    l === o.layout ? `<strong>${l}</strong>` : `<a href="${base}?layout=${l}">${l}</a>`,
+  ).join(' · ');
   const body = `<h1>Feed preview: @${h(a.username)}</h1>
-<p class="muted">As a site embedding the widget shows it. Feed: <a href="${h(feedPath)}">${h(feedPath)}</a> · layout ${h(o.layout)} · <a href="${base}?layout=${other}">show as ${other}</a></p>
+<p class="muted">As a site shows a widget of @${h(a.username)} alone with the default options: the widget script rendering a widget document built from the published feed (<a href="${h(feedPath)}">${h(feedPath)}</a>). ${o.widgetsUrl ? `A widget's own layout, options and hidden posts are set on its page under <a href="${h(o.widgetsUrl)}">Widgets</a>.` : ''}</p>
+<p class="muted">Layout: ${layouts}</p>
 ${warnings}
-<div style="background:#fff;border:1px solid #d0d7de;padding:1rem;max-width:60rem">
-<div id="feed" data-feedmirror-feed="${h(feedPath)}" data-layout="${o.layout}" data-limit="100"></div>
+<div class="widget-preview">
+<div id="feed" data-feedmirror-widget="${PREVIEW_WIDGET_ID}" data-src="${h(o.documentPath)}"></div>
 </div>
 <script defer src="/dashboard/widget.js"></script>`;
   return layout(`Preview @${a.username}`, body, o);
 }
+
+/** The id the preview's document carries (a widget id in form; no widget has it in storage). */
+export const PREVIEW_WIDGET_ID = 'w_preview222';
 
 export function invitationPage(inv: { url: string; expiresAt: Date }, o: LayoutOptions): string {
   const body = `<h1>Invitation created</h1>

@@ -45,7 +45,7 @@ ${endpoints.length ? `<table><thead><tr><th>Endpoint</th><th>URL</th><th>Events<
 <p><label>URL <input name="url" type="url" required size="60" placeholder="https://www.example.com/api/feedmirror"></label></p>
 <p>Events (none ticked: all) ${options}</p>
 <p><label>Note <input name="description" maxlength="200" size="40"></label></p>
-<p><button type="submit">Add endpoint</button>${o.allowPrivate ? '' : ' <small class="muted">private and local addresses are refused (WEBHOOK_ALLOW_PRIVATE)</small>'}</p></form>`;
+<p><button type="submit" class="primary">Add endpoint</button>${o.allowPrivate ? '' : ' <small class="muted">private and local addresses are refused (WEBHOOK_ALLOW_PRIVATE)</small>'}</p></form>`;
   return layout('Webhooks', body, o);
 }
 

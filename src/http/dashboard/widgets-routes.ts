@@ -20,6 +20,8 @@ import {
   WidgetNotFoundError,
   type WidgetInput,
 } from '../../widgets/widgets.ts';
+import { WIDGET_FILTER_TYPES } from '../../widgets/document.ts';
+import { WIDGET_MAX_ACCOUNTS } from '../../widgets/widgets.ts';
 import type { Flash, LayoutOptions } from './views.ts';
 import { COPY_SCRIPT, widgetPage, widgetsPage, WIDGETS_PATH, type FeedHiddenPost } from './widgets-views.ts';
 
@@ -37,6 +39,65 @@ export interface WidgetRoutesContext {
   flashTo(res: Response, flash: Flash, to?: string): void;
   pageHeaders(res: Response): void;
   wrap(fn: (req: Request, res: Response) => Promise<void>): (req: Request, res: Response, next: () => void) => void;
+  /** The address the preview's script reads a document at (preview-links.ts). */
+  previewPath(path: string): string;
+}
+
+/**
+ * A widget's published document for the dashboard's preview (any storage, S3 included), without
+ * its viewsUrl: the operator's own looks are not views. Served behind the login and to a signed
+ * preview address (index.ts).
+ */
+export function widgetPreviewDocument(deps: WidgetDeps): (req: Request, res: Response) => Promise<void> {
+  return async (req, res) => {
+    let w;
+    try {
+      w = await requireWidget(deps, String(req.params.id ?? ''));
+    } catch (err) {
+      if (!(err instanceof WidgetNotFoundError)) throw err;
+      res.status(404).type('text/plain').send('No such widget.\n');
+      return;
+    }
+    const obj = await deps.storage.get(widgetDocumentKey(w.id));
+    if (!obj) {
+      res.status(404).type('text/plain').send('Not published yet.\n');
+      return;
+    }
+    const doc = JSON.parse(obj.body.toString('utf8')) as Record<string, unknown>;
+    res.set('Cache-Control', 'no-store').json({ ...doc, viewsUrl: null });
+  };
+}
+
+/** The widget settings form's one-value fields, its CSRF token included (editInput reads them). */
+export const WIDGET_SETTING_FIELDS = [
+  '_csrf',
+  'name',
+  'layout',
+  'theme',
+  'captions',
+  'limit',
+  'maxPosts',
+  'columnsPhone',
+  'columnsTablet',
+  'columnsDesktop',
+  'radius',
+  'gap',
+  'header',
+  'date',
+  'badges',
+  'includeTags',
+  'excludeTags',
+] as const;
+
+/**
+ * The most fields a widget's form sends: its settings, a checkbox per post type and one per
+ * account it merges (72). Every other dashboard form sends at most 20 (index.ts).
+ */
+export const WIDGET_FORM_MAX_FIELDS = WIDGET_SETTING_FIELDS.length + WIDGET_FILTER_TYPES.length + WIDGET_MAX_ACCOUNTS;
+
+/** POST /widgets (create) and POST /widgets/<id> (save settings): the forms that carry account and type checkboxes. */
+export function isWidgetFormPost(method: string, path: string): boolean {
+  return method === 'POST' && /^\/widgets(?:\/[^/]+)?\/?$/.test(path);
 }
 
 /** src/feeds/hide.ts with the server's feed dependencies (the same calls as `feedmirror feeds hide|unhide`). */
@@ -171,29 +232,14 @@ export function registerWidgetRoutes(guarded: Router, c: WidgetRoutesContext): v
         widgetPage(widgetView(deps, w), accounts, posts, views.get(w.id) ?? { last7: 0, last30: 0 }, {
           ...c.layoutOf(req, res),
           viewsCounted: c.viewsCounted,
-          documentPath: `${WIDGETS_PATH}/${w.id}/document.json`,
+          documentPath: c.previewPath(`${WIDGETS_PATH}/${w.id}/document.json`),
           feedHidden: hidden,
         }),
       );
     }),
   );
 
-  // The preview reads the published document through the session (any storage, S3 included),
-  // without its viewsUrl: the operator's own looks are not views.
-  guarded.get(
-    '/widgets/:id/document.json',
-    wrap(async (req, res) => {
-      const w = await widgetParam(req, res);
-      if (!w) return;
-      const obj = await deps.storage.get(widgetDocumentKey(w.id));
-      if (!obj) {
-        res.status(404).type('text/plain').send('Not published yet.\n');
-        return;
-      }
-      const doc = JSON.parse(obj.body.toString('utf8')) as Record<string, unknown>;
-      res.set('Cache-Control', 'no-store').json({ ...doc, viewsUrl: null });
-    }),
-  );
+  guarded.get('/widgets/:id/document.json', wrap(widgetPreviewDocument(deps)));
 
   const action = (path: string, fn: (id: string, body: Record<string, unknown>) => Promise<string>) =>
     guarded.post(

@@ -73,7 +73,7 @@ ${widgets.length ? `<table><thead><tr><th>Widget</th><th>Layout</th><th>Accounts
 <p><label>Name <input name="name" required maxlength="100"></label></p>
 <p><label>Layout <select name="layout">${options(WIDGET_LAYOUTS, 'grid')}</select></label></p>
 <fieldset><legend>Accounts</legend>${accountBoxes(accounts, accounts.length === 1 ? [accounts[0]!.id] : [])}</fieldset>
-<p><button type="submit">Create widget</button></p></form>`;
+<p><button type="submit" class="primary">Create widget</button></p></form>`;
   return layout('Widgets', body, o);
 }
 
@@ -111,7 +111,7 @@ export function widgetPage(
 <fieldset><legend>Filters</legend><p>Types (none = all): ${typeBoxes}</p>
 <p><label>Only with one of these hashtags <input name="includeTags" value="${h(op.filters.includeTags.join(' '))}" placeholder="sale new"></label></p>
 <p><label>Never with these hashtags <input name="excludeTags" value="${h(op.filters.excludeTags.join(' '))}" placeholder="ad"></label></p></fieldset>
-<p><button type="submit">Save and publish</button></p></form>`;
+<p><button type="submit" class="primary">Save and publish</button></p></form>`;
   const postRows = posts
     .map((p) => {
       const state = p.hidden
