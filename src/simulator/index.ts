@@ -225,7 +225,15 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     if (method === 'POST' && /application\/x-www-form-urlencoded/i.test(req.headers['content-type'] ?? '')) {
       form = Object.fromEntries(new URLSearchParams(await readBody(req))) as Record<string, string>;
     }
-    const record: RecordedRequest = { method, host: recordHost, path: pathname, query, at: clock.now(), status: 0 };
+    const record: RecordedRequest = {
+      method,
+      host: recordHost,
+      path: pathname,
+      query,
+      at: clock.now(),
+      wallAt: Date.now(),
+      status: 0,
+    };
     if (form) record.form = form;
     requests.push(record);
 

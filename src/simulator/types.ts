@@ -84,6 +84,8 @@ export interface RecordedRequest {
   form?: Record<string, string>;
   /** Simulated time of arrival. */
   at: Date;
+  /** Wall-clock time of arrival (ms since the epoch): what BullMQ's delays, which run on real time, are measured against. */
+  wallAt: number;
   /** 0 while unanswered, and for faults that never answer (timeout, reset). */
   status: number;
 }

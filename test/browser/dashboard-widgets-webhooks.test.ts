@@ -116,7 +116,8 @@ describe('widgets on the dashboard, clicked in Chromium', () => {
   it('R-WID-3: "Hide" takes a post out of the widget, "Unhide" brings it back', async () => {
     const row = page.locator('tr[data-post-id]').first();
     const postId = (await row.getAttribute('data-post-id'))!;
-    await submit(page, row.locator('button', { hasText: 'Hide' }));
+    // Exactly "Hide" (this widget): "Hide from the feed" is the account-level hide beside it.
+    await submit(page, row.getByRole('button', { name: 'Hide', exact: true }));
     expect(await flash(page)).toEqual({ kind: 'ok', text: `Post ${postId} hidden.` });
     const hiddenRow = page.locator(`tr[data-post-id="${postId}"]`);
     expect(await hiddenRow.locator('td').nth(2).textContent()).toBe('hidden');

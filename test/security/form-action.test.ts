@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { runSyncNow } from '../../src/feeds/sync.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { setAccountStatus } from '../../src/store/accounts.ts';
 import { saveRemovalHold } from '../../src/store/holds.ts';
 import { createInvitation } from '../../src/store/invitations.ts';
 import { createReconnectLink } from '../../src/store/owners.ts';
@@ -204,6 +205,21 @@ beforeAll(async () => {
     ttlMs: 14 * DAY,
   });
   statusPage = `${base}/reconnect/${link.token}`;
+  // An account waiting for its owner: its page offers a new reconnect link (emailed, or to copy).
+  const revoked = sim.createAccount({ username: 'forms.florist', posts: 1 });
+  sim.autoApprove = revoked.id;
+  const inv2 = await createInvitation(s.ctx.db, s.ctx.clock.now(), DAY, 'cli', {
+    email: 'florist@forms.example',
+    name: 'Florist',
+    language: null,
+  });
+  const start2 = await fetch(`${base}/connect?invite=${inv2.token}`, { redirect: 'manual' });
+  const back2 = await fetch(start2.headers.get('location')!, { redirect: 'manual' });
+  expect((await fetch(back2.headers.get('location')!)).status).toBe(200);
+  await setAccountStatus(s.ctx.db, revoked.id, 'reauth_required', 'the platform refused the token', {
+    at: s.ctx.clock.now(),
+    reasonKind: 'token_invalid',
+  });
 
   browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -322,11 +338,13 @@ describe("every form's redirects are allowed by its page's form-action", () => {
         '/dashboard/accounts/:id/confirm-removal',
         '/dashboard/accounts/:id/owner',
         '/dashboard/accounts/:id/owner/clear',
+        '/dashboard/accounts/:id/reconnect-link',
         '/dashboard/accounts/:id/remove',
         '/dashboard/invitations',
         '/dashboard/widgets',
         '/dashboard/widgets/:id',
         '/dashboard/widgets/:id/hide',
+        '/dashboard/widgets/:id/feed-hide',
         '/dashboard/widgets/:id/remove',
         '/dashboard/webhooks',
         '/dashboard/webhooks/:id/rotate',
