@@ -140,7 +140,9 @@ export class PlatformHttp {
         (outcome.sentMaybe ? spec.idempotent : true) &&
         (error instanceof TransientError || (error instanceof MalformedResponseError && spec.idempotent));
       if (!retryable) {
-        logger.warn(
+        // A rate limit is the platform's budget, not a failure: the job layer waits it out
+        // (R-OWN-1) and the caller says when it retries; at warn it read as an error on a terminal.
+        (error instanceof RateLimitedError ? logger.info.bind(logger) : logger.warn.bind(logger))(
           {
             operation: spec.operation,
             error: error.name,
