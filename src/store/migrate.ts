@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type pg from 'pg';
+import pg from 'pg';
 import type { Logger } from '../util/logger.ts';
 import { connect, translateDbError } from './db.ts';
-import { DatabaseNewerError, MigrationChecksumError, MigrationError } from './errors.ts';
+import { DatabaseNewerError, DatabaseUnavailableError, MigrationChecksumError, MigrationError } from './errors.ts';
 import { splitStatements } from './sql-statements.ts';
 
 /** migrations/ at the repository root. */
@@ -174,15 +174,18 @@ export async function migrate(
   opts: { dir?: string; logger?: Logger } = {},
 ): Promise<{ applied: string[]; current: string }> {
   const files = await readMigrations(opts.dir);
-  const lock = await connect(pool);
+  // The lock's connection is the pool's settings but not one of its connections: the run needs
+  // two, and a pool of one (or one a pooler keeps small) must not wait on itself.
+  const lock = new pg.Client(pool.options);
   let work: pg.PoolClient | undefined;
-  let broken = false;
+  let workBroken = false;
   const applied: string[] = [];
-  // A checked-out client whose connection dies emits 'error': without a listener that would end
-  // the process. The next query on it fails instead, and says so.
+  // A client whose connection dies emits 'error': without a listener that would end the process.
+  // The next query on it fails instead, and says so.
   const ignore = () => undefined;
   lock.on('error', ignore);
   try {
+    await lock.connect();
     const holder = await takeLock(lock, opts.logger);
     work = await connect(pool);
     work.on('error', ignore);
@@ -239,16 +242,15 @@ export async function migrate(
     if (applied.length === 0) opts.logger?.debug({ current }, 'database schema is current');
     return { applied, current };
   } catch (err) {
-    await lock.query('ROLLBACK').catch(() => {
-      broken = true;
-    });
-    throw translateDbError(err, pool);
+    const e = translateDbError(err, pool);
+    workBroken = e instanceof DatabaseUnavailableError;
+    throw e;
   } finally {
-    // A connection whose transaction could not be ended must not go back to the pool.
-    lock.off('error', ignore);
+    // Closing the connection ends its transaction, and the lock with it, whatever state it is in.
+    await lock.end().catch(() => undefined);
     work?.off('error', ignore);
-    lock.release(broken);
-    work?.release();
+    // A connection that failed must not go back to the pool.
+    work?.release(workBroken);
   }
 }
 
@@ -261,14 +263,16 @@ class MigrationLockLost extends MigrationError {
  * BEGIN and take the migration lock on `client`, asking again after a growing pause while another
  * process holds it. Returns the backend pid that holds it (behind a pooler, the server's).
  */
-async function takeLock(client: pg.PoolClient, logger: Logger | undefined): Promise<number> {
+async function takeLock(client: pg.ClientBase, logger: Logger | undefined): Promise<number> {
   let pause = LOCK_RETRY_MS.first;
   let told = false;
   for (;;) {
     await client.query('BEGIN');
+    // The simple protocol (no parameters), on purpose: a parameterised query leaves its portal,
+    // and the snapshot in it, open until the next one, so the idle transaction would keep an xmin
+    // that CREATE INDEX CONCURRENTLY on the other connection waits for, forever.
     const { rows } = await client.query<{ got: boolean; pid: number }>(
-      'SELECT pg_try_advisory_xact_lock($1) AS got, pg_backend_pid() AS pid',
-      [MIGRATION_LOCK_KEY],
+      `SELECT pg_try_advisory_xact_lock(${MIGRATION_LOCK_KEY}) AS got, pg_backend_pid() AS pid`,
     );
     if (rows[0]!.got) return rows[0]!.pid;
     await client.query('ROLLBACK');
