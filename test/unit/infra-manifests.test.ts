@@ -2,7 +2,9 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
+import { validate as validateDockerfile } from 'dockerfile-utils';
 import { configSchema } from '../../src/config.ts';
+import { floatingTag } from '../support/image-pins.ts';
 
 /**
  * No container engine runs here, so the compose file and the Kubernetes manifests are checked as
@@ -123,17 +125,66 @@ describe('compose file', () => {
 });
 
 describe('Dockerfile', () => {
-  it('uses a maintained Node LTS, installs production deps with npm ci and runs bin/feedmirror.js as non-root', async () => {
-    const text = await readFile(path.join(INFRA, 'Dockerfile'), 'utf8');
-    const froms = [...text.matchAll(/^FROM\s+(\S+)/gm)].map((m) => m[1]);
-    for (const f of froms) expect(f).toMatch(/^node:(22|24)-slim$/);
+  const dockerfile = () => readFile(path.join(INFRA, 'Dockerfile'), 'utf8');
+
+  it('passes dockerfile-utils (the Dockerfile linter) with no diagnostic', async () => {
+    expect(validateDockerfile(await dockerfile())).toEqual([]);
+    // The linter does find faults: an instruction it does not know, a port that is no port.
+    expect(validateDockerfile('FROM node:22.22.2-bookworm-slim\nEXPOSE http\nCOPYY a b\n').length).toBeGreaterThan(0);
+  });
+
+  it('builds from one pinned Node base (no floating tag), compiles in its own stage, and ships JavaScript only', async () => {
+    const text = await dockerfile();
+    const froms = [...text.matchAll(/^FROM\s+(\S+)/gm)].map((m) => m[1]!);
+    expect(froms).toHaveLength(3);
+    expect(new Set(froms).size).toBe(1);
+    expect(floatingTag(froms[0]!)).toBeUndefined();
+    expect(froms[0]).toMatch(/^node:22\.\d+\.\d+-bookworm-slim(@sha256:[0-9a-f]{64})?$/);
+    // The build stage has the compiler; the image gets its dist/ and production dependencies only.
+    expect(text).toMatch(/^RUN npm run build$/m);
     expect(text).toMatch(/npm ci --omit=dev/);
-    expect(text).toMatch(/^USER node$/m);
+    expect(text).toMatch(/rm -rf node_modules\/typescript /);
+    expect(text).toMatch(/^COPY --from=build \/app\/dist \.\/dist$/m);
+    const finalStage = text.slice(text.lastIndexOf('\nFROM '));
+    expect(finalStage).not.toMatch(/^COPY (src|jobs|migrations) /m);
+    expect(finalStage).toMatch(/^USER node$/m);
     // sharp + glibc: fewer malloc arenas keep the worker's memory flat (docs/benchmarks.md).
-    expect(text).toMatch(/^ENV MALLOC_ARENA_MAX=2$/m);
-    expect(text).toMatch(/^ENTRYPOINT \["node", "bin\/feedmirror\.js"\]$/m);
-    for (const dir of ['bin', 'src', 'jobs', 'migrations'])
-      expect(text).toMatch(new RegExp(`^COPY ${dir} \\./${dir}$`, 'm'));
+    expect(finalStage).toMatch(/^ENV MALLOC_ARENA_MAX=2$/m);
+    // tini is PID 1 and hands signals to node; Debian's package, pinned.
+    expect(finalStage).toMatch(/apt-get install -y --no-install-recommends tini=\S+/);
+    expect(finalStage).toMatch(/^ENTRYPOINT \["\/usr\/bin\/tini", "--", "node", "bin\/feedmirror\.js"\]$/m);
+  });
+
+  it('.dockerignore lets in only what the Dockerfile copies: never .env, node_modules, data or .git', async () => {
+    const ignore = (await readFile(path.resolve('.dockerignore'), 'utf8'))
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#'));
+    expect(ignore[0]).toBe('*');
+    const allowed = ignore.filter((l) => l.startsWith('!')).map((l) => l.slice(1).replace(/\/$/, ''));
+    for (const never of ['.env', 'node_modules', 'data', '.git', 'test', 'test-artifacts', 'dist'])
+      expect(allowed, never).not.toContain(never);
+    expect(ignore).toEqual(expect.arrayContaining(['**/.env', '**/node_modules']));
+    const text = await dockerfile();
+    const sources = [...text.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1]!.split(/\s+/));
+    for (const src of sources) expect(allowed, `COPY ${src}`).toContain(src.replace(/\/$/, ''));
+  });
+
+  it('the production dependency set holds no TypeScript runner: tsx and esbuild are dev only, typescript only an optional peer the image removes', async () => {
+    const lock = JSON.parse(await readFile(path.resolve('package-lock.json'), 'utf8')) as {
+      packages: Record<string, { dev?: boolean; devOptional?: boolean }>;
+    };
+    const production = Object.entries(lock.packages).filter(([k, v]) => k !== '' && !v.dev);
+    const names = production.map(([k]) => k.replace(/^.*node_modules\//, ''));
+    expect(names.length).toBeGreaterThan(100);
+    for (const name of names) expect(name, name).not.toMatch(/^(tsx|esbuild|@esbuild\/.*|ts-node)$/);
+    expect(lock.packages['node_modules/typescript']).toMatchObject({ devOptional: true });
+    const pkg = JSON.parse(await readFile(path.resolve('package.json'), 'utf8')) as Record<
+      string,
+      Record<string, string>
+    >;
+    expect(Object.keys(pkg.dependencies!)).not.toContain('tsx');
+    expect(Object.keys(pkg.dependencies!)).not.toContain('typescript');
   });
 });
 
