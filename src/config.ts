@@ -856,8 +856,8 @@ export const FILE_SETTINGS = [
 ] as const;
 
 /**
- * `<NAME>_FILE` read in place of `<NAME>`: the file's text without its trailing line break. Both
- * set is refused (which one wins would be a guess); an unreadable file names the variable and the
+ * `<NAME>_FILE` read in place of `<NAME>`: the file's text without its trailing line break (an
+ * empty file counts as unset). Both set is refused (which one wins would be a guess); an unreadable file names the variable and the
  * error code, never the file's contents.
  */
 function readFileSettings(env: NodeJS.ProcessEnv, into: Record<string, string>, problems: string[]): void {
@@ -869,7 +869,9 @@ function readFileSettings(env: NodeJS.ProcessEnv, into: Record<string, string>, 
       continue;
     }
     try {
-      into[key] = readFileSync(path, 'utf8').replace(/\r?\n$/, '');
+      // An empty file is an unset value, as `NAME=` is.
+      const value = readFileSync(path, 'utf8').replace(/\r?\n$/, '');
+      if (value !== '') into[key] = value;
     } catch (err) {
       problems.push(`${key}_FILE: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
     }

@@ -71,6 +71,10 @@ describe('secrets from files (<NAME>_FILE, as container secrets deliver them)', 
     expect(missing).toThrow(`METRICS_TOKEN_FILE: cannot read ${join(dir, 'nope')} (ENOENT)`);
   });
 
+  it('an empty file counts as unset, as NAME= does', () => {
+    expect(loadConfig({ METRICS_TOKEN_FILE: write('empty', '\n') }).METRICS_TOKEN).toBeUndefined();
+  });
+
   it('an empty <NAME>= beside <NAME>_FILE counts as unset (a compose override blanks the inline value)', () => {
     expect(
       loadConfig({ DASHBOARD_PASSWORD: '', DASHBOARD_PASSWORD_FILE: write('pw', 'correct horse') }).DASHBOARD_PASSWORD,
