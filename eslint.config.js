@@ -8,7 +8,7 @@ import globals from 'globals';
 
 export default tseslint.config(
   {
-    ignores: ['node_modules/**', 'data/**', 'test-artifacts/**', 'coverage/**', 'bench/results/**'],
+    ignores: ['node_modules/**', 'dist/**', 'data/**', 'test-artifacts/**', 'coverage/**', 'bench/results/**'],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

@@ -8,7 +8,8 @@
 #   test-tools  what only the test suite runs: the redis-server binary (the resilience tests
 #               restart a Redis of their own), PgBouncer (the pooled-PostgreSQL test) and Debian's
 #               headless Chromium at /usr/bin/chromium (the browser tests; nothing ever downloads
-#               a browser).
+#               a browser), systemd-analyze (checks infra/systemd's units) and pg_dump/pg_restore
+#               (the backup and restore journey).
 # An install or start that fails ends the script with one line saying what failed and what to do,
 # and a non-zero exit.
 set -Eeuo pipefail
@@ -109,6 +110,12 @@ ensure_test_tools() {
   # The pooled-PostgreSQL test runs its own PgBouncer in transaction mode in front of PostgreSQL.
   if command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ]; then say "pgbouncer: using the installed one"
   else apt_install pgbouncer; fi
+  # The unit files of infra/systemd are checked with systemd-analyze verify.
+  if command -v systemd-analyze >/dev/null 2>&1; then say "systemd-analyze: using $(command -v systemd-analyze)"
+  else apt_install systemd; fi
+  # docs/production.md's backup and restore are followed with the client tools.
+  if command -v pg_dump >/dev/null 2>&1 && command -v pg_restore >/dev/null 2>&1; then say "pg_dump: using $(command -v pg_dump)"
+  else apt_install postgresql-client; fi
   if [ -x /usr/bin/chromium ]; then say "chromium: using /usr/bin/chromium"
   else
     apt_install chromium

@@ -1,3 +1,4 @@
+-- compatible-with: 018_compact_posts_and_copies.sql
 -- 019: posts the operator hid from their account's published feed (and so from every widget and
 -- every site reading the feed), by post id. Hiding never deletes a post's row or its copies: the
 -- post stays stored, synced and copied, and comes back in the feed the moment it is unhidden.

@@ -1,4 +1,5 @@
--- 019: this deployment's id, kept once, and what may prove that a storage without a deployment
+-- compatible-with: 018_compact_posts_and_copies.sql
+-- 020: this deployment's id, kept once, and what may prove that a storage without a deployment
 -- marker is this deployment's own (R-DEL-1). The marker object feedmirror/deployment.json in
 -- storage carries the id; nothing is deleted from a storage whose marker is missing or another's.
 

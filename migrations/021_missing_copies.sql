@@ -1,4 +1,5 @@
--- 019: copies whose objects are missing from storage although a published feed points at them (a
+-- compatible-with: 018_compact_posts_and_copies.sql
+-- 021: copies whose objects are missing from storage although a published feed points at them (a
 -- file deleted behind feedmirror's back, a bucket restored from an old backup). Found by
 -- `feedmirror verify` (the command or the worker's daily run); the account's health says so until
 -- the copy is made again, and the next sync copies it again instead of trusting its record.

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { configSchema, settings, type SettingDoc, type SettingReader } from './config.ts';
+import { configSchema, FILE_SETTINGS, settings, type SettingDoc, type SettingReader } from './config.ts';
 
 /**
  * docs/configuration.md, written from the schema in src/config.ts and the documentation each
@@ -126,6 +126,12 @@ registers what they act on (\`webhooks add\`), the workers' own values decide: e
 the ones it runs with in PostgreSQL, and the command uses them or refuses naming the difference.
 "read by" below lists the processes that use each setting; "CLI" means the commands that need it
 (\`doctor\` checks them all).
+
+**Secrets from files.** ${FILE_SETTINGS.map((k) => `\`${k}\``).join(', ')} may be given as a
+file instead: \`<NAME>_FILE=/run/secrets/name\` reads the value from that file (its trailing line
+break dropped), as Docker Compose \`secrets:\`, Kubernetes secret volumes and systemd's
+\`LoadCredential=\` deliver them, so the value is in no process environment. Setting both
+\`<NAME>\` and \`<NAME>_FILE\` is refused; an empty \`<NAME>=\` counts as unset.
 
 ${table.join('\n')}
 

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import cron from 'node-cron';
 import { registerSecret } from './util/redact.ts';
@@ -740,9 +741,9 @@ export const configSchema = z.object({
     .default(30)
     .register(settings, {
       description:
-        'on SIGTERM, how long running jobs may finish; then the worker logs the jobs it cut off (another worker takes them over) and exits',
+        "on SIGTERM, how long running jobs may finish; then the worker logs the jobs it cut off (another worker takes them over) and exits. `serve` stops accepting connections and lets the requests in flight finish for as long. Keep the supervisor's grace period above it (Kubernetes `terminationGracePeriodSeconds`, compose `stop_grace_period`, systemd `TimeoutStopSec`): the shipped files set both",
       example: '120',
-      readBy: ['worker'],
+      readBy: ['worker', 'serve'],
     }),
   /** Account events (token history) older than this are deleted by the daily housekeeping. */
   EVENT_RETENTION_DAYS: posInt.default(365).register(settings, {
@@ -865,13 +866,59 @@ export class ConfigError extends Error {
   }
 }
 
-/** Parse the environment. Empty strings count as unset, so `FOO=` in an env file means default. */
+/**
+ * The secrets that may come from a file: `<NAME>_FILE=/run/secrets/name` instead of `<NAME>=…`,
+ * as container secrets (Docker Compose and Swarm `secrets:`, Kubernetes secret volumes) and
+ * systemd's LoadCredential= deliver them, so the value is in no environment a `docker inspect` or
+ * /proc/<pid>/environ shows.
+ */
+export const FILE_SETTINGS = [
+  'APP_SECRET',
+  'TOKEN_ENCRYPTION_KEY',
+  'DASHBOARD_PASSWORD',
+  'SESSION_SECRET',
+  'METRICS_TOKEN',
+  'DATABASE_URL',
+  'REDIS_URL',
+  'SMTP_URL',
+] as const;
+
+/**
+ * `<NAME>_FILE` read in place of `<NAME>`: the file's text without its trailing line break (an
+ * empty file counts as unset). Both set is refused (which one wins would be a guess); an unreadable file names the variable and the
+ * error code, never the file's contents.
+ */
+function readFileSettings(env: NodeJS.ProcessEnv, into: Record<string, string>, problems: string[]): void {
+  for (const key of FILE_SETTINGS) {
+    const path = env[`${key}_FILE`];
+    if (path === undefined || path === '') continue;
+    if (into[key] !== undefined) {
+      problems.push(`${key} and ${key}_FILE are both set: keep one`);
+      continue;
+    }
+    try {
+      // An empty file is an unset value, as `NAME=` is.
+      const value = readFileSync(path, 'utf8').replace(/\r?\n$/, '');
+      if (value !== '') into[key] = value;
+    } catch (err) {
+      problems.push(`${key}_FILE: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  }
+}
+
+/**
+ * Parse the environment. Empty strings count as unset, so `FOO=` in an env file means default.
+ * Secrets may come from files instead (FILE_SETTINGS).
+ */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const cleaned: Record<string, string> = {};
   for (const key of Object.keys(configSchema.shape)) {
     const v = env[key];
     if (v !== undefined && v !== '') cleaned[key] = v;
   }
+  const fileProblems: string[] = [];
+  readFileSettings(env, cleaned, fileProblems);
+  if (fileProblems.length > 0) throw new ConfigError(fileProblems);
   const parsed = configSchema.safeParse(cleaned);
   if (!parsed.success) {
     // Name the variable, never echo its value: it may be a secret.

@@ -7,7 +7,7 @@ import pg from 'pg';
 import type { Config } from '../config.ts';
 import { preflight } from './preflight.ts';
 import { describeDatabaseUrl } from '../store/db.ts';
-import { readMigrations } from '../store/migrate.ts';
+import { checkCompatibility, readMigrations, type AppliedRow } from '../store/migrate.ts';
 import { createStorage } from '../storage/index.ts';
 import { probeKey } from '../storage/keys.ts';
 import { removeProbe } from '../deletion/guard.ts';
@@ -205,21 +205,48 @@ async function checkPostgres(config: Config, create: boolean, timeoutMs: number)
   }
   try {
     if (!out.some((r) => r.name === 'database exists')) out.push(ok('database exists', `"${dbName}"`));
-    const known = (await readMigrations()).map((m) => m.name);
+    const files = await readMigrations();
+    const known = files.map((m) => m.name);
     const table = await client.query<{ t: string | null }>("SELECT to_regclass('schema_migrations')::text AS t");
-    const applied = table.rows[0]?.t
-      ? (await client.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name')).rows.map(
-          (r) => r.name,
-        )
+    // compatible_with: what each migration of a newer release said older code may run on it.
+    const withColumn = table.rows[0]?.t
+      ? (
+          await client.query(
+            `SELECT 1 FROM information_schema.columns
+              WHERE table_schema = current_schema() AND table_name = 'schema_migrations' AND column_name = 'compatible_with'`,
+          )
+        ).rowCount !== 0
+      : false;
+    const rows = table.rows[0]?.t
+      ? (
+          await client.query<AppliedRow>(
+            `SELECT name, checksum, ${withColumn ? 'compatible_with' : 'NULL::text AS compatible_with'} FROM schema_migrations ORDER BY name`,
+          )
+        ).rows
       : [];
+    const applied = rows.map((r) => r.name);
     const unknown = applied.filter((a) => !known.includes(a));
     const pending = known.filter((k) => !applied.includes(k));
-    if (unknown.length)
+    let refusal: string | undefined;
+    try {
+      checkCompatibility(files, rows);
+    } catch (err) {
+      refusal = (err as Error).message;
+    }
+    if (refusal)
       out.push(
         fail(
           'migrations current',
-          `the database has migrations this feedmirror does not know: ${unknown.join(', ')}`,
-          'upgrade feedmirror',
+          refusal,
+          'run the release that migrated the database, or restore the backup taken before that upgrade',
+        ),
+      );
+    else if (unknown.length)
+      out.push(
+        warn(
+          'migrations current',
+          `the database has migrations of a newer feedmirror (${unknown.join(', ')}) that this release runs on`,
+          'a rolled-back release: upgrade again when the newer one is fixed',
         ),
       );
     else if (pending.length)

@@ -11,6 +11,10 @@ import { removeProbe } from '../deletion/guard.ts';
  * Health and metrics endpoints for `feedmirror serve`:
  *   /healthz  the process is up (liveness: never touches a dependency, so a Redis outage does
  *             not get the pod killed and restarted in a loop)
+ *   /serving  this process answers requests: 200 until it starts shutting down, then 503 while
+ *             it finishes the requests in flight (a load balancer's readiness: a dependency
+ *             outage keeps every replica in, so visitors get the server's own 503 page that says
+ *             what is down, not a load balancer's error; docs/production.md)
  *   /readyz   Redis, Postgres and storage each checked on its own with a timeout (readiness);
  *             storage by writing, reading back and deleting a probe object under each prefix
  *             feedmirror writes to (R-NET-5), at most once a minute
@@ -49,6 +53,8 @@ export interface HealthDeps {
   metricsAccess?: 'open' | 'off' | { bearer: string };
   /** Scrapes within this many ms get the same text (default 5000): scraping stays cheap. */
   metricsCacheMs?: number;
+  /** True once the server shuts down (drain.ts): /serving answers 503 from then on. */
+  draining?: () => boolean;
   clock?: Clock;
 }
 
@@ -193,6 +199,13 @@ export function healthRoutes(deps: HealthDeps): Router {
 
   router.get('/healthz', (_req: Request, res: Response) => {
     noStore(res).json({ status: 'ok' });
+  });
+
+  router.get('/serving', (_req: Request, res: Response) => {
+    const draining = deps.draining?.() === true;
+    noStore(res)
+      .status(draining ? 503 : 200)
+      .json({ status: draining ? 'draining' : 'serving' });
   });
 
   const storageProbe: StorageProbeCache = {};

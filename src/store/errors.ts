@@ -21,12 +21,15 @@ export class MigrationError extends Error {
   override name = 'MigrationError';
 }
 
-/** The database has a migration this code does not know: an older feedmirror against a newer schema. */
+/**
+ * The database has a migration this code does not know and that does not declare this code able to
+ * run on it: an older feedmirror against a schema a newer one changed beyond what it can use.
+ */
 export class DatabaseNewerError extends MigrationError {
   override name = 'DatabaseNewerError';
   constructor(readonly unknown: string[]) {
     super(
-      `database is newer than this feedmirror: migration ${unknown.join(', ')} ${unknown.length > 1 ? 'are' : 'is'} applied but unknown; upgrade feedmirror`,
+      `database is newer than this feedmirror: migration ${unknown.join(', ')} ${unknown.length > 1 ? 'are' : 'is'} applied but unknown to this release, which cannot run on it; run the release that applied it, or restore the database backup taken before that upgrade (docs/production.md, Rolling back)`,
     );
   }
 }

@@ -84,7 +84,7 @@ describe('migrate', () => {
     const err = await migrate(pool).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DatabaseNewerError);
     expect((err as Error).message).toBe(
-      'database is newer than this feedmirror: migration 005_x.sql is applied but unknown; upgrade feedmirror',
+      'database is newer than this feedmirror: migration 005_x.sql is applied but unknown to this release, which cannot run on it; run the release that applied it, or restore the database backup taken before that upgrade (docs/production.md, Rolling back)',
     );
   });
 
@@ -142,6 +142,151 @@ describe('migrate', () => {
     const { rows } = await pool.query<{ name: string }>('SELECT name FROM schema_migrations');
     expect(rows.map((r) => r.name).sort()).toEqual(await shipped());
     expect((await pool.query(`SELECT to_regclass('half_done') AS t`)).rows[0].t).toBeNull();
+  });
+});
+
+/** The newest shipped migration: what a release before a new file knows. */
+const newestShipped = async () => (await shipped()).at(-1)!;
+
+describe('running on a schema a newer release migrated (rollback)', () => {
+  it('a newer migration that declares this code compatible is used as it is: nothing applied, the schema untouched, a warning', async () => {
+    const newest = await newestShipped();
+    const next = await tmpMigrations({
+      '900_expand.sql': `-- A newer release's expand step.\n-- compatible-with: ${newest}\nALTER TABLE accounts ADD COLUMN nickname text;\n`,
+    });
+    const { pool } = await db('migroll');
+    await migrate(pool, { dir: next });
+    const { rows } = await pool.query('SELECT name, compatible_with FROM schema_migrations WHERE name = $1', [
+      '900_expand.sql',
+    ]);
+    expect(rows).toEqual([{ name: '900_expand.sql', compatible_with: newest }]);
+    // The release before it: the project's own folder, which lacks 900.
+    const warnings: string[] = [];
+    const logger = { warn: (_o: unknown, msg: string) => warnings.push(msg), info: () => {}, debug: () => {} };
+    const result = await migrate(pool, { logger: logger as never });
+    expect(result).toEqual({ applied: [], current: newest });
+    expect(warnings.join('\n')).toContain('database has migrations of a newer feedmirror (900_expand.sql)');
+  });
+
+  it('a newer migration without the header, or compatible only with code this release is not, is refused naming it', async () => {
+    const newest = await newestShipped();
+    // Two releases ahead: 901 keeps 900's release working, not this one.
+    const ahead = await tmpMigrations({
+      '900_expand.sql': `-- compatible-with: ${newest}\nALTER TABLE accounts ADD COLUMN nickname text;\n`,
+      '901_contract.sql': `-- compatible-with: 900_expand.sql\nALTER TABLE accounts DROP COLUMN display_name;\n`,
+    });
+    const { pool } = await db('migahead');
+    await migrate(pool, { dir: ahead });
+    const err = await migrate(pool).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DatabaseNewerError);
+    expect((err as DatabaseNewerError).unknown).toEqual(['901_contract.sql']);
+    expect((err as Error).message).toContain('restore the database backup taken before that upgrade');
+    // The release between them runs on it.
+    const between = await tmpMigrations({
+      '900_expand.sql': `-- compatible-with: ${newest}\nALTER TABLE accounts ADD COLUMN nickname text;\n`,
+    });
+    expect(await migrate(pool, { dir: between })).toEqual({ applied: [], current: '900_expand.sql' });
+  });
+
+  it('the header is a comment: adding it to an applied file changes no checksum', async () => {
+    const dir = await tmpMigrations();
+    const { pool } = await db('mighdr');
+    await migrate(pool, { dir });
+    const file = join(dir, '018_compact_posts_and_copies.sql');
+    await writeFile(file, `-- compatible-with: 017_leases.sql\n${await readFile(file, 'utf8')}`);
+    expect(await migrate(pool, { dir })).toMatchObject({ applied: [] });
+  });
+
+  it('a header naming no earlier migration is refused when the files are read', async () => {
+    const dir = await tmpMigrations({ '900_bad.sql': '-- compatible-with: 950_later.sql\nSELECT 1;\n' });
+    await expect(readMigrations(dir)).rejects.toThrow(
+      'migration 900_bad.sql: "-- compatible-with: 950_later.sql" must name an earlier migration',
+    );
+  });
+});
+
+describe('migrations outside a transaction (-- transaction: none)', () => {
+  const concurrently = [
+    '-- transaction: none',
+    '-- An index built without blocking writers, and a batched update that commits each batch.',
+    'DROP INDEX CONCURRENTLY IF EXISTS accounts_username_idx;',
+    'CREATE INDEX CONCURRENTLY accounts_username_idx ON accounts (username);',
+    `DO $$
+DECLARE n integer;
+BEGIN
+  LOOP
+    UPDATE accounts SET status_reason = 'batched; done' WHERE id IN (
+      SELECT id FROM accounts WHERE status_reason IS NULL LIMIT 2);
+    GET DIAGNOSTICS n = ROW_COUNT;
+    COMMIT;
+    EXIT WHEN n = 0;
+  END LOOP;
+END $$;`,
+  ].join('\n');
+
+  it('runs statements a transaction refuses (CREATE INDEX CONCURRENTLY, COMMIT in a DO block) and records the file', async () => {
+    const { pool } = await db('mignotx');
+    await migrate(pool);
+    for (const id of ['a1', 'a2', 'a3', 'a4', 'a5'])
+      await pool.query(`INSERT INTO accounts (id, username) VALUES ($1, $1)`, [id]);
+    const dir = await tmpMigrations({ '900_index.sql': concurrently });
+    expect(await migrate(pool, { dir })).toMatchObject({ applied: ['900_index.sql'] });
+    const idx = await pool.query(
+      `SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('accounts_username_idx')`,
+    );
+    expect(idx.rows).toEqual([{ indisvalid: true }]);
+    const done = await pool.query(`SELECT count(*)::int AS n FROM accounts WHERE status_reason = 'batched; done'`);
+    expect(done.rows[0].n).toBe(5);
+    // The same text in a transaction is refused by PostgreSQL: the header is what makes it run.
+    const inTx = await tmpMigrations({ '900_index.sql': concurrently.replace('-- transaction: none\n', '') });
+    const { pool: other } = await db('mignotx2');
+    const err = await migrate(other, { dir: inTx }).catch((e: unknown) => e);
+    expect((err as Error).message).toMatch(/cannot run inside a transaction block/);
+  });
+
+  it('three pools at once apply it exactly once, one statement after the other', async () => {
+    // Plain CREATE TABLE: a second run of the file would fail loudly.
+    const dir = await tmpMigrations({
+      '900_notx.sql':
+        '-- transaction: none\nCREATE TABLE notx_one (id int PRIMARY KEY);\nSELECT pg_sleep(0.1);\nCREATE TABLE notx_two (id int);\n',
+    });
+    const { url } = await db('mignotxconc');
+    const pools = [createPool(url), createPool(url), createPool(url)];
+    try {
+      const results = await Promise.all(pools.map((p) => migrate(p, { dir })));
+      expect(results.flatMap((r) => r.applied).filter((n) => n === '900_notx.sql')).toHaveLength(1);
+    } finally {
+      await Promise.all(pools.map((p) => p.end()));
+    }
+  });
+
+  it('a failing statement leaves the ones before it, names itself, and the file runs again from its start', async () => {
+    const dir = await tmpMigrations({
+      '900_retry.sql':
+        '-- transaction: none\nCREATE TABLE IF NOT EXISTS retry_me (id int);\nINSERT INTO no_such_table VALUES (1);\n',
+    });
+    const { pool } = await db('mignotxfail');
+    const err = await migrate(pool, { dir }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(MigrationError);
+    expect((err as Error).message).toContain('migration 900_retry.sql failed at statement 2 of 2');
+    expect((await pool.query(`SELECT to_regclass('retry_me') AS t`)).rows[0].t).toBe('retry_me');
+    expect((await pool.query(`SELECT 1 FROM schema_migrations WHERE name = '900_retry.sql'`)).rowCount).toBe(0);
+    await pool.query('CREATE TABLE no_such_table (id int)');
+    expect(await migrate(pool, { dir })).toMatchObject({ applied: ['900_retry.sql'] });
+  });
+
+  it('stops when the lock is lost with its connection, instead of going on beside another process', async () => {
+    const dir = await tmpMigrations({
+      '900_lose.sql': [
+        '-- transaction: none',
+        `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objid = ${0x666d6967}::oid AND granted;`,
+        'CREATE TABLE never_made (id int);',
+      ].join('\n'),
+    });
+    const { pool } = await db('miglost');
+    const err = await migrate(pool, { dir }).catch((e: unknown) => e);
+    expect((err as Error).message).toContain('the migration lock was lost');
+    expect((await pool.query(`SELECT to_regclass('never_made') AS t`)).rows[0].t).toBeNull();
   });
 });
 

@@ -58,6 +58,14 @@ export interface RunOptions {
   timeoutMs?: number;
   /** stdout is a secret shown to the operator once by design; kept out of the secrets audit. */
   stdoutRevealsSecret?: boolean;
+  /** Another release's bin/feedmirror.js (default: this checkout's). */
+  bin?: string;
+}
+
+/** How a worker or server is started: extra settings, and another release's bin/feedmirror.js. */
+export interface StartOptions {
+  env?: Record<string, string>;
+  bin?: string;
 }
 
 export interface StageProcess extends Spawned {
@@ -102,14 +110,16 @@ export interface Stage {
   /** Run one `feedmirror` command to its end from the stage's folder. */
   cli(args: string[], opts?: RunOptions): Promise<Finished>;
   /** `feedmirror worker` as a process; resolves once it says it is running. */
-  startWorker(opts?: { env?: Record<string, string> }): Promise<StageProcess>;
+  startWorker(opts?: StartOptions): Promise<StageProcess>;
   /** `feedmirror serve` on a port of its own; resolves once it listens. */
-  startServe(opts?: { env?: Record<string, string> }): Promise<StageServer>;
+  startServe(opts?: StartOptions): Promise<StageServer>;
   /** A new account on the platform and `feedmirror accounts add` with its short-lived token. */
   connect(opts?: {
     username?: string;
     posts?: number;
     env?: Record<string, string>;
+    /** `accounts add` of another release's bin/feedmirror.js. */
+    bin?: string;
   }): Promise<{ id: string; username: string; add: Finished }>;
   /** The published feed as a site reads it (the storage's public address); null when there is none. */
   feed(accountId: string): Promise<Feed | null>;
@@ -273,11 +283,14 @@ export async function openStage(label: string, opts: StageOptions = {}): Promise
         ...(o.stdin !== undefined ? { stdin: o.stdin } : {}),
         timeoutMs: o.timeoutMs ?? 60_000,
         stdoutRevealsSecret: o.stdoutRevealsSecret === true,
+        ...(o.bin ? { bin: o.bin } : {}),
       },
     );
 
-  const startWorker = async (o: { env?: Record<string, string> } = {}) => {
-    const p = stoppable(spawnFeedmirror(['worker'], { ...env, ...o.env }, { cwd: dir }));
+  const startWorker = async (o: StartOptions = {}) => {
+    const p = stoppable(
+      spawnFeedmirror(['worker'], { ...env, ...o.env }, { cwd: dir, ...(o.bin ? { bin: o.bin } : {}) }),
+    );
     processes.push(p);
     await until(
       () => p.output().includes('worker started') || p.child.exitCode !== null,
@@ -288,8 +301,10 @@ export async function openStage(label: string, opts: StageOptions = {}): Promise
     return p;
   };
 
-  const startServe = async (o: { env?: Record<string, string> } = {}): Promise<StageServer> => {
-    const p = stoppable(spawnFeedmirror(['serve'], { ...env, ...o.env }, { cwd: dir }));
+  const startServe = async (o: StartOptions = {}): Promise<StageServer> => {
+    const p = stoppable(
+      spawnFeedmirror(['serve'], { ...env, ...o.env }, { cwd: dir, ...(o.bin ? { bin: o.bin } : {}) }),
+    );
     processes.push(p);
     await until(
       () => p.output().includes('feedmirror serving on') || p.child.exitCode !== null,
@@ -368,7 +383,11 @@ export async function openStage(label: string, opts: StageOptions = {}): Promise
       });
       const token = sim.issueShortLivedToken(acc.id);
       registerSecretForAudit(token);
-      const add = await cli(['accounts', 'add'], { stdin: token, ...(o.env ? { env: o.env } : {}) });
+      const add = await cli(['accounts', 'add'], {
+        stdin: token,
+        ...(o.env ? { env: o.env } : {}),
+        ...(o.bin ? { bin: o.bin } : {}),
+      });
       return { id: acc.id, username: acc.username, add };
     },
     feed: async (accountId) => {

@@ -10,12 +10,19 @@ export interface Spawned {
   exited: Promise<number | null>;
 }
 
-/** Run `feedmirror <args>` as a real process; its output is kept for the secrets audit. */
-export function spawnFeedmirror(args: string[], env: NodeJS.ProcessEnv, opts: { cwd?: string } = {}): Spawned {
+/**
+ * Run `feedmirror <args>` as a real process; its output is kept for the secrets audit. `bin` runs
+ * another checkout's bin/feedmirror.js (a previous release taken out of git).
+ */
+export function spawnFeedmirror(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  opts: { cwd?: string; bin?: string } = {},
+): Spawned {
   // The child logs to stdout (not to the capture folder); what it prints is captured here instead.
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
   delete childEnv.FEEDMIRROR_CAPTURE_DIR;
-  const child = spawn(process.execPath, [BIN, ...args], {
+  const child = spawn(process.execPath, [opts.bin ?? BIN, ...args], {
     env: childEnv,
     cwd: opts.cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -46,12 +53,12 @@ export interface Finished {
 export function runFeedmirror(
   args: string[],
   env: NodeJS.ProcessEnv,
-  opts: { stdin?: string; cwd?: string; timeoutMs?: number; stdoutRevealsSecret?: boolean } = {},
+  opts: { stdin?: string; cwd?: string; timeoutMs?: number; stdoutRevealsSecret?: boolean; bin?: string } = {},
 ): Promise<Finished> {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
   delete childEnv.FEEDMIRROR_CAPTURE_DIR;
   const started = Date.now();
-  const child = spawn(process.execPath, [BIN, ...args], {
+  const child = spawn(process.execPath, [opts.bin ?? BIN, ...args], {
     env: childEnv,
     cwd: opts.cwd,
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -131,7 +131,9 @@ describe('feedmirror init', () => {
     registerSecretForAudit(env.DASHBOARD_PASSWORD!);
     expect(env.STORAGE_URL).toBe('/var/lib/feedmirror/storage');
     expect(env.OUTBOX_DIR).toBe('/var/lib/feedmirror/outbox');
-    expect(doc).toContain('useradd --system --create-home --home-dir /var/lib/feedmirror feedmirror');
+    expect(doc).toContain(
+      'useradd --system --user-group --create-home --home-dir /var/lib/feedmirror --shell /usr/sbin/nologin feedmirror',
+    );
   });
 
   it('writes no LOG_LEVEL unless asked (a command on a terminal then logs warnings as human lines)', async () => {

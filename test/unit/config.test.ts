@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 
@@ -38,5 +41,43 @@ describe('loadConfig', () => {
     expect(message).toContain('DASHBOARD_PASSWORD');
     expect(message).not.toContain('short');
     expect(message).not.toContain(key);
+  });
+});
+
+describe('secrets from files (<NAME>_FILE, as container secrets deliver them)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fm-config-file-'));
+  const write = (name: string, text: string) => {
+    const path = join(dir, name);
+    writeFileSync(path, text, { mode: 0o600 });
+    return path;
+  };
+
+  it('reads the value from the file, without its trailing line break', () => {
+    const key = Buffer.alloc(32, 7).toString('base64');
+    const c = loadConfig({
+      TOKEN_ENCRYPTION_KEY_FILE: write('key', `${key}\n`),
+      SMTP_URL_FILE: write('smtp', 'smtp://u:p@mail.example.test:587'),
+      ALERT_EMAIL_TO: 'ops@example.test',
+    });
+    expect(c.TOKEN_ENCRYPTION_KEY).toBe(key);
+    expect(c.SMTP_URL).toBe('smtp://u:p@mail.example.test:587');
+  });
+
+  it('refuses both forms at once, and names an unreadable file without reading anything else', () => {
+    const both = () => loadConfig({ APP_SECRET: 'x', APP_SECRET_FILE: write('app', 'y') });
+    expect(both).toThrow(ConfigError);
+    expect(both).toThrow('APP_SECRET and APP_SECRET_FILE are both set: keep one');
+    const missing = () => loadConfig({ METRICS_TOKEN_FILE: join(dir, 'nope') });
+    expect(missing).toThrow(`METRICS_TOKEN_FILE: cannot read ${join(dir, 'nope')} (ENOENT)`);
+  });
+
+  it('an empty file counts as unset, as NAME= does', () => {
+    expect(loadConfig({ METRICS_TOKEN_FILE: write('empty', '\n') }).METRICS_TOKEN).toBeUndefined();
+  });
+
+  it('an empty <NAME>= beside <NAME>_FILE counts as unset (a compose override blanks the inline value)', () => {
+    expect(
+      loadConfig({ DASHBOARD_PASSWORD: '', DASHBOARD_PASSWORD_FILE: write('pw', 'correct horse') }).DASHBOARD_PASSWORD,
+    ).toBe('correct horse');
   });
 });

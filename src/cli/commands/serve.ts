@@ -31,8 +31,14 @@ export function register(program: Command, cli: Cli): void {
         io.stdout.write(`feedmirror serving on ${running.url} (dashboard: ${running.dashboardUrl}, ${login})\n`);
         if (ctx.config.APP_ID)
           io.stdout.write('connect an account: invite its owner from the dashboard, or `feedmirror accounts invite`\n');
-        await untilStopSignal();
-        await running.close();
+        const signal = await untilStopSignal();
+        ctx.logger.info(
+          { signal, shutdownTimeoutSeconds: ctx.config.SHUTDOWN_TIMEOUT_SECONDS },
+          'shutting down: no new connections, the requests in flight may finish',
+        );
+        const { cutOff } = await running.drain(ctx.config.SHUTDOWN_TIMEOUT_SECONDS * 1000);
+        if (cutOff > 0)
+          ctx.logger.warn({ cutOff }, `shutdown timeout: ${cutOff} request(s) still running were cut off`);
         return EXIT.ok;
       });
       cli.setExit(code);

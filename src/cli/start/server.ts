@@ -14,6 +14,7 @@ import { listTokenExpiries } from '../../store/tokens.ts';
 import { createMetrics, type AccountVerdict } from '../../metrics/index.ts';
 import { loadAccountHealth } from '../../accounts/health.ts';
 import { applyHeapGrowthPercent } from '../../util/heap.ts';
+import { drainable, type Drainable } from '../../http/drain.ts';
 
 /**
  * `feedmirror serve`: health/readiness/metrics, the feed API, connect/callback (when APP_ID and
@@ -25,11 +26,17 @@ export interface RunningServer {
   /** http://host:port as bound (port 0 resolved). */
   url: string;
   dashboardUrl: string;
+  /** Closes every connection at once (tests, the demo). */
   close(): Promise<void>;
+  /**
+   * The shutdown of `serve`: /serving answers 503, no new connection is accepted, the requests in
+   * flight finish for up to `timeoutMs` (SHUTDOWN_TIMEOUT_SECONDS), then the rest is cut off.
+   */
+  drain(timeoutMs: number): Promise<{ cutOff: number }>;
 }
 
 /** Build the app from a context (also used by `npm run demo`, which runs serve and worker in one process). */
-export async function buildServeApp(ctx: AppContext): Promise<Express> {
+export async function buildServeApp(ctx: AppContext, opts: { draining?: () => boolean } = {}): Promise<Express> {
   // First, before touching any service: a misconfigured dashboard is a start-up error.
   // Sessions and throttles live in Redis: every replica shares them, and a logout reaches all.
   const store = { redis: ctx.redisClient, prefix: ctx.redis.prefix };
@@ -145,6 +152,7 @@ export async function buildServeApp(ctx: AppContext): Promise<Express> {
       metricsAccess,
       clock: ctx.clock,
       logger: ctx.logger,
+      ...(opts.draining ? { draining: opts.draining } : {}),
     },
     ...(connect ? { connect } : {}),
     // R-WID-7: views are counted only when documents tell the script where to send them.
@@ -220,8 +228,11 @@ function ownerLinkDeps(ctx: AppContext): Omit<OwnerLinkDeps, 'db'> {
 
 export async function startServer(ctx: AppContext): Promise<RunningServer> {
   applyHeapGrowthPercent(ctx.config.HEAP_GROWTH_PERCENT);
-  const app = await buildServeApp(ctx);
+  const shutdown: { drain?: Drainable } = {};
+  const app = await buildServeApp(ctx, { draining: () => shutdown.drain?.draining === true });
   const server = app.listen(ctx.config.PORT, ctx.config.HOST);
+  const drain = drainable(server);
+  shutdown.drain = drain;
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
@@ -245,5 +256,6 @@ export async function startServer(ctx: AppContext): Promise<RunningServer> {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+    drain: (timeoutMs) => drain.drain(timeoutMs),
   };
 }
