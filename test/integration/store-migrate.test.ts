@@ -279,7 +279,9 @@ END $$;`,
     const dir = await tmpMigrations({
       '900_lose.sql': [
         '-- transaction: none',
-        `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objid = ${0x666d6967}::oid AND granted;`,
+        // This database's lock only (other test files migrate their own databases meanwhile), and
+        // waiting until the holder is gone: termination is otherwise asynchronous.
+        `SELECT pg_terminate_backend(pid, 10000) FROM pg_locks WHERE locktype = 'advisory' AND objid = ${0x666d6967}::oid AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database());`,
         'CREATE TABLE never_made (id int);',
       ].join('\n'),
     });
