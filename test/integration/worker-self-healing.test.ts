@@ -11,7 +11,7 @@ import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { upsertAccount } from '../../src/store/accounts.ts';
 import { TokenCipher } from '../../src/store/crypto.ts';
 import { createPool } from '../../src/store/db.ts';
-import { migrate } from '../../src/store/migrate.ts';
+import { MIGRATION_LOCK_KEY, migrate } from '../../src/store/migrate.ts';
 import { saveToken } from '../../src/store/tokens.ts';
 import { DAY, FileClock } from '../../src/util/clock.ts';
 import { refreshSchedulerId, syncSchedulerId } from '../../jobs/catalogue.ts';
@@ -20,6 +20,7 @@ import { registerSecretForAudit } from '../support/capture.ts';
 import { spawnFeedmirror, type Spawned } from '../support/processes.ts';
 import { freePort, requireRedisServer, spawnRedis, stopRedis } from '../support/redis-server.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
+import { dropQueues } from '../support/queues.ts';
 import { until } from '../support/wait.ts';
 import { workerEnv } from '../support/worker-env.ts';
 
@@ -206,6 +207,33 @@ describe('worker self-healing and bounded shutdown', () => {
       if (redisProc) await stopRedis(redisProc);
     }
   }, 150_000);
+
+  it('SIGTERM while the worker is still starting: it finishes its start, then shuts down as on any SIGTERM (exit 0), not killed on the spot', async () => {
+    const redis = redisForTest('startstop');
+    // Another process holds the migration lock: the worker's start waits there, its jobs may
+    // already run meanwhile in production (BullMQ takes them as soon as a Worker exists).
+    const holder = await db.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`);
+      const worker = startWorker(redis);
+      await until(
+        () => worker.output().includes('another process is migrating the database'),
+        'the start waiting for the migration lock',
+        30_000,
+      );
+      worker.child.kill('SIGTERM');
+      await holder.query('COMMIT');
+      const code = await worker.exited;
+      expect(worker.child.signalCode).toBeNull();
+      expect(code).toBe(0);
+      expect(worker.output()).toContain('shutting down: running jobs may finish');
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+      await dropQueues(redis);
+    }
+  }, 60_000);
 
   it('SIGTERM with a job that never ends: the worker waits SHUTDOWN_TIMEOUT_SECONDS, logs the job it cut off, and exits', async () => {
     const redis = redisForTest('shutdown');

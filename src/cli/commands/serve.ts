@@ -23,6 +23,10 @@ export function register(program: Command, cli: Cli): void {
         return cli.setExit(EXIT.failed);
       }
       const code = await withServiceContext(io, async (ctx) => {
+        // Listening before the start: a SIGTERM during it (a rollout, a start waiting on the
+        // migration lock) ends the server once started, draining as always, rather than on the
+        // spot. A second signal still ends it at once.
+        const stopped = untilStopSignal();
         const { startServer } = await import('../start/server.ts');
         const running = await startServer(ctx);
         const { logStartChecks } = await import('../context.ts');
@@ -31,7 +35,7 @@ export function register(program: Command, cli: Cli): void {
         io.stdout.write(`feedmirror serving on ${running.url} (dashboard: ${running.dashboardUrl}, ${login})\n`);
         if (ctx.config.APP_ID)
           io.stdout.write('connect an account: invite its owner from the dashboard, or `feedmirror accounts invite`\n');
-        const signal = await untilStopSignal();
+        const signal = await stopped;
         ctx.logger.info(
           { signal, shutdownTimeoutSeconds: ctx.config.SHUTDOWN_TIMEOUT_SECONDS },
           'shutting down: no new connections, the requests in flight may finish',

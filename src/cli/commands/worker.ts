@@ -18,11 +18,15 @@ export function register(program: Command, cli: Cli): void {
       }
       // withContext closes everything it opened, also when the start fails (exit non-zero, no hang).
       const code = await withServiceContext(cli.io, async (ctx) => {
+        // Listening before the start: a worker takes jobs before its start has finished (schedules
+        // checked, daily jobs queued), and a SIGTERM then (a rollout, a slow start) would end the
+        // process on the spot instead of letting them finish. A second signal still ends it at once.
+        const stopped = untilStopSignal();
         const { startWorkerFromContext } = await import('../start/worker.ts');
         const worker = await startWorkerFromContext(ctx);
         const { logStartChecks } = await import('../context.ts');
         logStartChecks(ctx);
-        const signal = await untilStopSignal();
+        const signal = await stopped;
         ctx.logger.info(
           { signal, shutdownTimeoutSeconds: ctx.config.SHUTDOWN_TIMEOUT_SECONDS },
           'shutting down: running jobs may finish, waiting jobs stay queued',
