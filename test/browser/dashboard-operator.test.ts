@@ -154,6 +154,25 @@ describe("the operator's dashboard, clicked in Chromium", () => {
     expect(await page.locator('#token').textContent()).not.toBe(before);
   });
 
+  it('"Refresh now" on a token not due yet (under 24 hours old, R-TOK-5) says so as information, not as an error', async () => {
+    // The studio's token was imported a moment ago: the platform refreshes none before 24 hours.
+    await page.goto(accountUrl(studio.id));
+    const before = await page.locator('#token').textContent();
+    await submit(page, page.locator('main button', { hasText: 'Refresh now' }));
+    expect(page.url()).toBe(accountUrl(studio.id));
+    const f = await flash(page);
+    expect(f.kind).toBe('info');
+    expect(f.text).toMatch(
+      /^@old\.studio: not refreshed: the platform refreshes tokens only once they are 24 hours old; possible from \d{4}-/,
+    );
+    // Shown in the information colour, not the error's red.
+    const colours = await page
+      .locator('main .flash')
+      .evaluate((el) => [getComputedStyle(el).backgroundColor, getComputedStyle(el).color]);
+    expect(colours).toEqual(['rgb(221, 244, 255)', 'rgb(10, 48, 105)']);
+    expect(await page.locator('#token').textContent()).toBe(before);
+  });
+
   it('the owner: saved from the form, then forgotten', async () => {
     await page.goto(accountUrl(shop.id));
     await page.fill('input[name=owner_email]', 'shop.owner@example.com');

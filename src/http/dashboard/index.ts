@@ -39,8 +39,9 @@ import {
 } from '../auth.ts';
 import { csrfTokenFor, requireCsrfToken, requireSameOrigin } from '../csrf.ts';
 import { loadAccountOverviews } from './data.ts';
-import { describeRefreshOutcome } from '../../accounts/refresh-words.ts';
+import { describeRefreshOutcome, refreshFlashKind } from '../../accounts/refresh-words.ts';
 import {
+  FLASH_KINDS,
   RETURN_FIELD,
   accountsPage,
   invitationPage,
@@ -158,7 +159,7 @@ export function bullBoardRouter(queues: DashboardQueues): express.Express {
 const previewLayout = (v: unknown): PreviewLayout =>
   (PREVIEW_LAYOUTS as readonly unknown[]).includes(v) ? (v as PreviewLayout) : 'grid';
 
-const flashSchema = z.object({ kind: z.enum(['ok', 'error']), text: z.string().max(500) });
+const flashSchema = z.object({ kind: z.enum(FLASH_KINDS), text: z.string().max(500) });
 
 export function dashboardRouter(deps: DashboardDeps): Router {
   const { auth, db, queues, clock, logger } = deps;
@@ -450,7 +451,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
         flashTo(
           res,
           {
-            kind: outcome.outcome === 'refreshed' ? 'ok' : 'error',
+            kind: refreshFlashKind(outcome),
             text: `@${account.username}: ${describeRefreshOutcome(outcome)}.`,
           },
           backTo(req, account),

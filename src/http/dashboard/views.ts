@@ -18,8 +18,10 @@ export const DASHBOARD_STYLESHEET = '/dashboard/assets/dashboard.css';
 
 export const DAYS_LEFT_WARNING = 14; // R-TOK-9: the same threshold as the first alert email
 
+/** An action's outcome, shown once: done (ok), information where nothing is wrong (info), or an error. */
+export const FLASH_KINDS = ['ok', 'info', 'error'] as const;
 export interface Flash {
-  kind: 'ok' | 'error';
+  kind: (typeof FLASH_KINDS)[number];
   text: string;
 }
 
