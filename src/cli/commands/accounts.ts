@@ -5,6 +5,8 @@ import { EXIT, InputTooLargeError, readAll, type CliIO } from '../io.ts';
 import { accountIdArgument, printJson, withContext, withExamples, type Cli } from '../command.ts';
 import { firstIssue, ownerEmailSchema, ownerLanguageSchema, ownerNameSchema } from '../../accounts/owner-contact.ts';
 import type { AccountOwner } from '../../store/owners.ts';
+import type { MailMessage } from '../../alerts/mailer.ts';
+import type { WebhookEvent } from '../../webhooks/events.ts';
 
 /** A token is a few hundred bytes; anything near this is not a token (and is never buffered whole). */
 export const STDIN_MAX_BYTES = 8 * 1024;
@@ -17,7 +19,7 @@ export function register(program: Command, cli: Cli): void {
   const accounts = program
     .command('accounts')
     .description(
-      'connect (token on standard input), invite an owner, list, show, set the owner of, or remove accounts',
+      'connect (token on standard input), invite an owner, list, show, set the owner of, send a reconnect link for, or remove accounts',
     );
   withExamples(accounts, 'feedmirror accounts list --json');
 
@@ -90,6 +92,26 @@ export function register(program: Command, cli: Cli): void {
     'feedmirror accounts set 17841400000000001 --owner-email jane@example.com --owner-name "Jane Doe"',
     'feedmirror accounts set 17841400000000001 --owner-alerts off',
     'feedmirror accounts set 17841400000000001 --clear-owner --json',
+  );
+
+  const link = accounts
+    .command('reconnect-link')
+    .description(
+      "a new one-time reconnect link for an account waiting for its owner's login (earlier links stop working): printed for you to pass on, or with --send emailed to the owner",
+    )
+    .addArgument(accountIdArgument())
+    .option(
+      '--send',
+      "email it to the account's owner with the reauth alert's email (SMTP_URL; without it the email is only written to OUTBOX_DIR)",
+    )
+    .option('--json', 'print the link (or to whom it was emailed) and its expiry as JSON')
+    .action(async (id: string, opts: { send?: boolean; json?: boolean }) =>
+      cli.setExit(await reconnectLinkCommand(id, opts, cli.io)),
+    );
+  withExamples(
+    link,
+    'feedmirror accounts reconnect-link 17841400000000001',
+    'feedmirror accounts reconnect-link 17841400000000001 --send --json',
   );
 
   const show = accounts
@@ -391,6 +413,70 @@ async function setAccountCommand(id: string, opts: SetOptions, io: CliIO): Promi
     if (opts.json) printJson(io, { id, username: after.username, owner: ownerJson(after.owner) });
     else io.stdout.write(`@${after.username}: ${ownerLine(after.owner, ctx.config.OWNER_ALERTS)}\n`);
     return EXIT.ok;
+  });
+}
+
+/**
+ * A new reconnect link for an account waiting for its owner (R-OWN-12: the earlier ones stop
+ * working), the dashboard's two buttons from the command line: shown once to pass on, or emailed
+ * to the owner (then the account.owner_notified event, R-OWN-14).
+ */
+async function reconnectLinkCommand(id: string, opts: { send?: boolean; json?: boolean }, io: CliIO): Promise<number> {
+  return withContext(io, async (ctx) => {
+    const { emailOwnerLink, makeOwnerLink, OwnerLinkRefused } = await import('../../alerts/owner-links.ts');
+    const db = await ctx.migratedDb();
+    if (opts.send) {
+      // Within seconds, before a link is made: the event needs Redis, the email its server.
+      await ctx.ensureRedis();
+      await ctx.ensureSmtp();
+    }
+    const deps = {
+      db,
+      mailer: { send: (m: MailMessage) => ctx.mailer.send(m) },
+      clock: ctx.clock,
+      logger: ctx.logger,
+      publicUrl: ctx.config.PUBLIC_URL,
+      // Made at the first event: a link to copy emits none and needs no Redis.
+      events: { emit: (e: WebhookEvent) => ctx.events.emit(e) },
+      linkTtlMs: ctx.config.RECONNECT_LINK_TTL,
+      emailTemplates: opts.send ? ctx.emailTemplates : undefined,
+      brand: ctx.brand,
+    };
+    try {
+      if (opts.send) {
+        const sent = await emailOwnerLink(deps, id);
+        if (opts.json)
+          printJson(io, {
+            id,
+            username: sent.username,
+            emailed: sent.delivered === 'smtp',
+            to: sent.to,
+            via: sent.delivered,
+            expiresAt: sent.expiresAt.toISOString(),
+          });
+        else
+          io.stdout.write(
+            `a new reconnect link for @${sent.username} was ${sent.delivered === 'smtp' ? 'emailed to' : 'written to the outbox for'} ${sent.to}; it works once, until ${sent.expiresAt.toISOString()}; earlier links no longer work\n`,
+          );
+        if (sent.delivered === 'outbox')
+          io.stderr.write(
+            `not emailed: SMTP_URL is not set, so the email was only written to ${ctx.config.OUTBOX_DIR}; run without --send for a link to pass on\n`,
+          );
+        return EXIT.ok;
+      }
+      const made = await makeOwnerLink(deps, id);
+      if (opts.json)
+        printJson(io, { id, username: made.username, url: made.url, expiresAt: made.expiresAt.toISOString() });
+      else
+        io.stdout.write(
+          `${made.url}\nworks once, until ${made.expiresAt.toISOString()}, and only for @${made.username}; earlier links no longer work: pass it on to the account's owner\n`,
+        );
+      return EXIT.ok;
+    } catch (err) {
+      if (!(err instanceof OwnerLinkRefused)) throw err;
+      reportFailure(io, /no such account/.test(err.message) ? 'not_found' : 'failed', `no link made: ${err.message}`);
+      return EXIT.failed;
+    }
   });
 }
 

@@ -4,8 +4,7 @@ import type { AccountOverview } from './data.ts';
 import { formatBytes } from './data.ts';
 import { lastProblem } from './explain.ts';
 import { syncSummary } from '../../accounts/sync-summary.ts';
-import type { AccountHealth, HealthReasonKind } from '../../accounts/health.ts';
-import type { AccountOwner, LatestReconnectLink } from '../../store/owners.ts';
+import { reasonParts, type AccountHealth } from '../../accounts/health.ts';
 import { WIDGET_LAYOUTS, type WidgetLayout } from '../../widgets/document.ts';
 
 /**
@@ -114,35 +113,25 @@ export function verdictBadge(v: AccountHealth['verdict']): string {
   return `<span class="verdict ${v}" data-verdict="${v}">${v}</span>`;
 }
 
-/** Reason texts the dashboard words from what it knows besides the health's facts. */
-export type ReasonTexts = Partial<Record<HealthReasonKind, string>>;
+/**
+ * A health reason as the dashboard shows it: plain words, each command the text names (between
+ * backticks, as the terminal shows it) set as code instead of showing its backticks (R-HLT-1:
+ * the same sentence on every surface).
+ */
+export function reasonHtml(text: string): string {
+  return reasonParts(text)
+    .map((p) => (p.command ? `<code>${h(p.text)}</code>` : h(p.text)))
+    .join('');
+}
 
 /** Each reason of a health, as a list item carrying its kind. */
-export function reasonList(health: AccountHealth, limit = Infinity, texts: ReasonTexts = {}): string {
+export function reasonList(health: AccountHealth, limit = Infinity): string {
   if (health.reasons.length === 0) return '';
   const shown = health.reasons.slice(0, limit);
   const more = health.reasons.length - shown.length;
   return `<ul class="reasons">${shown
-    .map((r) => `<li class="${r.level}" data-reason="${h(r.kind)}">${h(texts[r.kind] ?? r.text)}</li>`)
+    .map((r) => `<li class="${r.level}" data-reason="${h(r.kind)}">${reasonHtml(r.text)}</li>`)
     .join('')}${more > 0 ? `<li class="muted">and ${more} more</li>` : ''}</ul>`;
-}
-
-/**
- * An account waiting for its owner whose reconnect link is out: the next step is the owner's, so
- * the reason says who got which link and until when, instead of asking for an invitation.
- */
-export function reconnectReasons(
-  a: { status: string; owner: AccountOwner | null },
-  link: LatestReconnectLink | null,
-): ReasonTexts {
-  if (a.status !== 'reauth_required' || !link || link.state !== 'ok') return {};
-  const owner = a.owner ? `the owner (${a.owner.email})` : 'the owner';
-  return {
-    reauth_required:
-      link.delivery === 'email'
-        ? `the owner must connect the account again: ${owner} was emailed a reconnect link on ${when(link.createdAt)}, valid until ${when(link.expiresAt)}`
-        : `the owner must connect the account again: a reconnect link made on ${when(link.createdAt)} for you to pass on is valid until ${when(link.expiresAt)}`,
-  };
 }
 
 /** R-HLT-1: the account's health (verdict and reasons), then its last recorded error explained. */
@@ -153,7 +142,7 @@ function healthCell(a: AccountOverview): string {
     : !p.detail || p.detail === p.summary
       ? `<span class="problem">${h(p.summary)}</span>`
       : `<span class="problem">${h(p.summary)}</span><details><summary><small>details</small></summary><small>${h(p.detail)}</small></details>`;
-  return `${verdictBadge(a.health.verdict)}${reasonList(a.health, 3, reconnectReasons(a, a.reconnectLink))}${problem}`;
+  return `${verdictBadge(a.health.verdict)}${reasonList(a.health, 3)}${problem}`;
 }
 
 function actionForm(action: string, label: string, csrf: string, extra = '', cls = ''): string {
