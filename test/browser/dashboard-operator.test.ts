@@ -306,6 +306,12 @@ describe("the operator's dashboard, clicked in Chromium", () => {
     expect(Math.abs(expires - (before + DAY))).toBeLessThan(2 * 60_000);
     const owners = await db.query<{ owner_email: string | null }>('SELECT owner_email FROM invitations');
     expect(owners.rows.map((r) => r.owner_email)).toContain('new.owner@example.com');
+    // Not ticked "email it": the list of invitations says it was only shown.
+    await page.locator('a.button', { hasText: 'Back to the accounts' }).click();
+    await page.waitForURL(`${stack.url}/dashboard`);
+    const latest = page.locator('table.invitations tbody tr').first();
+    expect(await latest.textContent()).toContain('new.owner@example.com');
+    expect(await latest.textContent()).toContain('not emailed: the link was shown to copy');
   });
 
   it('"Remove…" asks on a page of its own, then removes the account', async () => {

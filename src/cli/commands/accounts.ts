@@ -5,6 +5,7 @@ import { EXIT, InputTooLargeError, readAll, type CliIO } from '../io.ts';
 import { accountIdArgument, printJson, withContext, withExamples, type Cli } from '../command.ts';
 import { firstIssue, ownerEmailSchema, ownerLanguageSchema, ownerNameSchema } from '../../accounts/owner-contact.ts';
 import type { AccountOwner } from '../../store/owners.ts';
+import type { InvitationEmailOutcome } from '../../alerts/invitation-email.ts';
 import type { MailMessage } from '../../alerts/mailer.ts';
 import type { WebhookEvent } from '../../webhooks/events.ts';
 
@@ -45,7 +46,7 @@ export function register(program: Command, cli: Cli): void {
   const invite = accounts
     .command('invite')
     .description(
-      "create a one-time invitation link for an account's owner: they open it, log in on the platform and approve (/connect is closed to anyone without one)",
+      "create a one-time invitation link for an account's owner, and with --send email it to them: they open it, log in on the platform and approve (/connect is closed to anyone without one)",
     )
     .addOption(
       new Option('--expires <duration>', `how long the link works (${DURATION_HINT}; at most 90d)`)
@@ -59,11 +60,16 @@ export function register(program: Command, cli: Cli): void {
       ).argParser(ownerEmailArg),
     )
     .addOption(new Option('--owner-name <name>', "the owner's name (with --owner-email)").argParser(ownerNameArg))
-    .option('--json', 'print {url, expiresAt, owner} as JSON')
+    .option(
+      '--send',
+      'email the invitation to --owner-email now, as the alerts are sent (SMTP_URL; without it the email is only written to OUTBOX_DIR and the link is yours to send)',
+    )
+    .option('--json', 'print {url, expiresAt, owner, emailed, email} as JSON')
     .action(async (opts: InviteOptions) => cli.setExit(await inviteCommand(opts, cli.io)));
   withExamples(
     invite,
     'feedmirror accounts invite',
+    'feedmirror accounts invite --owner-email jane@example.com --owner-name "Jane Doe" --send',
     'feedmirror accounts invite --expires 2d --owner-email jane@example.com --owner-name "Jane Doe" --json',
   );
 
@@ -304,6 +310,7 @@ interface InviteOptions {
   json?: boolean;
   ownerEmail?: string;
   ownerName?: string;
+  send?: boolean;
 }
 
 async function inviteCommand(opts: InviteOptions, io: CliIO): Promise<number> {
@@ -311,26 +318,74 @@ async function inviteCommand(opts: InviteOptions, io: CliIO): Promise<number> {
     reportFailure(io, 'usage', '--owner-name needs --owner-email');
     return EXIT.usage;
   }
+  if (opts.send && opts.ownerEmail === undefined) {
+    reportFailure(io, 'usage', '--send needs --owner-email (the address the invitation is emailed to)');
+    return EXIT.usage;
+  }
   return withContext(io, async (ctx) => {
     ctx.requireApp(); // an invitation leads to the platform's login: useless without the app
+    // A mail server that does not answer fails here, within seconds, before anything is made.
+    if (opts.send) await ctx.ensureSmtp();
     const { createInvitation } = await import('../../store/invitations.ts');
     const { invitationUrl } = await import('../../http/connect.ts');
+    const db = await ctx.migratedDb();
+    // The templates are read (and an unusable override refused) before the invitation is made.
+    const mail = opts.send
+      ? {
+          db,
+          // The mailer is made at the email: a mail setting at fault is this email's failure, in one line.
+          mailer: { send: (m: MailMessage) => ctx.mailer.send(m) },
+          clock: ctx.clock,
+          logger: ctx.logger,
+          emailTemplates: ctx.emailTemplates,
+          brand: ctx.brand,
+        }
+      : null;
     // R-OWN-10: the account this invitation connects gets its owner.
     const owner = opts.ownerEmail ? { email: opts.ownerEmail, name: opts.ownerName ?? null, language: null } : null;
-    const inv = await createInvitation(await ctx.migratedDb(), ctx.clock.now(), opts.expires, 'cli', owner);
+    const inv = await createInvitation(db, ctx.clock.now(), opts.expires, 'cli', owner);
     const url = invitationUrl(ctx.config.PUBLIC_URL, inv.token);
+    let email: InvitationEmailOutcome | null = null;
+    if (mail && owner) {
+      const { emailInvitation } = await import('../../alerts/invitation-email.ts');
+      email = await emailInvitation(mail, { hash: inv.hash, url, expiresAt: inv.expiresAt, owner });
+    }
     if (opts.json)
       printJson(io, {
         url,
         expiresAt: inv.expiresAt.toISOString(),
         owner: owner ? { email: owner.email, name: owner.name } : null,
+        emailed: email?.emailed ?? false,
+        email: email ? invitationEmailJson(email) : null,
       });
-    else
+    else {
+      const recorded = "recorded as the account's owner when it connects";
+      const until = `works once, until ${inv.expiresAt.toISOString()}`;
       io.stdout.write(
-        `${url}\nworks once, until ${inv.expiresAt.toISOString()}; send it to the account's owner${owner ? ` (${owner.email}, recorded as the account's owner when it connects)` : ''}\n`,
+        email?.emailed
+          ? `${url}\n${until}; emailed to ${email.to} (${recorded})\n`
+          : `${url}\n${until}; send it to the account's owner${owner ? ` (${owner.email}, ${recorded})` : ''}\n`,
       );
+    }
+    if (email && !email.emailed) {
+      if (email.via === 'outbox')
+        // The deployment's mail goes to a folder: the invitation is made, the owner has nothing yet.
+        io.stderr.write(
+          `not emailed: SMTP_URL is not set, so the invitation email was written to ${email.path ?? ctx.config.OUTBOX_DIR} instead; send the link above to ${email.to}\n`,
+        );
+      else {
+        reportFailure(io, 'failed', `not emailed: ${email.error}; send the link above to ${email.to}`);
+        return EXIT.failed;
+      }
+    }
     return EXIT.ok;
   });
+}
+
+/** The email of an invitation as --json prints it. */
+function invitationEmailJson(e: InvitationEmailOutcome) {
+  if (e.via === null) return { to: e.to, via: null, error: e.error };
+  return { to: e.to, at: e.at.toISOString(), via: e.via, ...(e.via === 'outbox' ? { path: e.path } : {}) };
 }
 
 function ownerEmailArg(raw: string): string {

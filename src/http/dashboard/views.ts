@@ -5,6 +5,8 @@ import { formatBytes } from './data.ts';
 import { lastProblem } from './explain.ts';
 import { syncSummary } from '../../accounts/sync-summary.ts';
 import { reasonParts, type AccountHealth } from '../../accounts/health.ts';
+import type { ListedInvitation } from '../../store/invitations.ts';
+import type { InvitationEmailOutcome } from '../../alerts/invitation-email.ts';
 import { WIDGET_LAYOUTS, type WidgetLayout } from '../../widgets/document.ts';
 
 /**
@@ -149,7 +151,36 @@ function actionForm(action: string, label: string, csrf: string, extra = '', cls
   return `<form method="post" action="${h(action)}"><input type="hidden" name="${CSRF_FIELD}" value="${h(csrf)}">${extra}<button type="submit"${cls ? ` class="${cls}"` : ''}>${h(label)}</button></form>`;
 }
 
-export function accountsPage(accounts: AccountOverview[], o: LayoutOptions & { warnings: string[] }): string {
+/** What an invitation's email column says: emailed (to whom, when), written to the outbox, or shown to copy. */
+function invitationEmailCell(i: ListedInvitation): string {
+  if (!i.emailed) return '<span class="muted">not emailed: the link was shown to copy</span>';
+  return i.emailed.via === 'smtp'
+    ? `<span data-emailed="smtp">emailed to ${h(i.emailed.to)}<br><small>${when(i.emailed.at)}</small></span>`
+    : `<span class="bad" data-emailed="outbox">not sent: written to the outbox for ${h(i.emailed.to)} (no SMTP_URL)<br><small>${when(i.emailed.at)}</small></span>`;
+}
+
+const INVITATION_STATE: Record<ListedInvitation['state'], string> = {
+  ok: 'open',
+  used: 'used',
+  expired: 'expired',
+  unknown: 'unknown',
+};
+
+/** The latest invitations: when and where made, for whom, until when or whether used, and whether emailed. */
+function invitationList(list: ListedInvitation[]): string {
+  if (list.length === 0) return '';
+  const rows = list.map(
+    (i) =>
+      `<tr data-invitation-state="${i.state}"><td>${when(i.createdAt)}<br><small>${i.createdBy === 'cli' ? 'CLI' : 'dashboard'}</small></td><td>${i.owner ? `${i.owner.name ? `${h(i.owner.name)}<br>` : ''}${h(i.owner.email)}` : '<span class="muted">no owner given</span>'}</td><td>${INVITATION_STATE[i.state]}${i.state === 'used' && i.usedAt ? `<br><small>${when(i.usedAt)}</small>` : `<br><small>until ${when(i.expiresAt)}</small>`}</td><td>${invitationEmailCell(i)}</td></tr>`,
+  );
+  return `<h3>Latest invitations</h3>
+<table class="invitations"><thead><tr><th>Made</th><th>For</th><th>State</th><th>Email</th></tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
+}
+
+export function accountsPage(
+  accounts: AccountOverview[],
+  o: LayoutOptions & { warnings: string[]; invitations?: ListedInvitation[] },
+): string {
   const warnings = o.warnings.map((w) => `<p class="notice">${h(w)}</p>`).join('');
   const rows = accounts.map((a) => {
     const base = `/dashboard/accounts/${encodeURIComponent(a.id)}`;
@@ -172,8 +203,9 @@ export function accountsPage(accounts: AccountOverview[], o: LayoutOptions & { w
     : `<p>No account is connected yet.${o.connectUrl ? ` <a href="${h(o.connectUrl)}">Connect an account</a> (or send that link to the account's owner).` : ''}</p>`;
   const connect = o.connectUrl
     ? `<h2>Connecting an account</h2>
-<p class="muted">Your own account: <a href="${h(o.connectUrl)}">connect it now</a> (you log in on the platform and approve). Someone else's: invite its owner. The invitation is a link that works once and expires; send it to them.</p>
-${actionForm('/dashboard/invitations', 'Invite an owner', o.csrf, `<label>expires in <select name="expires"><option value="1d">1 day</option><option value="7d" selected>7 days</option><option value="30d">30 days</option></select></label> <label>owner email (optional) <input type="email" name="owner_email" maxlength="254" autocomplete="off"></label> <label>owner name <input name="owner_name" maxlength="200" autocomplete="off"></label> `)}`
+<p class="muted">Your own account: <a href="${h(o.connectUrl)}">connect it now</a> (you log in on the platform and approve). Someone else's: invite its owner. The invitation is a link that works once and expires; send it to them, or give their email and have it emailed.</p>
+${actionForm('/dashboard/invitations', 'Invite an owner', o.csrf, `<label>expires in <select name="expires"><option value="1d">1 day</option><option value="7d" selected>7 days</option><option value="30d">30 days</option></select></label> <label>owner email (optional) <input type="email" name="owner_email" maxlength="254" autocomplete="off"></label> <label>owner name <input name="owner_name" maxlength="200" autocomplete="off"></label> <label><input type="checkbox" name="send" value="email"> email it to the owner</label> `)}
+${invitationList(o.invitations ?? [])}`
     : '<p class="muted">Connecting through the login needs APP_ID and APP_SECRET; <code>feedmirror accounts add</code> works without them.</p>';
   const counts = { ok: 0, warn: 0, fail: 0 };
   for (const a of accounts) counts[a.health.verdict]++;
@@ -230,9 +262,17 @@ ${warnings}
 /** The id the preview's document carries (a widget id in form; no widget has it in storage). */
 export const PREVIEW_WIDGET_ID = 'w_preview222';
 
-export function invitationPage(inv: { url: string; expiresAt: Date }, o: LayoutOptions): string {
+export function invitationPage(
+  inv: { url: string; expiresAt: Date; email?: InvitationEmailOutcome | null },
+  o: LayoutOptions,
+): string {
+  const until = h(inv.expiresAt.toISOString().replace('T', ' ').slice(0, 16));
+  const e = inv.email ?? null;
+  const what = e?.emailed
+    ? `<p data-emailed="smtp">It was emailed to <strong>${h(e.to)}</strong>. It works once, until ${until} UTC. The link is shown here only now, should they need it again.</p>`
+    : `<p${e ? ' data-emailed="no"' : ''}>Send this link to the account's owner${e ? ` (${h(e.to)})` : ''}. It works once, until ${until} UTC; it is shown only now.</p>`;
   const body = `<h1>Invitation created</h1>
-<p>Send this link to the account's owner. It works once, until ${h(inv.expiresAt.toISOString().replace('T', ' ').slice(0, 16))} UTC; it is shown only now.</p>
+${what}
 <p><input id="invitation" readonly size="90" value="${h(inv.url)}"></p>
 <p><a class="button" href="/dashboard">Back to the accounts</a></p>`;
   return layout('Invitation created', body, o);
