@@ -309,9 +309,9 @@ describe("the operator's dashboard, clicked in Chromium", () => {
     // Not ticked "email it": the list of invitations says it was only shown.
     await page.locator('a.button', { hasText: 'Back to the accounts' }).click();
     await page.waitForURL(`${stack.url}/dashboard`);
-    const latest = page.locator('table.invitations tbody tr').first();
-    expect(await latest.textContent()).toContain('new.owner@example.com');
-    expect(await latest.textContent()).toContain('not emailed: the link was shown to copy');
+    const made = page.locator('table.invitations tbody tr', { hasText: 'new.owner@example.com' });
+    expect(await made.getAttribute('data-invitation-state')).toBe('ok');
+    expect(await made.textContent()).toContain('not emailed: the link was shown to copy');
   });
 
   it('"Remove…" asks on a page of its own, then removes the account', async () => {
