@@ -315,19 +315,19 @@ export const configSchema = z.object({
       description:
         '`smtp://user:pass@host:587` (must offer STARTTLS: nothing is sent in clear text to another machine) or `smtps://user:pass@host:465`; empty = emails are written as `.eml` files to `OUTBOX_DIR`',
       example: 'smtps://alerts:pw@smtp.example.com:465',
-      readBy: ['worker', 'cli'],
+      readBy: ['worker', 'serve', 'cli'],
       type: '`smtp://` or `smtps://` URL',
     }),
   ALERT_EMAIL_TO: emailAddress.optional().register(settings, {
     description: 'who receives alerts (required with `SMTP_URL`)',
     example: 'ops@example.com',
-    readBy: ['worker', 'cli'],
+    readBy: ['worker', 'serve', 'cli'],
     type: 'email address',
   }),
   ALERT_EMAIL_FROM: emailAddress.default('feedmirror@localhost').register(settings, {
-    description: 'the sender of alert emails',
+    description: 'the sender of the emails (alerts, reconnect links and invitations)',
     example: 'feedmirror@example.com',
-    readBy: ['worker', 'cli'],
+    readBy: ['worker', 'serve', 'cli'],
     type: 'email address',
   }),
   /** Folder for emails when no SMTP_URL is set. */
@@ -336,9 +336,10 @@ export const configSchema = z.object({
     .min(1)
     .default('./data/outbox')
     .register(settings, {
-      description: 'the folder alert emails are written to as `.eml` files when no `SMTP_URL` is set',
+      description:
+        'the folder emails are written to as `.eml` files when no `SMTP_URL` is set: they reach nobody until someone passes them on',
       example: '/var/lib/feedmirror/outbox',
-      readBy: ['worker', 'cli'],
+      readBy: ['worker', 'serve', 'cli'],
     }),
   /** on: account owners with an email get the expiry and reauth alerts too, with a reconnect link. */
   OWNER_ALERTS: z

@@ -1,6 +1,7 @@
 import { DAY, HOUR, MINUTE, daysLeft } from '../util/clock.ts';
 import type { ErrorKind } from '../util/error-kinds.ts';
 import { redactText } from '../util/redact.ts';
+import { maskEmail } from './owner-contact.ts';
 import type { Db } from '../store/db.ts';
 import { loadHealthFacts, type StoredHealthFacts } from '../store/health-facts.ts';
 import { getRemovalHold, listRemovalHolds } from '../store/holds.ts';
@@ -138,6 +139,20 @@ export interface HealthFacts {
   webhooks: FailingEndpointFact[];
   /** Absent when the caller has no removal holds to report. */
   removalHold?: RemovalHoldFact | null;
+  /** The owner's address (masked in the reasons, which doctor's line takes into logs), or null. */
+  ownerEmail: string | null;
+  /** The account's newest reconnect link (R-OWN-12: only the newest can work), or null. */
+  reconnectLink: ReconnectLinkFact | null;
+}
+
+/** The newest reconnect link of an account: how it went out, when, until when, and whether spent. */
+export interface ReconnectLinkFact {
+  /** email: sent to the owner (an alert, or the operator's resend); copy: shown to the operator to pass on. */
+  delivery: 'email' | 'copy';
+  createdAt: Date;
+  expiresAt: Date;
+  usedAt: Date | null;
+  revokedAt: Date | null;
 }
 
 export interface HealthPolicy {
@@ -169,10 +184,58 @@ export function ago(ms: number): string {
 }
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+/**
+ * Text from elsewhere (an error, a platform message) in a reason: redacted, one line, bounded, and
+ * without backticks, which in a reason mark only the commands it names (reasonParts).
+ */
 const clip = (s: string, n = 200) => {
-  const r = redactText(s).replace(/\s+/g, ' ').trim();
+  const r = redactText(s).replace(/`/g, "'").replace(/\s+/g, ' ').trim();
   return r.length > n ? `${r.slice(0, n - 1)}…` : r;
 };
+
+/**
+ * A reason's text in parts: plain words, and the commands it names (written between backticks,
+ * as `accounts list` and doctor print them). The dashboard sets the commands as code instead of
+ * showing backticks; a lone backtick (none is written) reads as plain text.
+ */
+export function reasonParts(text: string): Array<{ text: string; command: boolean }> {
+  const pieces = text.split('`');
+  const balanced = pieces.length % 2 === 1;
+  const parts: Array<{ text: string; command: boolean }> = [];
+  pieces.forEach((p, i) => {
+    const command = i % 2 === 1 && (balanced || i < pieces.length - 1);
+    if (p) parts.push({ text: p, command });
+  });
+  return parts;
+}
+
+/**
+ * R-TOK-10, R-OWN-12: what is true of an account waiting for its owner: the owner was emailed a
+ * reconnect link (when, until when), one was made for the operator to pass on, or none is out
+ * (the last one expired, was used or revoked) and how to send one. Never advice to do what was
+ * done already.
+ */
+function reauthText(f: HealthFacts, now: Date): string {
+  const cause = f.statusReason ? ` (${clip(f.statusReason, 160)})` : '';
+  const owner = f.ownerEmail ? `the owner (${maskEmail(f.ownerEmail)})` : 'the owner';
+  const l = f.reconnectLink;
+  const live = l !== null && !l.usedAt && !l.revokedAt;
+  let next: string;
+  if (live && l.expiresAt.getTime() > now.getTime())
+    next =
+      l.delivery === 'email'
+        ? `${owner} was emailed a reconnect link on ${at(l.createdAt)}, valid until ${at(l.expiresAt)}`
+        : `a reconnect link made on ${at(l.createdAt)} for you to pass on is valid until ${at(l.expiresAt)}`;
+  else {
+    const expired = live
+      ? `the reconnect link ${l.delivery === 'email' ? `emailed to ${owner}` : 'made for you to pass on'} on ${at(l.createdAt)} expired on ${at(l.expiresAt)}; `
+      : '';
+    // Without a recorded owner nobody can be emailed: the CLI makes a link to copy.
+    const cli = `feedmirror accounts reconnect-link ${f.accountId}${f.ownerEmail ? ' --send' : ''}`;
+    next = `${expired}no link is out: send one (dashboard: the account's page; CLI: \`${cli}\`)`;
+  }
+  return `the owner must connect the account again${cause}; ${next}`;
+}
 
 /** The verdict and reasons of one account (R-HLT-1, R-HLT-2). */
 export function accountHealth(f: HealthFacts, p: HealthPolicy): AccountHealth {
@@ -183,12 +246,7 @@ export function accountHealth(f: HealthFacts, p: HealthPolicy): AccountHealth {
   const active = f.status === 'active';
 
   // ---- token (R-TOK-9, R-TOK-10) ----
-  if (!active)
-    add(
-      'reauth_required',
-      'fail',
-      `the owner must connect the account again${f.statusReason ? ` (${clip(f.statusReason, 160)})` : ''}; send them an invitation (\`feedmirror accounts invite\`)`,
-    );
+  if (!active) add('reauth_required', 'fail', reauthText(f, p.now));
   if (!f.token.present) add('token_missing', 'fail', 'no token is stored: connect the account again');
   else if (f.token.expiresAt) {
     const left = daysLeft(f.token.expiresAt, p.now);

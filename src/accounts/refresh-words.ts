@@ -22,3 +22,12 @@ export function describeRefreshOutcome(o: Dated<RefreshOutcome>): string {
       return `not refreshed: ${o.reason}`;
   }
 }
+
+/**
+ * How the dashboard shows a refresh's outcome: done, information (a token not due yet is the
+ * platform's rule, R-TOK-5, and nothing is wrong), or an error.
+ */
+export function refreshFlashKind(o: Pick<RefreshOutcome, 'outcome'>): 'ok' | 'info' | 'error' {
+  if (o.outcome === 'refreshed') return 'ok';
+  return o.outcome === 'not-due' ? 'info' : 'error';
+}

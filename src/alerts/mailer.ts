@@ -6,7 +6,7 @@ import type SMTPTransport from 'nodemailer/lib/smtp-transport/index.js';
 import type { Config } from '../config.ts';
 import { systemClock, type Clock } from '../util/clock.ts';
 import type { Logger } from '../util/logger.ts';
-import { redactText, redactUrl } from '../util/redact.ts';
+import { redactText, redactTextKeeping, redactUrl } from '../util/redact.ts';
 import { maskEmail } from '../accounts/owner-contact.ts';
 
 export interface MailMessage {
@@ -15,6 +15,11 @@ export interface MailMessage {
   html?: string;
   /** Another recipient than ALERT_EMAIL_TO (an account's owner); logged masked. */
   to?: string;
+  /**
+   * Links the message exists to carry, kept verbatim by the last guard although their query
+   * string would be cut (an invitation's `/connect?invite=…`); never one with a secret parameter.
+   */
+  links?: readonly string[];
 }
 
 export interface SendResult {
@@ -81,7 +86,7 @@ export function createMailer(config: MailerConfig, logger: Logger, opts: { clock
           await transport.sendMail({ from, to: rcpt, ...clean });
         } catch (err) {
           // nodemailer errors may echo the server's reply; never the URL's password.
-          throw new Error(`sending alert email through ${where} failed: ${redactText((err as Error).message)}`, {
+          throw new Error(`sending email through ${where} failed: ${redactText((err as Error).message)}`, {
             cause: err,
           });
         }
@@ -119,12 +124,16 @@ function logged(owner: string | undefined, operator: string): string {
   return owner === undefined ? operator : maskEmail(owner);
 }
 
-/** Last guard before anything leaves: redact subject and bodies (R-TOK-11). */
-function guard(msg: MailMessage): MailMessage {
+/**
+ * Last guard before anything leaves: redact subject and bodies (R-TOK-11), keeping only the links
+ * the message declares it carries (redactTextKeeping refuses any with a secret in it).
+ */
+function guard(msg: MailMessage): Omit<MailMessage, 'to' | 'links'> {
+  const links = msg.links ?? [];
   return {
     subject: redactText(msg.subject),
-    text: redactText(msg.text),
-    ...(msg.html !== undefined ? { html: redactText(msg.html) } : {}),
+    text: redactTextKeeping(msg.text, links),
+    ...(msg.html !== undefined ? { html: redactTextKeeping(msg.html, links) } : {}),
   };
 }
 

@@ -12,7 +12,7 @@
  *                    |          | ownerNotified?: { maskedEmail, at }, brand?
  * owner-expiry       | owner    | username, daysLeft, expiresAt, reconnectUrl, linkExpiresAt, statusUrl?, brand?
  * owner-reauth       | owner    | username, cause (plain words), reconnectUrl, linkExpiresAt, statusUrl?, brand?
- * owner-invitation   | owner    | connectUrl, linkExpiresAt, username?, ownerName?, brand?
+ * owner-invitation   | owner    | connectUrl, linkExpiresAt, username?, ownerName?, ownerEmail?, brand?
  *
  * With ownerNotified, the operator's copy says "The owner (j***@example.com) was told on <date>
  * and can reconnect with their own link." instead of asking the operator to invite them.
@@ -92,6 +92,8 @@ export interface EmailVars {
     linkExpiresAt: Date;
     username?: string | undefined;
     ownerName?: string | undefined;
+    /** Whom the invitation is for: the address it is sent to. */
+    ownerEmail?: string | undefined;
     brand?: Brand | undefined;
   };
 }
@@ -152,7 +154,7 @@ const SPEC: Record<EmailName, { names: string[]; link: string }> = {
     link: 'reconnectUrl',
   },
   'owner-invitation': {
-    names: ['connectUrl', 'linkExpiresAt', 'username', 'ownerName'],
+    names: ['connectUrl', 'linkExpiresAt', 'username', 'ownerName', 'ownerEmail'],
     link: 'connectUrl',
   },
 };
@@ -385,6 +387,7 @@ function scopeOf<N extends EmailName>(name: N, vars: EmailVars[N]): TemplateScop
         linkExpiresAt: date(o.linkExpiresAt),
         username: plain(o.username),
         ownerName: plain(o.ownerName),
+        ownerEmail: plain(o.ownerEmail),
       });
       break;
     }

@@ -2,11 +2,12 @@ import type { ErrorKind } from '../util/error-kinds.ts';
 import type { Db } from './db.ts';
 import { unpackPost } from './post-pack.ts';
 import type { AccountStatus } from './accounts.ts';
+import type { ReconnectDelivery } from './owners.ts';
 
 /**
  * What an account's health is computed from (src/accounts/health.ts), read for one account or
  * for all of them in the same six grouped queries, however many accounts there are: accounts
- * with their tokens, failing copies, copies missing from storage, posts withheld, publications,
+ * with their tokens, owners and newest reconnect links, failing copies, copies missing from storage, posts withheld, publications,
  * and webhook endpoints whose latest delivery of the account's events did not go through.
  */
 export interface StoredHealthFacts {
@@ -50,6 +51,16 @@ export interface StoredHealthFacts {
     lastError: string | null;
     lastAttemptAt: Date | null;
   }>;
+  /** The owner's address, or null when none is recorded. */
+  ownerEmail: string | null;
+  /** The account's newest reconnect link (R-OWN-12: the only one that can still work), or null. */
+  reconnectLink: {
+    delivery: ReconnectDelivery;
+    createdAt: Date;
+    expiresAt: Date;
+    usedAt: Date | null;
+    revokedAt: Date | null;
+  } | null;
 }
 
 interface AccountRow {
@@ -70,6 +81,12 @@ interface AccountRow {
   refresh_failures: number | null;
   last_refresh_error: string | null;
   last_refresh_error_kind: ErrorKind | null;
+  owner_email: string | null;
+  link_delivery: ReconnectDelivery | null;
+  link_created_at: Date | null;
+  link_expires_at: Date | null;
+  link_used_at: Date | null;
+  link_revoked_at: Date | null;
 }
 
 /** Health facts of every account (ordered by username), or of one (`accountId`): [] when it does not exist. */
@@ -80,8 +97,14 @@ export async function loadHealthFacts(db: Db, opts: { accountId?: string } = {})
       `SELECT a.id, a.username, a.status, a.status_reason, a.status_reason_kind, a.created_at, a.last_sync_at,
               a.last_sync_outcome, a.last_sync_error, a.last_sync_error_kind, a.last_complete_sync_at, a.skipped_items,
               (t.account_id IS NOT NULL) AS has_token, t.expires_at, t.refresh_failures, t.last_refresh_error,
-              t.last_refresh_error_kind
+              t.last_refresh_error_kind, a.owner_email, l.delivery AS link_delivery, l.created_at AS link_created_at,
+              l.expires_at AS link_expires_at, l.used_at AS link_used_at, l.revoked_at AS link_revoked_at
          FROM accounts a LEFT JOIN tokens t ON t.account_id = a.id
+         -- The newest reconnect link, in this same query (ordered as latestReconnectLinks in owners.ts).
+         LEFT JOIN LATERAL (
+              SELECT r.delivery, r.created_at, r.expires_at, r.used_at, r.revoked_at
+                FROM reconnect_links r WHERE r.account_id = a.id
+               ORDER BY r.created_at DESC, r.revoked_at IS NULL DESC, r.token_hash LIMIT 1) l ON true
         WHERE ($1::text IS NULL OR a.id = $1)
         ORDER BY a.username, a.id`,
       [one],
@@ -210,6 +233,17 @@ export async function loadHealthFacts(db: Db, opts: { accountId?: string } = {})
       },
       publication: feed ? { publishedAt: feed.published_at, postCount: feed.post_count, demo: feed.demo } : null,
       webhooks: hooksBy.get(a.id) ?? [],
+      ownerEmail: a.owner_email,
+      reconnectLink:
+        a.link_delivery && a.link_created_at && a.link_expires_at
+          ? {
+              delivery: a.link_delivery,
+              createdAt: a.link_created_at,
+              expiresAt: a.link_expires_at,
+              usedAt: a.link_used_at,
+              revokedAt: a.link_revoked_at,
+            }
+          : null,
     };
   });
 }

@@ -29,7 +29,7 @@ export async function createInvitation(
   ttlMs: number,
   createdBy: 'dashboard' | 'cli',
   owner?: InvitationOwner | null,
-): Promise<{ token: string; expiresAt: Date }> {
+): Promise<{ token: string; hash: string; expiresAt: Date }> {
   const token = randomBytes(32).toString('base64url');
   const expiresAt = new Date(now.getTime() + ttlMs);
   await db.query(
@@ -45,7 +45,66 @@ export async function createInvitation(
       owner?.language ?? null,
     ],
   );
-  return { token, expiresAt };
+  return { token, hash: hashInvitation(token), expiresAt };
+}
+
+/** How an invitation's email left: through SMTP_URL, or written to OUTBOX_DIR (none set: not sent). */
+export type InvitationEmailVia = 'smtp' | 'outbox';
+
+/** Record that the invitation (by hash) was emailed: to whom, when, how (the dashboard's list says so). */
+export async function recordInvitationEmail(
+  db: Db,
+  hash: string,
+  email: { to: string; at: Date; via: InvitationEmailVia },
+): Promise<void> {
+  await db.query('UPDATE invitations SET emailed_to = $2, emailed_at = $3, emailed_via = $4 WHERE token_hash = $1', [
+    hash,
+    email.to,
+    email.at,
+    email.via,
+  ]);
+}
+
+/** An invitation as the dashboard lists it: never its token (only a digest is stored anyway). */
+export interface ListedInvitation {
+  createdAt: Date;
+  createdBy: 'dashboard' | 'cli';
+  expiresAt: Date;
+  usedAt: Date | null;
+  state: InvitationState;
+  owner: InvitationOwner | null;
+  emailed: { to: string; at: Date; via: InvitationEmailVia } | null;
+}
+
+/** The newest invitations (at most `limit`), newest first; housekeeping keeps 30 days of them. */
+export async function listInvitations(db: Db, now: Date, limit = 20): Promise<ListedInvitation[]> {
+  const { rows } = await db.query<{
+    created_at: Date;
+    created_by: 'dashboard' | 'cli';
+    expires_at: Date;
+    used_at: Date | null;
+    owner_name: string | null;
+    owner_email: string | null;
+    owner_language: string | null;
+    emailed_to: string | null;
+    emailed_at: Date | null;
+    emailed_via: InvitationEmailVia | null;
+  }>(
+    `SELECT created_at, created_by, expires_at, used_at, owner_name, owner_email, owner_language,
+            emailed_to, emailed_at, emailed_via
+       FROM invitations ORDER BY created_at DESC, token_hash LIMIT $1`,
+    [limit],
+  );
+  return rows.map((r) => ({
+    createdAt: r.created_at,
+    createdBy: r.created_by,
+    expiresAt: r.expires_at,
+    usedAt: r.used_at,
+    state: r.used_at ? 'used' : r.expires_at.getTime() > now.getTime() ? 'ok' : 'expired',
+    owner: r.owner_email ? { name: r.owner_name, email: r.owner_email, language: r.owner_language } : null,
+    emailed:
+      r.emailed_to && r.emailed_at && r.emailed_via ? { to: r.emailed_to, at: r.emailed_at, via: r.emailed_via } : null,
+  }));
 }
 
 /** The owner the invitation (by hash) carries, if any. */

@@ -222,7 +222,8 @@ export interface LatestReconnectLink {
 
 /**
  * The newest reconnect link of each account (or of one), with when a link was last emailed to its
- * owner: one query however many accounts.
+ * owner: one query however many accounts. Of two made in the same instant, the newer is the one
+ * not revoked (making it revoked the other).
  */
 export async function latestReconnectLinks(
   db: Db,
@@ -234,7 +235,7 @@ export async function latestReconnectLinks(
             max(created_at) FILTER (WHERE delivery = 'email') OVER (PARTITION BY account_id) AS last_emailed_at
        FROM reconnect_links
       WHERE $1::text IS NULL OR account_id = $1
-      ORDER BY account_id, created_at DESC, token_hash`,
+      ORDER BY account_id, created_at DESC, revoked_at IS NULL DESC, token_hash`,
     [opts.accountId ?? null],
   );
   return new Map(

@@ -37,6 +37,37 @@ export function redactText(text: string): string {
   return out;
 }
 
+/**
+ * redactText, except for `links`, kept verbatim (as written and HTML-escaped): the one-time link an
+ * email exists to carry, such as an invitation's `/connect?invite=…`, which the query-string rule
+ * would otherwise cut. A link is kept only when it is http(s) and carries no secret parameter
+ * (access_token, code, …), no bearer credential and no registered secret; any other is redacted
+ * like the rest of the text (R-TOK-11).
+ */
+export function redactTextKeeping(text: string, links: readonly string[]): string {
+  const kept = links.filter(
+    (l) =>
+      /^https?:\/\/[^\s"'<>]+$/i.test(l) &&
+      !new RegExp(PARAM_RE.source, 'i').test(l) &&
+      !new RegExp(BEARER_RE.source, 'i').test(l) &&
+      ![...registered].some((s) => l.includes(s)),
+  );
+  if (kept.length === 0) return redactText(text);
+  const forms = kept.flatMap((l) => [l, escapeForHtml(l)]).sort((a, b) => b.length - a.length);
+  // Each kept link becomes a placeholder no rule matches, then comes back after the redaction.
+  let out = text;
+  forms.forEach((f, i) => (out = out.split(f).join(`\uE000${i}\uE000`)));
+  out = redactText(out);
+  return out.replace(/\uE000(\d+)\uE000/g, (_m, i: string) => forms[Number(i)]!);
+}
+
+function escapeForHtml(s: string): string {
+  return s.replace(
+    /[&<>"'`]/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' })[c] as string,
+  );
+}
+
 /** Deeply redact a value for logging: strings are scrubbed, known secret keys are replaced. */
 export function redactValue(value: unknown, depth = 0): unknown {
   if (depth > 8) return '[deep]';

@@ -175,7 +175,7 @@ beforeAll(async () => {
       logger: silentLogger,
       connect: {
         start: async () => `${base}/connect`,
-        invite: async () => ({ url: `${base}/connect?invite=x`, expiresAt: new Date() }),
+        invite: async () => ({ url: `${base}/connect?invite=x`, expiresAt: new Date(), email: null }),
       },
     },
   });

@@ -15,7 +15,8 @@ import { parseExposition } from '../../src/metrics/exposition.ts';
 import { PlatformClient } from '../../src/platform/client.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
-import { listSyncRuns, markSynced, upsertAccount, SYNC_RUNS_KEPT } from '../../src/store/accounts.ts';
+import { listSyncRuns, markSynced, setAccountStatus, upsertAccount, SYNC_RUNS_KEPT } from '../../src/store/accounts.ts';
+import { createReconnectLink, setOwner } from '../../src/store/owners.ts';
 import { listCopyFailures, recordCopyFailure } from '../../src/store/copy-failures.ts';
 import { TokenCipher } from '../../src/store/crypto.ts';
 import { createPool } from '../../src/store/db.ts';
@@ -35,6 +36,7 @@ import {
 } from '../security/support.ts';
 import { recordCaptured } from '../support/capture.ts';
 import { importSimAccount } from '../support/accounts.ts';
+import { startSmtpCapture } from '../support/smtp.ts';
 
 /**
  * R-HLT-1..3: what an account's health is made of, recorded where copies fail and read back in a
@@ -224,6 +226,15 @@ describe('the facts of all accounts in a fixed number of queries', () => {
     for (let i = 0; i < 37; i++) {
       const id = `1799990000${String(i).padStart(7, '0')}`;
       await upsertAccount(db, { id, username: `bulk${i}` }, sim.clock.now());
+      // Reconnect links (read in the accounts' query): newer ones too, the newest counts.
+      for (let l = 0; l < i % 3; l++)
+        await createReconnectLink(db, {
+          accountId: id,
+          reason: 'reauth',
+          now: new Date(sim.clock.now().getTime() + l * 1000),
+          ttlMs: 86_400_000,
+          delivery: l % 2 ? 'copy' : 'email',
+        });
       await recordCopyFailure(db, {
         accountId: id,
         mediaId: 'm1',
@@ -342,6 +353,94 @@ describe('every surface shows the same verdict (R-HLT-1)', () => {
     ).checks.find((c) => c.name === 'accounts health')!;
     expect(check.status).toBe('fail');
     expect(check.detail).toContain(`(${accountId}) fail: [${kinds[0]}]`);
+  }, 60_000);
+
+  it('R-HLT-1 / R-OWN-12: an account waiting for its owner says what is true of its reconnect link, on every surface; the CLI sends one', async () => {
+    const acc = sim.createAccount({ posts: 0 });
+    await importSimAccount(db, cipher, sim, acc);
+    await setOwner(db, acc.id, { email: 'jane.owner@example.com' }, sim.clock.now());
+    await setAccountStatus(db, acc.id, 'reauth_required', 'the platform refused the token: password changed', {
+      at: sim.clock.now(),
+      reasonKind: 'password_changed',
+    });
+    const reauth = async (now = sim.clock.now()) =>
+      (await loadAccountHealth(db, { now, syncIntervalMs: HOUR }, { accountId: acc.id }))[0]!.health.reasons.find(
+        (r) => r.kind === 'reauth_required',
+      )!.text;
+    const command = `feedmirror accounts reconnect-link ${acc.id} --send`;
+
+    // No link out: what to do, never "send an invitation".
+    expect(await reauth()).toBe(
+      `the owner must connect the account again (the platform refused the token: password changed); no link is out: send one (dashboard: the account's page; CLI: \`${command}\`)`,
+    );
+    // The terminal shows the command between backticks; the dashboard as code, without them.
+    const list = memoryIO({ env });
+    expect(await main(['accounts', 'list'], list)).toBe(0);
+    expect(
+      list
+        .out()
+        .split('\n')
+        .find((l) => l.startsWith(acc.id)),
+    ).toContain(`\`${command}\``);
+    const doctor = memoryIO({ env });
+    await main(['doctor', '--json'], doctor);
+    const check = (JSON.parse(doctor.out()) as { checks: Array<{ name: string; detail: string }> }).checks.find(
+      (c) => c.name === 'accounts health',
+    )!;
+    expect(check.detail).toContain(`(${acc.id}) fail: [reauth_required] the owner must connect the account again`);
+    expect(check.detail).toContain(`\`${command}\``);
+    expect(check.detail).not.toContain('jane.owner@'); // doctor's line reaches logs: the owner is masked, or absent
+    const cookie = sessionCookie(
+      await postLogin(serve.url, '192.0.2.9', DASHBOARD_USER, serve.env.DASHBOARD_PASSWORD!),
+    );
+    for (const path of [`/dashboard/accounts/${acc.id}`, '/dashboard']) {
+      const { html } = await page(path, cookie);
+      const li = new RegExp(
+        `data-account-id="${acc.id}"[\\s\\S]*?<li class="fail" data-reason="reauth_required">([^]*?)</li>`,
+      );
+      const reason = (path === '/dashboard' ? li : /<li class="fail" data-reason="reauth_required">([^]*?)<\/li>/).exec(
+        html,
+      )![1]!;
+      expect(reason).toContain(`<code>${command}</code>`);
+      expect(reason).not.toContain('`');
+    }
+
+    // A link made to copy (the CLI's twin of the dashboard's button): printed once; health says so.
+    const copy = memoryIO({ env });
+    expect(await main(['accounts', 'reconnect-link', acc.id], copy)).toBe(0);
+    expect(copy.out()).toMatch(/^http\S+\/reconnect\/[A-Za-z0-9_-]{43}\nworks once, until \S+, and only for @/);
+    expect(await reauth()).toMatch(/; a reconnect link made on [\d-]+ [\d:]+ UTC for you to pass on is valid until /);
+
+    // Emailed to the owner: health says to whom (masked), when and until when; nothing to send.
+    const smtp = await startSmtpCapture();
+    try {
+      const sent = memoryIO({ env: { ...env, SMTP_URL: smtp.url, ALERT_EMAIL_TO: 'ops@example.com' } });
+      expect(await main(['accounts', 'reconnect-link', acc.id, '--send', '--json'], sent)).toBe(0);
+      const out = JSON.parse(sent.out()) as { emailed: boolean; to: string; expiresAt: string };
+      expect(out).toMatchObject({ emailed: true, to: 'jane.owner@example.com' });
+      expect(smtp.messages.map((m) => m.to)).toEqual([['jane.owner@example.com']]);
+      expect(smtp.messages[0]!.text).toMatch(/\/reconnect\/[A-Za-z0-9_-]{43}\n/);
+      const until = out.expiresAt.slice(0, 16).replace('T', ' ');
+      const text = await reauth();
+      expect(text).toMatch(
+        new RegExp(
+          `; the owner \\(j\\*\\*\\*@example\\.com\\) was emailed a reconnect link on [\\d-]+ [\\d:]+ UTC, valid until ${until} UTC$`,
+        ),
+      );
+      expect(text).not.toMatch(/send one|invitation/);
+      // Once it expired: said, and what to do again.
+      expect(await reauth(new Date(Date.parse(out.expiresAt) + HOUR))).toMatch(
+        new RegExp(
+          `; the reconnect link emailed to the owner \\(j\\*\\*\\*@example\\.com\\) on .* expired on ${until} UTC; no link is out: send one`,
+        ),
+      );
+    } finally {
+      await smtp.close();
+    }
+    // An account that needs no owner login gets no link: one line, exit 1.
+    const refused = memoryIO({ env });
+    expect(await main(['accounts', 'reconnect-link', accountId], refused)).toBe(1);
+    expect(refused.err()).toMatch(/^no link made: @\S+ is connected: no owner login is needed\n$/);
   }, 60_000);
 
   it('an unknown account is an HTML 404 page of the dashboard; without a session, the login', async () => {

@@ -263,7 +263,7 @@ describe('the demo (npm run demo)', () => {
       expect(boardHtml).toMatch(/<div id="root">|static\//);
       expect(boardHtml).not.toMatch(/https?:\/\/(?!127\.0\.0\.1)[a-z]/i);
       expect(after).toMatch(
-        /class="flash error" role="status">@demo\.bakery: not refreshed: the platform refreshes tokens only once they are 24 hours old; possible from \d{4}-/,
+        /class="flash info" role="status">@demo\.bakery: not refreshed: the platform refreshes tokens only once they are 24 hours old; possible from \d{4}-/,
       );
     }
 

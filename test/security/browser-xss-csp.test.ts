@@ -109,6 +109,9 @@ describe('XSS through user names, captions and permalinks, in Chromium', () => {
     await page.fill('#password', s.env.DASHBOARD_PASSWORD!);
     await Promise.all([page.waitForURL(`${s.url}/dashboard`), page.click('button[type=submit]')]);
 
+    // The owner's name, as typed on the invite form, comes back in the list of invitations.
+    await page.fill('form[action="/dashboard/invitations"] input[name=owner_email]', 'owner@example.com');
+    await page.fill('form[action="/dashboard/invitations"] input[name=owner_name]', EVIL_NAME);
     await Promise.all([
       page.waitForURL(`${s.url}/dashboard/invitations`),
       page.click('button:has-text("Invite an owner")'),
@@ -144,6 +147,11 @@ describe('XSS through user names, captions and permalinks, in Chromium', () => {
     const row = page.locator(`tr[data-account-id="${owner.id}"]`);
     expect(await row.locator('strong').textContent()).toBe(`@${EVIL_USER}`);
     expect(await row.textContent()).toContain(EVIL_NAME);
+    expect(await page.locator('table.invitations tbody tr', { hasText: 'owner@example.com' }).textContent()).toContain(
+      EVIL_NAME,
+    );
+    // The stored error's markup is text in the health reason too (a reason's commands are <code>).
+    expect(await row.locator('[data-reason="reauth_required"]').textContent()).toContain('<svg onload=');
     expect(await xss()).toBeNull();
   });
 

@@ -252,12 +252,13 @@ export async function logIn(page: Page, stack: Pick<OperatorStack, 'url' | 'pass
   expect(new URL(page.url()).pathname).toBe('/dashboard');
 }
 
-/** The flash of the page shown now (the outcome of the last action), and its kind. */
+/** The flash of the page shown now (the outcome of the last action), and its kind: ok, info or error. */
 export async function flash(page: Page): Promise<{ kind: string; text: string }> {
   const f = page.locator('main .flash');
   expect(await f.count(), `no flash on ${page.url()}`).toBe(1);
-  const cls = (await f.getAttribute('class')) ?? '';
-  return { kind: cls.includes('error') ? 'error' : 'ok', text: ((await f.textContent()) ?? '').trim() };
+  const kinds = ((await f.getAttribute('class')) ?? '').split(/\s+/).filter((c) => c !== 'flash');
+  expect(kinds, 'one kind of flash').toHaveLength(1);
+  return { kind: kinds[0]!, text: ((await f.textContent()) ?? '').trim() };
 }
 
 /**

@@ -113,7 +113,8 @@ function decodeBody(p: Part): string {
   return p.body;
 }
 
-function parseMessage(raw: string): { headers: Map<string, string>; text: string; html: string } {
+/** A MIME message's headers and its text and HTML parts (an .eml file from the outbox, too). */
+export function parseMessage(raw: string): { headers: Map<string, string>; text: string; html: string } {
   const top = splitPart(raw);
   let text = '';
   let html = '';

@@ -5,6 +5,7 @@ import {
   countByVerdict,
   HEALTH_REASON_KINDS,
   healthLine,
+  reasonParts,
   staleAfterMs,
   type HealthFacts,
   type HealthReasonKind,
@@ -46,6 +47,8 @@ function healthy(): HealthFacts {
     publication: { publishedAt: ago(2 * DAY), postCount: 18, demo: false },
     webhooks: [],
     removalHold: null,
+    ownerEmail: null,
+    reconnectLink: null,
   };
 }
 
@@ -366,5 +369,76 @@ describe('accountHealth: one verdict and its reasons (R-HLT-1, R-HLT-2)', () => 
     ];
     expect(countByVerdict(list)).toEqual({ ok: 1, warn: 1, fail: 1 });
     expect([...list].sort(byConcern).map((a) => a.id)).toEqual(['b', 'c', 'a']);
+  });
+});
+
+describe('R-HLT-1 / R-OWN-12: an account waiting for its owner says what was done about its reconnect link', () => {
+  const ID = '17841400000000001';
+  const waiting = (patch: Patch = {}) =>
+    accountHealth(
+      facts({
+        status: 'reauth_required',
+        statusReason: 'the platform refused the token: password changed (code 190/460)',
+        ownerEmail: 'jane.owner@example.com',
+        ...patch,
+      }),
+      policy,
+    ).reasons.find((r) => r.kind === 'reauth_required')!.text;
+  const link = (over: Partial<NonNullable<HealthFacts['reconnectLink']>> = {}) => ({
+    delivery: 'email' as const,
+    createdAt: ago(DAY),
+    expiresAt: new Date(now.getTime() + 13 * DAY),
+    usedAt: null,
+    revokedAt: null,
+    ...over,
+  });
+
+  it('an emailed link that still works: the owner (masked) was emailed on …, valid until …; nothing to send', () => {
+    const text = waiting({ reconnectLink: link() });
+    expect(text).toBe(
+      'the owner must connect the account again (the platform refused the token: password changed (code 190/460)); the owner (j***@example.com) was emailed a reconnect link on 2026-05-31 12:00 UTC, valid until 2026-06-14 12:00 UTC',
+    );
+    expect(text).not.toMatch(/invitation|send one|jane\.owner/);
+  });
+
+  it('a link made to copy that still works: made on …, for the operator to pass on, valid until …', () => {
+    expect(waiting({ reconnectLink: link({ delivery: 'copy' }) })).toMatch(
+      /; a reconnect link made on 2026-05-31 12:00 UTC for you to pass on is valid until 2026-06-14 12:00 UTC$/,
+    );
+  });
+
+  it('no link out: how to send one, on the dashboard and with the CLI (emailed when an owner is recorded)', () => {
+    expect(waiting()).toMatch(
+      new RegExp(
+        `; no link is out: send one \\(dashboard: the account's page; CLI: \`feedmirror accounts reconnect-link ${ID} --send\`\\)$`,
+      ),
+    );
+    // Nobody to email: the CLI makes a link to copy.
+    expect(waiting({ ownerEmail: null })).toMatch(/CLI: `feedmirror accounts reconnect-link \d+`\)$/);
+  });
+
+  it('an expired link says so and that none is out; a used or revoked one, that none is out', () => {
+    expect(waiting({ reconnectLink: link({ createdAt: ago(15 * DAY), expiresAt: ago(DAY) }) })).toMatch(
+      /; the reconnect link emailed to the owner \(j\*\*\*@example\.com\) on 2026-05-17 12:00 UTC expired on 2026-05-31 12:00 UTC; no link is out: send one \(/,
+    );
+    for (const spent of [{ usedAt: ago(HOUR) }, { revokedAt: ago(HOUR) }]) {
+      const text = waiting({ reconnectLink: link(spent) });
+      expect(text).toMatch(/; no link is out: send one \(/);
+      expect(text).not.toMatch(/expired|was emailed/);
+    }
+  });
+
+  it('backticks mark only the commands a reason names: quoted text loses its own', () => {
+    const text = waiting({ statusReason: 'odd `markup` from the platform' });
+    expect(text).toContain("(odd 'markup' from the platform)");
+    expect(reasonParts(text).filter((p) => p.command)).toEqual([
+      { text: `feedmirror accounts reconnect-link ${ID} --send`, command: true },
+    ]);
+    expect(reasonParts('a `b` c `d')).toEqual([
+      { text: 'a ', command: false },
+      { text: 'b', command: true },
+      { text: ' c ', command: false },
+      { text: 'd', command: false },
+    ]);
   });
 });

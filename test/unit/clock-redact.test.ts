@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, DAY } from '../../src/util/clock.ts';
-import { redactText, redactUrl, redactValue, registerSecret } from '../../src/util/redact.ts';
+import { redactText, redactTextKeeping, redactUrl, redactValue, registerSecret } from '../../src/util/redact.ts';
 
 describe('ManualClock', () => {
   it('moves only forward, when told', () => {
@@ -29,6 +29,32 @@ describe('redaction (R-TOK-11, R-LNK-7, R-MED-6)', () => {
     expect(redactText('Bearer eyJhbGciOi.x-y_z')).toBe('Bearer [redacted]');
     const hint = 'set METRICS_TOKEN and give it to Prometheus as a bearer token';
     expect(redactText(hint)).toBe(hint);
+  });
+  it('keeps whole only the links an email declares it carries, and never one holding a secret (R-TOK-11)', () => {
+    const invite = 'https://feeds.example/connect?invite=AbC_dEf-123';
+    const text = `Connect: ${invite}\n<a href="${invite}">x</a> other https://graph.example/me?access_token=IGQVJabc`;
+    const kept = redactTextKeeping(text, [invite]);
+    expect(kept).toBe(`Connect: ${invite}\n<a href="${invite}">x</a> other https://graph.example/me?…`);
+    // HTML-escaped as a template writes it into an attribute.
+    const amp = 'https://feeds.example/connect?invite=x&lang=en';
+    expect(redactTextKeeping(`<a href="https://feeds.example/connect?invite=x&amp;lang=en">`, [amp])).toContain(
+      'invite=x&amp;lang=en',
+    );
+    // A declared link with a secret parameter, a bearer credential or a registered secret is redacted like any other.
+    registerSecret('registered-secret-value');
+    for (const bad of [
+      'https://graph.example/me?access_token=IGQVJabc',
+      'https://feeds.example/x?code=abc123',
+      'https://feeds.example/registered-secret-value',
+      'javascript:alert(1)',
+    ]) {
+      const out = redactTextKeeping(`see ${bad}`, [bad]);
+      expect(out).not.toContain('IGQVJabc');
+      expect(out).not.toContain('abc123');
+      expect(out).not.toContain('registered-secret-value');
+      expect(out).toBe(redactText(`see ${bad}`));
+    }
+    expect(redactTextKeeping(text, [])).toBe(redactText(text));
   });
   it('replaces secret-named keys in objects', () => {
     expect(redactValue({ accessToken: 'x', nested: { token: 'y', ok: 1 } })).toEqual({

@@ -85,6 +85,8 @@ const facts = {
   publication: { publishedAt: NOW, postCount: 4, demo: false },
   webhooks: [],
   removalHold: { since: NOW, removing: 3, publishedPosts: 4 },
+  ownerEmail: 'jane@example.com',
+  reconnectLink: null,
 } satisfies AccountPageData['facts'];
 const accounts = Array.from({ length: WIDGET_MAX_ACCOUNTS }, (_, i) => ({
   id: `1784140000000${String(i).padStart(4, '0')}`,
@@ -117,7 +119,6 @@ describe('the fields of every dashboard form fit the bound its route reads', () 
       feed: { publishedAt: NOW, postCount: 4, demo: false },
       removalHold: hold,
       health: { verdict: 'fail', reasons: [] },
-      reconnectLink: null,
     } satisfies AccountOverview;
     const page: AccountPageData = {
       account,

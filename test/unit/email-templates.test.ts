@@ -123,9 +123,22 @@ function samples(username: string, cause: string): Sample[] {
     },
     {
       name: 'owner-invitation',
-      vars: { connectUrl: RECONNECT, linkExpiresAt: LINK_EXPIRES, username, ownerName: 'Jane <b>', brand: BRAND },
+      vars: {
+        connectUrl: RECONNECT,
+        linkExpiresAt: LINK_EXPIRES,
+        username,
+        ownerName: 'Jane <b>',
+        ownerEmail: 'jane@example.com',
+        brand: BRAND,
+      },
       link: RECONNECT,
-      mustSay: ['What to do', 'Saturday, 4 April 2026, 09:00 UTC', 'Connect your account'],
+      // Whom it is for, and until when (an invitation emailed by `accounts invite --send`).
+      mustSay: [
+        'What to do',
+        'This invitation is for jane@example.com.',
+        'Saturday, 4 April 2026, 09:00 UTC',
+        'Connect your account',
+      ],
     },
   ];
 }

@@ -5,6 +5,9 @@ import { EXIT, InputTooLargeError, readAll, type CliIO } from '../io.ts';
 import { accountIdArgument, printJson, withContext, withExamples, type Cli } from '../command.ts';
 import { firstIssue, ownerEmailSchema, ownerLanguageSchema, ownerNameSchema } from '../../accounts/owner-contact.ts';
 import type { AccountOwner } from '../../store/owners.ts';
+import type { InvitationEmailOutcome } from '../../alerts/invitation-email.ts';
+import type { MailMessage } from '../../alerts/mailer.ts';
+import type { WebhookEvent } from '../../webhooks/events.ts';
 
 /** A token is a few hundred bytes; anything near this is not a token (and is never buffered whole). */
 export const STDIN_MAX_BYTES = 8 * 1024;
@@ -17,7 +20,7 @@ export function register(program: Command, cli: Cli): void {
   const accounts = program
     .command('accounts')
     .description(
-      'connect (token on standard input), invite an owner, list, show, set the owner of, or remove accounts',
+      'connect (token on standard input), invite an owner, list, show, set the owner of, send a reconnect link for, or remove accounts',
     );
   withExamples(accounts, 'feedmirror accounts list --json');
 
@@ -43,7 +46,7 @@ export function register(program: Command, cli: Cli): void {
   const invite = accounts
     .command('invite')
     .description(
-      "create a one-time invitation link for an account's owner: they open it, log in on the platform and approve (/connect is closed to anyone without one)",
+      "create a one-time invitation link for an account's owner, and with --send email it to them: they open it, log in on the platform and approve (/connect is closed to anyone without one)",
     )
     .addOption(
       new Option('--expires <duration>', `how long the link works (${DURATION_HINT}; at most 90d)`)
@@ -57,11 +60,16 @@ export function register(program: Command, cli: Cli): void {
       ).argParser(ownerEmailArg),
     )
     .addOption(new Option('--owner-name <name>', "the owner's name (with --owner-email)").argParser(ownerNameArg))
-    .option('--json', 'print {url, expiresAt, owner} as JSON')
+    .option(
+      '--send',
+      'email the invitation to --owner-email now, as the alerts are sent (SMTP_URL; without it the email is only written to OUTBOX_DIR and the link is yours to send)',
+    )
+    .option('--json', 'print {url, expiresAt, owner, emailed, email} as JSON')
     .action(async (opts: InviteOptions) => cli.setExit(await inviteCommand(opts, cli.io)));
   withExamples(
     invite,
     'feedmirror accounts invite',
+    'feedmirror accounts invite --owner-email jane@example.com --owner-name "Jane Doe" --send',
     'feedmirror accounts invite --expires 2d --owner-email jane@example.com --owner-name "Jane Doe" --json',
   );
 
@@ -90,6 +98,26 @@ export function register(program: Command, cli: Cli): void {
     'feedmirror accounts set 17841400000000001 --owner-email jane@example.com --owner-name "Jane Doe"',
     'feedmirror accounts set 17841400000000001 --owner-alerts off',
     'feedmirror accounts set 17841400000000001 --clear-owner --json',
+  );
+
+  const link = accounts
+    .command('reconnect-link')
+    .description(
+      "a new one-time reconnect link for an account waiting for its owner's login (earlier links stop working): printed for you to pass on, or with --send emailed to the owner",
+    )
+    .addArgument(accountIdArgument())
+    .option(
+      '--send',
+      "email it to the account's owner with the reauth alert's email (SMTP_URL; without it the email is only written to OUTBOX_DIR)",
+    )
+    .option('--json', 'print the link (or to whom it was emailed) and its expiry as JSON')
+    .action(async (id: string, opts: { send?: boolean; json?: boolean }) =>
+      cli.setExit(await reconnectLinkCommand(id, opts, cli.io)),
+    );
+  withExamples(
+    link,
+    'feedmirror accounts reconnect-link 17841400000000001',
+    'feedmirror accounts reconnect-link 17841400000000001 --send --json',
   );
 
   const show = accounts
@@ -282,6 +310,7 @@ interface InviteOptions {
   json?: boolean;
   ownerEmail?: string;
   ownerName?: string;
+  send?: boolean;
 }
 
 async function inviteCommand(opts: InviteOptions, io: CliIO): Promise<number> {
@@ -289,26 +318,74 @@ async function inviteCommand(opts: InviteOptions, io: CliIO): Promise<number> {
     reportFailure(io, 'usage', '--owner-name needs --owner-email');
     return EXIT.usage;
   }
+  if (opts.send && opts.ownerEmail === undefined) {
+    reportFailure(io, 'usage', '--send needs --owner-email (the address the invitation is emailed to)');
+    return EXIT.usage;
+  }
   return withContext(io, async (ctx) => {
     ctx.requireApp(); // an invitation leads to the platform's login: useless without the app
+    // A mail server that does not answer fails here, within seconds, before anything is made.
+    if (opts.send) await ctx.ensureSmtp();
     const { createInvitation } = await import('../../store/invitations.ts');
     const { invitationUrl } = await import('../../http/connect.ts');
+    const db = await ctx.migratedDb();
+    // The templates are read (and an unusable override refused) before the invitation is made.
+    const mail = opts.send
+      ? {
+          db,
+          // The mailer is made at the email: a mail setting at fault is this email's failure, in one line.
+          mailer: { send: (m: MailMessage) => ctx.mailer.send(m) },
+          clock: ctx.clock,
+          logger: ctx.logger,
+          emailTemplates: ctx.emailTemplates,
+          brand: ctx.brand,
+        }
+      : null;
     // R-OWN-10: the account this invitation connects gets its owner.
     const owner = opts.ownerEmail ? { email: opts.ownerEmail, name: opts.ownerName ?? null, language: null } : null;
-    const inv = await createInvitation(await ctx.migratedDb(), ctx.clock.now(), opts.expires, 'cli', owner);
+    const inv = await createInvitation(db, ctx.clock.now(), opts.expires, 'cli', owner);
     const url = invitationUrl(ctx.config.PUBLIC_URL, inv.token);
+    let email: InvitationEmailOutcome | null = null;
+    if (mail && owner) {
+      const { emailInvitation } = await import('../../alerts/invitation-email.ts');
+      email = await emailInvitation(mail, { hash: inv.hash, url, expiresAt: inv.expiresAt, owner });
+    }
     if (opts.json)
       printJson(io, {
         url,
         expiresAt: inv.expiresAt.toISOString(),
         owner: owner ? { email: owner.email, name: owner.name } : null,
+        emailed: email?.emailed ?? false,
+        email: email ? invitationEmailJson(email) : null,
       });
-    else
+    else {
+      const recorded = "recorded as the account's owner when it connects";
+      const until = `works once, until ${inv.expiresAt.toISOString()}`;
       io.stdout.write(
-        `${url}\nworks once, until ${inv.expiresAt.toISOString()}; send it to the account's owner${owner ? ` (${owner.email}, recorded as the account's owner when it connects)` : ''}\n`,
+        email?.emailed
+          ? `${url}\n${until}; emailed to ${email.to} (${recorded})\n`
+          : `${url}\n${until}; send it to the account's owner${owner ? ` (${owner.email}, ${recorded})` : ''}\n`,
       );
+    }
+    if (email && !email.emailed) {
+      if (email.via === 'outbox')
+        // The deployment's mail goes to a folder: the invitation is made, the owner has nothing yet.
+        io.stderr.write(
+          `not emailed: SMTP_URL is not set, so the invitation email was written to ${email.path ?? ctx.config.OUTBOX_DIR} instead; send the link above to ${email.to}\n`,
+        );
+      else {
+        reportFailure(io, 'failed', `not emailed: ${email.error}; send the link above to ${email.to}`);
+        return EXIT.failed;
+      }
+    }
     return EXIT.ok;
   });
+}
+
+/** The email of an invitation as --json prints it. */
+function invitationEmailJson(e: InvitationEmailOutcome) {
+  if (e.via === null) return { to: e.to, via: null, error: e.error };
+  return { to: e.to, at: e.at.toISOString(), via: e.via, ...(e.via === 'outbox' ? { path: e.path } : {}) };
 }
 
 function ownerEmailArg(raw: string): string {
@@ -391,6 +468,70 @@ async function setAccountCommand(id: string, opts: SetOptions, io: CliIO): Promi
     if (opts.json) printJson(io, { id, username: after.username, owner: ownerJson(after.owner) });
     else io.stdout.write(`@${after.username}: ${ownerLine(after.owner, ctx.config.OWNER_ALERTS)}\n`);
     return EXIT.ok;
+  });
+}
+
+/**
+ * A new reconnect link for an account waiting for its owner (R-OWN-12: the earlier ones stop
+ * working), the dashboard's two buttons from the command line: shown once to pass on, or emailed
+ * to the owner (then the account.owner_notified event, R-OWN-14).
+ */
+async function reconnectLinkCommand(id: string, opts: { send?: boolean; json?: boolean }, io: CliIO): Promise<number> {
+  return withContext(io, async (ctx) => {
+    const { emailOwnerLink, makeOwnerLink, OwnerLinkRefused } = await import('../../alerts/owner-links.ts');
+    const db = await ctx.migratedDb();
+    if (opts.send) {
+      // Within seconds, before a link is made: the event needs Redis, the email its server.
+      await ctx.ensureRedis();
+      await ctx.ensureSmtp();
+    }
+    const deps = {
+      db,
+      mailer: { send: (m: MailMessage) => ctx.mailer.send(m) },
+      clock: ctx.clock,
+      logger: ctx.logger,
+      publicUrl: ctx.config.PUBLIC_URL,
+      // Made at the first event: a link to copy emits none and needs no Redis.
+      events: { emit: (e: WebhookEvent) => ctx.events.emit(e) },
+      linkTtlMs: ctx.config.RECONNECT_LINK_TTL,
+      emailTemplates: opts.send ? ctx.emailTemplates : undefined,
+      brand: ctx.brand,
+    };
+    try {
+      if (opts.send) {
+        const sent = await emailOwnerLink(deps, id);
+        if (opts.json)
+          printJson(io, {
+            id,
+            username: sent.username,
+            emailed: sent.delivered === 'smtp',
+            to: sent.to,
+            via: sent.delivered,
+            expiresAt: sent.expiresAt.toISOString(),
+          });
+        else
+          io.stdout.write(
+            `a new reconnect link for @${sent.username} was ${sent.delivered === 'smtp' ? 'emailed to' : 'written to the outbox for'} ${sent.to}; it works once, until ${sent.expiresAt.toISOString()}; earlier links no longer work\n`,
+          );
+        if (sent.delivered === 'outbox')
+          io.stderr.write(
+            `not emailed: SMTP_URL is not set, so the email was only written to ${ctx.config.OUTBOX_DIR}; run without --send for a link to pass on\n`,
+          );
+        return EXIT.ok;
+      }
+      const made = await makeOwnerLink(deps, id);
+      if (opts.json)
+        printJson(io, { id, username: made.username, url: made.url, expiresAt: made.expiresAt.toISOString() });
+      else
+        io.stdout.write(
+          `${made.url}\nworks once, until ${made.expiresAt.toISOString()}, and only for @${made.username}; earlier links no longer work: pass it on to the account's owner\n`,
+        );
+      return EXIT.ok;
+    } catch (err) {
+      if (!(err instanceof OwnerLinkRefused)) throw err;
+      reportFailure(io, /no such account/.test(err.message) ? 'not_found' : 'failed', `no link made: ${err.message}`);
+      return EXIT.failed;
+    }
   });
 }
 

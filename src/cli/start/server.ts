@@ -6,6 +6,7 @@ import { deriveSessionSecret, isLoopbackHost, resolveDashboardAuth } from '../..
 import { invitationUrl, startLogin, type ConnectRoutesDeps } from '../../http/connect.ts';
 import type { DashboardConnect } from '../../http/dashboard/index.ts';
 import type { OwnerLinkDeps } from '../../alerts/owner-links.ts';
+import { emailInvitation } from '../../alerts/invitation-email.ts';
 import { RedisSessionStore } from '../../http/sessions.ts';
 import { widgetViewsDigestKey } from '../../http/widget-views.ts';
 import { ConnectThrottle, LoginThrottle } from '../../http/throttle.ts';
@@ -131,9 +132,26 @@ export async function buildServeApp(ctx: AppContext, opts: { draining?: () => bo
   const dashboardConnect: DashboardConnect | undefined = c
     ? {
         start: () => startLogin(c),
-        invite: async (ttlMs, owner) => {
+        invite: async (ttlMs, owner, opts = {}) => {
           const inv = await createInvitation(db, ctx.clock.now(), ttlMs, 'dashboard', owner);
-          return { url: invitationUrl(publicUrl, inv.token), expiresAt: inv.expiresAt };
+          const url = invitationUrl(publicUrl, inv.token);
+          // Emailed with the alerts' mailer and templates, made at the first email (serve starts
+          // whatever the SMTP settings say); a failure is said on the page, the link shown to copy.
+          const email =
+            opts.send && owner
+              ? await emailInvitation(
+                  {
+                    db,
+                    mailer: { send: (msg) => ctx.mailer.send(msg) },
+                    clock: ctx.clock,
+                    logger: ctx.logger,
+                    emailTemplates: ctx.emailTemplates,
+                    brand: ctx.brand,
+                  },
+                  { hash: inv.hash, url, expiresAt: inv.expiresAt, owner },
+                )
+              : null;
+          return { url, expiresAt: inv.expiresAt, email };
         },
       }
     : undefined;

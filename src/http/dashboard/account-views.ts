@@ -6,15 +6,7 @@ import type { CopyFailure } from '../../store/copy-failures.ts';
 import type { AccountDelivery } from '../../store/health-facts.ts';
 import { formatBytes } from './data.ts';
 import { explainError } from './explain.ts';
-import {
-  layout,
-  reasonList,
-  reconnectReasons,
-  removalHoldNotice,
-  returnHere,
-  verdictBadge,
-  type LayoutOptions,
-} from './views.ts';
+import { layout, reasonList, removalHoldNotice, returnHere, verdictBadge, type LayoutOptions } from './views.ts';
 import type { StoredRemovalHold } from '../../store/holds.ts';
 import type { LatestReconnectLink } from '../../store/owners.ts';
 
@@ -123,7 +115,7 @@ export function accountPage(d: AccountPageData, o: LayoutOptions): string {
 <p class="muted">${h(a.id)}${a.displayName ? ` · ${h(a.displayName)}` : ''} · connected ${when(a.createdAt)}</p>
 <div class="actions">${form(`${base}/sync`, 'Sync now', o.csrf)}${form(`${base}/refresh`, 'Refresh now', o.csrf)}<a class="button danger" href="${base}/remove">Remove…</a></div>
 <section id="health" data-health="${d.health.verdict}"><h2>Health ${verdictBadge(d.health.verdict)}</h2>
-${d.health.reasons.length ? reasonList(d.health, Infinity, reconnectReasons(a, d.reconnectLink ?? null)) : '<p class="ok">Nothing to report: synced, every post published, every copy made.</p>'}
+${d.health.reasons.length ? reasonList(d.health) : '<p class="ok">Nothing to report: synced, every post published, every copy made.</p>'}
 ${problem ? `<p class="problem">${h(problem.summary)}</p>` : ''}</section>
 ${a.status === 'reauth_required' ? reconnectSection(a, base, o.csrf, d) : ''}
 <section id="token"><h2>Token</h2>${token}</section>

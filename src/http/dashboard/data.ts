@@ -3,12 +3,12 @@ import type { Db } from '../../store/db.ts';
 import { accountCounts } from '../../store/overview.ts';
 import { listRemovalHolds, type StoredRemovalHold } from '../../store/holds.ts';
 import { healthById, VERDICTS, type AccountHealth, type HealthPolicy } from '../../accounts/health.ts';
-import { latestReconnectLinks, type LatestReconnectLink } from '../../store/owners.ts';
 
 /**
  * What the accounts page shows per account: the account with its token's expiry (listAccounts,
  * never the token) plus counts from posts / media_copies / feed_publications, its removal hold,
- * health and newest reconnect link: a fixed number of grouped queries however many accounts.
+ * and health (its newest reconnect link among the health's facts): a fixed number of grouped
+ * queries however many accounts.
  */
 export interface AccountOverview extends AccountWithExpiry {
   posts: number;
@@ -19,18 +19,15 @@ export interface AccountOverview extends AccountWithExpiry {
   removalHold: StoredRemovalHold | null;
   /** The account's health (R-HLT-1): the same verdict `accounts list`, /metrics and doctor show. */
   health: AccountHealth;
-  /** Its newest reconnect link (emailed to the owner or made to copy), or null. */
-  reconnectLink: LatestReconnectLink | null;
 }
 
 /** Every account with its counts and health, failing accounts first (then by username). */
 export async function loadAccountOverviews(db: Db, policy: HealthPolicy): Promise<AccountOverview[]> {
-  const [accounts, counts, holds, health, links] = await Promise.all([
+  const [accounts, counts, holds, health] = await Promise.all([
     listAccounts(db, policy.now),
     accountCounts(db),
     listRemovalHolds(db),
     healthById(db, policy),
-    latestReconnectLinks(db, policy.now),
   ]);
   const { posts: postsBy, copies: copiesBy, feeds: feedsBy } = counts;
   const rank = (h: AccountHealth) => -VERDICTS.indexOf(h.verdict);
@@ -44,7 +41,6 @@ export async function loadAccountOverviews(db: Db, policy: HealthPolicy): Promis
       removalHold: holds.get(a.id) ?? null,
       // An account removed between the two reads has no health: it is gone from the next page.
       health: health.get(a.id) ?? { verdict: 'fail' as const, reasons: [] },
-      reconnectLink: links.get(a.id) ?? null,
     }))
     .sort((a, b) => rank(a.health) - rank(b.health)); // stable: username order within a verdict
 }

@@ -13,7 +13,8 @@ import { loadAccountHealth } from '../../accounts/health.ts';
 import { listCopyFailures } from '../../store/copy-failures.ts';
 import { getRemovalHold } from '../../store/holds.ts';
 import { clearOwner, setOwner } from '../../store/owners.ts';
-import type { InvitationOwner } from '../../store/invitations.ts';
+import { listInvitations, type InvitationOwner } from '../../store/invitations.ts';
+import type { InvitationEmailOutcome } from '../../alerts/invitation-email.ts';
 import { firstIssue, ownerInputSchema } from '../../accounts/owner-contact.ts';
 import { accountCopyTotals, listAccountDeliveries, listAccountEvents } from '../../store/health-facts.ts';
 import { accountNotFoundPage, accountPage, reconnectLinkPage } from './account-views.ts';
@@ -39,8 +40,9 @@ import {
 } from '../auth.ts';
 import { csrfTokenFor, requireCsrfToken, requireSameOrigin } from '../csrf.ts';
 import { loadAccountOverviews } from './data.ts';
-import { describeRefreshOutcome } from '../../accounts/refresh-words.ts';
+import { describeRefreshOutcome, refreshFlashKind } from '../../accounts/refresh-words.ts';
 import {
+  FLASH_KINDS,
   RETURN_FIELD,
   accountsPage,
   invitationPage,
@@ -112,8 +114,15 @@ export interface DashboardDeps {
 export interface DashboardConnect {
   /** The platform's login address with a fresh login state (the operator connects from here). */
   start(): Promise<string>;
-  /** A one-time invitation link for an account owner (carrying the owner's contact when given). */
-  invite(ttlMs: number, owner?: InvitationOwner | null): Promise<{ url: string; expiresAt: Date }>;
+  /**
+   * A one-time invitation link for an account owner (carrying the owner's contact when given);
+   * with `send`, emailed to that owner (src/alerts/invitation-email.ts), `email` saying how it went.
+   */
+  invite(
+    ttlMs: number,
+    owner?: InvitationOwner | null,
+    opts?: { send?: boolean },
+  ): Promise<{ url: string; expiresAt: Date; email: InvitationEmailOutcome | null }>;
 }
 
 const INVITATION_TTLS: Record<string, number> = { '1d': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 };
@@ -158,7 +167,7 @@ export function bullBoardRouter(queues: DashboardQueues): express.Express {
 const previewLayout = (v: unknown): PreviewLayout =>
   (PREVIEW_LAYOUTS as readonly unknown[]).includes(v) ? (v as PreviewLayout) : 'grid';
 
-const flashSchema = z.object({ kind: z.enum(['ok', 'error']), text: z.string().max(500) });
+const flashSchema = z.object({ kind: z.enum(FLASH_KINDS), text: z.string().max(500) });
 
 export function dashboardRouter(deps: DashboardDeps): Router {
   const { auth, db, queues, clock, logger } = deps;
@@ -321,9 +330,15 @@ export function dashboardRouter(deps: DashboardDeps): Router {
   guarded.get(
     '/',
     wrap(async (req, res) => {
-      const accounts = await loadAccountOverviews(db, healthPolicy());
+      const policy = healthPolicy();
+      const [accounts, invitations] = await Promise.all([
+        loadAccountOverviews(db, policy),
+        listInvitations(db, policy.now),
+      ]);
       pageHeaders(res);
-      res.type('html').send(accountsPage(accounts, { ...layoutOf(req, res), warnings: storageWarnings() }));
+      res
+        .type('html')
+        .send(accountsPage(accounts, { ...layoutOf(req, res), warnings: storageWarnings(), invitations }));
     }),
   );
 
@@ -450,7 +465,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
         flashTo(
           res,
           {
-            kind: outcome.outcome === 'refreshed' ? 'ok' : 'error',
+            kind: refreshFlashKind(outcome),
             text: `@${account.username}: ${describeRefreshOutcome(outcome)}.`,
           },
           backTo(req, account),
@@ -768,6 +783,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
       // R-OWN-10: an invitation may carry the owner of the account it connects.
       const email = typeof body.owner_email === 'string' ? body.owner_email.trim() : '';
       const name = typeof body.owner_name === 'string' ? body.owner_name.trim() : '';
+      const send = body.send === 'email';
       let owner: InvitationOwner | null = null;
       if (email !== '' || name !== '') {
         const parsed = ownerInputSchema.safeParse({ email, ...(name ? { name } : {}) });
@@ -777,10 +793,19 @@ export function dashboardRouter(deps: DashboardDeps): Router {
         }
         owner = { email: parsed.data.email, name: parsed.data.name ?? null, language: null };
       }
-      const inv = await deps.connect.invite(ttl, owner);
-      logger.info({ expiresAt: inv.expiresAt.toISOString() }, 'dashboard: invitation created');
+      if (send && !owner) {
+        flashTo(res, { kind: 'error', text: "Invitation not created: emailing it needs the owner's email." });
+        return;
+      }
+      const inv = await deps.connect.invite(ttl, owner, { send });
+      logger.info(
+        { expiresAt: inv.expiresAt.toISOString(), emailed: inv.email?.emailed ?? false },
+        'dashboard: invitation created',
+      );
       pageHeaders(res);
-      res.type('html').send(invitationPage(inv, layoutOf(req, res)));
+      res
+        .type('html')
+        .send(invitationPage(inv, { ...layoutOf(req, res), flash: invitationFlash(inv.email, inv.expiresAt) }));
     }),
   );
 
@@ -804,6 +829,23 @@ export function dashboardRouter(deps: DashboardDeps): Router {
   });
 
   return router;
+}
+
+/** What the invitation page says first about its email: sent, or why not (the link is below to copy). */
+function invitationFlash(email: InvitationEmailOutcome | null, expiresAt: Date): Flash | undefined {
+  if (!email) return undefined;
+  if (email.emailed)
+    return {
+      kind: 'ok',
+      text: `Invitation emailed to ${email.to}; it works once, until ${expiresAt.toISOString().slice(0, 16).replace('T', ' ')} UTC.`,
+    };
+  return {
+    kind: 'error',
+    text:
+      email.via === 'outbox'
+        ? `Not emailed: SMTP_URL is not set, so the email was only written to the outbox (OUTBOX_DIR). Copy the link below and send it to ${email.to}.`
+        : `Not emailed: ${email.error}. Copy the link below and send it to ${email.to}.`,
+  };
 }
 
 /** Wait (polling, at most `ms`) for a job to finish; its state, and its return value or failure. */

@@ -4,8 +4,9 @@ import type { AccountOverview } from './data.ts';
 import { formatBytes } from './data.ts';
 import { lastProblem } from './explain.ts';
 import { syncSummary } from '../../accounts/sync-summary.ts';
-import type { AccountHealth, HealthReasonKind } from '../../accounts/health.ts';
-import type { AccountOwner, LatestReconnectLink } from '../../store/owners.ts';
+import { reasonParts, type AccountHealth } from '../../accounts/health.ts';
+import type { ListedInvitation } from '../../store/invitations.ts';
+import type { InvitationEmailOutcome } from '../../alerts/invitation-email.ts';
 import { WIDGET_LAYOUTS, type WidgetLayout } from '../../widgets/document.ts';
 
 /**
@@ -18,8 +19,10 @@ export const DASHBOARD_STYLESHEET = '/dashboard/assets/dashboard.css';
 
 export const DAYS_LEFT_WARNING = 14; // R-TOK-9: the same threshold as the first alert email
 
+/** An action's outcome, shown once: done (ok), information where nothing is wrong (info), or an error. */
+export const FLASH_KINDS = ['ok', 'info', 'error'] as const;
 export interface Flash {
-  kind: 'ok' | 'error';
+  kind: (typeof FLASH_KINDS)[number];
   text: string;
 }
 
@@ -112,35 +115,25 @@ export function verdictBadge(v: AccountHealth['verdict']): string {
   return `<span class="verdict ${v}" data-verdict="${v}">${v}</span>`;
 }
 
-/** Reason texts the dashboard words from what it knows besides the health's facts. */
-export type ReasonTexts = Partial<Record<HealthReasonKind, string>>;
+/**
+ * A health reason as the dashboard shows it: plain words, each command the text names (between
+ * backticks, as the terminal shows it) set as code instead of showing its backticks (R-HLT-1:
+ * the same sentence on every surface).
+ */
+export function reasonHtml(text: string): string {
+  return reasonParts(text)
+    .map((p) => (p.command ? `<code>${h(p.text)}</code>` : h(p.text)))
+    .join('');
+}
 
 /** Each reason of a health, as a list item carrying its kind. */
-export function reasonList(health: AccountHealth, limit = Infinity, texts: ReasonTexts = {}): string {
+export function reasonList(health: AccountHealth, limit = Infinity): string {
   if (health.reasons.length === 0) return '';
   const shown = health.reasons.slice(0, limit);
   const more = health.reasons.length - shown.length;
   return `<ul class="reasons">${shown
-    .map((r) => `<li class="${r.level}" data-reason="${h(r.kind)}">${h(texts[r.kind] ?? r.text)}</li>`)
+    .map((r) => `<li class="${r.level}" data-reason="${h(r.kind)}">${reasonHtml(r.text)}</li>`)
     .join('')}${more > 0 ? `<li class="muted">and ${more} more</li>` : ''}</ul>`;
-}
-
-/**
- * An account waiting for its owner whose reconnect link is out: the next step is the owner's, so
- * the reason says who got which link and until when, instead of asking for an invitation.
- */
-export function reconnectReasons(
-  a: { status: string; owner: AccountOwner | null },
-  link: LatestReconnectLink | null,
-): ReasonTexts {
-  if (a.status !== 'reauth_required' || !link || link.state !== 'ok') return {};
-  const owner = a.owner ? `the owner (${a.owner.email})` : 'the owner';
-  return {
-    reauth_required:
-      link.delivery === 'email'
-        ? `the owner must connect the account again: ${owner} was emailed a reconnect link on ${when(link.createdAt)}, valid until ${when(link.expiresAt)}`
-        : `the owner must connect the account again: a reconnect link made on ${when(link.createdAt)} for you to pass on is valid until ${when(link.expiresAt)}`,
-  };
 }
 
 /** R-HLT-1: the account's health (verdict and reasons), then its last recorded error explained. */
@@ -151,14 +144,43 @@ function healthCell(a: AccountOverview): string {
     : !p.detail || p.detail === p.summary
       ? `<span class="problem">${h(p.summary)}</span>`
       : `<span class="problem">${h(p.summary)}</span><details><summary><small>details</small></summary><small>${h(p.detail)}</small></details>`;
-  return `${verdictBadge(a.health.verdict)}${reasonList(a.health, 3, reconnectReasons(a, a.reconnectLink))}${problem}`;
+  return `${verdictBadge(a.health.verdict)}${reasonList(a.health, 3)}${problem}`;
 }
 
 function actionForm(action: string, label: string, csrf: string, extra = '', cls = ''): string {
   return `<form method="post" action="${h(action)}"><input type="hidden" name="${CSRF_FIELD}" value="${h(csrf)}">${extra}<button type="submit"${cls ? ` class="${cls}"` : ''}>${h(label)}</button></form>`;
 }
 
-export function accountsPage(accounts: AccountOverview[], o: LayoutOptions & { warnings: string[] }): string {
+/** What an invitation's email column says: emailed (to whom, when), written to the outbox, or shown to copy. */
+function invitationEmailCell(i: ListedInvitation): string {
+  if (!i.emailed) return '<span class="muted">not emailed: the link was shown to copy</span>';
+  return i.emailed.via === 'smtp'
+    ? `<span data-emailed="smtp">emailed to ${h(i.emailed.to)}<br><small>${when(i.emailed.at)}</small></span>`
+    : `<span class="bad" data-emailed="outbox">not sent: written to the outbox for ${h(i.emailed.to)} (no SMTP_URL)<br><small>${when(i.emailed.at)}</small></span>`;
+}
+
+const INVITATION_STATE: Record<ListedInvitation['state'], string> = {
+  ok: 'open',
+  used: 'used',
+  expired: 'expired',
+  unknown: 'unknown',
+};
+
+/** The latest invitations: when and where made, for whom, until when or whether used, and whether emailed. */
+function invitationList(list: ListedInvitation[]): string {
+  if (list.length === 0) return '';
+  const rows = list.map(
+    (i) =>
+      `<tr data-invitation-state="${i.state}"><td>${when(i.createdAt)}<br><small>${i.createdBy === 'cli' ? 'CLI' : 'dashboard'}</small></td><td>${i.owner ? `${i.owner.name ? `${h(i.owner.name)}<br>` : ''}${h(i.owner.email)}` : '<span class="muted">no owner given</span>'}</td><td>${INVITATION_STATE[i.state]}${i.state === 'used' && i.usedAt ? `<br><small>${when(i.usedAt)}</small>` : `<br><small>until ${when(i.expiresAt)}</small>`}</td><td>${invitationEmailCell(i)}</td></tr>`,
+  );
+  return `<h3>Latest invitations</h3>
+<table class="invitations"><thead><tr><th>Made</th><th>For</th><th>State</th><th>Email</th></tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
+}
+
+export function accountsPage(
+  accounts: AccountOverview[],
+  o: LayoutOptions & { warnings: string[]; invitations?: ListedInvitation[] },
+): string {
   const warnings = o.warnings.map((w) => `<p class="notice">${h(w)}</p>`).join('');
   const rows = accounts.map((a) => {
     const base = `/dashboard/accounts/${encodeURIComponent(a.id)}`;
@@ -181,8 +203,9 @@ export function accountsPage(accounts: AccountOverview[], o: LayoutOptions & { w
     : `<p>No account is connected yet.${o.connectUrl ? ` <a href="${h(o.connectUrl)}">Connect an account</a> (or send that link to the account's owner).` : ''}</p>`;
   const connect = o.connectUrl
     ? `<h2>Connecting an account</h2>
-<p class="muted">Your own account: <a href="${h(o.connectUrl)}">connect it now</a> (you log in on the platform and approve). Someone else's: invite its owner. The invitation is a link that works once and expires; send it to them.</p>
-${actionForm('/dashboard/invitations', 'Invite an owner', o.csrf, `<label>expires in <select name="expires"><option value="1d">1 day</option><option value="7d" selected>7 days</option><option value="30d">30 days</option></select></label> <label>owner email (optional) <input type="email" name="owner_email" maxlength="254" autocomplete="off"></label> <label>owner name <input name="owner_name" maxlength="200" autocomplete="off"></label> `)}`
+<p class="muted">Your own account: <a href="${h(o.connectUrl)}">connect it now</a> (you log in on the platform and approve). Someone else's: invite its owner. The invitation is a link that works once and expires; send it to them, or give their email and have it emailed.</p>
+${actionForm('/dashboard/invitations', 'Invite an owner', o.csrf, `<label>expires in <select name="expires"><option value="1d">1 day</option><option value="7d" selected>7 days</option><option value="30d">30 days</option></select></label> <label>owner email (optional) <input type="email" name="owner_email" maxlength="254" autocomplete="off"></label> <label>owner name <input name="owner_name" maxlength="200" autocomplete="off"></label> <label><input type="checkbox" name="send" value="email"> email it to the owner</label> `)}
+${invitationList(o.invitations ?? [])}`
     : '<p class="muted">Connecting through the login needs APP_ID and APP_SECRET; <code>feedmirror accounts add</code> works without them.</p>';
   const counts = { ok: 0, warn: 0, fail: 0 };
   for (const a of accounts) counts[a.health.verdict]++;
@@ -239,9 +262,17 @@ ${warnings}
 /** The id the preview's document carries (a widget id in form; no widget has it in storage). */
 export const PREVIEW_WIDGET_ID = 'w_preview222';
 
-export function invitationPage(inv: { url: string; expiresAt: Date }, o: LayoutOptions): string {
+export function invitationPage(
+  inv: { url: string; expiresAt: Date; email?: InvitationEmailOutcome | null },
+  o: LayoutOptions,
+): string {
+  const until = h(inv.expiresAt.toISOString().replace('T', ' ').slice(0, 16));
+  const e = inv.email ?? null;
+  const what = e?.emailed
+    ? `<p data-emailed="smtp">It was emailed to <strong>${h(e.to)}</strong>. It works once, until ${until} UTC. The link is shown here only now, should they need it again.</p>`
+    : `<p${e ? ' data-emailed="no"' : ''}>Send this link to the account's owner${e ? ` (${h(e.to)})` : ''}. It works once, until ${until} UTC; it is shown only now.</p>`;
   const body = `<h1>Invitation created</h1>
-<p>Send this link to the account's owner. It works once, until ${h(inv.expiresAt.toISOString().replace('T', ' ').slice(0, 16))} UTC; it is shown only now.</p>
+${what}
 <p><input id="invitation" readonly size="90" value="${h(inv.url)}"></p>
 <p><a class="button" href="/dashboard">Back to the accounts</a></p>`;
   return layout('Invitation created', body, o);
