@@ -1,3 +1,4 @@
+-- compatible-with: 018_compact_posts_and_copies.sql
 -- 023: an invitation the operator had feedmirror email to the owner (`feedmirror accounts invite
 -- --owner-email … --send`, or "email it" on the dashboard's invite form) knows it was: to whom,
 -- when, and how it left (through SMTP_URL, or written to OUTBOX_DIR when none is set, and so
