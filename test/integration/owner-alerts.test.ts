@@ -183,9 +183,10 @@ describe('owner alerts through the sweep', () => {
     expect(to('later@example.com', failing.username)).toHaveLength(0);
     const opFirst = to('ops@example.com', failing.username);
     expect(opFirst).toHaveLength(1);
-    // Not told: the operator's copy asks them to invite the owner, as without owner alerts.
+    // Not told: the operator's copy asks them to send the owner a link, as without owner alerts.
     expect(opFirst[0]!.text).not.toContain('was told');
-    expect(opFirst[0]!.text).toContain('invite the owner');
+    expect(opFirst[0]!.text).toContain('send the owner of');
+    expect(opFirst[0]!.text).toContain('feedmirror accounts reconnect-link');
     // Next sweep: the owner's copy goes, the operator's does not go again.
     refuseOwner = false;
     await runExpirySweep({ ...run1, mailer: flaky });

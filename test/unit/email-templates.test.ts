@@ -49,7 +49,15 @@ function samples(username: string, cause: string): Sample[] {
         reason: cause,
       },
       link: DASHBOARD,
-      mustSay: ['in 6 days', '2026-03-21', 'Saturday, 21 March 2026, 15:00 UTC', 'What to do', 'Invite an owner'],
+      mustSay: [
+        'in 6 days',
+        '2026-03-21',
+        'Saturday, 21 March 2026, 15:00 UTC',
+        'What to do',
+        // A link bound to this account, not an invitation (which would connect any account).
+        'feedmirror accounts reconnect-link 17841400000000001',
+        'Email a new link',
+      ],
     },
     {
       name: 'operator-expiry',
