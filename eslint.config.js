@@ -37,7 +37,7 @@ export default tseslint.config(
   },
   {
     // The widget runs in visitors' browsers, not in Node.
-    files: ['src/widget/**/*.js'],
+    files: ['src/embed/**/*.js'],
     languageOptions: { globals: { ...globals.browser } },
   },
   prettier,

@@ -33,7 +33,7 @@ describe('journey: the built release runs without TypeScript', () => {
       expect(existsSync(join(release.dir, f)), f).toBe(true);
     for (const f of [
       'dist/src/alerts/email-templates/layout.html',
-      'dist/src/widget/feedmirror-widget.js',
+      'dist/src/embed/feedmirror-widget.js',
       'dist/src/http/dashboard/dashboard.css',
     ])
       expect(existsSync(join(release.dir, f)), f).toBe(true);

@@ -15,7 +15,7 @@ import {
   WIDGET_CSS_KEY,
   WIDGET_KEY,
   widgetScript,
-} from '../../src/widget/index.ts';
+} from '../../src/embed/index.ts';
 
 /** The widget's pure helpers, run in a bare VM context (no document: the script only registers). */
 interface Helpers {
@@ -171,7 +171,7 @@ describe('widget helpers', () => {
     expect(src).toMatch(/^\/\*! feedmirror widget/);
     expect(src).toContain('MIT');
     // The shipped copy is the source, line for line the same code (it still defines every helper).
-    const full = await readFile(new URL('../../src/widget/feedmirror-widget.js', import.meta.url), 'utf8');
+    const full = await readFile(new URL('../../src/embed/feedmirror-widget.js', import.meta.url), 'utf8');
     const names = (s: string) => [...s.matchAll(/function (\w+)\(/g)].map((m) => m[1]);
     expect(names(src)).toEqual(names(full));
     console.log(`widget script: ${full.length} B source, ${src.length} B shipped, ${gzipSync(src).length} B gzipped`);

@@ -1194,7 +1194,7 @@
     mount: mount,
     mountWidget: mountWidget,
     mountAll: mountAll,
-    // For src/widget/markup.ts (widgets/<id>.html).
+    // For src/embed/markup.ts (widgets/<id>.html).
     css: CSS,
     widgetTree: widgetTree,
     // Pure helpers, exposed for tests.

@@ -1,4 +1,4 @@
-import type { WidgetDocument } from '../widgets/document.ts';
+import type { WidgetDocument } from '../schema/widget-document.ts';
 import { widgetScript, type WidgetNode as Node } from './index.ts';
 
 /**
