@@ -35,10 +35,5 @@ export default tseslint.config(
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     ...tseslint.configs.disableTypeChecked,
   },
-  {
-    // The widget runs in visitors' browsers, not in Node.
-    files: ['src/widget/**/*.js'],
-    languageOptions: { globals: { ...globals.browser } },
-  },
   prettier,
 );

@@ -39,7 +39,7 @@ import type { PlatformWaitSettings } from './rate-limits.ts';
 import { telemetryOptions } from './telemetry.ts';
 import type { FeedDeps } from '../src/feeds/deps.ts';
 import type { PipelineMetrics } from '../src/metrics/index.ts';
-import { publishWidget } from '../src/widget/index.ts';
+import { publishWidget } from '../src/embed/index.ts';
 import type { WidgetDeps } from '../src/widgets/publish.ts';
 import type { DeliverDeps } from '../src/webhooks/deliver.ts';
 import { webhookBackoff, WEBHOOK_RETRY_DELAYS_MS } from './webhook-delivery.ts';

@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // npm run build: feedmirror as JavaScript in dist/, for the container image and release installs.
-// tsc (tsconfig.build.json) compiles src/ and jobs/; every other file they read at run time (email
-// templates, the widget, the dashboard's CSS, the simulator's photos) is copied beside them, and
+// tsc (tsconfig.build.json) compiles src/ and jobs/; the embed script is bundled by esbuild
+// (src/embed/bundle.ts) into dist/src/embed/feedmirror-widget.js, since the image has no esbuild
+// to bundle it when it starts; every other file they read at run time (email templates, the
+// dashboard's CSS, the simulator's photos) is copied beside them, and
 // the files they find relative to themselves (migrations/, package.json, .env.example) are copied
 // to the same places relative to dist/. dist/build.json is written last: bin/feedmirror.js runs
 // dist/ only when it is there, so a build cut short is never used.
@@ -43,6 +45,15 @@ for (const file of [...(await assets('src')), ...(await assets('jobs'))]) {
   await cp(join(root, file), join(out, file));
   copied++;
 }
+// The bundler's configuration is TypeScript (src/embed/bundle.ts, also used when running from the
+// sources): loaded through tsx, which the build has as it has tsc.
+const { register } = await import('tsx/esm/api');
+register();
+const { bundleWidget } = await import('../src/embed/bundle.ts');
+const { WIDGET_FILENAME } = await import('../src/embed/index.ts');
+const script = await bundleWidget();
+await writeFile(join(out, 'src/embed', WIDGET_FILENAME), script);
+say(`bundled the embed script: src/embed/${WIDGET_FILENAME}, ${script.length} bytes`);
 await cp(join(root, 'migrations'), join(out, 'migrations'), { recursive: true });
 await cp(join(root, '.env.example'), join(out, '.env.example'));
 const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'));

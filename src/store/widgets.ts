@@ -3,7 +3,7 @@ import { withTransaction, type Db } from './db.ts';
 /**
  * The widget tables (migrations/015): widgets, the accounts each merges (in order), the posts an
  * operator hid, what was last published, and the views counted per day. Options are stored as the
- * validated JSON of src/widgets/document.ts and parsed again when read.
+ * validated JSON of src/schema/widget-document.ts and parsed again when read.
  */
 export interface StoredWidget {
   id: string;

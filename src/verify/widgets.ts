@@ -1,11 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
 import { widgetDocumentKey, widgetFragmentKey } from '../storage/keys.ts';
 import { listWidgets, type StoredWidget } from '../store/widgets.ts';
-import { widgetDocumentSchema } from '../widgets/document.ts';
+import { widgetDocumentSchema } from '../schema/widget-document.ts';
 import { buildWidgetDocument, publishWidgetDocument, type WidgetDeps } from '../widgets/publish.ts';
 import type { VerifyFinding } from '../store/verify-runs.ts';
 import { redactText } from '../util/redact.ts';
-import { isPublishedWidget, publishWidget, WIDGET_KEY, widgetAssets } from '../widget/index.ts';
+import { isPublishedWidget, publishWidget, WIDGET_KEY, widgetAssets } from '../embed/index.ts';
 
 /**
  * Verify's view of the widgets: each widget's two public objects (widgets/<id>.json and .html)

@@ -17,7 +17,7 @@ import {
 } from '../store/widgets.ts';
 import type { Clock } from '../util/clock.ts';
 import type { Logger } from '../util/logger.ts';
-import { renderWidgetFragment } from '../widget/markup.ts';
+import { renderWidgetFragment } from '../embed/markup.ts';
 import {
   widgetDocumentSchema,
   widgetOptionsSchema,
@@ -27,10 +27,10 @@ import {
   type WidgetLayout,
   type WidgetOptions,
   type WidgetPost,
-} from './document.ts';
+} from '../schema/widget-document.ts';
 
 /**
- * A widget's two public objects, widgets/<id>.json (the document, src/widgets/document.ts) and
+ * A widget's two public objects, widgets/<id>.json (the document, src/schema/widget-document.ts) and
  * widgets/<id>.html (the same widget as static markup), built from the feeds its accounts
  * publish: what a site reads from feeds/<accountId>.json is exactly what its widget shows
  * (R-WID-2). The CLI, the dashboard and the worker all publish through publishWidgetDocument.

@@ -13,7 +13,7 @@ import {
   type StoredWidget,
 } from '../store/widgets.ts';
 import { ID_PATTERN } from '../util/ids.ts';
-import { WIDGET_FILENAME } from '../widget/index.ts';
+import { WIDGET_FILENAME } from '../embed/index.ts';
 import {
   WIDGET_ID_PATTERN,
   WIDGET_LAYOUTS,
@@ -21,7 +21,7 @@ import {
   widgetOptionsSchema,
   type WidgetLayout,
   type WidgetOptions,
-} from './document.ts';
+} from '../schema/widget-document.ts';
 import {
   deleteWidgetObjects,
   passesFilters,

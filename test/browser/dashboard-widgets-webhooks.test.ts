@@ -6,7 +6,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runSyncNow } from '../../src/feeds/sync.ts';
 import type { SimAccount } from '../../src/simulator/types.ts';
-import type { WidgetDocument } from '../../src/widgets/document.ts';
+import type { WidgetDocument } from '../../src/schema/widget-document.ts';
 import { importSimAccount } from '../support/accounts.ts';
 import {
   buttonLooks,

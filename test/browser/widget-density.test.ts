@@ -11,7 +11,7 @@ import { loadConfig } from '../../src/config.ts';
 import { processImage, type VariantFormat } from '../../src/mirror/image.ts';
 import { feedSchema } from '../../src/schema/v1.ts';
 import { LocalStorage } from '../../src/storage/index.ts';
-import { publishWidget, WIDGET_KEY } from '../../src/widget/index.ts';
+import { publishWidget, WIDGET_KEY } from '../../src/embed/index.ts';
 import { cssRgb, measureDensity } from '../support/density.ts';
 
 /**

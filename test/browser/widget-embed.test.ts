@@ -9,9 +9,9 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/index.ts';
-import { publishWidget, WIDGET_KEY } from '../../src/widget/index.ts';
-import { renderWidgetFragment } from '../../src/widget/markup.ts';
-import type { WidgetDocument } from '../../src/widgets/document.ts';
+import { publishWidget, WIDGET_KEY } from '../../src/embed/index.ts';
+import { renderWidgetFragment } from '../../src/embed/markup.ts';
+import type { WidgetDocument } from '../../src/schema/widget-document.ts';
 import { HOSTILE, mirrorImages, widgetDoc, type MirroredImage } from '../support/widget-docs.ts';
 
 /**

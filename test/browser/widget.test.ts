@@ -8,7 +8,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/index.ts';
-import { publishWidget, WIDGET_KEY } from '../../src/widget/index.ts';
+import { publishWidget, WIDGET_KEY } from '../../src/embed/index.ts';
 import { feedSchema, type Feed } from '../../src/schema/v1.ts';
 
 /**

@@ -25,7 +25,7 @@ import { getFeedPublication, listMediaCopies, listPostIds } from '../../src/stor
 import { saveToken } from '../../src/store/tokens.ts';
 import { DAY, HOUR } from '../../src/util/clock.ts';
 import { createLogger } from '../../src/util/logger.ts';
-import { widgetDocumentSchema } from '../../src/widgets/document.ts';
+import { widgetDocumentSchema } from '../../src/schema/widget-document.ts';
 import { widgetRepublisher, type WidgetDeps } from '../../src/widgets/publish.ts';
 import { changeWidget, createWidget } from '../../src/widgets/widgets.ts';
 import { memoryIO } from '../support/memory-io.ts';

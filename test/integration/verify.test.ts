@@ -28,8 +28,8 @@ import {
   WIDGET_CONTENT_TYPE,
   WIDGET_KEY,
   widgetSource,
-} from '../../src/widget/index.ts';
-import type { WidgetDocument } from '../../src/widgets/document.ts';
+} from '../../src/embed/index.ts';
+import type { WidgetDocument } from '../../src/schema/widget-document.ts';
 import { publishWidgetDocument, type WidgetDeps } from '../../src/widgets/publish.ts';
 import { newWidgetId } from '../../src/widgets/widgets.ts';
 import { refreshSchedulerId, scheduleAccount, syncSchedulerId } from '../../jobs/catalogue.ts';

@@ -12,7 +12,7 @@ import { migrate } from '../../src/store/migrate.ts';
 import { insertWidget } from '../../src/store/widgets.ts';
 import { ManualClock } from '../../src/util/clock.ts';
 import { createLogger } from '../../src/util/logger.ts';
-import { widgetOptionsSchema } from '../../src/widgets/document.ts';
+import { widgetOptionsSchema } from '../../src/schema/widget-document.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
 

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upsertAccount } from '../../src/store/accounts.ts';
 import { migrate } from '../../src/store/migrate.ts';
-import { widgetDocumentSchema } from '../../src/widgets/document.ts';
+import { widgetDocumentSchema } from '../../src/schema/widget-document.ts';
 import {
   DASHBOARD_USER,
   postLogin,

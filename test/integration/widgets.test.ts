@@ -23,7 +23,7 @@ import { migrate } from '../../src/store/migrate.ts';
 import { saveToken } from '../../src/store/tokens.ts';
 import { DAY, HOUR } from '../../src/util/clock.ts';
 import { createLogger } from '../../src/util/logger.ts';
-import { widgetDocumentSchema, type WidgetDocument } from '../../src/widgets/document.ts';
+import { widgetDocumentSchema, type WidgetDocument } from '../../src/schema/widget-document.ts';
 import { publishWidgetDocument, widgetRepublisher, type WidgetDeps } from '../../src/widgets/publish.ts';
 import { changeWidget, createWidget, hidePost, removeWidget, unhidePost } from '../../src/widgets/widgets.ts';
 import { memoryIO } from '../support/memory-io.ts';
@@ -192,7 +192,7 @@ describe('widgets merge their accounts and follow their feeds (R-WID-1..5)', () 
     expect(doc.accounts.map((x) => x.username)).toEqual(['widget.alpha', 'widget.beta']);
     expect(doc).toMatchObject({ version: 1, layout: 'masonry', staleSince: null, demo: false });
     expect(doc.viewsUrl).toBe(`http://feeds.example.test/w/${widgetId}/view`);
-    // The static fragment (src/widget/markup.ts) is published beside it.
+    // The static fragment (src/embed/markup.ts) is published beside it.
     const html = await readFile(join(storageDir, 'widgets', `${widgetId}.html`), 'utf8');
     expect(html).toContain(widgetId);
     expect(html).toContain(doc.posts[0]!.thumbnailSizes![0]!.url);

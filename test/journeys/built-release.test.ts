@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildRelease, compilerReachable, type BuiltRelease } from '../support/built-release.ts';
@@ -33,7 +34,7 @@ describe('journey: the built release runs without TypeScript', () => {
       expect(existsSync(join(release.dir, f)), f).toBe(true);
     for (const f of [
       'dist/src/alerts/email-templates/layout.html',
-      'dist/src/widget/feedmirror-widget.js',
+      'dist/src/embed/feedmirror-widget.js',
       'dist/src/http/dashboard/dashboard.css',
     ])
       expect(existsSync(join(release.dir, f)), f).toBe(true);
@@ -56,6 +57,12 @@ describe('journey: the built release runs without TypeScript', () => {
       .catch((err: Error) => {
         throw new Error(`${err.message}; the worker said:\n${worker.output().slice(-6000)}`);
       });
+    // The embed script the built worker published is the bundle the build wrote: no esbuild here.
+    const script = await stage.fetchPublic('widget/feedmirror-widget.js');
+    expect(script.status).toBe(200);
+    const built = await readFile(join(release.dir, 'dist/src/embed/feedmirror-widget.js'));
+    expect(Buffer.from(await script.arrayBuffer()).equals(built)).toBe(true);
+    expect(worker.output()).not.toContain('could not publish the widget script');
     await worker.stop();
     expect(await worker.exited).toBe(0);
   }, 180_000);

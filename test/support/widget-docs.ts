@@ -6,7 +6,7 @@ import {
   type WidgetDocument,
   type WidgetLayout,
   type WidgetOptionsInput,
-} from '../../src/widgets/document.ts';
+} from '../../src/schema/widget-document.ts';
 
 /**
  * Widget documents (widgets/<id>.json) as tests write them to storage, built the way the

@@ -30,8 +30,9 @@ const LAYERS: Array<{ from: string; mayImport: string[] }> = [
   { from: 'src/webhooks/', mayImport: ['src/store/', 'src/util/'] },
   { from: 'src/metrics/', mayImport: ['src/platform/', 'src/util/'] },
   { from: 'src/demo/', mayImport: ['src/platform/', 'src/schema/', 'src/util/'] },
-  // The static markup renders the widget document: its contract only (zod and schema v1).
-  { from: 'src/widget/', mayImport: ['src/storage/', 'src/util/', 'src/schema/', 'src/widgets/document.ts'] },
+  // The embed script, its static markup and its publication: the widget document's contract is
+  // src/schema/widget-document.ts, beside schema v1, so nothing here reaches up to src/widgets/.
+  { from: 'src/embed/', mayImport: ['src/storage/', 'src/util/', 'src/schema/'] },
   { from: 'src/simulator/', mayImport: ['src/platform/', 'src/util/'] },
   {
     from: 'src/accounts/',
@@ -66,13 +67,13 @@ const LAYERS: Array<{ from: string; mayImport: string[] }> = [
     from: 'src/widgets/',
     mayImport: [
       'src/deletion/',
+      'src/embed/',
       'src/feeds/',
       'src/platform/identifiers.ts',
       'src/schema/',
       'src/storage/',
       'src/store/',
       'src/util/',
-      'src/widget/',
     ],
   },
   // The status documents and the widget script are checked and repaired with the functions
@@ -87,7 +88,7 @@ const LAYERS: Array<{ from: string; mayImport: string[] }> = [
       'src/storage/',
       'src/store/',
       'src/util/',
-      'src/widget/index.ts',
+      'src/embed/index.ts',
       'src/widgets/',
     ],
   },
@@ -107,6 +108,20 @@ const NEVER: Array<{ from: string; to: string; why: string }> = [
 // and image code stay out of it (shared state such as the call pacer's count lives in jobs/).
 const OUTSIDE_SYSTEMS = '(^|node_modules/)(ioredis|pg|bullmq|@aws-sdk/[^/]+|sharp|rate-limiter-flexible)(/|$)';
 const NO_OUTSIDE_SYSTEMS = ['src/platform/', 'src/schema/', 'src/convert/'];
+
+// The embed script runs in visitors' browsers, bundled on its own by esbuild (src/embed/bundle.ts):
+// outside its folder it imports types only (the widget document's contract, schema v1), and no
+// package or Node module, so nothing but its own code reaches a page.
+const BROWSER_ONLY = 'src/embed/script/';
+
+/**
+ * Imports that run back up the table: a folder importing a module of a folder that imports it.
+ * The table allows only these (a file each, named in its row); any other pair is a failure.
+ */
+const BACK_IMPORTS: Array<[string, string]> = [
+  // A feed's content hash (pure functions) proves an upgraded deployment's storage its own.
+  ['src/deletion/', 'src/feeds/'],
+];
 
 const esc = (p: string) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -134,6 +149,13 @@ export function layerRules(): IForbiddenRuleType[] {
       to: { path: OUTSIDE_SYSTEMS },
     });
   }
+  rules.push({
+    name: `browser-only:${BROWSER_ONLY}`,
+    severity: 'error',
+    comment: `${BROWSER_ONLY} imports only types from outside its folder, and no package`,
+    from: { path: `^${esc(BROWSER_ONLY)}` },
+    to: { pathNot: `^${esc(BROWSER_ONLY)}`, dependencyTypesNot: ['type-only'] },
+  });
   for (const n of NEVER)
     rules.push({
       name: `never:${n.from}->${n.to}`,
@@ -145,7 +167,7 @@ export function layerRules(): IForbiddenRuleType[] {
   return rules;
 }
 
-async function violations(files: string[], baseDir?: string): Promise<string[]> {
+async function cruised(files: string[], baseDir?: string): Promise<ICruiseResult> {
   const result = await cruise(files, {
     validate: true,
     ruleSet: { forbidden: layerRules() },
@@ -154,13 +176,38 @@ async function violations(files: string[], baseDir?: string): Promise<string[]> 
     tsPreCompilationDeps: true,
     ...(baseDir ? { baseDir } : {}),
   });
-  const out = result.output as ICruiseResult;
+  return result.output as ICruiseResult;
+}
+
+function violations(out: ICruiseResult): string[] {
   return out.summary.violations.map((v) => `${v.from} -> ${v.to} (${v.rule.name})`);
 }
 
+/** Pairs of top-level folders (src/<folder>/, jobs/) that import each other, each pair once, sorted. */
+function mutualFolders(out: ICruiseResult): Array<[string, string]> {
+  const folder = (p: string) => /^(jobs\/|src\/[^/]+\/)/.exec(p)?.[1];
+  const edges = new Set<string>();
+  for (const m of out.modules)
+    for (const d of m.dependencies) {
+      const [a, b] = [folder(m.source), folder(d.resolved)];
+      if (a && b && a !== b) edges.add(`${a} ${b}`);
+    }
+  return [...edges]
+    .map((e) => e.split(' ') as [string, string])
+    .filter(([a, b]) => a < b && edges.has(`${b} ${a}`))
+    .sort();
+}
+
+let ours: Promise<ICruiseResult> | undefined;
+const cruiseOurs = () => (ours ??= cruised(['src', 'jobs']));
+
 describe('architecture: the layer table of docs/architecture.md', () => {
   it('every import of src/ and jobs/ points the way the table allows, and nothing imports in a circle', async () => {
-    expect(await violations(['src', 'jobs'])).toEqual([]);
+    expect(violations(await cruiseOurs())).toEqual([]);
+  }, 60_000);
+
+  it('imports run one way: no two folders import each other but the back imports the table names', async () => {
+    expect(mutualFolders(await cruiseOurs())).toEqual(BACK_IMPORTS.map(([a, b]) => [a, b].sort()));
   }, 60_000);
 
   it('the rules catch an import that breaks the table (store -> http), a cycle, and Redis in the platform layer', async () => {
@@ -181,7 +228,20 @@ describe('architecture: the layer table of docs/architecture.md', () => {
         join(dir, 'src', 'platform', 'pace.ts'),
         "import type { Redis } from 'ioredis';\nexport type R = Redis;\n",
       );
-      const found = await violations(['src'], dir);
+      // The embed script: a type from outside its folder is fine, a value or a package is not.
+      await mkdir(join(dir, 'src', 'embed', 'script'), { recursive: true });
+      await mkdir(join(dir, 'src', 'schema'), { recursive: true });
+      await writeFile(join(dir, 'src', 'schema', 'doc.ts'), 'export type Doc = { id: string };\n');
+      await writeFile(join(dir, 'src', 'schema', 'limits.ts'), 'export const LIMIT = 1;\n');
+      await writeFile(
+        join(dir, 'src', 'embed', 'script', 'main.ts'),
+        "import type { Doc } from '../../schema/doc.ts';\nimport { LIMIT } from '../../schema/limits.ts';\n" +
+          "import { readFileSync } from 'node:fs';\nexport const f = (d: Doc) => [d.id, LIMIT, readFileSync];\n",
+      );
+      const found = violations(await cruised(['src'], dir));
+      expect(found).toContain('src/embed/script/main.ts -> src/schema/limits.ts (browser-only:src/embed/script/)');
+      expect(found.filter((v) => v.includes('schema/doc.ts'))).toEqual([]);
+      expect(found.some((v) => /^src\/embed\/script\/main\.ts -> (node:)?fs \(browser-only/.test(v))).toBe(true);
       expect(found).toContain('src/store/bad.ts -> src/http/page.ts (layer:src/store/)');
       expect(found.some((v) => v.includes('(no-circular)'))).toBe(true);
       expect(found).toContain('src/platform/pace.ts -> ioredis (no-outside-systems:src/platform/)');

@@ -11,7 +11,7 @@ import {
 } from '../../src/http/dashboard/widgets-routes.ts';
 import { widgetPage, widgetsPage } from '../../src/http/dashboard/widgets-views.ts';
 import type { Account } from '../../src/store/accounts.ts';
-import { WIDGET_FILTER_TYPES, widgetOptionsSchema } from '../../src/widgets/document.ts';
+import { WIDGET_FILTER_TYPES, widgetOptionsSchema } from '../../src/schema/widget-document.ts';
 import { WIDGET_MAX_ACCOUNTS, type WidgetCandidate, type WidgetView } from '../../src/widgets/widgets.ts';
 import { WEBHOOK_EVENTS } from '../../src/webhooks/events.ts';
 

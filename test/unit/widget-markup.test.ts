@@ -1,8 +1,8 @@
 import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { widgetSource } from '../../src/widget/index.ts';
-import { escapeHtml, renderWidgetFragment as fragment } from '../../src/widget/markup.ts';
-import { widgetDocumentSchema, type WidgetDocument } from '../../src/widgets/document.ts';
+import { widgetSource } from '../../src/embed/index.ts';
+import { escapeHtml, renderWidgetFragment as fragment } from '../../src/embed/markup.ts';
+import { widgetDocumentSchema, type WidgetDocument } from '../../src/schema/widget-document.ts';
 
 /** The static fragment (widgets/<id>.html) and the alt texts, without a browser. */
 const BASE = 'https://media.example';

@@ -83,7 +83,7 @@ async function sync(id: string, opts: SyncOptions, io: CliIO): Promise<number> {
     }
     // The widget script beside the feeds, as a worker publishes it when it starts: a site can embed
     // the feed right after this command, with no worker ever run (idempotent: unchanged, no write).
-    const { publishWidget } = await import('../../widget/index.ts');
+    const { publishWidget } = await import('../../embed/index.ts');
     const widget = await publishWidget(deps.storage);
     const s = r.sync;
     const ok = s.complete && r.failedCopies.length === 0;

@@ -25,7 +25,7 @@ import type { ObjectStorage } from '../../storage/types.ts';
 import type { Clock } from '../../util/clock.ts';
 import type { Logger } from '../../util/logger.ts';
 import { redactText } from '../../util/redact.ts';
-import { widgetSource, WIDGET_CONTENT_TYPE } from '../../widget/index.ts';
+import { widgetSource, WIDGET_CONTENT_TYPE } from '../../embed/index.ts';
 import {
   DASHBOARD_PATH,
   loginRoutes,

@@ -7,7 +7,7 @@ import { syncSummary } from '../../accounts/sync-summary.ts';
 import { reasonParts, type AccountHealth } from '../../accounts/health.ts';
 import type { ListedInvitation } from '../../store/invitations.ts';
 import type { InvitationEmailOutcome } from '../../alerts/invitation-email.ts';
-import { WIDGET_LAYOUTS, type WidgetLayout } from '../../widgets/document.ts';
+import { WIDGET_LAYOUTS, type WidgetLayout } from '../../schema/widget-document.ts';
 
 /**
  * The dashboard's HTML. Server-rendered, no script of our own (the preview loads the published

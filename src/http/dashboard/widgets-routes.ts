@@ -20,7 +20,7 @@ import {
   WidgetNotFoundError,
   type WidgetInput,
 } from '../../widgets/widgets.ts';
-import { WIDGET_FILTER_TYPES } from '../../widgets/document.ts';
+import { WIDGET_FILTER_TYPES } from '../../schema/widget-document.ts';
 import { WIDGET_MAX_ACCOUNTS } from '../../widgets/widgets.ts';
 import type { Flash, LayoutOptions } from './views.ts';
 import { COPY_SCRIPT, widgetPage, widgetsPage, WIDGETS_PATH, type FeedHiddenPost } from './widgets-views.ts';

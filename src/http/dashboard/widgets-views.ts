@@ -1,6 +1,6 @@
 import { escapeHtml as h } from '../pages.ts';
 import { CSRF_FIELD } from '../csrf.ts';
-import { WIDGET_CAPTIONS, WIDGET_FILTER_TYPES, WIDGET_LAYOUTS, WIDGET_THEMES } from '../../widgets/document.ts';
+import { WIDGET_CAPTIONS, WIDGET_FILTER_TYPES, WIDGET_LAYOUTS, WIDGET_THEMES } from '../../schema/widget-document.ts';
 import type { WidgetCandidate, WidgetView } from '../../widgets/widgets.ts';
 import { layout, type LayoutOptions } from './views.ts';
 

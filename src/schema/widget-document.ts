@@ -1,22 +1,22 @@
 /*
- * NOTE for the widget script and the static markup (src/widget/feedmirror-widget.js, src/widget/markup.ts):
- * - This module is the contract of `widgets/<id>.json` (and the input of renderWidgetFragment). It
- *   imports only zod and src/schema, so src/widget/ may import it (docs/architecture.md allows
- *   src/widget/ -> src/widgets/document.ts and src/schema/).
+ * The widget document: the contract of `widgets/<id>.json`, which the embed script
+ * (src/embed/script/, type-only imports of this module) and the static markup (src/embed/markup.ts)
+ * read, and src/widgets/ writes. It sits beside schema v1 (a published format too) and imports only
+ * zod and schema v1, so every layer that reads or writes it imports it downwards.
  * - Beyond the agreed shape: `demo` (true when every source account still shows the demo feed:
  *   show the demo label, R-SCH-11), `accounts[].displayName`, `options.maxPosts` (how many posts
  *   the document carries at most), `viewsUrl` (null unless the operator set WIDGET_VIEWS_URL or
- *   PUBLIC_URL with views on: then navigator.sendBeacon(viewsUrl) once per page load).
+ *   PUBLIC_URL with views on: then one view is reported per page load, R-EMB-4).
  * - posts are schema v1 posts as the source feeds publish them plus `accountId` and `username`;
  *   post ids are unique per account only, so key a post by accountId + id.
  * - The published objects: widgets/<id>.json (application/json) and widgets/<id>.html (the
  *   static fragment), with the feeds' Cache-Control (public, max-age=300 by default).
- * - viewsUrl is `WIDGET_VIEWS_URL/w/<id>/view`: serve answers POST (sendBeacon) and GET with 204,
- *   CORS *, no cookie. The dashboard's preview uses data-src="/dashboard/widgets/<id>/document.json"
- *   (the published document through the session, viewsUrl set to null) with /dashboard/widget.js.
+ * - viewsUrl is `WIDGET_VIEWS_URL/w/<id>/view`: serve answers POST and GET with 204, CORS *, no
+ *   cookie. The dashboard's preview uses data-src="/dashboard/widgets/<id>/document.json" (the
+ *   published document through the session, viewsUrl set to null) with /dashboard/widget.js.
  */
 import { z } from 'zod';
-import { POST_TYPES, postSchema } from '../schema/v1.ts';
+import { POST_TYPES, postSchema } from './v1.ts';
 
 /** `w_` and ten characters of lower-case base32 (RFC 4648 alphabet): short, url-safe, a storage id. */
 export const WIDGET_ID_PATTERN = /^w_[a-z2-7]{10}$/;

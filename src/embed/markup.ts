@@ -1,10 +1,12 @@
-import type { WidgetDocument } from '../widgets/document.ts';
-import { widgetScript, type WidgetNode as Node } from './index.ts';
+import type { WidgetDocument } from '../schema/widget-document.ts';
+import type { Style, Tree } from './script/dom.ts';
+import { CSS } from './script/style.ts';
+import { widgetTree } from './script/tree.ts';
 
 /**
  * The widget as static HTML (widgets/<id>.html), for sites that render on the server or allow no
- * third-party script. The markup is not written twice: the script's own `widgetTree` builds it
- * (the tree the browser turns into DOM), run here in a bare VM context, and this module only
+ * third-party script. The markup is not written twice: the script's own `widgetTree`
+ * (src/embed/script/tree.ts, the tree the browser turns into DOM) builds it, and this module only
  * writes the tree as HTML, every text and attribute value escaped. So the fragment and the
  * script's rendering are the same markup (same boxes, srcset, placeholders, alt texts), and the
  * script, when present, enhances the fragment in place instead of rendering it again.
@@ -23,7 +25,7 @@ function name(n: string): string {
   return n;
 }
 
-function toHtml(node: Node | string): string {
+function toHtml(node: Tree | string): string {
   if (typeof node === 'string') return escapeHtml(node);
   const [tag, attrs, kids] = node;
   let out = `<${name(tag)}`;
@@ -32,7 +34,7 @@ function toHtml(node: Node | string): string {
     if (k === 'style') {
       // The script sets these through the CSSOM; here a style attribute, values from the script's own
       // numbers and #rrggbb colours (placeholderOf), escaped all the same.
-      const css = Object.entries(v as Record<string, string>)
+      const css = Object.entries(v as Style)
         .map(([p, val]) => `${p}:${val}`)
         .join(';');
       out += ` style="${escapeHtml(css)}"`;
@@ -46,7 +48,7 @@ function toHtml(node: Node | string): string {
 
 /** The widget's stylesheet, as the script injects it (same id: the script then adds no second copy). */
 export function widgetStyle(): string {
-  return `<style id="feedmirror-widget-style">${widgetScript().css.replace(/<\//g, '<\\/')}</style>`;
+  return `<style id="feedmirror-widget-style">${CSS.replace(/<\//g, '<\\/')}</style>`;
 }
 
 /**
@@ -57,5 +59,5 @@ export function widgetStyle(): string {
  * carousel's arrows.
  */
 export function renderWidgetFragment(doc: WidgetDocument): string {
-  return `${widgetStyle()}${toHtml(widgetScript().widgetTree(doc))}`;
+  return `${widgetStyle()}${toHtml(widgetTree(doc))}`;
 }

@@ -1,11 +1,11 @@
-import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import vm from 'node:vm';
 import type { ObjectStorage, StoredObject } from '../storage/types.ts';
+import { CSS } from './script/style.ts';
 
 /**
- * The embeddable widget: one static, dependency-free script published next to the feeds, so a
- * site embeds a feed with a <div> and a <script> and never holds a token (R-TOK-11).
+ * The embed script's publication: one static, dependency-free script published next to the feeds,
+ * so a site embeds a widget or a feed with a <div> and a <script> and never holds a token
+ * (R-TOK-11), and its stylesheet beside it.
  */
 export const WIDGET_FILENAME = 'feedmirror-widget.js';
 /** Storage key of the published script: `widget/feedmirror-widget.js`. */
@@ -22,58 +22,31 @@ export const WIDGET_CSS_CONTENT_TYPE = 'text/css; charset=utf-8';
 // An hour: a new release reaches sites soon, while browsers and CDNs still cache it.
 export const WIDGET_CACHE_CONTROL = 'public, max-age=3600';
 
-const WIDGET_FILE = new URL(`./${WIDGET_FILENAME}`, import.meta.url);
-
 /**
- * What a page downloads: the source without its comments and indentation (a page has no use for
- * them, and the script must stay at or under 12 KB gzipped). No bundler, no renaming: line for
- * line the same code, so a stack trace still reads. Kept: `/*!` blocks (the header and the
- * ThumbHash licence notice). The source never holds a comment opener inside a string or a
- * regular expression, and no line starts inside a string (test/unit/widget-helpers.test.ts runs
- * the shipped script; every browser test loads it).
+ * The script a page downloads: src/embed/script/ bundled and minified by esbuild (bundle.ts).
+ * Compiled into dist/ (the production image has no esbuild), the file `npm run build` bundled
+ * beside this module; run from the sources (the demo, tests, a checkout), bundled in memory once
+ * per process.
  */
-export function shipScript(source: string): string {
-  return source
-    .replace(/\/\*(?!!)[\s\S]*?\*\//g, '')
-    .replace(/^[ \t]*\/\/.*$/gm, '')
-    .replace(/^[ \t]+/gm, '')
-    .replace(/\n{2,}/g, '\n');
-}
+const BUILT_SCRIPT = new URL(`./${WIDGET_FILENAME}`, import.meta.url);
+const COMPILED = import.meta.url.endsWith('.js');
 
-/** What the script exposes to the server: its stylesheet and its markup builder. */
-export type WidgetNode = [string, Record<string, unknown>, Array<WidgetNode | string | null | false | undefined>];
-export interface WidgetScript {
-  css: string;
-  widgetTree(doc: unknown): WidgetNode;
-}
+let shipped: Promise<Buffer> | undefined;
 
-let script: WidgetScript | undefined;
-
-/** The shipped script run once in a bare VM context (no DOM: it only defines its functions). */
-export function widgetScript(): WidgetScript {
-  if (!script) {
-    const source = shipScript(readFileSync(WIDGET_FILE, 'utf8'));
-    const ctx: { FeedMirrorWidget?: WidgetScript } = {};
-    vm.runInNewContext(source, ctx);
-    script = ctx.FeedMirrorWidget!;
-  }
-  return script;
+/** The script as shipped: the bytes publishWidget writes and verify compares. */
+export function widgetSource(): Promise<Buffer> {
+  shipped ??= (COMPILED ? readFile(BUILT_SCRIPT) : import('./bundle.ts').then((b) => b.bundleWidget())).catch(
+    (err: unknown) => {
+      shipped = undefined;
+      throw err;
+    },
+  );
+  return shipped;
 }
 
 /** The stylesheet file: the script's own CSS, so the file and the injected <style> never differ. */
 export function widgetStylesheet(): Buffer {
-  return Buffer.from(
-    `/*! feedmirror widget stylesheet (the same rules the script injects) */\n${widgetScript().css}\n`,
-    'utf8',
-  );
-}
-
-let shipped: Buffer | undefined;
-
-/** The script as shipped: read from the package, comments and indentation left out (shipScript). */
-export async function widgetSource(): Promise<Buffer> {
-  shipped ??= Buffer.from(shipScript(await readFile(WIDGET_FILE, 'utf8')), 'utf8');
-  return shipped;
+  return Buffer.from(`/*! feedmirror widget stylesheet (the same rules the script injects) */\n${CSS}\n`, 'utf8');
 }
 
 export interface PublishedWidget {

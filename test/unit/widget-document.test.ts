@@ -5,7 +5,7 @@ import {
   widgetDocumentSchema,
   widgetOptionsSchema,
   WIDGET_ID_PATTERN,
-} from '../../src/widgets/document.ts';
+} from '../../src/schema/widget-document.ts';
 
 const feed = JSON.parse(readFileSync(new URL('../fixtures/feed-v1-valid.json', import.meta.url), 'utf8'));
 
