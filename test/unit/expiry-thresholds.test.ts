@@ -71,7 +71,7 @@ describe('alert emails', () => {
       'in 6 days',
       'the last 2 refresh attempts failed',
       'log in',
-      'feedmirror accounts invite',
+      'feedmirror accounts reconnect-link 17841400000000001',
       connectUrl,
     ]) {
       expect(m.text).toContain(s);
