@@ -22,7 +22,7 @@ import {
   type RedisOutage,
   type RedisSettings,
 } from '../../jobs/queues.ts';
-import { accountSchedules, type ScheduleSettings } from '../../jobs/catalogue.ts';
+import { accountSchedules, type ScheduleSettings } from '../../jobs/schedules.ts';
 import { AccountLifecycle, type AccountSchedules } from '../accounts/lifecycle.ts';
 import { alertReauthRequired, type SweepDeps } from '../alerts/sweep.ts';
 import type { OwnerAlertSettings } from '../alerts/owner.ts';

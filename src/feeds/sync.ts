@@ -275,11 +275,7 @@ async function examineFeed(run: SyncRun, opts: SyncOptions): Promise<FeedState> 
  * refusal only the owner can fix ends the sync as reauth-required: the lifecycle unschedules and
  * alerts, exactly once (R-TOK-10). Any other failure is thrown for syncAccount to record.
  */
-async function listAccount(
-  run: SyncRun,
-  progress: SyncProgress,
-  report: () => void,
-): Promise<MediaListing | Skipped> {
+async function listAccount(run: SyncRun, progress: SyncProgress, report: () => void): Promise<MediaListing | Skipped> {
   const { deps, accountId, account } = run;
   try {
     return await deps.platform.listMedia(run.accessToken, {
