@@ -59,7 +59,7 @@ export interface ReconcileDeps {
 }
 
 /** One difference between the accounts in PostgreSQL and the schedulers in Redis. */
-export type ScheduleDifference =
+export type SchedulerDifference =
   | {
       /** An account's scheduler is absent, or runs at another interval than the settings say. */
       kind: 'missing' | 'interval';
@@ -84,8 +84,8 @@ export type ScheduleDifference =
  */
 export async function compareSchedules(
   deps: Pick<ReconcileDeps, 'db' | 'queues' | 'schedules'>,
-): Promise<ScheduleDifference[]> {
-  const differences: ScheduleDifference[] = [];
+): Promise<SchedulerDifference[]> {
+  const differences: SchedulerDifference[] = [];
   const active = await listScheduledAccountIds(deps.db);
   const activeIds = new Set(active);
 

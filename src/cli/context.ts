@@ -379,7 +379,7 @@ export class AppContext {
 /**
  * The pacer's count lives in Redis: when Redis fails under a call, the error says so and where
  * (one line, exit 3 in the CLI), not ioredis's "Reached the max retries per request limit"; and
- * it is this deployment's failure, which no account's health records (src/accounts/error-kind.ts).
+ * it is this deployment's failure, which no account's health records (src/util/error-kinds.ts).
  */
 function namingRedis(pacer: CallPacer, settings: RedisSettings): CallPacer {
   return {

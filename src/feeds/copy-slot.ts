@@ -7,7 +7,7 @@ import { convertItem } from '../convert/convert-item.ts';
 import type { Post } from '../schema/v1.ts';
 import { getPostForCopy, saveMediaCopy, updatePostLinks } from '../store/posts.ts';
 import { clearCopyFailure, recordCopyFailure } from '../store/copy-failures.ts';
-import { errorKind, isLocalFailure } from '../accounts/error-kind.ts';
+import { errorKind, isLocalFailure } from '../util/error-kinds.ts';
 import { loadToken } from '../store/tokens.ts';
 import { MINUTE } from '../util/clock.ts';
 import type { FeedDeps } from './deps.ts';
@@ -163,7 +163,7 @@ export async function noteCopyFailure(
   opts: { gaveUp: boolean },
 ): Promise<void> {
   // R-HLT-5: storage or PostgreSQL unreachable, a key that opens no token: this deployment's
-  // failure, not the account's (error-kind.ts); the job retries and says why in the worker's log.
+  // failure, not the account's (src/util/error-kinds.ts); the job retries and says why in the worker's log.
   if (isLocalFailure(err)) return;
   await recordCopyFailure(deps.db, {
     ...t,

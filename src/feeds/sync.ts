@@ -11,7 +11,7 @@ import { recordRunawayListing } from '../store/listing-guard.ts';
 import { DEFAULT_LISTING_MAX_ITEMS, listingItemBound, runawayPauseMs } from './listing-bound.ts';
 import { markSynced, setRefusedFields } from '../store/accounts.ts';
 import { statusOnlyLifecycle } from '../accounts/lifecycle.ts';
-import { errorKind, isLocalFailure } from '../accounts/error-kind.ts';
+import { errorKind, isLocalFailure } from '../util/error-kinds.ts';
 import {
   copySourceKey,
   getPosts,

@@ -2,7 +2,7 @@ import { daysLeft } from '../util/clock.ts';
 import type { ErrorKind } from '../util/error-kinds.ts';
 import { redactText } from '../util/redact.ts';
 import { withTransaction, type Db } from './db.ts';
-import { recordEvent } from './events.ts';
+import { recordTokenEvent } from './events.ts';
 import { ownerOfRow, type AccountOwner } from './owners.ts';
 
 export const ACCOUNT_STATUSES = ['active', 'reauth_required'] as const;
@@ -150,7 +150,7 @@ export async function getAccount(db: Db, id: string): Promise<Account | null> {
   return rows[0] ? toAccount(rows[0]) : null;
 }
 
-/** Which of these ids are accounts (verify: a status document whose account is gone). */
+/** Which of these ids are accounts (verify: a status document whose account is gone; a widget's sources). */
 export async function existingAccountIds(db: Db, ids: readonly string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const { rows } = await db.query<{ id: string }>('SELECT id FROM accounts WHERE id = ANY($1::text[])', [ids]);
@@ -274,7 +274,7 @@ export async function setAccountStatus(
     if (rows.length === 0) return false;
     const event = opts.event === undefined ? (status === 'reauth_required' ? 'reauth_required' : null) : opts.event;
     if (event)
-      await recordEvent(c, {
+      await recordTokenEvent(c, {
         accountId: id,
         kind: event,
         at: opts.at,
@@ -397,7 +397,7 @@ export async function removeAccount(db: Db, id: string, at: Date): Promise<boole
       [id],
     );
     if (rows.length === 0) return false;
-    await recordEvent(c, { accountId: id, kind: 'removed', at, expiresAt: rows[0]!.expires_at });
+    await recordTokenEvent(c, { accountId: id, kind: 'removed', at, expiresAt: rows[0]!.expires_at });
     return true;
   });
 }
