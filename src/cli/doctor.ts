@@ -6,8 +6,8 @@ import { servePortOf } from './serve-address.ts';
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import { preflight } from './preflight.ts';
-import { describeDatabaseUrl } from '../store/db.ts';
-import { checkCompatibility, readMigrations, type AppliedRow } from '../store/migrate.ts';
+import { createDatabase, describeDatabaseUrl, tablesExist } from '../store/db.ts';
+import { checkCompatibility, readAppliedMigrations, readMigrations } from '../store/migrate.ts';
 import { createStorage } from '../storage/index.ts';
 import { probeKey } from '../storage/keys.ts';
 import { removeProbe } from '../deletion/guard.ts';
@@ -184,7 +184,7 @@ async function checkPostgres(config: Config, create: boolean, timeoutMs: number)
     c.on('error', () => undefined);
     try {
       await c.connect();
-      await c.query(`CREATE DATABASE ${pg.escapeIdentifier(dbName)}`);
+      await createDatabase(c, dbName);
       out.push(ok('database exists', `created "${dbName}"`));
     } catch (e) {
       out.push(
@@ -207,23 +207,7 @@ async function checkPostgres(config: Config, create: boolean, timeoutMs: number)
     if (!out.some((r) => r.name === 'database exists')) out.push(ok('database exists', `"${dbName}"`));
     const files = await readMigrations();
     const known = files.map((m) => m.name);
-    const table = await client.query<{ t: string | null }>("SELECT to_regclass('schema_migrations')::text AS t");
-    // compatible_with: what each migration of a newer release said older code may run on it.
-    const withColumn = table.rows[0]?.t
-      ? (
-          await client.query(
-            `SELECT 1 FROM information_schema.columns
-              WHERE table_schema = current_schema() AND table_name = 'schema_migrations' AND column_name = 'compatible_with'`,
-          )
-        ).rowCount !== 0
-      : false;
-    const rows = table.rows[0]?.t
-      ? (
-          await client.query<AppliedRow>(
-            `SELECT name, checksum, ${withColumn ? 'compatible_with' : 'NULL::text AS compatible_with'} FROM schema_migrations ORDER BY name`,
-          )
-        ).rows
-      : [];
+    const rows = (await readAppliedMigrations(client)) ?? [];
     const applied = rows.map((r) => r.name);
     const unknown = applied.filter((a) => !known.includes(a));
     const pending = known.filter((k) => !applied.includes(k));
@@ -282,10 +266,7 @@ async function checkSecrets(config: Config, postgres: CheckResult[], timeoutMs: 
   const pool = new pg.Pool({ connectionString: config.DATABASE_URL, connectionTimeoutMillis: timeoutMs, max: 1 });
   pool.on('error', () => undefined);
   try {
-    const hasTables = await pool.query<{ t: string | null; w: string | null }>(
-      "SELECT to_regclass('tokens')::text AS t, to_regclass('webhook_endpoints')::text AS w",
-    );
-    if (!hasTables.rows[0]?.t || !hasTables.rows[0]?.w)
+    if (!(await tablesExist(pool, ['tokens', 'webhook_endpoints'])))
       return skip(name, 'the tables are not created yet (no migrations)');
     const audit = await auditSecrets(pool, cipher);
     const primary = describeKeyEntry(audit.keys.find((k) => k.primary)!);
