@@ -303,8 +303,8 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   };
   // Catch up: a worker that was down when something was due acts as soon as it starts (every
   // active account's schedulers upserted, today's daily jobs queued).
-  // Only what differs is written (scheduleAccounts): a restart of a worker on 100,000 accounts
-  // rewrote 200,000 schedulers that were already right.
+  // Only what differs is written (scheduleAccounts): upserting every scheduler at every start
+  // would rewrite two schedulers per account that are already right.
   const accountIds = await listScheduledAccountIds(deps.db);
   const scheduled = await scheduleAccounts(deps.queues, accountIds, deps.schedules);
   log.info({ accounts: accountIds.length, ...scheduled }, 'account schedules checked');

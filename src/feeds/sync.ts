@@ -515,10 +515,10 @@ function countChanges(changes: ReadonlyMap<string, UpsertedPost>): { newPosts: n
  * Whether a sync's result calls for publishing: something was read that the feed lacks (new or
  * changed posts, images to copy, renewed video links), a complete listing pruned posts, the feed
  * object is missing from storage, or the feed is due anyway (the demo feed still in place, video links about to die). Otherwise the
- * previous feed stays as it is and no publish job runs: a publish job for every unchanged sync
- * (a feed built, validated and found the same) took the worker's CPU per catch-up sync from
- * 12.9 to 17.5 ms in `npm run bench -- --scale 600`. The worker's flow decides with it; runSyncNow (one account, by hand) also
- * publishes after any complete listing, so its summary can say the feed is unchanged.
+ * previous feed stays as it is and no publish job runs: building and validating a feed only to
+ * find it the same is most of the work of an unchanged sync, and most syncs are unchanged
+ * (`npm run bench` measures it). The worker's flow decides with it; runSyncNow (one account, by
+ * hand) also publishes after any complete listing, so its summary can say the feed is unchanged.
  */
 export function needsPublish(result: Extract<SyncResult, { outcome: 'synced' }>): boolean {
   return (
@@ -537,9 +537,9 @@ export function needsPublish(result: Extract<SyncResult, { outcome: 'synced' }>)
  * when the listing was complete and could have left objects no record names, that is when it
  * pruned posts (R-LNK-6: their copies leave on this run) or found changed ones (an edited post's
  * earlier file, a carousel that lost a slide). The sweep lists every object of the account and
- * reads the feed back: after a sync that only added posts it found nothing to remove, and cost
- * the worker a LIST and a GET per written feed (and s3rver, on the benchmark's cores, about 4 ms
- * per image copied). What a crash leaves behind is found by the daily media sweep and verify.
+ * reads the feed back: after a sync that only added posts it finds nothing to remove, and costs
+ * a LIST of every object of the account and a GET per written feed. What a crash leaves behind is
+ * found by the daily media sweep and verify.
  */
 export function sweepDue(result: Extract<SyncResult, { outcome: 'synced' }>): boolean {
   return result.complete && (result.pruned.length > 0 || result.changedPosts > 0);

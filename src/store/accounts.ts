@@ -159,8 +159,8 @@ export async function existingAccountIds(db: Db, ids: readonly string[]): Promis
 
 /**
  * Ids of the accounts that are scheduled: active, with a token. Ids only: the worker's start and
- * the reconciler need nothing else, and 10,000 full rows (with their last errors and skipped
- * items), loaded twice at start, were the worker's memory peak (docs/benchmarks.md).
+ * the reconciler need nothing else, and every account's full row (with its last errors and
+ * skipped items) held at once would set the worker's memory peak.
  */
 export async function listScheduledAccountIds(db: Db): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
@@ -229,8 +229,8 @@ export const ACCOUNT_PAGE = 500;
 /**
  * Every account as listAccounts gives it, a page at a time in id order (keyset: an account added
  * or removed meanwhile neither repeats nor hides another). The daily sweeps visit every account
- * through this: 100,000 rows read at once held about 370 MB of the worker's heap for the length of
- * the sweep (docs/capacity.md); a page holds about 2 MB.
+ * through this: every row read at once would be held in the worker's heap for the length of the
+ * sweep, growing with the number of accounts (docs/capacity.md); a page's stays small.
  */
 export async function* eachAccount(
   db: Db,
