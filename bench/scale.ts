@@ -45,7 +45,7 @@ import { Worker } from 'node:worker_threads';
 import { saveToken } from '../src/store/tokens.ts';
 import { DAY, HOUR, MINUTE } from '../src/util/clock.ts';
 import { bullConnection, createQueue, QUEUE, redisClient } from '../jobs/queues.ts';
-import { accountSchedulers, scheduleAccount, scheduleOffsetMs, syncSchedulerId } from '../jobs/catalogue.ts';
+import { accountSchedulers, scheduleAccount, scheduleOffsetMs, syncSchedulerId } from '../jobs/schedules.ts';
 import { withinLimits } from '../jobs/job-options.ts';
 import { S3RVER_CREDENTIALS } from '../test/support/s3.ts';
 import { forkChild, type ChildHandle } from './ipc.ts';

@@ -16,7 +16,7 @@ import { saveToken } from '../src/store/tokens.ts';
 import { DAY, systemClock } from '../src/util/clock.ts';
 import { silentLogger } from '../src/util/logger.ts';
 import { runVerify } from '../src/verify/verify.ts';
-import { scheduleAccount } from '../jobs/catalogue.ts';
+import { scheduleAccount } from '../jobs/schedules.ts';
 import { createQueues } from '../jobs/queues.ts';
 import { scheduleCheck } from '../jobs/verify-schedules.ts';
 import { S3RVER_CREDENTIALS, startS3 } from '../test/support/s3.ts';

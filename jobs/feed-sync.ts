@@ -49,7 +49,8 @@ export type FeedSyncReturn = SyncResult & { publishJobId?: string; copyJobs?: nu
  * and then lives for days, so it is placed as if it died DEAD_LINK_AFTER_MS after it was queued,
  * behind the live links that die before then (`npm run bench -- --downtime 1000`, README
  * Benchmarks). Unknown expiry comes last: BullMQ's own PRIORITY_LIMIT (2^21 - 1), never above it
- * (R-OWN-9: 2^21 failed every sync of an account with one link without oe).
+ * (R-OWN-9: BullMQ refuses the add of a job whose priority is out of range, which would fail every
+ * sync of an account with one link without oe).
  *
  * The era: BullMQ's priorities end at 2^21 - 1 minutes (about 4 years); eras of 2^20 minutes
  * (about 2 years) leave deadlines up to 2 years ahead inside it. When an era turns, copies queued
@@ -118,8 +119,9 @@ export interface FeedSyncJobDeps extends FeedDeps {
 /**
  * A sync's progress (pages read, images to copy) goes to the queue view at most once a second,
  * and not before its first second: a sync that ends sooner has nothing to show while it runs,
- * and each report is a write to Redis. Reporting every page of every hourly sync was 5% of the
- * worker's CPU for an unchanged one (docs/benchmarks.md, "The cost of an unchanged sync").
+ * and each report is a write to Redis: reporting every page of every hourly sync would add a
+ * round trip to Redis per page to the unchanged syncs that make most of a worker's work
+ * (docs/benchmarks.md, "The cost of an unchanged sync").
  */
 export const PROGRESS_EVERY_MS = 1_000;
 export function progressReporter(startedMs: number, everyMs: number): (nowMs: number) => boolean {
@@ -135,7 +137,8 @@ export const feedSyncJob = defineJob({
   name: 'feed-sync',
   queue: 'feedSync',
   payload: feedSyncPayload,
-  // Scheduled, CLI and dashboard runs alike (they used to drift: 30 s here, 60 s there).
+  // Scheduled, CLI and dashboard runs alike: every caller enqueues through the definition, so
+  // the retry options cannot differ between them.
   options: {
     ...retryOptions({ attempts: 3, backoffMs: 60_000 }),
     removeOnComplete: { age: 7 * 24 * 3600, count: 1000 },

@@ -6,7 +6,7 @@ import { countRateLimitWait } from '../src/metrics/observe.ts';
 import type { PipelineMetrics } from '../src/metrics/index.ts';
 import { MINUTE, type Clock } from '../src/util/clock.ts';
 import { randomBytes } from 'node:crypto';
-import { enqueue } from './catalogue.ts';
+import { enqueue } from './enqueue.ts';
 import { feedSyncJob } from './feed-sync.ts';
 import type { Queues } from './queues.ts';
 import type { Logger } from '../src/util/logger.ts';

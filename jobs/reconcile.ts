@@ -7,18 +7,15 @@ import { holdLease, newHolderId, type HeldLease } from '../src/store/locks.ts';
 import type { Clock } from '../src/util/clock.ts';
 import type { Logger } from '../src/util/logger.ts';
 import { redactText } from '../src/util/redact.ts';
+import { dailyJobId, enqueue, enqueueDaily } from './enqueue.ts';
 import {
   accountSchedulers,
-  dailyJobId,
-  enqueue,
-  enqueueDaily,
   runScheduledOnceNow,
   ACCOUNT_SCHEDULER_KEY,
-  schedulerIntervals,
-  schedulerPages,
   writeScheduler,
   type ScheduleSettings,
-} from './catalogue.ts';
+} from './schedules.ts';
+import { schedulerIntervals, schedulerPages } from './bullmq-keys.ts';
 import { feedSyncJob } from './feed-sync.ts';
 import { clearSyncRequest, listSyncRequests } from '../src/store/sync-requests.ts';
 import type { AnyJobDefinition } from './definition.ts';
@@ -62,7 +59,7 @@ export interface ReconcileDeps {
 }
 
 /** One difference between the accounts in PostgreSQL and the schedulers in Redis. */
-export type ScheduleDifference =
+export type SchedulerDifference =
   | {
       /** An account's scheduler is absent, or runs at another interval than the settings say. */
       kind: 'missing' | 'interval';
@@ -87,8 +84,8 @@ export type ScheduleDifference =
  */
 export async function compareSchedules(
   deps: Pick<ReconcileDeps, 'db' | 'queues' | 'schedules'>,
-): Promise<ScheduleDifference[]> {
-  const differences: ScheduleDifference[] = [];
+): Promise<SchedulerDifference[]> {
+  const differences: SchedulerDifference[] = [];
   const active = await listScheduledAccountIds(deps.db);
   const activeIds = new Set(active);
 

@@ -2,7 +2,9 @@ import type { Job } from 'bullmq';
 import type { Db } from '../src/store/db.ts';
 import { recordSyncRequest, type SyncRequester } from '../src/store/sync-requests.ts';
 import type { Clock } from '../src/util/clock.ts';
-import { enqueue, JOBS, manualJobId } from './catalogue.ts';
+import { JOBS } from './catalogue.ts';
+import { enqueue } from './enqueue.ts';
+import { manualJobId } from './manual-ids.ts';
 import type { Queues } from './queues.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { compareSchedules, type ReconcileDeps } from './reconcile.ts';
-import { scheduleAccount, unscheduleAccount } from './catalogue.ts';
+import { scheduleAccount, unscheduleAccount } from './schedules.ts';
 import type { ScheduleCheck } from '../src/verify/verify.ts';
 
 /**

@@ -3,7 +3,7 @@ import { recordEvent, type EventSink, type WebhookEvent } from '../src/webhooks/
 import { listPendingDeliveryIds } from '../src/store/webhooks.ts';
 import type { Clock } from '../src/util/clock.ts';
 import type { Logger } from '../src/util/logger.ts';
-import { enqueue } from './catalogue.ts';
+import { enqueue } from './enqueue.ts';
 import type { Queues } from './queues.ts';
 import { webhookDeliveryJob } from './webhook-delivery.ts';
 

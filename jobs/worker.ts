@@ -12,6 +12,7 @@ import type { OwnerAlertSettings } from '../src/alerts/owner.ts';
 import { listScheduledAccountIds } from '../src/store/accounts.ts';
 import {
   QUEUE,
+  type QueueKey,
   bullConnection,
   redisClient,
   redisOutage,
@@ -21,14 +22,9 @@ import {
 } from './queues.ts';
 import { Reconciler } from './reconcile.ts';
 import type { AnyJobDefinition } from './definition.ts';
-import {
-  JOBS,
-  accountSchedules,
-  enqueueDaily,
-  queueProcessor,
-  scheduleAccounts,
-  type ScheduleSettings,
-} from './catalogue.ts';
+import { JOBS, checkQueueCoverage, queueProcessor } from './catalogue.ts';
+import { enqueueDaily } from './enqueue.ts';
+import { accountSchedules, scheduleAccounts, type ScheduleSettings } from './schedules.ts';
 import { AccountLifecycle } from '../src/accounts/lifecycle.ts';
 import type { TokenRefreshDeps } from '../src/accounts/token-refresh.ts';
 import type { MaintenanceDeps } from './maintenance.ts';
@@ -119,6 +115,13 @@ export interface RunningWorker {
   close(): Promise<{ cutOff: CutOffJob[] }>;
   /** The schedule reconciler (tests trigger it; it runs on its own interval). */
   readonly reconciler: Reconciler;
+}
+
+/** The queue a Worker runs, by its key in QUEUE. */
+function queueKeyOf(w: Worker): QueueKey {
+  const key = (Object.keys(QUEUE) as QueueKey[]).find((k) => QUEUE[k] === w.name);
+  if (!key) throw new Error(`a worker runs ${w.name}, which is not a queue of QUEUE`);
+  return key;
 }
 
 export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
@@ -260,6 +263,18 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     ...(feedWorkers?.workers ?? []),
     ...(webhookWorker ? [webhookWorker] : []),
   ];
+  // Every queue with jobs has a Worker here, and every Worker has jobs (catalogue.ts), except the
+  // queues this process leaves to others on purpose.
+  try {
+    checkQueueCoverage(workers.map(queueKeyOf), [
+      ...(deps.feed ? [] : (['feedSync', 'mirrorMedia', 'publishFeed'] as const)),
+      ...(webhookQueue ? [] : (['webhooks'] as const)),
+    ]);
+  } catch (err) {
+    await Promise.all(workers.map((w) => w.close()));
+    await feedWorkers?.flows.close();
+    throw err;
+  }
   // What runs now, for the shutdown's "cut off" list.
   const active = new Map<string, CutOffJob>();
   for (const w of workers) {
@@ -288,8 +303,8 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   };
   // Catch up: a worker that was down when something was due acts as soon as it starts (every
   // active account's schedulers upserted, today's daily jobs queued).
-  // Only what differs is written (scheduleAccounts): a restart of a worker on 100,000 accounts
-  // rewrote 200,000 schedulers that were already right.
+  // Only what differs is written (scheduleAccounts): upserting every scheduler at every start
+  // would rewrite two schedulers per account that are already right.
   const accountIds = await listScheduledAccountIds(deps.db);
   const scheduled = await scheduleAccounts(deps.queues, accountIds, deps.schedules);
   log.info({ accounts: accountIds.length, ...scheduled }, 'account schedules checked');

@@ -135,7 +135,7 @@ export async function importLongLivedToken(
 /**
  * Store, then schedule: the account's row and its token are committed in one transaction before
  * any of its jobs can exist, so the first sync and the first refresh check always find both
- * (a job that ran before the commit used to end "account not found" and wait for its next slot).
+ * (a job that ran before the commit would end "account not found" and wait for its next slot).
  * The lifecycle then makes it active and schedules it (R-TOK-8); if the queues fail at that point
  * the account stays connected, and the worker's start or its reconciler (jobs/reconcile.ts)
  * creates the missing schedules from PostgreSQL.

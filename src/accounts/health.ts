@@ -21,7 +21,7 @@ import { getRemovalHold, listRemovalHolds } from '../store/holds.ts';
  *    failed (R-HLT-2).
  * Only what the platform or the account's own data caused is recorded against an account: a
  * failure of this deployment (Redis, PostgreSQL or storage unreachable, a key that opens no token)
- * is not (src/accounts/error-kind.ts localFailure), so it never turns an account's health.
+ * is not (src/util/error-kinds.ts localFailure), so it never turns an account's health.
  */
 export const VERDICTS = ['ok', 'warn', 'fail'] as const;
 export type Verdict = (typeof VERDICTS)[number];

@@ -6,7 +6,7 @@ import { TokenInvalidError, TokenTooYoungError } from '../platform/errors.ts';
 import type { TokenCipher } from '../store/crypto.ts';
 import { getAccount } from '../store/accounts.ts';
 import type { AccountLifecycle } from './lifecycle.ts';
-import { errorKind, isLocalFailure } from './error-kind.ts';
+import { errorKind, isLocalFailure } from '../util/error-kinds.ts';
 import {
   getTokenInfo,
   loadToken,
@@ -119,7 +119,7 @@ export async function refreshAccountToken(
       }
       if (err instanceof TokenTooYoungError) return { outcome: 'not-due', dueAt } as const;
       // R-HLT-5: PostgreSQL or Redis failing us is not the account's failure: nothing is recorded
-      // against it, and the job (or `feedmirror refresh`) fails saying what is wrong (error-kind.ts).
+      // against it, and the job (or `feedmirror refresh`) fails saying what is wrong (src/util/error-kinds.ts).
       if (isLocalFailure(err)) throw err;
       // R-TOK-7: a failed refresh leaves the stored token untouched; only the attempt is recorded.
       const reason = (err as Error).message;

@@ -22,7 +22,7 @@ import {
   type RedisOutage,
   type RedisSettings,
 } from '../../jobs/queues.ts';
-import { accountSchedules, type ScheduleSettings } from '../../jobs/catalogue.ts';
+import { accountSchedules, type ScheduleSettings } from '../../jobs/schedules.ts';
 import { AccountLifecycle, type AccountSchedules } from '../accounts/lifecycle.ts';
 import { alertReauthRequired, type SweepDeps } from '../alerts/sweep.ts';
 import type { OwnerAlertSettings } from '../alerts/owner.ts';
@@ -379,7 +379,7 @@ export class AppContext {
 /**
  * The pacer's count lives in Redis: when Redis fails under a call, the error says so and where
  * (one line, exit 3 in the CLI), not ioredis's "Reached the max retries per request limit"; and
- * it is this deployment's failure, which no account's health records (src/accounts/error-kind.ts).
+ * it is this deployment's failure, which no account's health records (src/util/error-kinds.ts).
  */
 function namingRedis(pacer: CallPacer, settings: RedisSettings): CallPacer {
   return {

@@ -6,8 +6,8 @@ import { servePortOf } from './serve-address.ts';
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import { preflight } from './preflight.ts';
-import { describeDatabaseUrl } from '../store/db.ts';
-import { checkCompatibility, readMigrations, type AppliedRow } from '../store/migrate.ts';
+import { createDatabase, describeDatabaseUrl, tablesExist } from '../store/db.ts';
+import { checkCompatibility, readAppliedMigrations, readMigrations } from '../store/migrate.ts';
 import { createStorage } from '../storage/index.ts';
 import { probeKey } from '../storage/keys.ts';
 import { removeProbe } from '../deletion/guard.ts';
@@ -25,7 +25,7 @@ import { clockFromEnv } from '../util/clock.ts';
  */
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
 
-export interface CheckResult {
+export interface DoctorCheck {
   name: string;
   status: CheckStatus;
   /** What was found, one line. */
@@ -44,15 +44,15 @@ export interface DoctorOptions {
   timeoutMs?: number;
 }
 
-const ok = (name: string, detail: string): CheckResult => ({ name, status: 'ok', detail });
-const warn = (name: string, detail: string, fix: string): CheckResult => ({ name, status: 'warn', detail, fix });
-const fail = (name: string, detail: string, fix: string): CheckResult => ({ name, status: 'fail', detail, fix });
-const skip = (name: string, detail: string): CheckResult => ({ name, status: 'skip', detail });
+const ok = (name: string, detail: string): DoctorCheck => ({ name, status: 'ok', detail });
+const warn = (name: string, detail: string, fix: string): DoctorCheck => ({ name, status: 'warn', detail, fix });
+const fail = (name: string, detail: string, fix: string): DoctorCheck => ({ name, status: 'fail', detail, fix });
+const skip = (name: string, detail: string): DoctorCheck => ({ name, status: 'skip', detail });
 
 /** Run every check in order; later checks are skipped when what they need failed. */
-export async function runDoctor(env: NodeJS.ProcessEnv, opts: DoctorOptions = {}): Promise<CheckResult[]> {
+export async function runDoctor(env: NodeJS.ProcessEnv, opts: DoctorOptions = {}): Promise<DoctorCheck[]> {
   const timeoutMs = opts.timeoutMs ?? 5_000;
-  const results: CheckResult[] = [];
+  const results: DoctorCheck[] = [];
   const pre = await preflight(env, 'worker');
   const preServe = pre.ok ? await preflight(env, 'serve') : pre;
   if (!pre.ok || !preServe.ok) {
@@ -98,8 +98,8 @@ export async function runDoctor(env: NodeJS.ProcessEnv, opts: DoctorOptions = {}
  * Where things are, as a command run from another folder would see them: serve's port against a
  * PUBLIC_URL that points at this machine, and relative folders. Warnings only, printed when wrong.
  */
-export function checkPlaces(config: Config): CheckResult[] {
-  const out: CheckResult[] = [];
+export function checkPlaces(config: Config): DoctorCheck[] {
+  const out: DoctorCheck[] = [];
   const port = servePortOf(config.PUBLIC_URL);
   if (port !== undefined && port !== config.PORT && pointsHere(config.PUBLIC_URL, config.HOST)) {
     out.push(
@@ -132,20 +132,20 @@ function pointsHere(publicUrl: string, host: string): boolean {
   return Object.values(networkInterfaces()).some((list) => (list ?? []).some((i) => i.address === name));
 }
 
-export function doctorFailed(results: CheckResult[]): boolean {
+export function doctorFailed(results: DoctorCheck[]): boolean {
   return results.some((r) => r.status === 'fail');
 }
 
 /** `ok    PostgreSQL reachable: ...` / `FAIL  ...: ... -> fix` */
-export function formatCheck(r: CheckResult): string {
+export function formatCheck(r: DoctorCheck): string {
   const tag = { ok: 'ok  ', warn: 'warn', fail: 'FAIL', skip: 'skip' }[r.status];
   return `${tag}  ${r.name}: ${r.detail}${r.fix ? ` -> ${r.fix}` : ''}`;
 }
 
-async function checkPostgres(config: Config, create: boolean, timeoutMs: number): Promise<CheckResult[]> {
+async function checkPostgres(config: Config, create: boolean, timeoutMs: number): Promise<DoctorCheck[]> {
   const where = describeDatabaseUrl(config.DATABASE_URL);
   const dbName = decodeURIComponent(new URL(config.DATABASE_URL).pathname.slice(1)) || 'postgres';
-  const out: CheckResult[] = [];
+  const out: DoctorCheck[] = [];
   let client = new pg.Client({ connectionString: config.DATABASE_URL, connectionTimeoutMillis: timeoutMs });
   client.on('error', () => undefined);
   try {
@@ -184,7 +184,7 @@ async function checkPostgres(config: Config, create: boolean, timeoutMs: number)
     c.on('error', () => undefined);
     try {
       await c.connect();
-      await c.query(`CREATE DATABASE ${pg.escapeIdentifier(dbName)}`);
+      await createDatabase(c, dbName);
       out.push(ok('database exists', `created "${dbName}"`));
     } catch (e) {
       out.push(
@@ -207,23 +207,7 @@ async function checkPostgres(config: Config, create: boolean, timeoutMs: number)
     if (!out.some((r) => r.name === 'database exists')) out.push(ok('database exists', `"${dbName}"`));
     const files = await readMigrations();
     const known = files.map((m) => m.name);
-    const table = await client.query<{ t: string | null }>("SELECT to_regclass('schema_migrations')::text AS t");
-    // compatible_with: what each migration of a newer release said older code may run on it.
-    const withColumn = table.rows[0]?.t
-      ? (
-          await client.query(
-            `SELECT 1 FROM information_schema.columns
-              WHERE table_schema = current_schema() AND table_name = 'schema_migrations' AND column_name = 'compatible_with'`,
-          )
-        ).rowCount !== 0
-      : false;
-    const rows = table.rows[0]?.t
-      ? (
-          await client.query<AppliedRow>(
-            `SELECT name, checksum, ${withColumn ? 'compatible_with' : 'NULL::text AS compatible_with'} FROM schema_migrations ORDER BY name`,
-          )
-        ).rows
-      : [];
+    const rows = (await readAppliedMigrations(client)) ?? [];
     const applied = rows.map((r) => r.name);
     const unknown = applied.filter((a) => !known.includes(a));
     const pending = known.filter((k) => !applied.includes(k));
@@ -271,7 +255,7 @@ async function checkPostgres(config: Config, create: boolean, timeoutMs: number)
  * secret no key opens fails every sync or delivery that needs it. Secrets still under a key other
  * than the first are a warning (`keys rotate` moves them); nothing is changed here.
  */
-async function checkSecrets(config: Config, postgres: CheckResult[], timeoutMs: number): Promise<CheckResult> {
+async function checkSecrets(config: Config, postgres: DoctorCheck[], timeoutMs: number): Promise<DoctorCheck> {
   const name = 'stored secrets decrypt';
   const migrations = postgres.find((r) => r.name === 'migrations current');
   if (!migrations || migrations.status === 'skip' || migrations.status === 'fail')
@@ -282,10 +266,7 @@ async function checkSecrets(config: Config, postgres: CheckResult[], timeoutMs: 
   const pool = new pg.Pool({ connectionString: config.DATABASE_URL, connectionTimeoutMillis: timeoutMs, max: 1 });
   pool.on('error', () => undefined);
   try {
-    const hasTables = await pool.query<{ t: string | null; w: string | null }>(
-      "SELECT to_regclass('tokens')::text AS t, to_regclass('webhook_endpoints')::text AS w",
-    );
-    if (!hasTables.rows[0]?.t || !hasTables.rows[0]?.w)
+    if (!(await tablesExist(pool, ['tokens', 'webhook_endpoints'])))
       return skip(name, 'the tables are not created yet (no migrations)');
     const audit = await auditSecrets(pool, cipher);
     const primary = describeKeyEntry(audit.keys.find((k) => k.primary)!);
@@ -324,7 +305,7 @@ const WORST_SHOWN = 3;
  * show, summed up in one line: the counts by verdict and the worst few with their reasons. Fails
  * when any account fails, warns when any warns.
  */
-export async function checkAccounts(config: Config, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<CheckResult> {
+export async function checkAccounts(config: Config, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<DoctorCheck> {
   const name = 'accounts health';
   const { loadAccountHealth, countByVerdict, byConcern } = await import('../accounts/health.ts');
   const pool = new pg.Pool({ connectionString: config.DATABASE_URL, connectionTimeoutMillis: timeoutMs, max: 5 });
@@ -360,7 +341,7 @@ export async function checkAccounts(config: Config, env: NodeJS.ProcessEnv, time
   }
 }
 
-async function checkRedis(config: Config, timeoutMs: number): Promise<CheckResult[]> {
+async function checkRedis(config: Config, timeoutMs: number): Promise<DoctorCheck[]> {
   const settings = redisSettings(config);
   const where = describeRedis(settings);
   try {
@@ -371,7 +352,7 @@ async function checkRedis(config: Config, timeoutMs: number): Promise<CheckResul
       skip('Redis settings', 'Redis not reachable'),
     ];
   }
-  const out: CheckResult[] = [ok('Redis reachable', where)];
+  const out: DoctorCheck[] = [ok('Redis reachable', where)];
   const client = createRedis(settings, { probe: { timeoutMs } });
   client.on('error', () => undefined);
   try {
@@ -434,13 +415,13 @@ async function checkRedis(config: Config, timeoutMs: number): Promise<CheckResul
   return out;
 }
 
-async function checkStorage(config: Config, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<CheckResult[]> {
+async function checkStorage(config: Config, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<DoctorCheck[]> {
   const storage = createStorage(config, { maxAttempts: 1, requestTimeoutMs: timeoutMs });
   const what =
     storage.kind === 's3'
       ? `bucket ${config.STORAGE_URL}${config.S3_ENDPOINT ? ` at ${config.S3_ENDPOINT}` : ''}`
       : `folder ${config.STORAGE_URL}`;
-  const out: CheckResult[] = [];
+  const out: DoctorCheck[] = [];
   try {
     await storage.ping();
     out.push(ok('storage reachable', what));
@@ -495,7 +476,7 @@ async function checkStorageOwner(
   env: NodeJS.ProcessEnv,
   create: boolean,
   timeoutMs: number,
-): Promise<CheckResult> {
+): Promise<DoctorCheck> {
   const name = 'storage owner';
   const { claimStorage, claimedBecause, ownershipNotice } = await import('../deletion/marker.ts');
   const { DEPLOYMENT_MARKER_KEY } = await import('../storage/keys.ts');
@@ -540,7 +521,7 @@ async function checkPublicRead(
   kind: string,
   _env: NodeJS.ProcessEnv,
   timeoutMs: number,
-): Promise<CheckResult[]> {
+): Promise<DoctorCheck[]> {
   const shown = redactText(url);
   if (!/^https?:\/\//.test(url)) {
     return [
@@ -598,7 +579,7 @@ async function checkPublicRead(
   return out;
 }
 
-async function checkSmtp(config: Config, timeoutMs: number): Promise<CheckResult> {
+async function checkSmtp(config: Config, timeoutMs: number): Promise<DoctorCheck> {
   if (!config.SMTP_URL)
     return warn(
       'SMTP',
@@ -644,10 +625,10 @@ async function checkSmtp(config: Config, timeoutMs: number): Promise<CheckResult
   }
 }
 
-async function checkPlatform(config: Config, timeoutMs: number): Promise<CheckResult[]> {
+async function checkPlatform(config: Config, timeoutMs: number): Promise<DoctorCheck[]> {
   const u = new URL(config.GRAPH_URL);
   const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
-  const out: CheckResult[] = [];
+  const out: DoctorCheck[] = [];
   // A TCP connection, not an API call: nothing is spent from the platform's call budget.
   const reachable = await new Promise<string | null>((resolve) => {
     const s = tcpConnect({ host: u.hostname, port, timeout: timeoutMs });

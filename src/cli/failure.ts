@@ -1,7 +1,7 @@
 import { redactText } from '../util/redact.ts';
 import { DatabaseUnavailableError } from '../store/errors.ts';
 import { StorageUnavailableError } from '../storage/errors.ts';
-import { errorKind as errorKindOf, localFailure } from '../accounts/error-kind.ts';
+import { errorKind as errorKindOf, localFailure } from '../util/error-kinds.ts';
 import type { CliIO } from './io.ts';
 
 /** Network error codes that mean "the service is not there (now)": retrying later may work. */

@@ -7,7 +7,7 @@ import { convertItem } from '../convert/convert-item.ts';
 import type { Post } from '../schema/v1.ts';
 import { getPostForCopy, saveMediaCopy, updatePostLinks } from '../store/posts.ts';
 import { clearCopyFailure, recordCopyFailure } from '../store/copy-failures.ts';
-import { errorKind, isLocalFailure } from '../accounts/error-kind.ts';
+import { errorKind, isLocalFailure } from '../util/error-kinds.ts';
 import { loadToken } from '../store/tokens.ts';
 import { MINUTE } from '../util/clock.ts';
 import type { FeedDeps } from './deps.ts';
@@ -29,17 +29,19 @@ export type CopyOutcome =
 
 /**
  * R-MED-8: ask the platform for newly signed links of one media item and store them in the post
- * (its other fields are kept: the single-media read returns only the link fields).
+ * (its other fields are kept: the single-media read returns only the link fields). A caller that
+ * has opened the account's token already (a sync) hands it over; otherwise it is read here.
  */
 export async function renewPostLinks(
   deps: FeedDeps,
   accountId: string,
   mediaId: string,
   post: Post,
+  opened?: { accessToken: string },
 ): Promise<{ post: Post; earliestOe: Date | null }> {
-  const stored = await loadToken(deps.db, deps.cipher, accountId);
-  if (!stored) throw new Error(`account ${accountId} has no token: cannot renew the links of media ${mediaId}`);
-  const fresh = await deps.platform.getMedia(stored.accessToken, mediaId, undefined, { accountId });
+  const token = opened ?? (await loadToken(deps.db, deps.cipher, accountId));
+  if (!token) throw new Error(`account ${accountId} has no token: cannot renew the links of media ${mediaId}`);
+  const fresh = await deps.platform.getMedia(token.accessToken, mediaId, undefined, { accountId });
   const raw = mediaItemSchema.parse(post.raw);
   const merged = mediaItemSchema.parse({
     ...raw,
@@ -161,7 +163,7 @@ export async function noteCopyFailure(
   opts: { gaveUp: boolean },
 ): Promise<void> {
   // R-HLT-5: storage or PostgreSQL unreachable, a key that opens no token: this deployment's
-  // failure, not the account's (error-kind.ts); the job retries and says why in the worker's log.
+  // failure, not the account's (src/util/error-kinds.ts); the job retries and says why in the worker's log.
   if (isLocalFailure(err)) return;
   await recordCopyFailure(deps.db, {
     ...t,

@@ -4,10 +4,10 @@ import { stableIdHash } from '../util/ids.ts';
 /**
  * How often a scheduled sync makes sure the published feed object is still in storage (one HEAD),
  * so that a feed deleted behind feedmirror's back (a lifecycle rule, a cleanup script) is
- * published again. Every hourly sync used to HEAD it: at 100,000 accounts that is 28 requests a
- * second to storage and, through the AWS SDK, a sixth of the worker's CPU for an unchanged sync.
- * Once in FEED_CHECK_INTERVAL_MS is enough for a fault nobody causes on purpose; an operator's
- * sync (`feedmirror sync`, the dashboard's button) and `feedmirror verify` always look.
+ * published again. A HEAD on every hourly sync would be one storage request per account and hour,
+ * through the AWS SDK a large share of what an unchanged sync costs the worker, to catch a fault
+ * nobody causes on purpose: once in FEED_CHECK_INTERVAL_MS is enough. An operator's sync
+ * (`feedmirror sync`, the dashboard's button) and `feedmirror verify` always look.
  */
 export const FEED_CHECK_INTERVAL_MS = 6 * HOUR;
 

@@ -58,8 +58,8 @@ export async function runMediaSweep(
     return result;
   }
   // A page of accounts at a time (eachAccount), a few accounts at once: each is a few round trips
-  // to PostgreSQL and a listing of storage, so one at a time left the worker waiting; 100,000
-  // accounts took over half an hour. The sweeps share one iterator, which hands each account out once.
+  // to PostgreSQL and a listing of storage, so one at a time would leave the worker waiting on
+  // them. The sweeps share one iterator, which hands each account out once.
   const all = eachAccount(deps.db, deps.clock.now());
   await Promise.all(Array.from({ length: MEDIA_SWEEP_CONCURRENCY }, () => sweepEach(all)));
   return result;
@@ -70,7 +70,7 @@ export async function runMediaSweep(
 
   async function sweepAccount(deletions: DeletionRun, accountId: string): Promise<void> {
     result.accounts++;
-    // Ids only: unpacking and converting every stored post was most of the sweep's CPU.
+    // Ids only: the sweep needs no post's content, and unpacking and converting each is costly.
     const keep = new Set(await listPostIds(deps.db, accountId));
     // R-OWN-6: and every post the published feed still shows (kept as last published).
     for (const id of publishedIds(await getFeedPublication(deps.db, accountId)) ?? []) keep.add(id);

@@ -501,15 +501,37 @@ export async function publishDemoFeedIfNone(
   /** The account's publication, when the caller has just read it (a sync: src/store/sync-context.ts). */
   known?: { publication: FeedPublication | null },
 ): Promise<boolean> {
+  return (await placeFeedIfNone(deps, accountId, known)).wrote === 'demo';
+}
+
+/** What placeFeedIfNone found or put in place. */
+export interface PlacedFeed {
+  /** The account's publication now: as it was, the demo feed's, or the adopted feed's. */
+  publication: FeedPublication | null;
+  /** What was written: the demo feed, an adopted feed's records, or nothing. */
+  wrote: 'demo' | 'adopted' | null;
+  /** Storage was seen to hold the feed object just now (written, read or found with a HEAD). */
+  inStorage: boolean;
+}
+
+/**
+ * publishDemoFeedIfNone's work, returning the publication it leaves, so that a sync goes on with it
+ * instead of reading it back.
+ */
+export async function placeFeedIfNone(
+  deps: PublishDeps,
+  accountId: string,
+  known?: { publication: FeedPublication | null },
+): Promise<PlacedFeed> {
   const previous = known ? known.publication : await getFeedPublication(deps.db, accountId);
+  if (previous && !previous.demo) return { publication: previous, wrote: null, inStorage: false };
   // Once published, it stays; but a demo feed deleted from storage is put back (one HEAD, only
   // while the demo stands).
-  if (previous && (!previous.demo || (await deps.storage.head(feedKey(accountId))))) return false;
+  if (previous && (await deps.storage.head(feedKey(accountId))))
+    return { publication: previous, wrote: null, inStorage: true };
   const published = previous ? null : await readPublishedPosts(deps.storage, accountId);
-  if (published) {
-    await adoptPublishedFeed(deps, accountId, published);
-    return false;
-  }
+  if (published)
+    return { publication: await adoptPublishedFeed(deps, accountId, published), wrote: 'adopted', inStorage: true };
   const now = deps.clock.now();
   const feed = demoFeed(now);
   const { fetchedAt: _f, ...content } = feed;
@@ -517,15 +539,17 @@ export async function publishDemoFeedIfNone(
     contentType: FEED_CONTENT_TYPE,
     cacheControl: `public, max-age=${deps.feedMaxAgeSeconds ?? DEFAULT_FEED_MAX_AGE_SECONDS}`,
   });
-  await saveFeedPublication(deps.db, {
+  const publication: FeedPublication = {
     accountId,
     feedHash: contentHash(content),
     publishedAt: now,
     postCount: feed.posts.length,
     demo: true,
     earliestOe: null,
-  });
-  return true;
+    postHashes: null,
+  };
+  await saveFeedPublication(deps.db, publication);
+  return { publication, wrote: 'demo', inStorage: true };
 }
 
 /**
@@ -535,7 +559,7 @@ export async function publishDemoFeedIfNone(
  * post; one it no longer has is pruned, or held: R-OWN-7), and the publication itself, written
  * last so that a crash half-way makes the next sync adopt again.
  */
-export async function adoptPublishedFeed(deps: PublishDeps, accountId: string, feed: Feed): Promise<void> {
+export async function adoptPublishedFeed(deps: PublishDeps, accountId: string, feed: Feed): Promise<FeedPublication> {
   const now = deps.clock.now();
   let copies = 0;
   for (const { mediaId, slot, manifest } of await readCopyManifests(deps.storage, accountId)) {
@@ -571,7 +595,7 @@ export async function adoptPublishedFeed(deps: PublishDeps, accountId: string, f
   );
   const { fetchedAt: _f, ...content } = feed;
   const oes = feed.posts.map(oeOf).filter((d): d is Date => d !== null);
-  await saveFeedPublication(deps.db, {
+  const publication: FeedPublication = {
     accountId,
     feedHash: contentHash(content),
     publishedAt: now,
@@ -579,11 +603,13 @@ export async function adoptPublishedFeed(deps: PublishDeps, accountId: string, f
     demo: false,
     earliestOe: oes.length > 0 ? new Date(Math.min(...oes.map((d) => d.getTime()))) : null,
     postHashes: postHashes(feed),
-  });
+  };
+  await saveFeedPublication(deps.db, publication);
   deps.logger.info(
     { accountId, posts, copies },
     'took over the feed published before this account was connected again; its copies are reused',
   );
+  return publication;
 }
 
 /**

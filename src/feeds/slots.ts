@@ -23,8 +23,8 @@ export interface ImageSlot {
  */
 export function sourceIdOf(url: string): string {
   // Most links are plain (a lowercase host name, a path of unreserved characters): for those the
-  // parsed URL's origin and path are the text before the query, and parsing every link of every
-  // post of every sync was a fifth of the content hash's cost. Anything else is parsed.
+  // parsed URL's origin and path are the text before the query, and the content hash meets every
+  // link of every post of every sync, so parsing them all would dominate it. Anything else is parsed.
   const plain = PLAIN_LINK.exec(url);
   if (plain && isPlain(plain)) return plain[1]!;
   try {
@@ -87,25 +87,13 @@ export function withoutSignatures(value: unknown): unknown {
   return value;
 }
 
-/** JSON with object keys sorted, so equal content always hashes equal. */
-export function stableStringify(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableStringify(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
-
 /** What a post or feed is, ignoring link signatures: links are re-signed on every read. */
 export function contentHash(value: unknown): string {
   return createHash('sha256').update(signaturelessJson(value)).digest('hex');
 }
 
 /**
- * stableStringify(withoutSignatures(value)) in one pass, without the copy: the same text, so the
+ * stableStringify (src/util/stable-stringify.ts) of withoutSignatures(value) in one pass, without the copy: the same text, so the
  * hashes stored by earlier versions still match (test/unit/feeds-slots.test.ts compares them).
  */
 function signaturelessJson(value: unknown): string {

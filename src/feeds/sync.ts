@@ -11,9 +11,20 @@ import { recordRunawayListing } from '../store/listing-guard.ts';
 import { DEFAULT_LISTING_MAX_ITEMS, listingItemBound, runawayPauseMs } from './listing-bound.ts';
 import { markSynced, setRefusedFields } from '../store/accounts.ts';
 import { statusOnlyLifecycle } from '../accounts/lifecycle.ts';
-import { errorKind, isLocalFailure } from '../accounts/error-kind.ts';
-import { copySourceKey, getFeedPublication, getPosts, upsertPosts, type PostInput } from '../store/posts.ts';
-import { readSyncContext } from '../store/sync-context.ts';
+import { errorKind, isLocalFailure } from '../util/error-kinds.ts';
+import {
+  copySourceKey,
+  getPosts,
+  upsertPosts,
+  type FeedPublication,
+  type PostInput,
+  type UpsertedPost,
+} from '../store/posts.ts';
+import { readSyncContext, type SyncContext } from '../store/sync-context.ts';
+import type { Account } from '../store/accounts.ts';
+import type { MediaListing } from '../platform/types.ts';
+import type { Post } from '../schema/v1.ts';
+import type { Logger } from '../util/logger.ts';
 import { openToken } from '../store/tokens.ts';
 import { redactText } from '../util/redact.ts';
 import { feedKey } from '../storage/keys.ts';
@@ -24,11 +35,11 @@ import type { FeedDeps } from './deps.ts';
 import {
   announceSource,
   publishAccountFeed,
-  publishDemoFeedIfNone,
+  placeFeedIfNone,
   sweepAccountMedia,
   type PublishOutcome,
 } from './publish.ts';
-import { settleRemoval } from './publication.ts';
+import { settleRemoval, type Settled } from './publication.ts';
 import { contentHash, imageSlots, isImageMime } from './slots.ts';
 import { feedCheckDue } from './feed-check.ts';
 import { DAY } from '../util/clock.ts';
@@ -143,56 +154,134 @@ export async function syncAccount(deps: FeedDeps, accountId: string, opts: SyncO
   }
 }
 
-/** syncAccount's work, unmeasured. */
+/**
+ * syncAccount's work, unmeasured: the steps of one sync, in order. Each step is handed what the
+ * steps before it read (the context read once before listing, the listing, the posts as stored)
+ * and reads nothing again: an unchanged sync makes three round trips to PostgreSQL (its context,
+ * the posts' last-seen update, its record; test/integration/sync-queries.test.ts).
+ */
 async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions): Promise<SyncResult> {
-  const log = deps.logger.child({ job: 'feed-sync', accountId });
-  // Everything read before listing, in one round trip (src/store/sync-context.ts).
+  const run = await readContext(deps, accountId, opts);
+  if ('outcome' in run) return run;
+  const feed = await examineFeed(run, opts);
+  const progress: SyncProgress = { pages: 0, posts: 0, imagesToCopy: 0, imagesCopied: 0 };
+  const report = () => opts.onProgress?.({ ...progress });
+  const listing = await listAccount(run, progress, report);
+  if ('outcome' in listing) return listing;
+  const now = deps.clock.now();
+  const pauseNote = await noteListing(run, listing, now);
+  const converted = convertListing(run, listing);
+  const changes = await upsertPosts(deps.db, accountId, converted.inputs, now);
+  const settled = listing.complete
+    ? await settleRemovals(run, converted, feed.publication, now)
+    : { pruned: [], held: null, agreed: false, stale: false };
+  const renewedVideos = await renewVideoLinks(run, converted.inputs, changes, now);
+  const copies = planCopies(accountId, converted.inputs, run.context.copySources, now);
+  progress.imagesToCopy = copies.length;
+  report();
+  const error = await recordSync(run, listing, converted, pauseNote, now);
+  return {
+    outcome: 'synced',
+    accountId,
+    complete: listing.complete,
+    pages: listing.pages,
+    calls: listing.calls,
+    posts: converted.inputs.length,
+    ...countChanges(changes),
+    renewedVideos,
+    dropped: converted.dropped,
+    pruned: settled.pruned,
+    ...(settled.held ? { held: settled.held } : {}),
+    copies,
+    feedDue: feed.feedDue || settled.stale,
+    feedMissing: feed.feedMissing,
+    ...(error ? { error } : {}),
+  };
+}
+
+/** What a sync read of its account before listing, handed from step to step instead of read again. */
+interface SyncRun {
+  deps: FeedDeps;
+  accountId: string;
+  log: Logger;
+  account: Account;
+  /** The account's token, opened once: the listing and every link renewal of this sync use it. */
+  accessToken: string;
+  context: SyncContext;
+  /** When the sync began: the checks before listing go by it. */
+  startedAt: Date;
+}
+
+type Skipped = Extract<SyncResult, { outcome: 'skipped' | 'reauth-required' }>;
+
+/**
+ * Read the context (src/store/sync-context.ts: account, listing guard, sealed token, publication,
+ * held removal, stored post ids, recorded copies, in one round trip) and decide whether this
+ * account is synced at all: it exists, is active, has a token, and its listing is not paused.
+ */
+async function readContext(deps: FeedDeps, accountId: string, opts: SyncOptions): Promise<SyncRun | Skipped> {
   const context = await readSyncContext(deps.db, accountId);
   const { account, guard } = context;
-  if (!account) return { outcome: 'skipped', accountId, reason: 'account not found (removed?)' };
-  if (account.status !== 'active')
-    return {
-      outcome: 'skipped',
-      accountId,
-      reason: `account is ${account.status}; it needs its owner to connect again`,
-    };
-  if (!context.token) return { outcome: 'skipped', accountId, reason: 'no token stored' };
+  const skip = (reason: string): Skipped => ({ outcome: 'skipped', accountId, reason });
+  if (!account) return skip('account not found (removed?)');
+  if (account.status !== 'active') return skip(`account is ${account.status}; it needs its owner to connect again`);
+  if (!context.token) return skip('no token stored');
   const token = openToken(deps.cipher, accountId, context.token);
+  const startedAt = deps.clock.now();
   // R-NET-6: after a listing that would not end, scheduled syncs wait; the operator's do not.
-  if (!opts.manual && guard.pausedUntil && deps.clock.now() < guard.pausedUntil)
-    return {
-      outcome: 'skipped',
-      accountId,
-      reason: `listing paused until ${guard.pausedUntil.toISOString()} after ${guard.runaways} listing(s) in a row that would not end; a manual sync lists at once`,
-    };
+  if (!opts.manual && guard.pausedUntil && startedAt < guard.pausedUntil)
+    return skip(
+      `listing paused until ${guard.pausedUntil.toISOString()} after ${guard.runaways} listing(s) in a row that would not end; a manual sync lists at once`,
+    );
+  const log = deps.logger.child({ job: 'feed-sync', accountId });
+  return { deps, accountId, log, account, accessToken: token.accessToken, context, startedAt };
+}
 
-  // R-SCH-11 until the first complete sync. It may write the publication (the demo feed, or a
-  // feed found in storage adopted): then it is read again.
-  const wroteDemo = await publishDemoFeedIfNone(deps, accountId, { publication: context.publication });
-  // Whether the feed must be written even if nothing changed: still the demo feed, or its
-  // platform links (video files) die soon. Otherwise an unchanged sync publishes nothing.
-  const publication =
-    context.publication && !wroteDemo ? context.publication : await getFeedPublication(deps.db, accountId);
-  // The publication row is what was written, not what storage still holds: one HEAD now and
-  // then (src/feeds/feed-check.ts), and a feed object deleted behind our back is published again
-  // by this sync rather than trusted.
-  const checkFeed = opts.checkFeed ?? (opts.manual || feedCheckDue(accountId, account.lastSyncAt, deps.clock.now()));
-  const feedMissing = publication !== null && checkFeed && !(await deps.storage.head(feedKey(accountId)));
-  if (feedMissing) log.warn('the published feed is missing from storage; this sync publishes it again');
+/** The published feed as this sync found it, and whether it must be written whatever the listing. */
+interface FeedState {
+  publication: FeedPublication | null;
+  /** The publication row names a feed object storage no longer holds. */
+  feedMissing: boolean;
+  /** Still the demo feed, or its platform links (video files) die soon. */
+  feedDue: boolean;
+}
+
+/**
+ * The feed as published before listing: R-SCH-11 puts the demo feed in place until the first
+ * complete sync (or takes over a feed found in storage); the publication it wrote is used as it is.
+ * The publication row is what was written, not what storage still holds: one HEAD now and then
+ * (src/feeds/feed-check.ts), and a feed object deleted behind our back is published again by this
+ * sync rather than trusted.
+ */
+async function examineFeed(run: SyncRun, opts: SyncOptions): Promise<FeedState> {
+  const { deps, accountId, account, startedAt } = run;
+  const placed = await placeFeedIfNone(deps, accountId, { publication: run.context.publication });
+  const publication = placed.publication;
+  const checkFeed = opts.checkFeed ?? (opts.manual || feedCheckDue(accountId, account.lastSyncAt, startedAt));
+  // A feed the step above just wrote, read or found with a HEAD is in storage: no second HEAD.
+  const feedMissing =
+    publication !== null && checkFeed && !placed.inStorage && !(await deps.storage.head(feedKey(accountId)));
+  if (feedMissing) run.log.warn('the published feed is missing from storage; this sync publishes it again');
   const feedDue =
     !publication ||
     publication.demo ||
     (publication.earliestOe !== null &&
-      deps.clock.now().getTime() >= publication.earliestOe.getTime() - (deps.relinkMarginMs ?? DAY));
+      startedAt.getTime() >= publication.earliestOe.getTime() - (deps.relinkMarginMs ?? DAY));
+  return { publication, feedMissing, feedDue };
+}
 
-  const progress: SyncProgress = { pages: 0, posts: 0, imagesToCopy: 0, imagesCopied: 0 };
-  const report = () => opts.onProgress?.({ ...progress });
-  let listing;
+/**
+ * List the account's whole media edge (R-MED-5..7), within the listing's bound (R-NET-6). A
+ * refusal only the owner can fix ends the sync as reauth-required: the lifecycle unschedules and
+ * alerts, exactly once (R-TOK-10). Any other failure is thrown for syncAccount to record.
+ */
+async function listAccount(run: SyncRun, progress: SyncProgress, report: () => void): Promise<MediaListing | Skipped> {
+  const { deps, accountId, account } = run;
   try {
-    listing = await deps.platform.listMedia(token.accessToken, {
+    return await deps.platform.listMedia(run.accessToken, {
       accountId,
       refusedFields: account.refusedFields as never,
-      maxItems: listingItemBound(guard, deps.listingMaxItems ?? DEFAULT_LISTING_MAX_ITEMS),
+      maxItems: listingItemBound(run.context.guard, deps.listingMaxItems ?? DEFAULT_LISTING_MAX_ITEMS),
       onPage: (p) => {
         progress.pages = p.index + 1;
         progress.posts += p.items;
@@ -200,77 +289,100 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
       },
     });
   } catch (err) {
-    if (ownerMustAct(err)) {
-      const reason = redactText(err.message);
-      // Stop hammering the API (R-TOK-10): the lifecycle unschedules and alerts, exactly once.
-      const kind = errorKind(err);
-      await markSynced(deps.db, accountId, deps.clock.now(), { error: reason, errorKind: kind });
-      await (deps.lifecycle ?? statusOnlyLifecycle(deps)).apply(accountId, 'owner_must_act', reason, kind);
-      log.warn({ reason }, 'account needs its owner to log in again; sync stopped');
-      return { outcome: 'reauth-required', accountId, reason };
-    }
-    throw err;
+    if (!ownerMustAct(err)) throw err;
+    const reason = redactText(err.message);
+    const kind = errorKind(err);
+    await markSynced(deps.db, accountId, deps.clock.now(), { error: reason, errorKind: kind });
+    await (deps.lifecycle ?? statusOnlyLifecycle(deps)).apply(accountId, 'owner_must_act', reason, kind);
+    run.log.warn({ reason }, 'account needs its owner to log in again; sync stopped');
+    return { outcome: 'reauth-required', accountId, reason };
   }
-  const now = deps.clock.now();
-  if (listing.refusedFields.length > 0) {
-    // R-MED-4: remember what the account refuses, so the next sync does not ask again.
-    await setRefusedFields(deps.db, accountId, [...account.refusedFields, ...listing.refusedFields], now);
-  }
-  if (listing.error instanceof RateLimitedError) {
-    throw listing.error; // R-OWN-1: the job layer backs off (syncAccount records it); nothing is pruned
-  }
-  // R-NET-6: a complete listing sets the bound of the next ones; a runaway pauses the schedule.
-  // (A complete listing's count is written with the sync's record, markSynced below.)
-  let pauseNote = '';
-  if (!listing.complete && listing.error instanceof RunawayListingError) {
-    const until = new Date(now.getTime() + runawayPauseMs(guard.runaways + 1));
-    await recordRunawayListing(deps.db, accountId, until);
-    pauseNote = `; scheduled syncs of this account wait until ${until.toISOString()}`;
-  }
+}
 
-  const converted = convertItems(listing.items, { copyrightItems: deps.copyrightItems ?? 'drop' });
-  const posts = converted.posts;
-  // Every item left out, with its reason: malformed in the listing, or not convertible (a
-  // malformed id, no timestamp, an unknown media type, no cover). The rest is published.
+/**
+ * What the listing says of the account itself: the fields it refuses (R-MED-4, remembered so the
+ * next sync does not ask again), a rate limit (R-OWN-1: thrown for the job layer to back off;
+ * nothing is pruned), a listing that would not end (R-NET-6: the schedule pauses). Returns the
+ * pause's note for the sync's error. A complete listing's count is written with the sync's record.
+ */
+async function noteListing(run: SyncRun, listing: MediaListing, now: Date): Promise<string> {
+  const { deps, accountId } = run;
+  if (listing.refusedFields.length > 0)
+    await setRefusedFields(deps.db, accountId, [...run.account.refusedFields, ...listing.refusedFields], now);
+  if (listing.error instanceof RateLimitedError) throw listing.error;
+  if (listing.complete || !(listing.error instanceof RunawayListingError)) return '';
+  const until = new Date(now.getTime() + runawayPauseMs(run.context.guard.runaways + 1));
+  await recordRunawayListing(deps.db, accountId, until);
+  return `; scheduled syncs of this account wait until ${until.toISOString()}`;
+}
+
+/** A listing converted: the posts to store and every item left out. */
+interface ConvertedListing {
+  /** One per converted post, with its content hash and the earliest oe of its links. */
+  inputs: PostInput[];
+  /** Every item left out, with its reason: malformed in the listing, or not convertible. */
+  dropped: Array<{ id: string; reason: string; byPolicy?: true }>;
+  /** The items left out that are faults (not the operator's policy): what the account records as skipped. */
+  faults: Array<{ id: string; reason: string }>;
+  /** Every id the listing still has, readable or not (R-OWN-8): what a complete listing keeps. */
+  listed: string[];
+}
+
+/**
+ * Convert the listing's items to schema v1 posts (R-CNV). An item left out by the operator's own
+ * policy (copyright-flagged, COPYRIGHT_ITEMS=drop) is not a fault: counting it would mark every
+ * such account with a warning on every sync, and a real fault would drown in it.
+ */
+function convertListing(run: SyncRun, listing: MediaListing): ConvertedListing {
+  const converted = convertItems(listing.items, { copyrightItems: run.deps.copyrightItems ?? 'drop' });
   const dropped = [...listing.skipped, ...converted.dropped];
-  // What the account records as skipped is the faults only: an item left out by the operator's
-  // own policy (copyright-flagged, COPYRIGHT_ITEMS=drop) would otherwise mark every such account
-  // with a warning on every sync, and a real fault would drown in it. Both stay in `dropped`.
   const faults = dropped.filter((d) => !('byPolicy' in d && d.byPolicy));
   if (faults.length > 0)
-    log.warn({ skipped: faults.length, reasons: faults.slice(0, 5) }, 'items skipped; the rest of the listing is used');
+    run.log.warn(
+      { skipped: faults.length, reasons: faults.slice(0, 5) },
+      'items skipped; the rest of the listing is used',
+    );
   if (dropped.length > faults.length)
-    log.debug({ leftOut: dropped.length - faults.length }, 'items left out by COPYRIGHT_ITEMS=drop');
-  const inputs: PostInput[] = posts.map((post) => ({
+    run.log.debug({ leftOut: dropped.length - faults.length }, 'items left out by COPYRIGHT_ITEMS=drop');
+  const inputs: PostInput[] = converted.posts.map((post) => ({
     mediaId: post.id,
     post,
     contentHash: contentHash(post),
     earliestOe: listing.expiries.get(post.id) ?? null, // parsed once, when the listing was read
   }));
-  const changes = await upsertPosts(deps.db, accountId, inputs, now);
-  // R-LNK-6: only a listing that reached its end may say a post is gone, and a large removal
-  // waits for a second listing or the operator (R-OWN-7, src/feeds/publication.ts). An item that
-  // came back malformed (unreadable, or not convertible: no timestamp, an unknown media type) is
-  // not "gone": its post keeps its last good version until it reads well again or really
-  // disappears (R-OWN-8). An item left out by the operator's own policy (COPYRIGHT_ITEMS=drop) is.
+  // An item that came back malformed (unreadable, or not convertible: no timestamp, an unknown
+  // media type) is not "gone": its post keeps its last good version until it reads well again or
+  // really disappears (R-OWN-8). One left out by the operator's policy is.
   const listed = [
-    ...posts.map((p) => p.id),
+    ...inputs.map((i) => i.mediaId),
     ...listing.skipped.map((s) => s.id),
     ...converted.dropped.filter((d) => !d.byPolicy).map((d) => d.id),
   ];
-  const settled = listing.complete
-    ? await settleRemoval(deps.db, accountId, {
-        publication,
-        listed,
-        listedPosts: posts.length,
-        now,
-        // The stored ids as the upsert left them: those read before it, and every post it wrote.
-        known: { stored: [...new Set([...context.storedPostIds, ...posts.map((p) => p.id)])], hold: context.hold },
-      })
-    : { pruned: [], held: null, agreed: false, stale: false };
-  const pruned = settled.pruned;
+  return { inputs, dropped, faults, listed };
+}
+
+/**
+ * After a COMPLETE listing (R-LNK-6): prune what it no longer has, or hold a large removal for a
+ * second listing or the operator (R-OWN-7, src/feeds/publication.ts). The stored ids are those of
+ * the context and every post the upsert wrote, so nothing is read again.
+ */
+async function settleRemovals(
+  run: SyncRun,
+  converted: ConvertedListing,
+  publication: FeedPublication | null,
+  now: Date,
+): Promise<Settled> {
+  const { context } = run;
+  const stored = [...new Set([...context.storedPostIds, ...converted.inputs.map((i) => i.mediaId)])];
+  const settled = await settleRemoval(run.deps.db, run.accountId, {
+    publication,
+    listed: converted.listed,
+    listedPosts: converted.inputs.length,
+    now,
+    known: { stored, hold: context.hold },
+  });
   if (settled.held)
-    log.warn(
+    run.log.warn(
       {
         removing: settled.held.removing.length,
         publishedPosts: settled.held.publishedPosts,
@@ -279,123 +391,134 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
       'removal held: the listing would remove more than half of the feed; nothing pruned until a second complete listing an hour later agrees or the operator confirms (feedmirror feeds confirm-removal)',
     );
   else if (settled.agreed)
-    log.info({ pruned: pruned.length }, 'held removal agreed by a second complete listing: pruned');
+    run.log.info({ pruned: settled.pruned.length }, 'held removal agreed by a second complete listing: pruned');
+  return settled;
+}
 
-  // Video files stay platform links in the feed (R-LNK-5): when theirs are dead or about to die
-  // (the listing may hand out old signatures), renew them through the single-media read (R-MED-8)
-  // so the published feed never carries a dead video link. Once renewed, they last until the
-  // next renewal window: an unchanged account costs no call here most of the time.
-  const relinkBefore = now.getTime() + (deps.relinkMarginMs ?? DAY);
-  let renewedVideos = 0;
-  // The stored links' oe, not the listing's: for the same content the upsert keeps links a
-  // renewal made, which live longer. Only the posts with a video whose stored links are due are
-  // read back (a post's kinds of media are the same in both), all in one query: a round trip per
-  // post cost more than the sync's own work, and reading every video post back on every sync was
-  // a twentieth of its CPU time.
-  const hasVideo = (post: PostInput['post']) => post.media.some((m) => !isImageMime(m.mime));
-  const due = (earliestOe: Date | null) =>
-    linkExpiry(earliestOe, now, { renewMarginMs: relinkBefore - now.getTime() }).renew;
+/**
+ * Video files stay platform links in the feed (R-LNK-5): when theirs are dead or about to die (the
+ * listing may hand out old signatures), renew them through the single-media read (R-MED-8) so the
+ * published feed never carries a dead video link. Once renewed they last until the next renewal
+ * window, so an unchanged account costs no call here most of the time.
+ *
+ * What is due goes by the stored links' oe, not the listing's: for the same content the upsert
+ * keeps links a renewal made, which live longer. Only the video posts whose stored links are due
+ * are read back, in one query (a round trip per post would cost more than the sync's own work).
+ * Renewed posts are updated in `inputs`, whose links the copies then use. Returns how many.
+ */
+async function renewVideoLinks(
+  run: SyncRun,
+  inputs: PostInput[],
+  changes: ReadonlyMap<string, UpsertedPost>,
+  now: Date,
+): Promise<number> {
+  const { deps, accountId } = run;
+  const renewMarginMs = deps.relinkMarginMs ?? DAY;
+  const due = (earliestOe: Date | null) => linkExpiry(earliestOe, now, { renewMarginMs }).renew;
   const toRenew = inputs.filter((i) => {
     const kept = changes.get(i.mediaId);
     return kept !== undefined && hasVideo(i.post) && due(kept.earliestOe);
   });
-  const storedVideos = new Map(
-    toRenew.length === 0
-      ? []
-      : (
-          await getPosts(
-            deps.db,
-            accountId,
-            toRenew.map((i) => i.mediaId),
-          )
-        ).map((p) => [p.mediaId, p]),
+  if (toRenew.length === 0) return 0;
+  const stored = new Map(
+    (
+      await getPosts(
+        deps.db,
+        accountId,
+        toRenew.map((i) => i.mediaId),
+      )
+    ).map((p) => [p.mediaId, p]),
   );
+  let renewed = 0;
   for (const input of toRenew) {
-    const stored = storedVideos.get(input.mediaId);
-    if (!stored || !hasVideo(stored.post)) continue;
-    if (due(stored.earliestOe)) {
-      try {
-        const renewed = await renewPostLinks(deps, accountId, input.mediaId, stored.post);
-        input.post = renewed.post;
-        input.earliestOe = renewed.earliestOe;
-        renewedVideos++;
-      } catch (err) {
-        if (ownerMustAct(err) || err instanceof RateLimitedError) throw err;
-        log.warn(
-          { mediaId: input.mediaId, err: redactText((err as Error).message) },
-          'could not renew video links; the next sync tries again',
-        );
-      }
+    const post = stored.get(input.mediaId);
+    if (!post || !hasVideo(post.post) || !due(post.earliestOe)) continue;
+    try {
+      const fresh = await renewPostLinks(deps, accountId, input.mediaId, post.post, { accessToken: run.accessToken });
+      input.post = fresh.post;
+      input.earliestOe = fresh.earliestOe;
+      renewed++;
+    } catch (err) {
+      if (ownerMustAct(err) || err instanceof RateLimitedError) throw err;
+      run.log.warn(
+        { mediaId: input.mediaId, err: redactText((err as Error).message) },
+        'could not renew video links; the next sync tries again',
+      );
     }
   }
+  return renewed;
+}
 
+const hasVideo = (post: Post) => post.media.some((m) => !isImageMime(m.mime));
+
+/**
+ * The images to copy (R-LNK-5): every cover and photo slide whose file is not copied yet, the link
+ * that dies first copied first and unknown expiry last (R-LNK-1, R-LNK-2). `copied` is the copies
+ * recorded when the sync began: one a copy job records meanwhile is queued again, and that job
+ * finds it done (copySlot).
+ */
+function planCopies(
+  accountId: string,
+  inputs: readonly PostInput[],
+  copied: ReadonlyMap<string, string>,
+  now: Date,
+): CopyTask[] {
   const copies: CopyTask[] = [];
-  // The copies recorded when the sync began: one a copy job records meanwhile is queued again,
-  // and that job finds it done (copySlot).
-  const copied = context.copySources;
   for (const input of inputs) {
     for (const s of imageSlots(input.post)) {
-      if (copied.get(copySourceKey(input.mediaId, s.slot)) === s.sourceId) continue; // this file is already copied
-      copies.push({
-        accountId,
-        mediaId: input.mediaId,
-        slot: s.slot,
-        deadline: linkExpiry(input.earliestOe, now).copyDeadline,
-      });
+      if (copied.get(copySourceKey(input.mediaId, s.slot)) === s.sourceId) continue;
+      const deadline = linkExpiry(input.earliestOe, now).copyDeadline;
+      copies.push({ accountId, mediaId: input.mediaId, slot: s.slot, deadline });
     }
   }
-  // R-LNK-1/R-LNK-2: the link that dies first is copied first; unknown expiry last.
-  copies.sort((a, b) => (a.deadline?.getTime() ?? Infinity) - (b.deadline?.getTime() ?? Infinity));
-  progress.imagesToCopy = copies.length;
-  report();
+  return copies.sort((a, b) => (a.deadline?.getTime() ?? Infinity) - (b.deadline?.getTime() ?? Infinity));
+}
 
+/**
+ * Record the sync on the account (its outcome, error and kind, skipped items, post count; a
+ * complete listing's item count sets the bound of the next ones and ends a pause, R-NET-6).
+ * Returns the error of an incomplete listing (redacted), the reason nothing was pruned.
+ */
+async function recordSync(
+  run: SyncRun,
+  listing: MediaListing,
+  converted: ConvertedListing,
+  pauseNote: string,
+  now: Date,
+): Promise<string | undefined> {
   const error = listing.complete
     ? undefined
     : redactText(listing.error?.message ?? 'the listing did not finish') + pauseNote;
-  await markSynced(deps.db, accountId, now, {
+  await markSynced(run.deps.db, run.accountId, now, {
     error: error ?? null,
     errorKind: listing.error ? errorKind(listing.error) : null,
-    skipped: faults,
+    skipped: converted.faults,
     outcome: listing.complete ? 'complete' : 'incomplete',
-    posts: posts.length,
-    // R-NET-6: a complete listing sets the bound of the next ones and ends a pause.
+    posts: converted.inputs.length,
     ...(listing.complete ? { completeListingItems: listing.items.length + listing.skipped.length } : {}),
   });
-  if (error) log.warn({ pages: listing.pages, error }, 'listing incomplete: nothing pruned');
+  if (error) run.log.warn({ pages: listing.pages, error }, 'listing incomplete: nothing pruned');
+  return error;
+}
+
+function countChanges(changes: ReadonlyMap<string, UpsertedPost>): { newPosts: number; changedPosts: number } {
   let newPosts = 0;
   let changedPosts = 0;
-  for (const { change: c } of changes.values()) {
-    if (c === 'new') newPosts++;
-    else if (c === 'changed') changedPosts++;
+  for (const { change } of changes.values()) {
+    if (change === 'new') newPosts++;
+    else if (change === 'changed') changedPosts++;
   }
-  return {
-    outcome: 'synced',
-    accountId,
-    complete: listing.complete,
-    pages: listing.pages,
-    calls: listing.calls,
-    posts: posts.length,
-    newPosts,
-    changedPosts,
-    renewedVideos,
-    dropped,
-    pruned,
-    ...(settled.held ? { held: settled.held } : {}),
-    copies,
-    feedDue: feedDue || settled.stale,
-    feedMissing,
-    ...(error ? { error } : {}),
-  };
+  return { newPosts, changedPosts };
 }
 
 /**
  * Whether a sync's result calls for publishing: something was read that the feed lacks (new or
  * changed posts, images to copy, renewed video links), a complete listing pruned posts, the feed
  * object is missing from storage, or the feed is due anyway (the demo feed still in place, video links about to die). Otherwise the
- * previous feed stays as it is and no publish job runs: a publish job for every unchanged sync
- * (a feed built, validated and found the same) took the worker's CPU per catch-up sync from
- * 12.9 to 17.5 ms in `npm run bench -- --scale 600`. The worker's flow decides with it; runSyncNow (one account, by hand) also
- * publishes after any complete listing, so its summary can say the feed is unchanged.
+ * previous feed stays as it is and no publish job runs: building and validating a feed only to
+ * find it the same is most of the work of an unchanged sync, and most syncs are unchanged
+ * (`npm run bench` measures it). The worker's flow decides with it; runSyncNow (one account, by
+ * hand) also publishes after any complete listing, so its summary can say the feed is unchanged.
  */
 export function needsPublish(result: Extract<SyncResult, { outcome: 'synced' }>): boolean {
   return (
@@ -414,9 +537,9 @@ export function needsPublish(result: Extract<SyncResult, { outcome: 'synced' }>)
  * when the listing was complete and could have left objects no record names, that is when it
  * pruned posts (R-LNK-6: their copies leave on this run) or found changed ones (an edited post's
  * earlier file, a carousel that lost a slide). The sweep lists every object of the account and
- * reads the feed back: after a sync that only added posts it found nothing to remove, and cost
- * the worker a LIST and a GET per written feed (and s3rver, on the benchmark's cores, about 4 ms
- * per image copied). What a crash leaves behind is found by the daily media sweep and verify.
+ * reads the feed back: after a sync that only added posts it finds nothing to remove, and costs
+ * a LIST of every object of the account and a GET per written feed. What a crash leaves behind is
+ * found by the daily media sweep and verify.
  */
 export function sweepDue(result: Extract<SyncResult, { outcome: 'synced' }>): boolean {
   return result.complete && (result.pruned.length > 0 || result.changedPosts > 0);

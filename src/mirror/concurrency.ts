@@ -4,9 +4,8 @@ import sharp from 'sharp';
 /**
  * How many image copies a worker runs at once when MIRROR_CONCURRENCY is `auto`. A copy is part
  * CPU (decode, resize, encode in libvips) and part waiting (download, upload, Postgres). With one
- * copy per core, the CPU sits idle while copies wait: the benchmark measured 80% of the
- * sharp+storage limit at a fixed 4 on 2 cores. Three per core keep every core busy while the
- * others wait (the curve in docs/benchmarks.md flattens there), bounded by the threads sharp can
+ * copy per core, the CPU sits idle while copies wait. Three per core keep every core busy while
+ * the others wait (the concurrency curve of `npm run bench` flattens there), bounded by the threads sharp can
  * run operations on at once (libuv's pool, UV_THREADPOOL_SIZE, default 4) times two, since a
  * copy spends about half its time off the pool.
  */

@@ -117,7 +117,8 @@ function readBody(res: IncomingMessage, limit: number, tooLarge?: () => Error): 
  * allow-listed hosts on every redirect hop, a byte cap enforced while streaming, one timeout for
  * the whole download, and expired links recognised (R-LNK-3) so the caller can renew and retry.
  * node:http rather than fetch: fetch's web streams, combined abort signals and a promise per chunk
- * cost over twice the CPU for the same bytes (0.67 against 0.29 ms per 26 KB image, docs/benchmarks.md).
+ * cost several times the CPU for the same bytes, and copies are most of a worker's work
+ * (docs/benchmarks.md compares them).
  */
 export async function downloadImage(url: string, opts: DownloadOptions): Promise<DownloadedImage> {
   const clock = opts.clock ?? systemClock;

@@ -1,11 +1,17 @@
+import type { ErrorKind } from '../util/error-kinds.ts';
+
 /**
  * Typed errors of image mirroring. Messages carry URLs only through redactUrl: media links are
  * signed and the query string is the signature (R-LNK-7).
  * `retryable` tells the job layer whether a plain retry may help; LinkExpiredError needs the link
  * renewed first (R-LNK-3), the others (too large, not an image, disallowed host) never heal.
+ * The image host's answers are the account's, never this deployment's failure (R-HLT-5).
  */
 export class MirrorError extends Error {
   readonly retryable: boolean;
+  /** A too large, undecodable or foreign-host image: that one image is at fault. */
+  readonly errorKind: ErrorKind = 'bad_item';
+  readonly localFailure = null;
   constructor(message: string, opts: { retryable?: boolean; cause?: unknown } = {}) {
     super(message, { cause: opts.cause });
     this.name = 'MirrorError';
@@ -34,6 +40,7 @@ export class TooLargeError extends MirrorError {
 
 /** The signed link is past its oe or the host said "URL signature expired": renew it (R-LNK-3, R-MED-8). */
 export class LinkExpiredError extends MirrorError {
+  override readonly errorKind: ErrorKind = 'link_expired';
   constructor(
     message: string,
     readonly expiredAt?: Date,
@@ -45,6 +52,7 @@ export class LinkExpiredError extends MirrorError {
 
 /** Non-2xx, network failure, timeout or too many redirects. 5xx, 429, timeouts and network errors are retryable. */
 export class DownloadError extends MirrorError {
+  override readonly errorKind: ErrorKind = 'network';
   constructor(
     message: string,
     readonly status?: number,

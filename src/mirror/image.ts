@@ -67,11 +67,11 @@ const REENCODED = new Set(['gif', 'avif', 'heif', 'tiff']);
 // SVG, PDF and the rest are refused: an SVG served from our origin could carry script.
 
 const WEBP_QUALITY = 80;
-// Effort 2 instead of libwebp's default 4: measured on 1080 px images with the default ladder,
-// about 45% less CPU for about 1% more bytes (see docs/benchmarks.md).
+// Effort 2 instead of libwebp's default 4: the higher efforts spend much more CPU per image for
+// barely smaller files, and a worker's throughput is its CPU (docs/benchmarks.md measures it).
 const WEBP_EFFORT = 2;
 // AVIF at 50 looks like WebP at 80 at a smaller size; effort 2 keeps its CPU cost bounded (the
-// default, 4, costs several times more for a few percent fewer bytes; see Benchmarks).
+// default, 4, costs many times more for slightly fewer bytes; docs/benchmarks.md).
 const AVIF_QUALITY = 50;
 const AVIF_EFFORT = 2;
 const MIME: Record<VariantFormat, ProcessedVariant['contentType']> = { webp: 'image/webp', avif: 'image/avif' };
@@ -129,10 +129,10 @@ export async function processImage(input: Buffer, opts: ProcessImageOptions): Pr
     new InvalidImageError(`image data is corrupt or truncated (${format}, ${width}x${height})`, { cause: err });
   /**
    * Every output is a pipeline of its own from the file, EXIF orientation applied. The decoded
-   * pixels never come into JavaScript: a raw copy of a 1080x1350 photo is 4.4 MB of Buffer per
-   * image in flight, and that churn of external memory made V8 run a full collection every few
-   * images, each costing more the larger the worker's live heap (`npm run bench`: 8% more CPU
-   * per image and 65 MB more RSS at six copies at once). Decoding again per output is cheaper
+   * pixels never come into JavaScript: a raw copy of a photo is megabytes of Buffer per image in
+   * flight, and that churn of external memory makes V8 run full collections every few images,
+   * each costing more the larger the worker's live heap (more CPU per image and more RSS, growing
+   * with the copies at once; `npm run bench` measures both). Decoding again per output is cheaper
    * than it sounds: libjpeg and libwebp shrink on load, so a 160 px variant decodes 1/8 of the
    * pixels; only widths above half the original's decode in full.
    */

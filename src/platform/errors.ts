@@ -1,10 +1,12 @@
+import type { ErrorKind } from '../util/error-kinds.ts';
 import { redactText } from '../util/redact.ts';
 
 /**
  * Typed failures of the platform API. Each carries the HTTP status, the platform's error code and
  * subcode, and a message that says what happened and what the operator should do. Messages are
  * passed through the redaction helper: never a token, secret or query string (R-TOK-11, R-LNK-7).
- * No `cause` holding a raw response or URL is ever attached.
+ * No `cause` holding a raw response or URL is ever attached. Each says its error kind; none is
+ * ever this deployment's failure (R-HLT-5: the platform answered, or did not, for this account).
  */
 export interface PlatformErrorDetails {
   status?: number;
@@ -24,6 +26,8 @@ export class PlatformError extends Error {
   readonly platformMessage?: string;
   /** Whether retrying the same call later can succeed. */
   readonly retryable: boolean = false;
+  readonly errorKind: ErrorKind = 'platform';
+  readonly localFailure = null;
 
   constructor(message: string, details: PlatformErrorDetails = {}) {
     super(redactText(message));
@@ -56,8 +60,19 @@ export const TOKEN_SUBCODES: Record<number, string> = {
   467: 'the token is invalid',
 };
 
+/** Code 190 subcodes as error kinds (R-OWN-4: any 190 means the owner must log in again; the subcode says why). */
+const TOKEN_SUBCODE_KINDS: Record<number, ErrorKind> = {
+  458: 'app_removed',
+  459: 'checkpoint',
+  460: 'password_changed',
+  463: 'token_expired',
+  467: 'token_invalid',
+};
+
 /** Code 190: the token is dead; only the account owner logging in again fixes it (R-TOK-10, R-OWN-4). */
 export class TokenInvalidError extends PlatformError {
+  override readonly errorKind: ErrorKind =
+    (this.subcode !== undefined && TOKEN_SUBCODE_KINDS[this.subcode]) || 'token_invalid';
   get reason(): string {
     return (this.subcode !== undefined && TOKEN_SUBCODES[this.subcode]) || 'the token was rejected';
   }
@@ -68,22 +83,30 @@ export class TokenExpiredError extends TokenInvalidError {}
 export class PasswordChangedError extends TokenInvalidError {}
 
 /** Development-mode app whose account lacks the tester role (R-TOK-14). */
-export class InsufficientDeveloperRoleError extends PlatformError {}
+export class InsufficientDeveloperRoleError extends PlatformError {
+  override readonly errorKind: ErrorKind = 'developer_role';
+}
 
 /** A personal (non-professional) account was connected (R-TOK-13). */
-export class PersonalAccountError extends PlatformError {}
+export class PersonalAccountError extends PlatformError {
+  override readonly errorKind: ErrorKind = 'personal_account';
+}
 
 /** The scope instagram_business_basic was not granted (R-TOK-5, R-TOK-12). */
-export class MissingScopeError extends PlatformError {}
+export class MissingScopeError extends PlatformError {
+  override readonly errorKind: ErrorKind = 'missing_permission';
+}
 
 /** Refresh refused because the token is younger than 24 hours (R-TOK-5). Retry later. */
 export class TokenTooYoungError extends PlatformError {
   override readonly retryable = true;
+  override readonly errorKind: ErrorKind = 'token_too_young';
 }
 
 /** HTTP 429 or codes 4, 17, 32, 613 (R-OWN-1). `retryAfterMs` is the platform's estimate, if given. */
 export class RateLimitedError extends PlatformError {
   override readonly retryable = true;
+  override readonly errorKind: ErrorKind = 'rate_limit';
   readonly retryAfterMs?: number;
   readonly usage?: Record<string, unknown>;
   /** True when feedmirror's own pacing held the call back (it was never sent): one account's budget. */
@@ -110,6 +133,7 @@ export class RateLimitedError extends PlatformError {
 /** 5xx, timeouts, connection resets: retried with jittered backoff a bounded number of times. */
 export class TransientError extends PlatformError {
   override readonly retryable = true;
+  override readonly errorKind: ErrorKind = 'network';
 }
 
 /** The platform answered something that is not what the spec says (bad JSON, wrong types, HTML). */
@@ -123,6 +147,7 @@ export class MalformedResponseError extends PlatformError {
  * account's bound. Nothing of it may prune; the account's next scheduled listings wait longer.
  */
 export class RunawayListingError extends PlatformError {
+  override readonly errorKind: ErrorKind = 'listing_runaway';
   constructor(
     message: string,
     readonly stop: 'repeated-cursor' | 'no-new-items' | 'item-bound' | 'page-guard',

@@ -1,7 +1,14 @@
-/** Typed storage errors. Messages name the endpoint, bucket or folder, never credentials. */
+import type { ErrorKind, LocalFailure } from '../util/error-kinds.ts';
+
+/**
+ * Typed storage errors. Messages name the endpoint, bucket or folder, never credentials. Storage
+ * is this deployment's, so its failures are never an account's (R-HLT-5).
+ */
 export class StorageError extends Error {
   /** True when retrying later may succeed (network, 5xx, storage down). */
   readonly retryable: boolean;
+  readonly errorKind: ErrorKind = 'storage';
+  readonly localFailure: LocalFailure = { what: 'storage', unreachable: false };
   constructor(message: string, opts: { retryable?: boolean; cause?: unknown } = {}) {
     super(message, { cause: opts.cause });
     this.name = 'StorageError';
@@ -11,6 +18,7 @@ export class StorageError extends Error {
 
 /** The storage cannot be reached or answered 5xx: retry later. */
 export class StorageUnavailableError extends StorageError {
+  override readonly localFailure: LocalFailure = { what: 'storage', unreachable: true };
   constructor(message: string, opts: { cause?: unknown } = {}) {
     super(message, { retryable: true, cause: opts.cause });
     this.name = 'StorageUnavailableError';

@@ -2,7 +2,7 @@ import { daysLeft } from '../util/clock.ts';
 import type { ErrorKind } from '../util/error-kinds.ts';
 import { redactText } from '../util/redact.ts';
 import { withTransaction, type Db } from './db.ts';
-import { recordEvent } from './events.ts';
+import { recordTokenEvent } from './events.ts';
 import { ownerOfRow, type AccountOwner } from './owners.ts';
 
 export const ACCOUNT_STATUSES = ['active', 'reauth_required'] as const;
@@ -150,7 +150,7 @@ export async function getAccount(db: Db, id: string): Promise<Account | null> {
   return rows[0] ? toAccount(rows[0]) : null;
 }
 
-/** Which of these ids are accounts (verify: a status document whose account is gone). */
+/** Which of these ids are accounts (verify: a status document whose account is gone; a widget's sources). */
 export async function existingAccountIds(db: Db, ids: readonly string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const { rows } = await db.query<{ id: string }>('SELECT id FROM accounts WHERE id = ANY($1::text[])', [ids]);
@@ -159,8 +159,8 @@ export async function existingAccountIds(db: Db, ids: readonly string[]): Promis
 
 /**
  * Ids of the accounts that are scheduled: active, with a token. Ids only: the worker's start and
- * the reconciler need nothing else, and 10,000 full rows (with their last errors and skipped
- * items), loaded twice at start, were the worker's memory peak (docs/benchmarks.md).
+ * the reconciler need nothing else, and every account's full row (with its last errors and
+ * skipped items) held at once would set the worker's memory peak.
  */
 export async function listScheduledAccountIds(db: Db): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
@@ -229,8 +229,8 @@ export const ACCOUNT_PAGE = 500;
 /**
  * Every account as listAccounts gives it, a page at a time in id order (keyset: an account added
  * or removed meanwhile neither repeats nor hides another). The daily sweeps visit every account
- * through this: 100,000 rows read at once held about 370 MB of the worker's heap for the length of
- * the sweep (docs/capacity.md); a page holds about 2 MB.
+ * through this: every row read at once would be held in the worker's heap for the length of the
+ * sweep, growing with the number of accounts (docs/capacity.md); a page's stays small.
  */
 export async function* eachAccount(
   db: Db,
@@ -274,7 +274,7 @@ export async function setAccountStatus(
     if (rows.length === 0) return false;
     const event = opts.event === undefined ? (status === 'reauth_required' ? 'reauth_required' : null) : opts.event;
     if (event)
-      await recordEvent(c, {
+      await recordTokenEvent(c, {
         accountId: id,
         kind: event,
         at: opts.at,
@@ -397,7 +397,7 @@ export async function removeAccount(db: Db, id: string, at: Date): Promise<boole
       [id],
     );
     if (rows.length === 0) return false;
-    await recordEvent(c, { accountId: id, kind: 'removed', at, expiresAt: rows[0]!.expires_at });
+    await recordTokenEvent(c, { accountId: id, kind: 'removed', at, expiresAt: rows[0]!.expires_at });
     return true;
   });
 }

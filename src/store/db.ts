@@ -238,3 +238,23 @@ export async function recreateDatabase(adminUrl: string, name: string): Promise<
   u.pathname = `/${name}`;
   return u.toString();
 }
+
+/** Anything that runs a statement: a pool, a client checked out of one, or a client of its own (doctor). */
+export type Queryable = Pick<pg.ClientBase, 'query'>;
+
+/**
+ * CREATE DATABASE, run on a connection to another database of the server (it cannot run inside
+ * the one it creates, nor in a transaction).
+ */
+export async function createDatabase(server: Queryable, name: string): Promise<void> {
+  await server.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+}
+
+/** Whether every one of these tables exists in the current schema (before migrations, none does). */
+export async function tablesExist(db: Queryable, tables: readonly string[]): Promise<boolean> {
+  const { rows } = await db.query<{ missing: number }>(
+    'SELECT count(*)::int AS missing FROM unnest($1::text[]) AS t(name) WHERE to_regclass(t.name) IS NULL',
+    [[...tables]],
+  );
+  return rows[0]?.missing === 0;
+}

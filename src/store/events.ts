@@ -24,7 +24,7 @@ export interface TokenEvent {
   at: Date;
 }
 
-export async function recordEvent(
+export async function recordTokenEvent(
   db: Db,
   e: {
     accountId: string;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { Logger } from '../util/logger.ts';
-import { connect, translateDbError } from './db.ts';
+import { connect, translateDbError, type Queryable } from './db.ts';
 import { DatabaseNewerError, DatabaseUnavailableError, MigrationChecksumError, MigrationError } from './errors.ts';
 import { splitStatements } from './sql-statements.ts';
 
@@ -124,6 +124,25 @@ export interface AppliedRow {
   checksum: string;
   /** What the file's compatible-with said when it was applied; null: only code that knows it. */
   compatible_with: string | null;
+}
+
+/**
+ * The applied migrations, read without changing anything (doctor): null when the database has no
+ * schema_migrations table yet. A table from before the compatible_with column reads it as null.
+ */
+export async function readAppliedMigrations(db: Queryable): Promise<AppliedRow[] | null> {
+  const table = await db.query<{ t: string | null }>("SELECT to_regclass('schema_migrations')::text AS t");
+  if (!table.rows[0]?.t) return null;
+  // compatible_with: what each migration of a newer release said older code may run on it.
+  const column = await db.query(
+    `SELECT 1 FROM information_schema.columns
+      WHERE table_schema = current_schema() AND table_name = 'schema_migrations' AND column_name = 'compatible_with'`,
+  );
+  const compatibleWith = column.rowCount !== 0 ? 'compatible_with' : 'NULL::text AS compatible_with';
+  const { rows } = await db.query<AppliedRow>(
+    `SELECT name, checksum, ${compatibleWith} FROM schema_migrations ORDER BY name`,
+  );
+  return rows;
 }
 
 /**

@@ -6,9 +6,9 @@ import type { Post } from '../schema/v1.ts';
  * How a post is kept in the posts table (migrations/018_compact_posts_and_copies.sql). A post is
  * almost always exactly what converting its raw item gives (R-CNV-10: raw is the whole item), so
  * the store keeps only the item, deflated (`posts.raw`), and converts it again when reading: the
- * converted fields repeat the item's caption, permalink and signed links, and storing both cost
- * about 1.1 KB a post. Anything else (a post taken over from a published feed, R-OWN-6) is kept
- * whole as before (`posts.post`). Reading either gives the same object, keys in the same order,
+ * converted fields repeat the item's caption, permalink and signed links, and storing both would
+ * keep each of them twice in every row. Anything else (a post taken over from a published feed,
+ * R-OWN-6) is kept whole (`posts.post`). Reading either gives the same object, keys in the same order,
  * as the jsonb column of one whole post gave: published feeds stay byte for byte what they were.
  */
 

@@ -77,8 +77,8 @@ export interface UpsertedPost {
  *
  * A post whose content is stored already, with links that live at least as long, only has its
  * last_seen moved: an unchanged listing writes no post (most listings are unchanged, and packing
- * and rewriting every post of a 24-post account was a fifth of the sync's CPU time). The rest is
- * packed (post-pack.ts) and written in one statement.
+ * and rewriting every post would be a large share of the sync's work). The rest is packed
+ * (post-pack.ts) and written in one statement.
  */
 export async function upsertPosts(
   db: Db,

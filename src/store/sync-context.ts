@@ -17,10 +17,10 @@ import { SEALED_TOKEN_COLUMNS, type SealedTokenRow } from './tokens.ts';
  * included), its token (still sealed: a sync that skips the account never decrypts it), its
  * published feed, its held removal, the ids of its stored posts and the sources of its recorded
  * copies (less those whose objects were found missing from storage: the sync copies them
- * again). Six queries, one per item, were half of the worker's CPU time for an unchanged hourly
- * sync: on this kind of machine a round trip to PostgreSQL costs a few hundred microseconds of
- * the worker's CPU (the socket write, the parse, the promise), about what the whole comparison of
- * a 24-post listing costs (docs/benchmarks.md, "The cost of an unchanged sync").
+ * again). A round trip to PostgreSQL costs the worker CPU of its own (the socket write, the
+ * parse, the promise), of the order of the whole comparison of a small listing, so a query per
+ * item would make the round trips most of an unchanged hourly sync (docs/benchmarks.md, "The cost
+ * of an unchanged sync"; test/integration/sync-queries.test.ts counts them).
  *
  * One text of six statements, sent with the simple query protocol: parameters would need the
  * extended protocol, which takes one statement per round trip. The account id is the only value

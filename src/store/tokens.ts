@@ -1,7 +1,7 @@
 import { redactText } from '../util/redact.ts';
 import type { TokenCipher } from './crypto.ts';
 import { withTransaction, type Db } from './db.ts';
-import { recordEvent } from './events.ts';
+import { recordTokenEvent } from './events.ts';
 import type { ErrorKind } from '../util/error-kinds.ts';
 
 /**
@@ -59,7 +59,7 @@ export async function saveToken(
        RETURNING generation`,
       [t.accountId, sealed.keyId, sealed.ciphertext, t.obtainedAt, t.expiresAt],
     );
-    await recordEvent(c, { accountId: t.accountId, kind: event, at: t.obtainedAt, expiresAt: t.expiresAt });
+    await recordTokenEvent(c, { accountId: t.accountId, kind: event, at: t.obtainedAt, expiresAt: t.expiresAt });
     return { generation: Number(rows[0]!.generation) };
   });
 }
@@ -144,7 +144,7 @@ export async function replaceTokenIfCurrent(
       [accountId, expectedGeneration, sealed.keyId, sealed.ciphertext, grant.obtainedAt, grant.expiresAt],
     );
     if (rowCount !== 1) return false;
-    await recordEvent(c, { accountId, kind: 'refreshed', at: grant.obtainedAt, expiresAt: grant.expiresAt });
+    await recordTokenEvent(c, { accountId, kind: 'refreshed', at: grant.obtainedAt, expiresAt: grant.expiresAt });
     return true;
   });
 }
@@ -171,7 +171,14 @@ export async function recordRefreshFailure(
     );
     const r = rows[0];
     if (!r) return null;
-    await recordEvent(c, { accountId, kind: 'refresh_failed', at, expiresAt: r.expires_at, detail, errorKind: kind });
+    await recordTokenEvent(c, {
+      accountId,
+      kind: 'refresh_failed',
+      at,
+      expiresAt: r.expires_at,
+      detail,
+      errorKind: kind,
+    });
     return { refreshFailures: r.refresh_failures, expiresAt: r.expires_at };
   });
 }

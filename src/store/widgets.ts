@@ -235,14 +235,6 @@ export async function widgetSourceFacts(db: Db, accountIds: readonly string[]): 
   });
 }
 
-/** The ids of these accounts that exist. */
-export async function existingAccountIds(db: Db, accountIds: readonly string[]): Promise<Set<string>> {
-  const { rows } = await db.query<{ id: string }>('SELECT id FROM accounts WHERE id = ANY($1::text[])', [
-    [...accountIds],
-  ]);
-  return new Set(rows.map((r) => r.id));
-}
-
 /** Count one view of a widget on `day` (YYYY-MM-DD, UTC); false when the widget does not exist. */
 export async function countWidgetView(db: Db, widgetId: string, day: string): Promise<boolean> {
   const { rowCount } = await db.query(

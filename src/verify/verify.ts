@@ -235,7 +235,8 @@ export async function runVerify(deps: VerifyDeps, opts: VerifyOptions): Promise<
     const repaired = await repair(deps, opts, first);
     // Checked again: what is not per account (schedules, secrets, widgets) as a whole, and of the
     // accounts only those the first check found something wrong with; the others were not touched.
-    // A second pass over every account took as long as the first: hours a day at 10,000 accounts.
+    // A second pass over every account would take as long as the first, which on a large
+    // deployment is hours.
     const again = await check(deps, opts, 're-check', [...first.accounts.keys()]);
     report = {
       ok: again.problems.length === 0,
@@ -352,8 +353,8 @@ async function check(
   const problems: Problem[] = [];
   const now = deps.clock.now();
 
-  // One account, or every account a page at a time (eachAccount): holding every row at once cost
-  // about 5 KB of heap per account for the length of a run that takes hours at 100,000 accounts.
+  // One account, or every account a page at a time (eachAccount): holding every row at once would
+  // keep heap per account for the length of a run that takes hours on a large deployment.
   let accounts: AsyncIterable<Account> | Account[];
   let total: number;
   if (only !== undefined || opts.accountId !== undefined) {

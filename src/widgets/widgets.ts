@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { widgetDocumentKey, widgetFragmentKey } from '../storage/keys.ts';
+import { existingAccountIds } from '../store/accounts.ts';
 import {
   deleteWidget,
-  existingAccountIds,
   getWidget,
   hideWidgetPost,
   insertWidget,

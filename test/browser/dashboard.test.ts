@@ -10,7 +10,7 @@ import type pg from 'pg';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueue, QUEUE } from '../../jobs/queues.ts';
-import { DEFAULT_SCHEDULES, accountSchedules, scheduleAccount } from '../../jobs/catalogue.ts';
+import { DEFAULT_SCHEDULES, accountSchedules, scheduleAccount } from '../../jobs/schedules.ts';
 import { AccountLifecycle } from '../../src/accounts/lifecycle.ts';
 import { loadConfig } from '../../src/config.ts';
 import { publishDemoFeedIfNone } from '../../src/feeds/publish.ts';

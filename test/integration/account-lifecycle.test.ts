@@ -17,7 +17,7 @@ import { migrate } from '../../src/store/migrate.ts';
 import { saveToken } from '../../src/store/tokens.ts';
 import { DAY, HOUR, ManualClock } from '../../src/util/clock.ts';
 import { createLogger } from '../../src/util/logger.ts';
-import { DEFAULT_SCHEDULES, accountSchedules, refreshSchedulerId, syncSchedulerId } from '../../jobs/catalogue.ts';
+import { DEFAULT_SCHEDULES, accountSchedules, refreshSchedulerId, syncSchedulerId } from '../../jobs/schedules.ts';
 import { createQueue, QUEUE } from '../../jobs/queues.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { dropQueues } from '../support/queues.ts';

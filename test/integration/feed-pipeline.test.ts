@@ -35,7 +35,8 @@ import { S3RVER_CREDENTIALS, startS3, type TestS3 } from '../support/s3.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import type { WebhookEvent } from '../../src/webhooks/events.ts';
 import { listMediaCopies } from '../../src/store/posts.ts';
-import { enqueue, JOBS } from '../../jobs/catalogue.ts';
+import { JOBS } from '../../jobs/catalogue.ts';
+import { enqueue } from '../../jobs/enqueue.ts';
 
 const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
 let db: pg.Pool;

@@ -6,20 +6,18 @@ import { TokenCipher } from '../../src/store/crypto.ts';
 import { createPool } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { saveToken } from '../../src/store/tokens.ts';
-import { DAY, HOUR, MINUTE, ManualClock } from '../../src/util/clock.ts';
+import { DAY, MINUTE, ManualClock } from '../../src/util/clock.ts';
 import { createLogger } from '../../src/util/logger.ts';
 import { createMetrics } from '../../src/metrics/index.ts';
+import { JOBS } from '../../jobs/catalogue.ts';
 import {
-  JOBS,
   refreshSchedulerId,
   scheduleAccount,
   scheduleAccounts,
-  schedulerIntervals,
-  schedulerPages,
   syncSchedulerId,
   unscheduleAccount,
   type ScheduleSettings,
-} from '../../jobs/catalogue.ts';
+} from '../../jobs/schedules.ts';
 import { createQueues, type Queues } from '../../jobs/queues.ts';
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
@@ -28,9 +26,6 @@ import { acquireLease } from '../../src/store/locks.ts';
 import { until } from '../support/wait.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { dropQueues } from '../support/queues.ts';
-
-/** A scheduler offset of its own per id, as the accounts' schedules have. */
-const i32 = (id: string) => (Number(id) * 7919) % (HOUR - 2);
 
 /** The reconciler against real Postgres and Redis: what it repairs, and that one process leads. */
 const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
@@ -170,52 +165,6 @@ describe('schedule reconciler', () => {
     expect(counted).toBe(repairs.length);
     // Nothing left to do: a second pass repairs nothing.
     expect(await reconcileOnce(deps())).toEqual([]);
-  });
-
-  it("reads each scheduler's id and interval as BullMQ's own getJobSchedulers does, a page at a time", async () => {
-    for (const id of ['2101', '2102', '2103']) await scheduleAccount(queues, id, settings);
-    await scheduleAccount(queues, '2104', { ...settings, syncEveryMs: 5 * MINUTE });
-    for (const q of [queues.feedSync, queues.tokenRefresh]) {
-      const bullmq = (await q.getJobSchedulers(0, -1)).map((s) => [s.key, s.every, s.next]).sort();
-      const ours: Array<[string, number | undefined, number]> = [];
-      for await (const page of schedulerPages(q, 2)) {
-        const every = new Map(
-          (
-            await schedulerIntervals(
-              q,
-              page.map((s) => s.key),
-            )
-          ).map((s) => [s.key, s.every]),
-        );
-        ours.push(...page.map((s) => [s.key, every.get(s.key), s.next] as [string, number | undefined, number]));
-      }
-      expect(ours.sort()).toEqual(bullmq);
-      expect(bullmq.length).toBeGreaterThanOrEqual(4);
-    }
-    expect((await schedulerIntervals(queues.feedSync, [syncSchedulerId('2104')]))[0]?.every).toBe(5 * MINUTE);
-    for (const id of ['2101', '2102', '2103', '2104']) await unscheduleAccount(queues, id);
-  });
-
-  it('sees every scheduler while jobs run and move their schedulers to their next slot mid-scan', async () => {
-    // 300 schedulers: past Redis's small-set encoding (128), where a scan walks in pages. Paging by
-    // rank lost one scheduler at each page boundary per run that moved behind it; the reconciler
-    // then "repaired" a scheduler that was there and BullMQ's upsert put its due job back to its slot.
-    const ids = Array.from({ length: 300 }, (_, i) => String(2200 + i));
-    const q = queues.feedSync;
-    for (const id of ids)
-      await q.upsertJobScheduler(syncSchedulerId(id), { every: HOUR, offset: 1 + i32(id) }, { name: 'feed-sync' });
-    const client = await q.getBackend().client;
-    const seen = new Set<string>();
-    let pages = 0;
-    for await (const page of schedulerPages(q, 50)) {
-      for (const s of page) seen.add(s.key);
-      // What a worker's runs do between two reads: each scheduler just read moves to its next slot.
-      if (pages++ === 0)
-        for (const s of page) await client.runCommand('zadd', [q.toKey('repeat'), s.next + HOUR, s.key]);
-    }
-    expect(pages).toBeGreaterThan(1);
-    expect([...seen].filter((k) => ids.includes(k.slice('feed-sync:'.length))).length).toBe(300);
-    for (const id of ids) await q.removeJobScheduler(syncSchedulerId(id));
   });
 
   it('only one process in the cluster reconciles (the holder of the lease); another takes over when it stops', async () => {

@@ -3,14 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { checkDatabase, createPool, withTransaction } from '../../src/store/db.ts';
+import { checkDatabase, createPool, tablesExist, withTransaction } from '../../src/store/db.ts';
 import {
   DatabaseNewerError,
   DatabaseUnavailableError,
   MigrationChecksumError,
   MigrationError,
 } from '../../src/store/errors.ts';
-import { DEFAULT_MIGRATIONS_DIR, migrate, readMigrations } from '../../src/store/migrate.ts';
+import { DEFAULT_MIGRATIONS_DIR, migrate, readAppliedMigrations, readMigrations } from '../../src/store/migrate.ts';
 import { freshDatabase } from '../support/services.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -55,6 +55,26 @@ describe('migrate', () => {
       `SELECT to_regclass('accounts') AS a, to_regclass('tokens') AS t, to_regclass('alerts_sent') AS s, to_regclass('token_events') AS e, to_regclass('login_states') AS l`,
     );
     expect(Object.values(t.rows[0] as object).every((v) => v !== null)).toBe(true);
+  });
+
+  it('what doctor reads, changing nothing: no migrations table, then every applied migration, also from before compatible_with; whether tables exist', async () => {
+    const { pool } = await db('migread');
+    expect(await readAppliedMigrations(pool)).toBeNull();
+    expect(await tablesExist(pool, ['tokens', 'webhook_endpoints'])).toBe(false);
+    expect(await readAppliedMigrations(pool)).toBeNull(); // reading created nothing
+    await migrate(pool);
+    const applied = await readAppliedMigrations(pool);
+    expect(applied?.map((r) => r.name)).toEqual(await shipped());
+    expect(applied?.every((r) => /^[0-9a-f]{64}$/.test(r.checksum))).toBe(true);
+    expect(await tablesExist(pool, ['tokens', 'webhook_endpoints'])).toBe(true);
+    expect(await tablesExist(pool, ['tokens', 'no_such_table'])).toBe(false);
+    // A table from before the column (an older release's) reads compatible_with as null.
+    await pool.query("UPDATE schema_migrations SET compatible_with = 'x' WHERE name = $1", [applied![0]!.name]);
+    expect((await readAppliedMigrations(pool))?.[0]?.compatible_with).toBe('x');
+    await pool.query('ALTER TABLE schema_migrations DROP COLUMN compatible_with');
+    const older = await readAppliedMigrations(pool);
+    expect(older?.length).toBe(applied!.length);
+    expect(older?.every((r) => r.compatible_with === null)).toBe(true);
   });
 
   it('three pools migrating at once apply each migration exactly once (advisory lock)', async () => {

@@ -32,7 +32,7 @@ import {
 import type { WidgetDocument } from '../../src/schema/widget-document.ts';
 import { publishWidgetDocument, type WidgetDeps } from '../../src/widgets/publish.ts';
 import { newWidgetId } from '../../src/widgets/widgets.ts';
-import { refreshSchedulerId, scheduleAccount, syncSchedulerId } from '../../jobs/catalogue.ts';
+import { refreshSchedulerId, scheduleAccount, syncSchedulerId } from '../../jobs/schedules.ts';
 import { createQueues, type Queues } from '../../jobs/queues.ts';
 import { scheduleCheck } from '../../jobs/verify-schedules.ts';
 import { S3RVER_CREDENTIALS, startS3, type TestS3 } from '../support/s3.ts';

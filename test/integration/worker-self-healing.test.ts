@@ -14,7 +14,7 @@ import { createPool } from '../../src/store/db.ts';
 import { MIGRATION_LOCK_KEY, migrate } from '../../src/store/migrate.ts';
 import { saveToken } from '../../src/store/tokens.ts';
 import { DAY, FileClock } from '../../src/util/clock.ts';
-import { refreshSchedulerId, syncSchedulerId } from '../../jobs/catalogue.ts';
+import { refreshSchedulerId, syncSchedulerId } from '../../jobs/schedules.ts';
 import { createQueue, QUEUE } from '../../jobs/queues.ts';
 import { registerSecretForAudit } from '../support/capture.ts';
 import { spawnFeedmirror, type Spawned } from '../support/processes.ts';

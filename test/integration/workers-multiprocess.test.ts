@@ -22,7 +22,8 @@ import { connectWithShortLivedToken } from '../../src/accounts/connect.ts';
 import { createLogger } from '../../src/util/logger.ts';
 import { DAY, FileClock } from '../../src/util/clock.ts';
 import { createQueue, QUEUE } from '../../jobs/queues.ts';
-import { JOBS, enqueueDaily } from '../../jobs/catalogue.ts';
+import { JOBS } from '../../jobs/catalogue.ts';
+import { enqueueDaily } from '../../jobs/enqueue.ts';
 
 /**
  * Three `feedmirror worker` processes against one Redis and one Postgres for 90 simulated days

@@ -17,7 +17,7 @@ import { LoginThrottle } from '../../src/http/throttle.ts';
 import { csrfMatches, csrfTokenFor, hasSameOrigin } from '../../src/http/csrf.ts';
 import { explainError, lastProblem } from '../../src/http/dashboard/explain.ts';
 import { syncSummary } from '../../src/accounts/sync-summary.ts';
-import { errorKind } from '../../src/accounts/error-kind.ts';
+import { errorKind } from '../../src/util/error-kinds.ts';
 import {
   InsufficientDeveloperRoleError,
   PersonalAccountError,

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { Job, Queue } from 'bullmq';
 import { z } from 'zod';
-import { JOBS, dailyJobId, enqueue, jobsOfQueue, manualJobId, queueProcessor } from '../../jobs/catalogue.ts';
+import { JOBS, checkQueueCoverage, jobsOfQueue, queueProcessor } from '../../jobs/catalogue.ts';
+import { dailyJobId, enqueue } from '../../jobs/enqueue.ts';
+import { manualJobId } from '../../jobs/manual-ids.ts';
 import { defineJob } from '../../jobs/definition.ts';
 import { QUEUE, type QueueKey } from '../../jobs/queues.ts';
 import { ManualClock } from '../../src/util/clock.ts';
@@ -34,6 +36,32 @@ describe('job catalogue', () => {
       process: async () => 1,
     });
     expect(() => jobsOfQueue('maintenance', [a, a])).toThrow(/two job definitions named x/);
+  });
+
+  it("the worker's start-up check refuses a queue with job definitions that no worker runs", () => {
+    const every = Object.keys(QUEUE) as QueueKey[];
+    expect(() => checkQueueCoverage(every)).not.toThrow();
+    const withoutPublish = every.filter((k) => k !== 'publishFeed');
+    expect(() => checkQueueCoverage(withoutPublish)).toThrow(
+      /queue publish-feed has jobs \(publish-feed\) but no worker runs it/,
+    );
+    // A process may leave a queue to others on purpose (no feed pipeline, no webhook queue).
+    expect(() => checkQueueCoverage(withoutPublish, ['publishFeed'])).not.toThrow();
+  });
+
+  it("the worker's start-up check refuses a worker whose queue has no job definitions", () => {
+    const every = Object.keys(QUEUE) as QueueKey[];
+    const withoutWebhookJobs = Object.values(JOBS).filter((d) => d.queue !== 'webhooks');
+    expect(() => checkQueueCoverage(every, [], withoutWebhookJobs)).toThrow(
+      /a worker runs queue webhook-delivery, which has no job definitions/,
+    );
+    expect(() =>
+      checkQueueCoverage(
+        every.filter((k) => k !== 'webhooks'),
+        [],
+        withoutWebhookJobs,
+      ),
+    ).not.toThrow();
   });
 
   it("enqueues with the definition's options and a validated payload", async () => {

@@ -1,11 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { localFailure } from '../../src/accounts/error-kind.ts';
+import { errorKind, localFailure } from '../../src/util/error-kinds.ts';
 import { describeFailure, jsonFailureOf } from '../../src/cli/failure.ts';
-import { DownloadError, LinkExpiredError, TooLargeError } from '../../src/mirror/errors.ts';
+import { DisallowedHostError, DownloadError, LinkExpiredError, TooLargeError } from '../../src/mirror/errors.ts';
 import {
+  InsufficientDeveloperRoleError,
   MalformedResponseError,
+  MissingScopeError,
+  PersonalAccountError,
+  PlatformRequestError,
   RateLimitedError,
+  RunawayListingError,
+  TokenExpiredError,
   TokenInvalidError,
+  TokenTooYoungError,
   TransientError,
 } from '../../src/platform/errors.ts';
 import { InvalidKeyError, StorageError, StorageUnavailableError } from '../../src/storage/errors.ts';
@@ -148,4 +155,40 @@ describe('the CLI line and exit code of a local failure', () => {
     expect(f.unavailable).toBe(false);
     expect(jsonFailureOf(err, f)).toEqual({ kind: 'configuration', message: err.message });
   });
+});
+
+describe('errorKind: what each error class says it is', () => {
+  const kinds: Array<[unknown, string]> = [
+    [new TokenInvalidError('rejected', { code: 190 }), 'token_invalid'],
+    [new TokenInvalidError('rejected', { code: 190, subcode: 458 }), 'app_removed'],
+    [new TokenInvalidError('rejected', { code: 190, subcode: 459 }), 'checkpoint'],
+    [new TokenInvalidError('rejected', { code: 190, subcode: 460 }), 'password_changed'],
+    [new TokenExpiredError('expired', { code: 190, subcode: 463 }), 'token_expired'],
+    [new TokenInvalidError('rejected', { code: 190, subcode: 999 }), 'token_invalid'],
+    [new InsufficientDeveloperRoleError('no role'), 'developer_role'],
+    [new PersonalAccountError('personal'), 'personal_account'],
+    [new MissingScopeError('no scope'), 'missing_permission'],
+    [new RateLimitedError('limited', { code: 4 }), 'rate_limit'],
+    [new TokenTooYoungError('too young'), 'token_too_young'],
+    [new TransientError('reset'), 'network'],
+    [new RunawayListingError('endless', 'repeated-cursor'), 'listing_runaway'],
+    [new MalformedResponseError('not JSON'), 'platform'],
+    [new PlatformRequestError('bad parameter'), 'platform'],
+    [new LinkExpiredError('URL signature expired'), 'link_expired'],
+    [new DownloadError('timed out'), 'network'],
+    [new TooLargeError('too large', 10), 'bad_item'],
+    [new DisallowedHostError('elsewhere'), 'bad_item'],
+    [new StorageUnavailableError('down'), 'storage'],
+    [new InvalidKeyError('key', '../x', 'traversal'), 'storage'],
+    [connectionError('ECONNREFUSED'), 'network'],
+    [new DatabaseUnavailableError('cannot reach PostgreSQL', 'ECONNREFUSED'), 'network'],
+    [new TypeError('a bug'), 'internal'],
+    [named('error', 'has a kind that is not ours', { errorKind: 'nonsense' }), 'internal'],
+    ['boom', 'internal'],
+    [null, 'internal'],
+  ];
+  for (const [err, kind] of kinds)
+    it(`${err instanceof Error ? `${err.name}: ${err.message}` : String(err)} -> ${kind}`, () => {
+      expect(errorKind(err)).toBe(kind);
+    });
 });

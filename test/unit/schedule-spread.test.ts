@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { scheduleOffsetMs } from '../../jobs/catalogue.ts';
+import { scheduleOffsetMs } from '../../jobs/schedules.ts';
 import { HOUR } from '../../src/util/clock.ts';
 
 describe('schedules spread over their interval', () => {

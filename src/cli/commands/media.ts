@@ -107,7 +107,8 @@ async function rebuildCommand(opts: { account?: string; json?: boolean }, io: Cl
   }
   return withContext(io, async (ctx) => {
     const { getAccount, listAccounts } = await import('../../store/accounts.ts');
-    const { enqueue, JOBS } = await import('../../../jobs/catalogue.ts');
+    const { JOBS } = await import('../../../jobs/catalogue.ts');
+    const { enqueue } = await import('../../../jobs/enqueue.ts');
     const db = await ctx.migratedDb();
     let ids: string[];
     if (opts.account !== undefined) {

@@ -158,7 +158,7 @@ async function handOver(
   opts: SyncOptions,
 ): Promise<number> {
   const { handOverRateLimitedSync, rateLimitWaitMs } = await import('../../../jobs/rate-limits.ts');
-  const { errorKind } = await import('../../accounts/error-kind.ts');
+  const { errorKind } = await import('../../util/error-kinds.ts');
   let retry: { jobId: string; waitMs: number } | undefined;
   let notQueued: string | undefined;
   try {

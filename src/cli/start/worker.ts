@@ -149,7 +149,7 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
  * dropped too early in a rotation) would fail every account's sync: it does not start. One line names the
  * key ids it holds and the ones the tokens need (ids, never keys; R-KEY-1); exit 1. Keys that open
  * some tokens and not others start: those accounts' jobs fail without marking the accounts
- * (src/accounts/error-kind.ts), and `feedmirror doctor` names the tokens no key opens (R-KEY-2).
+ * (src/util/error-kinds.ts), and `feedmirror doctor` names the tokens no key opens (R-KEY-2).
  */
 async function refuseKeysThatOpenNoToken(ctx: AppContext, db: Db): Promise<void> {
   const { checkTokenKeys } = await import('../../store/secrets.ts');
