@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { contentHash } from '../feeds/slots.ts';
+import { contentHash } from '../util/content-hash.ts';
 import { DEPLOYMENT_MARKER_KEY, feedKey } from '../storage/keys.ts';
 import type { ObjectStorage } from '../storage/types.ts';
 import type { Db } from '../store/db.ts';

@@ -31,7 +31,8 @@ import {
 import { DAY } from '../util/clock.ts';
 import type { FeedDeps } from './deps.ts';
 import { keepPublished, needsPrevious, publishedIds, readPublishedPosts, type KeepInput } from './publication.ts';
-import { contentHash, imageSlots, isImageMime } from './slots.ts';
+import { imageSlots, isImageMime } from './slots.ts';
+import { contentHash } from '../util/content-hash.ts';
 
 export const DEFAULT_FEED_MAX_AGE_SECONDS = 300;
 export const FEED_CONTENT_TYPE = 'application/json; charset=utf-8';

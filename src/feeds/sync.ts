@@ -40,7 +40,8 @@ import {
   type PublishOutcome,
 } from './publish.ts';
 import { settleRemoval, type Settled } from './publication.ts';
-import { contentHash, imageSlots, isImageMime } from './slots.ts';
+import { imageSlots, isImageMime } from './slots.ts';
+import { contentHash } from '../util/content-hash.ts';
 import { feedCheckDue } from './feed-check.ts';
 import { DAY } from '../util/clock.ts';
 import type { SyncOutcome } from '../metrics/index.ts';

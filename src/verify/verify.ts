@@ -8,7 +8,8 @@ import {
   publishDemoFeedIfNone,
   recordedMediaKeys,
 } from '../feeds/publish.ts';
-import { contentHash, imageSlots } from '../feeds/slots.ts';
+import { imageSlots } from '../feeds/slots.ts';
+import { contentHash } from '../util/content-hash.ts';
 import type { Feed } from '../schema/v1.ts';
 import { validateFeed } from '../schema/validate.ts';
 import { DEPLOYMENT_MARKER_KEY, feedKey, mediaPrefix } from '../storage/keys.ts';

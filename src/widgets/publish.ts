@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { DEFAULT_FEED_MAX_AGE_SECONDS, FEED_CONTENT_TYPE } from '../feeds/publish.ts';
-import { contentHash } from '../feeds/slots.ts';
+import { contentHash } from '../util/content-hash.ts';
 import { PROFILE_URL_BASE } from '../platform/identifiers.ts';
 import type { Feed } from '../schema/v1.ts';
 import { validateFeed } from '../schema/validate.ts';

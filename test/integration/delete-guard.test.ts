@@ -14,7 +14,7 @@ import { demoFeed } from '../../src/demo/demo-feed.ts';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
 import { runMediaSweep } from '../../src/feeds/media-sweep.ts';
 import { publishAccountFeed, publishDemoFeedIfNone } from '../../src/feeds/publish.ts';
-import { contentHash } from '../../src/feeds/slots.ts';
+import { contentHash } from '../../src/util/content-hash.ts';
 import { PlatformClient } from '../../src/platform/client.ts';
 import { DEPLOYMENT_MARKER_KEY, feedKey, mediaKey, statusKey } from '../../src/storage/keys.ts';
 import { LocalStorage } from '../../src/storage/local.ts';

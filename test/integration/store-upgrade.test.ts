@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { convertItems } from '../../src/convert/convert-item.ts';
 import { buildAccountFeed } from '../../src/feeds/publish.ts';
-import { contentHash } from '../../src/feeds/slots.ts';
+import { contentHash } from '../../src/util/content-hash.ts';
 import { earliestExpiry } from '../../src/platform/links.ts';
 import { postSchema, type Post } from '../../src/schema/v1.ts';
 import { getAccount, upsertAccount } from '../../src/store/accounts.ts';

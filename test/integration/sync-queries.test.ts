@@ -24,7 +24,7 @@ import {
 import { demoFeed } from '../../src/demo/demo-feed.ts';
 import { DAY, HOUR } from '../../src/util/clock.ts';
 import { convertItems } from '../../src/convert/convert-item.ts';
-import { contentHash } from '../../src/feeds/slots.ts';
+import { contentHash } from '../../src/util/content-hash.ts';
 import { earliestExpiry } from '../../src/platform/links.ts';
 import { silentLogger } from '../../src/util/logger.ts';
 import { freshDatabase } from '../support/services.ts';

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { contentHash, imageSlots, sourceIdOf, withoutSignatures } from '../../src/feeds/slots.ts';
+import { imageSlots } from '../../src/feeds/slots.ts';
+import { contentHash, sourceIdOf, withoutSignatures } from '../../src/util/content-hash.ts';
 import { stableStringify } from '../../src/util/stable-stringify.ts';
 import { demoFeed } from '../../src/demo/demo-feed.ts';
 import { feedCacheControl } from '../../src/feeds/publish.ts';
