@@ -6,7 +6,7 @@ import type { Clock } from '../util/clock.ts';
 import { DAY, MINUTE } from '../util/clock.ts';
 import type { Logger } from '../util/logger.ts';
 import { CSRF_FIELD, csrfMatches, csrfTokenFor, hasSameOrigin, refuse } from './csrf.ts';
-import { escapeHtml } from './pages.ts';
+import { html } from '../util/html.ts';
 import { MemorySessionStore, newSessionId, type SessionStore } from './sessions.ts';
 import { LoginThrottle } from './throttle.ts';
 
@@ -281,21 +281,21 @@ export function safeNext(value: unknown): string {
 }
 
 function loginPage(opts: { csrf: string; next: string; message?: string }): string {
-  const msg = opts.message ? `<p class="error" role="alert">${escapeHtml(opts.message)}</p>` : '';
+  const msg = opts.message ? html`<p class="error" role="alert">${opts.message}</p>` : '';
   // The dashboard's look from its stylesheet file: no inline script or style under the CSP.
-  return `<!doctype html>
+  return String(html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Log in · feedmirror dashboard</title><link rel="stylesheet" href="${DASHBOARD_PATH}/assets/dashboard.css"></head>
 <body class="login"><header><span class="brand">feedmirror</span><span class="muted">dashboard</span></header>
 <main><h1>Log in</h1>${msg}
 <form method="post" action="${DASHBOARD_PATH}/login">
-<input type="hidden" name="${CSRF_FIELD}" value="${escapeHtml(opts.csrf)}">
-<input type="hidden" name="next" value="${escapeHtml(opts.next)}">
+<input type="hidden" name="${CSRF_FIELD}" value="${opts.csrf}">
+<input type="hidden" name="next" value="${opts.next}">
 <label for="user">User</label><input id="user" name="user" autocomplete="username" required>
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
 <button type="submit">Log in</button>
 </form></main></body></html>
-`;
+`);
 }
 
 /** The stylesheet of the dashboard and its login page, read once. */

@@ -41,19 +41,11 @@ import {
 import { csrfTokenFor, requireCsrfToken, requireSameOrigin } from '../csrf.ts';
 import { loadAccountOverviews } from './data.ts';
 import { describeRefreshOutcome, refreshFlashKind } from '../../accounts/refresh-words.ts';
-import {
-  FLASH_KINDS,
-  RETURN_FIELD,
-  accountsPage,
-  invitationPage,
-  previewPage,
-  PREVIEW_LAYOUTS,
-  PREVIEW_WIDGET_ID,
-  type PreviewLayout,
-  removeConfirmPage,
-  type Flash,
-  type LayoutOptions,
-} from './views.ts';
+import { FLASH_KINDS, type Flash, type LayoutOptions } from './layout.ts';
+import { RETURN_FIELD } from './health-views.ts';
+import { accountsPage, removeConfirmPage } from './accounts-views.ts';
+import { invitationPage } from './invitations-views.ts';
+import { previewPage, PREVIEW_LAYOUTS, PREVIEW_WIDGET_ID, type PreviewLayout } from './preview-views.ts';
 import { deliveriesPage, secretPage, webhooksPage } from './webhooks-views.ts';
 import type { TokenCipher } from '../../store/crypto.ts';
 import { getEndpoint, listDeliveries, listEndpoints, removeEndpoint } from '../../store/webhooks.ts';

@@ -22,7 +22,7 @@ import {
 } from '../../widgets/widgets.ts';
 import { WIDGET_FILTER_TYPES } from '../../widgets/document.ts';
 import { WIDGET_MAX_ACCOUNTS } from '../../widgets/widgets.ts';
-import type { Flash, LayoutOptions } from './views.ts';
+import type { Flash, LayoutOptions } from './layout.ts';
 import { COPY_SCRIPT, widgetPage, widgetsPage, WIDGETS_PATH, type FeedHiddenPost } from './widgets-views.ts';
 
 /**
