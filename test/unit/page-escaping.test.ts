@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { loginPage } from '../../src/http/auth/login-page.ts';
 import { handleOAuth } from '../../src/simulator/oauth.ts';
 import type { SimContext } from '../../src/simulator/context.ts';
 import { SimState } from '../../src/simulator/state.ts';
@@ -47,6 +48,13 @@ describe('an unmarked value is escaped on every page', () => {
     it(name, () => {
       expectEscaped(name, plain[name]!, hostile[name]!);
     });
+
+  it('the login page', () => {
+    // Its next field has passed safeNext, and its message is ours: both escaped all the same.
+    const page = (v: string) => loginPage({ csrf: `csrf${v}`, next: `/dashboard${v}`, message: `message ${v}` });
+    expectEscaped('login', page(PLAIN), page(HOSTILE));
+    expect(loginPage({ csrf: 'c', next: '/dashboard' })).not.toContain('role="alert"');
+  });
 
   it("the simulator's consent page and its error pages", () => {
     const page = (v: string, query: Record<string, string> = {}) => {

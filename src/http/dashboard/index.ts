@@ -26,18 +26,13 @@ import type { Clock } from '../../util/clock.ts';
 import type { Logger } from '../../util/logger.ts';
 import { redactText } from '../../util/redact.ts';
 import { widgetSource, WIDGET_CONTENT_TYPE } from '../../widget/index.ts';
-import {
-  DASHBOARD_PATH,
-  loginRoutes,
-  logoutHandler,
-  parseCookies,
-  requireSession,
-  sessionOf,
-  setCookie,
-  signValue,
-  verifyValue,
-  type DashboardAuth,
-} from '../auth.ts';
+import { FLASH_COOKIE, parseCookies, setCookie } from '../auth/cookies.ts';
+import { requireSession } from '../auth/middleware.ts';
+import { DASHBOARD_PATH } from '../auth/paths.ts';
+import { loginRoutes, logoutHandler } from '../auth/routes.ts';
+import { sessionOf } from '../auth/sessions.ts';
+import type { DashboardAuth } from '../auth/settings.ts';
+import { signValue, verifyValue } from '../auth/signing.ts';
 import { csrfTokenFor, requireCsrfToken, requireSameOrigin } from '../csrf.ts';
 import { loadAccountOverviews } from './data.ts';
 import { describeRefreshOutcome, refreshFlashKind } from '../../accounts/refresh-words.ts';
@@ -121,7 +116,6 @@ const INVITATION_TTLS: Record<string, number> = { '1d': 86_400_000, '7d': 7 * 86
 
 export const BULL_BOARD_PATH = `${DASHBOARD_PATH}/queues`;
 const ACCOUNT_ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
-const FLASH_COOKIE = 'fm_flash';
 /** The most fields a dashboard form sends, a widget's aside (the largest, a webhook's, sends 9). */
 export const FORM_MAX_FIELDS = 20;
 
