@@ -79,7 +79,9 @@ function slotsOf(strings: TemplateStringsArray): Slot[] {
   if (cached) return cached;
   const slots: Slot[] = [];
   let state: 'text' | 'tag' | 'dq' | 'sq' = 'text';
+  // The attribute name last read in a tag; `ended` once a space, / or = follows it.
   let attr = '';
+  let ended = false;
   for (let i = 0; i < strings.length; i++) {
     const s = strings[i] as string;
     for (let j = 0; j < s.length; j++) {
@@ -88,21 +90,30 @@ function slotsOf(strings: TemplateStringsArray): Slot[] {
         if (c === '<' && /[A-Za-z]/.test(s[j + 1] ?? '')) {
           state = 'tag';
           attr = '';
+          ended = false;
         }
       } else if (state === 'tag') {
         if (c === '>') state = 'text';
         else if (c === '"') state = 'dq';
         else if (c === "'") state = 'sq';
-        else if (/[\s/]/.test(c)) attr = '';
-        else if (c !== '=') attr += c.toLowerCase();
+        else if (/[\s/=]/.test(c)) ended = true;
+        else {
+          if (ended) attr = '';
+          ended = false;
+          attr += c.toLowerCase();
+        }
       } else if ((state === 'dq' && c === '"') || (state === 'sq' && c === "'")) {
         state = 'tag';
         attr = '';
+        ended = false;
       }
     }
     if (i < strings.length - 1) slots.push(slotAt(state, attr, s));
     // An unquoted value is quoted by the render: the next static text goes on inside the tag.
-    if (state === 'tag' && /=\s*$/.test(s)) attr = '';
+    if (state === 'tag' && /=\s*$/.test(s)) {
+      attr = '';
+      ended = false;
+    }
   }
   slotsCache.set(strings, slots);
   return slots;

@@ -56,6 +56,10 @@ describe('html`…`', () => {
     expect(String(html`<img src=${'javascript:x'}>`)).toBe('<img src="about:invalid">');
     expect(String(html`<form action='${'javascript:x'}'>`)).toBe(`<form action='about:invalid'>`);
     expect(String(html` href="${'javascript:x'}"`)).toBe(' href="about:invalid"');
+    expect(String(html`<a title="t" href = "${'javascript:x'}">`)).toBe('<a title="t" href = "about:invalid">');
+    expect(String(html`<a data-href="${'javascript:x'}" title="${'javascript:x'}">`)).toBe(
+      '<a data-href="javascript:x" title="javascript:x">',
+    );
     const good = [
       'https://x.example/a?b=1&c=2',
       'http://x',

@@ -4,8 +4,8 @@ import { syncSummary } from '../../accounts/sync-summary.ts';
 import type { AccountOverview } from './data.ts';
 import { formatBytes } from './data.ts';
 import { lastProblem } from './explain.ts';
-import { reasonList, removalHoldNotice, verdictBadge, when } from './health-views.ts';
-import { layout, postForm, type LayoutOptions } from './layout.ts';
+import { reasonList, removalHoldNotice, verdictBadge } from './health-views.ts';
+import { layout, postForm, when, type LayoutOptions } from './layout.ts';
 
 /**
  * The accounts page (/dashboard): every account with its token, syncs, counts, feed and health,

@@ -1,14 +1,12 @@
 import { html, type Html } from '../../util/html.ts';
 import { reasonParts, type AccountHealth } from '../../accounts/health.ts';
-import { postForm } from './layout.ts';
+import { postForm, when } from './layout.ts';
 
 /**
  * The pieces the accounts list and an account's page share: the health verdict and its reasons
  * (R-HLT-1: the same words on every surface), a held removal with its confirm button (R-OWN-7),
  * and the field that brings an action's outcome back to the page it came from.
  */
-
-export const when = (d: Date | null) => (d ? `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC` : 'never');
 
 /** An account action's form field naming the page to come back to (the account's; else the list). */
 export const RETURN_FIELD = 'return';

@@ -23,7 +23,7 @@ import { isWidgetFormPost, registerWidgetRoutes, WIDGET_FORM_MAX_FIELDS } from '
  * CSRF checks (csrf.ts). Each resource registers its routes from a module of its own
  * (<resource>-routes.ts, with its pages in <resource>-views.ts); context.ts has what they share.
  */
-export type { DashboardConnect, DashboardDeps, DashboardQueues, FeedHides } from './context.ts';
+export type { DashboardConnect, DashboardDeps, DashboardQueues } from './context.ts';
 export { FORM_MAX_FIELDS } from './context.ts';
 
 export function dashboardRouter(deps: DashboardDeps): Router {

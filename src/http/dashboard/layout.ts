@@ -26,6 +26,9 @@ export interface LayoutOptions {
   connectUrl?: string | undefined;
 }
 
+/** A time as the accounts list shows it: to the minute, in UTC. */
+export const when = (d: Date | null) => (d ? `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC` : 'never');
+
 /** The hidden field with the session's CSRF token (csrf.ts checks it on every POST). */
 export function csrfField(csrf: string): Html {
   return html`<input type="hidden" name="${CSRF_FIELD}" value="${csrf}">`;
