@@ -44,8 +44,8 @@ export async function preflight(env: NodeJS.ProcessEnv, role: Role): Promise<Pre
     }
   }
   if (role === 'serve') {
-    // The same rule the server applies when it starts (src/http/auth.ts).
-    const { resolveDashboardAuth } = await import('../http/auth.ts');
+    // The same rule the server applies when it starts (src/http/auth/settings.ts).
+    const { resolveDashboardAuth } = await import('../http/auth/settings.ts');
     try {
       resolveDashboardAuth({
         host: config.HOST,

@@ -1,5 +1,5 @@
 import { resolveBrand, type Brand, type ResolvedBrand } from '../util/brand.ts';
-import { escapeHtml as h } from './pages.ts';
+import { html, join, raw, type Html } from '../util/html.ts';
 
 /**
  * The pages an account's owner sees, branded (BRAND_NAME, BRAND_LOGO_URL, BRAND_SUPPORT_EMAIL,
@@ -21,7 +21,8 @@ import { escapeHtml as h } from './pages.ts';
  *
  * No script anywhere (the Content-Security-Policy allows none inline: src/http/security-headers.ts);
  * one <style> block (style-src allows inline styles); nothing loaded from elsewhere but the
- * brand's https logo (img-src allows https:). Every value is escaped.
+ * brand's https logo (img-src allows https:). Built with the `html` tag (src/util/html.ts): every
+ * value is escaped.
  */
 export type OwnerPageKind = 'done' | 'declined' | 'expired-link' | 'wrong-account' | 'status' | 'notice';
 
@@ -82,10 +83,10 @@ function href(url: string | undefined): string | undefined {
 }
 
 const capitalise = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
-const p = (text: string) => `<p>${h(text)}</p>`;
+const p = (text: string) => html`<p>${text}</p>`;
 const button = (url: string | undefined, label: string) => {
   const u = href(url);
-  return u ? `<p class="actions"><a class="button" href="${h(u)}">${h(label)}</a></p>` : '';
+  return u ? html`<p class="actions"><a class="button" href="${u}">${label}</a></p>` : '';
 };
 
 function css(b: ResolvedBrand): string {
@@ -115,53 +116,58 @@ footer{padding:1rem 1.5rem;border-top:1px solid #e5e7eb;color:#4b5563;font-size:
 footer a{color:inherit}`;
 }
 
-/** The branded document around a body of HTML the caller built (and escaped). */
-export function ownerDocument(opts: { title: string; bodyHtml: string; brand?: Brand | undefined }): string {
+/** The branded document around a body the caller built with `html`. */
+export function ownerDocument(opts: { title: string; body: Html; brand?: Brand | undefined }): string {
   const b = resolveBrand(opts.brand);
-  const head = b.logoUrl ? `<img src="${h(b.logoUrl)}" alt="${h(b.name)}">` : `<span>${h(b.name)}</span>`;
+  const head = b.logoUrl ? html`<img src="${b.logoUrl}" alt="${b.name}">` : html`<span>${b.name}</span>`;
   const foot = b.supportEmail
-    ? `Questions? Write to <a href="mailto:${h(b.supportEmail)}">${h(b.supportEmail)}</a>.`
-    : `${h(b.name)}`;
-  return `<!doctype html>
+    ? html`Questions? Write to <a href="mailto:${b.supportEmail}">${b.supportEmail}</a>.`
+    : b.name;
+  // The stylesheet is ours (the brand's colours are checked #rrggbb by resolveBrand): raw, as CSS.
+  return String(html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex">
-<title>${h(opts.title)} · ${h(b.name)}</title>
-<style>${css(b)}</style>
+<title>${opts.title} · ${b.name}</title>
+<style>${raw(css(b))}</style>
 </head>
 <body>
 <div class="wrap">
 <div class="card">
 <header class="brand">${head}</header>
 <main>
-<h1>${h(opts.title)}</h1>
-${opts.bodyHtml}
+<h1>${opts.title}</h1>
+${opts.body}
 </main>
 <footer>${foot}</footer>
 </div>
 </div>
 </body>
 </html>
-`;
+`);
 }
 
-export function renderOwnerPage<K extends OwnerPageKind>(kind: K, vars: OwnerPageVars[K]): string {
-  const brand = vars.brand;
-  const doc = (title: string, body: string[]) =>
-    ownerDocument({ title, bodyHtml: body.filter(Boolean).join('\n'), brand });
-  switch (kind) {
-    case 'done': {
-      const v = vars as OwnerPageVars['done'];
-      const who = `@${v.username}`;
-      const until = v.expiresAt
-        ? ` Its access is valid until ${v.expiresAt.toLocaleDateString('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' })} and renews automatically.`
-        : '';
-      const feed = href(v.feedUrl);
-      return doc(v.reconnected ? 'Account reconnected' : 'Account connected', [
+/** A page's title and its body's blocks (an empty string is left out). */
+interface OwnerPage {
+  title: string;
+  body: Array<Html | ''>;
+}
+
+const date = (d: Date) =>
+  d.toLocaleDateString('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' });
+
+const PAGES: { [K in OwnerPageKind]: (v: OwnerPageVars[K]) => OwnerPage } = {
+  done: (v) => {
+    const who = `@${v.username}`;
+    const until = v.expiresAt ? ` Its access is valid until ${date(v.expiresAt)} and renews automatically.` : '';
+    const feed = href(v.feedUrl);
+    return {
+      title: v.reconnected ? 'Account reconnected' : 'Account connected',
+      body: [
         p(`${v.reconnected ? 'Thank you: ' : ''}${who} is connected${v.reconnected ? ' again' : ''}.${until}`),
-        '<h2>What happens next</h2>',
+        html`<h2>What happens next</h2>`,
         // A reconnected account's posts are on the website already: only new ones are to come.
         p(
           `${v.reconnected ? `New posts of ${who} are read again` : `The first posts of ${who} are read`} ${
@@ -175,87 +181,96 @@ export function renderOwnerPage<K extends OwnerPageKind>(kind: K, vars: OwnerPag
             ? 'They appear on the website that shows this feed as before; there is nothing else to do.'
             : 'They then appear on the website that shows this feed; new posts follow by themselves.',
         ),
-        feed ? `<p class="muted">Feed address, for whoever set up the website: <code>${h(feed)}</code></p>` : '',
+        feed ? html`<p class="muted">Feed address, for whoever set up the website: <code>${feed}</code></p>` : '',
         p('You can close this page.'),
-      ]);
-    }
-    case 'declined': {
-      const v = vars as OwnerPageVars['declined'];
-      return doc(v.title ?? 'Account not connected', [
-        ...v.lines.map(p),
-        href(v.retryUrl)
-          ? button(v.retryUrl, 'Try again')
-          : p('To try again, ask for a new link from whoever sent you this one.'),
-      ]);
-    }
-    case 'expired-link': {
-      const v = vars as OwnerPageVars['expired-link'];
-      return doc('This link no longer works', [
-        p(v.reason),
-        p(
-          v.whatNext ??
-            'Ask for a new link from whoever sent you this one; each link works once and for a limited time.',
-        ),
-        button(v.retryUrl, 'Try again'),
-      ]);
-    }
-    case 'wrong-account': {
-      const v = vars as OwnerPageVars['wrong-account'];
-      const who = v.expectedUsername ? `@${v.expectedUsername}` : 'the account this link is for';
-      return doc('Wrong account', [
+      ],
+    };
+  },
+  declined: (v) => ({
+    title: v.title ?? 'Account not connected',
+    body: [
+      ...v.lines.map(p),
+      href(v.retryUrl)
+        ? button(v.retryUrl, 'Try again')
+        : p('To try again, ask for a new link from whoever sent you this one.'),
+    ],
+  }),
+  'expired-link': (v) => ({
+    title: 'This link no longer works',
+    body: [
+      p(v.reason),
+      p(
+        v.whatNext ?? 'Ask for a new link from whoever sent you this one; each link works once and for a limited time.',
+      ),
+      button(v.retryUrl, 'Try again'),
+    ],
+  }),
+  'wrong-account': (v) => {
+    const who = v.expectedUsername ? `@${v.expectedUsername}` : 'the account this link is for';
+    return {
+      title: 'Wrong account',
+      body: [
         p(`You logged in with another account. This link is for ${who} only, so nothing was changed.`),
         p(`Log out of the platform (or open the link in a private window), then try again and log in as ${who}.`),
         button(v.retryUrl, 'Try again'),
-      ]);
-    }
-    case 'status': {
-      const v = vars as OwnerPageVars['status'];
-      const who = `@${v.username}`;
-      const lastSync = `<dt>Last successful update</dt><dd data-last-sync>${h(v.lastSyncAt ? when(v.lastSyncAt) : 'not yet')}</dd>`;
-      // Connected: the days left count, and reconnecting before they end avoids a gap. Once the
-      // account needs its owner they count for nothing (the platform refuses the token whatever
-      // its date), so the page says why it stopped and what the website shows meanwhile instead.
-      const rows = v.connected
-        ? [
-            `<dt>Connection</dt><dd><span class="state ok" data-state="connected">Connected</span></dd>`,
-            `<dt>Validity left</dt><dd data-days-left="${v.daysLeft ?? ''}">${h(
-              v.daysLeft !== null && v.daysLeft !== undefined
-                ? `${v.daysLeft} day${v.daysLeft === 1 ? '' : 's'}${v.expiresAt ? ` (until ${when(v.expiresAt)})` : ''}`
-                : 'unknown',
-            )}</dd>`,
-            lastSync,
-          ]
-        : [
-            `<dt>Connection</dt><dd><span class="state bad" data-state="needs_owner">Not updating: needs you to reconnect</span></dd>`,
-            `<dt>Why</dt><dd data-reason>${h(v.reason ? capitalise(v.reason) : 'The platform no longer accepts the connection')}.</dd>`,
-            lastSync,
-          ];
-      const why = v.connected
-        ? `The connection to ${who} works. Reconnect before it ends to keep your website's feed updating without a gap.`
-        : `The connection to ${who} has stopped working. Your website keeps showing the posts of the last successful update; new posts reach it again once you reconnect.`;
-      let action = '';
-      if (v.reconnect && 'url' in v.reconnect) action = button(v.reconnect.url, `Reconnect ${who}`);
-      else if (v.reconnect) {
-        const fields = Object.entries(v.reconnect.fields)
-          .map(([k, val]) => `<input type="hidden" name="${h(k)}" value="${h(val)}">`)
-          .join('');
-        action = `<form class="actions" method="post" action="${h(href(v.reconnect.action) ?? '')}">${fields}<button type="submit">Reconnect ${h(who)}</button></form>`;
-      }
-      return doc(`Your feed of ${who}`, [
-        p(why),
-        `<dl>
-<dt>Account</dt><dd>${h(who)}</dd>
-${rows.join('\n')}
-</dl>`,
-        action
-          ? `<p>Press Reconnect, log in as <strong>${h(who)}</strong> on the platform and approve access. Your password is never seen here.${v.linkExpiresAt ? ` This link works once, until ${h(when(v.linkExpiresAt))}.` : ''}</p>\n${action}`
-          : '',
-      ]);
-    }
-    case 'notice': {
-      const v = vars as OwnerPageVars['notice'];
-      return doc(v.title, [...v.lines.map(p), button(v.retryUrl, 'Try again')]);
-    }
+      ],
+    };
+  },
+  status: statusPage,
+  notice: (v) => ({ title: v.title, body: [...v.lines.map(p), button(v.retryUrl, 'Try again')] }),
+};
+
+/** The owner's status page: the connection's state, and the Reconnect button. */
+function statusPage(v: OwnerPageVars['status']): OwnerPage {
+  const who = `@${v.username}`;
+  const lastSync = html`<dt>Last successful update</dt><dd data-last-sync>${v.lastSyncAt ? when(v.lastSyncAt) : 'not yet'}</dd>`;
+  // Connected: the days left count, and reconnecting before they end avoids a gap. Once the
+  // account needs its owner they count for nothing (the platform refuses the token whatever
+  // its date), so the page says why it stopped and what the website shows meanwhile instead.
+  const rows = v.connected
+    ? [
+        html`<dt>Connection</dt><dd><span class="state ok" data-state="connected">Connected</span></dd>`,
+        html`<dt>Validity left</dt><dd data-days-left="${v.daysLeft ?? ''}">${
+          v.daysLeft !== null && v.daysLeft !== undefined
+            ? `${v.daysLeft} day${v.daysLeft === 1 ? '' : 's'}${v.expiresAt ? ` (until ${when(v.expiresAt)})` : ''}`
+            : 'unknown'
+        }</dd>`,
+        lastSync,
+      ]
+    : [
+        html`<dt>Connection</dt><dd><span class="state bad" data-state="needs_owner">Not updating: needs you to reconnect</span></dd>`,
+        html`<dt>Why</dt><dd data-reason>${v.reason ? capitalise(v.reason) : 'The platform no longer accepts the connection'}.</dd>`,
+        lastSync,
+      ];
+  const why = v.connected
+    ? `The connection to ${who} works. Reconnect before it ends to keep your website's feed updating without a gap.`
+    : `The connection to ${who} has stopped working. Your website keeps showing the posts of the last successful update; new posts reach it again once you reconnect.`;
+  let action: Html | '' = '';
+  if (v.reconnect && 'url' in v.reconnect) action = button(v.reconnect.url, `Reconnect ${who}`);
+  else if (v.reconnect) {
+    const fields = Object.entries(v.reconnect.fields).map(
+      ([k, val]) => html`<input type="hidden" name="${k}" value="${val}">`,
+    );
+    action = html`<form class="actions" method="post" action="${href(v.reconnect.action) ?? ''}">${fields}<button type="submit">Reconnect ${who}</button></form>`;
   }
-  throw new Error(`unknown owner page ${String(kind)}`);
+  return {
+    title: `Your feed of ${who}`,
+    body: [
+      p(why),
+      html`<dl>
+<dt>Account</dt><dd>${who}</dd>
+${join(rows, '\n')}
+</dl>`,
+      action
+        ? html`<p>Press Reconnect, log in as <strong>${who}</strong> on the platform and approve access. Your password is never seen here.${v.linkExpiresAt ? ` This link works once, until ${when(v.linkExpiresAt)}.` : ''}</p>\n${action}`
+        : '',
+    ],
+  };
+}
+
+export function renderOwnerPage<K extends OwnerPageKind>(kind: K, vars: OwnerPageVars[K]): string {
+  const render = PAGES[kind] as ((v: OwnerPageVars[K]) => OwnerPage) | undefined;
+  if (!render) throw new Error(`unknown owner page ${String(kind)}`);
+  const { title, body } = render(vars);
+  return ownerDocument({ title, body: join(body.filter(Boolean), '\n'), brand: vars.brand });
 }

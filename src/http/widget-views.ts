@@ -7,7 +7,7 @@ import type { Db } from '../store/db.ts';
 import type { Clock } from '../util/clock.ts';
 import type { Logger } from '../util/logger.ts';
 import { WIDGET_ID_PATTERN } from '../schema/widget-document.ts';
-import { deriveSessionSecret } from './auth.ts';
+import { deriveSessionSecret } from './auth/signing.ts';
 import { clientKey } from './throttle.ts';
 
 /**

@@ -1,4 +1,5 @@
-import { graphError, html, json, type Reply } from './reply.ts';
+import { html } from '../util/html.ts';
+import { graphError, htmlPage, json, type Reply } from './reply.ts';
 import type { FaultSpec } from './types.ts';
 
 /**
@@ -119,10 +120,10 @@ export function faultAction(f: FaultSpec, usage: (regainMinutes: number) => Reco
     case 'html':
       return {
         kind: 'reply',
-        reply: html(
+        reply: htmlPage(
           f.status ?? 502,
           'Error',
-          `<h1>${f.status ?? 502} Bad Gateway</h1><p>${f.message ?? 'Sorry, something went wrong.'}</p>`,
+          html`<h1>${f.status ?? 502} Bad Gateway</h1><p>${f.message ?? 'Sorry, something went wrong.'}</p>`,
         ),
       };
     case 'error': {

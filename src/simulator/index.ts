@@ -11,7 +11,8 @@ import { handleGraph } from './graph.ts';
 import { LinkSigner } from './links.ts';
 import { MediaRenderer } from './media.ts';
 import { handleOAuth } from './oauth.ts';
-import { escapeHtml, html, json, type Reply } from './reply.ts';
+import { html } from '../util/html.ts';
+import { htmlPage, json, type Reply } from './reply.ts';
 import { defaultSecretSink } from './secrets-ledger.ts';
 import { SimState } from './state.ts';
 import type { RecordedRequest, RequestHost, Simulator, SimulatorOptions } from './types.ts';
@@ -205,10 +206,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
         write(
           req,
           res,
-          html(
+          htmlPage(
             200,
             `Post ${m[2]}`,
-            `<h1>Simulated post ${escapeHtml(m[2] as string)}</h1><p>This is the post page of the platform simulator.</p>`,
+            html`<h1>Simulated post ${m[2]}</h1><p>This is the post page of the platform simulator.</p>`,
           ),
         );
       } else {

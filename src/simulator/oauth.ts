@@ -1,6 +1,7 @@
 import { DEPRECATED_SCOPE, GRANT_AUTHORIZATION_CODE, SCOPE } from '../platform/identifiers.ts';
 import type { SimContext, SimRequest } from './context.ts';
-import { escapeHtml, html, json, loginError, type Reply } from './reply.ts';
+import { html, join, raw } from '../util/html.ts';
+import { htmlPage, json, loginError, type Reply } from './reply.ts';
 
 /**
  * The login: the consent page (every account with its name and picture, one Allow each, and Deny), the decision that
@@ -26,7 +27,7 @@ interface LoginParams {
 /** The authorize parameters, or the error page a browser would see. */
 function validate(ctx: SimContext, p: Record<string, string>): LoginParams | Reply {
   if (p.client_id !== ctx.appId)
-    return html(400, 'Invalid request', '<h1>Invalid request</h1><p>Invalid platform app ID.</p>');
+    return htmlPage(400, 'Invalid request', html`<h1>Invalid request</h1><p>Invalid platform app ID.</p>`);
   const redirectUri = p.redirect_uri ?? '';
   let parsed: URL | undefined;
   try {
@@ -35,17 +36,17 @@ function validate(ctx: SimContext, p: Record<string, string>): LoginParams | Rep
     parsed = undefined;
   }
   if (!parsed || !/^https?:$/.test(parsed.protocol)) {
-    return html(
+    return htmlPage(
       400,
       'Invalid request',
-      '<h1>Invalid request</h1><p>Invalid redirect_uri: it must be an absolute http(s) URL.</p>',
+      html`<h1>Invalid request</h1><p>Invalid redirect_uri: it must be an absolute http(s) URL.</p>`,
     );
   }
   if (p.response_type !== undefined && p.response_type !== 'code') {
-    return html(
+    return htmlPage(
       400,
       'Invalid request',
-      '<h1>Invalid request</h1><p>Unsupported response_type: only code is supported.</p>',
+      html`<h1>Invalid request</h1><p>Unsupported response_type: only code is supported.</p>`,
     );
   }
   const scopes = (p.scope ?? '')
@@ -58,14 +59,14 @@ function validate(ctx: SimContext, p: Record<string, string>): LoginParams | Rep
     const note = invalid.includes(DEPRECATED_SCOPE)
       ? ` The scope ${DEPRECATED_SCOPE} is deprecated: use ${SCOPE}.`
       : '';
-    return html(
+    return htmlPage(
       400,
       'Invalid scope',
-      `<h1>Invalid Scopes: ${escapeHtml(invalid.join(', '))}</h1><p>Invalid scope.${escapeHtml(note)}</p>`,
+      html`<h1>Invalid Scopes: ${invalid.join(', ')}</h1><p>Invalid scope.${note}</p>`,
     );
   }
   if (!scopes.includes(SCOPE))
-    return html(400, 'Invalid scope', `<h1>Invalid scope</h1><p>The scope ${SCOPE} is required.</p>`);
+    return htmlPage(400, 'Invalid scope', html`<h1>Invalid scope</h1><p>The scope ${SCOPE} is required.</p>`);
   return { clientId: ctx.appId, redirectUri, scopes, state: p.state };
 }
 
@@ -120,38 +121,26 @@ function authorizePage(ctx: SimContext, params: LoginParams): Reply {
       scope: params.scopes.join(','),
       state: params.state ?? '',
       ...extra,
-    })
-      .map(([k, v]) => `<input type="hidden" name="${k}" value="${escapeHtml(v)}">`)
-      .join('');
+    }).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`);
   const avatar = (a: { id: string; profilePicture: boolean }) =>
     a.profilePicture
-      ? `<img alt="" src="${escapeHtml(
-          ctx.signer.sign(
-            { accountId: a.id, mediaId: a.id, slot: 'profile', ext: 'jpg' },
-            ctx.state.clock.now().getTime() + ctx.linkLifetimeMs,
-          ),
+      ? html`<img alt="" src="${ctx.signer.sign(
+          { accountId: a.id, mediaId: a.id, slot: 'profile', ext: 'jpg' },
+          ctx.state.clock.now().getTime() + ctx.linkLifetimeMs,
         )}">`
-      : '<span class="none"></span>';
-  const items = [...ctx.state.accounts.values()]
-    .map(
-      (a) =>
-        `<li><form method="post" action="/oauth/authorize/decision">${hidden({ decision: 'allow', account_id: a.id })}` +
-        `${avatar(a)}<span class="who"><strong>${escapeHtml(a.name)}</strong><small>@${escapeHtml(a.username)}</small></span>` +
-        `<button type="submit" name="allow" data-account="${escapeHtml(a.id)}">Allow as @${escapeHtml(a.username)}</button></form></li>`,
-    )
-    .join('\n');
-  const denyForm = `<form method="post" action="/oauth/authorize/decision">${hidden({ decision: 'deny' })}<button type="submit" name="deny">Deny</button></form>`;
-  const page = html(
+      : html`<span class="none"></span>`;
+  const items = [...ctx.state.accounts.values()].map(
+    (a) =>
+      html`<li><form method="post" action="/oauth/authorize/decision">${hidden({ decision: 'allow', account_id: a.id })}${avatar(a)}<span class="who"><strong>${a.name}</strong><small>@${a.username}</small></span><button type="submit" name="allow" data-account="${a.id}">Allow as @${a.username}</button></form></li>`,
+  );
+  const denyForm = html`<form method="post" action="/oauth/authorize/decision">${hidden({ decision: 'deny' })}<button type="submit" name="deny">Deny</button></form>`;
+  return htmlPage(
     200,
     'Log in and allow access',
-    `<main><h1>Allow access to your account</h1><p>Choose the account to connect.</p><p class="scopes">The app ${escapeHtml(ctx.appId)} asks for: ${escapeHtml(params.scopes.join(', '))}</p>` +
-      `<ul class="accounts">${items}</ul>\n${denyForm}</main>`,
+    html`<main><h1>Allow access to your account</h1><p>Choose the account to connect.</p><p class="scopes">The app ${ctx.appId} asks for: ${params.scopes.join(', ')}</p><ul class="accounts">${join(items, '\n')}</ul>\n${denyForm}</main>`,
+    // The page's look is a constant of ours.
+    html`<meta name="viewport" content="width=device-width"><style>${raw(CONSENT_STYLE)}</style>`,
   );
-  page.body = String(page.body).replace(
-    '</head>',
-    `<meta name="viewport" content="width=device-width"><style>${CONSENT_STYLE}</style></head>`,
-  );
-  return page;
 }
 
 export function handleOAuth(ctx: SimContext, r: SimRequest): Reply {
@@ -161,7 +150,7 @@ export function handleOAuth(ctx: SimContext, r: SimRequest): Reply {
     const auto = ctx.autoApprove();
     if (auto !== null) {
       if (!ctx.state.accounts.has(auto))
-        return html(500, 'Simulator', `<p>autoApprove names no account (${escapeHtml(auto)}).</p>`);
+        return htmlPage(500, 'Simulator', html`<p>autoApprove names no account (${auto}).</p>`);
       return approve(ctx, params, auto);
     }
     return authorizePage(ctx, params);
@@ -172,7 +161,7 @@ export function handleOAuth(ctx: SimContext, r: SimRequest): Reply {
     if (!('clientId' in params)) return params;
     if (form.decision === 'deny') return deny(params);
     if (form.decision !== 'allow' || !form.account_id || !ctx.state.accounts.has(form.account_id)) {
-      return html(400, 'Invalid request', '<p>Unknown decision or account.</p>');
+      return htmlPage(400, 'Invalid request', html`<p>Unknown decision or account.</p>`);
     }
     return approve(ctx, params, form.account_id);
   }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { html, type Html } from '../util/html.ts';
 
 /** What a handler answers; the server writes it (and adds the usage headers on the graph host). */
 export interface Reply {
@@ -18,20 +19,14 @@ export function json(status: number, value: unknown, accountId?: string): Reply 
   };
 }
 
-export function html(status: number, title: string, bodyHtml: string): Reply {
-  const page = `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head><body>${bodyHtml}</body></html>`;
-  return { status, headers: { 'content-type': 'text/html; charset=utf-8' }, body: page };
+/** An HTML page of the platform (its login, an error page), its body built with `html`. */
+export function htmlPage(status: number, title: string, body: Html, head: Html | '' = ''): Reply {
+  const page = html`<!doctype html><html><head><meta charset="utf-8"><title>${title}</title>${head}</head><body>${body}</body></html>`;
+  return { status, headers: { 'content-type': 'text/html; charset=utf-8' }, body: String(page) };
 }
 
 export function text(status: number, body: string, contentType = 'text/plain; charset=utf-8'): Reply {
   return { status, headers: { 'content-type': contentType }, body };
-}
-
-export function escapeHtml(s: string): string {
-  return s.replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string,
-  );
 }
 
 /** The Graph error envelope: {error:{message,type,code,error_subcode,fbtrace_id}}. */

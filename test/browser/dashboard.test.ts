@@ -16,7 +16,7 @@ import { loadConfig } from '../../src/config.ts';
 import { publishDemoFeedIfNone } from '../../src/feeds/publish.ts';
 import { runSyncNow } from '../../src/feeds/sync.ts';
 import { createApp } from '../../src/http/app.ts';
-import { resolveDashboardAuth } from '../../src/http/auth.ts';
+import { resolveDashboardAuth } from '../../src/http/auth/settings.ts';
 import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
 import { PlatformClient } from '../../src/platform/client.ts';
 import type { Feed } from '../../src/schema/v1.ts';

@@ -16,7 +16,7 @@ import { hashTag } from '../../src/util/redis-target.ts';
 import { AppContext } from '../../src/cli/context.ts';
 import { LoginThrottle } from '../../src/http/throttle.ts';
 import { readiness } from '../../src/http/health.ts';
-import { RedisSessionStore, newSessionId } from '../../src/http/sessions.ts';
+import { RedisSessionStore, newSessionId } from '../../src/http/auth/session-store.ts';
 import { AccountCallPacer } from '../../jobs/call-pacer.ts';
 import { JOBS } from '../../jobs/catalogue.ts';
 import { enqueue } from '../../jobs/enqueue.ts';

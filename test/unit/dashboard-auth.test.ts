@@ -1,18 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { Request } from 'express';
-import {
-  DashboardAuthConfigError,
-  deriveSessionSecret,
-  isLoopbackHost,
-  resolveDashboardAuth,
-  safeNext,
-  signValue,
-  issueSession,
-  verifySession,
-  verifyValue,
-  parseCookies,
-} from '../../src/http/auth.ts';
-import { MemorySessionStore } from '../../src/http/sessions.ts';
+import { parseCookies } from '../../src/http/auth/cookies.ts';
+import { safeNext } from '../../src/http/auth/paths.ts';
+import { MemorySessionStore } from '../../src/http/auth/session-store.ts';
+import { issueSession, verifySession } from '../../src/http/auth/sessions.ts';
+import { DashboardAuthConfigError, isLoopbackHost, resolveDashboardAuth } from '../../src/http/auth/settings.ts';
+import { deriveSessionSecret, signValue, verifyValue } from '../../src/http/auth/signing.ts';
 import { LoginThrottle } from '../../src/http/throttle.ts';
 import { csrfMatches, csrfTokenFor, hasSameOrigin } from '../../src/http/csrf.ts';
 import { explainError, lastProblem } from '../../src/http/dashboard/explain.ts';

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { accountPage, type AccountPageData } from '../../src/http/dashboard/account-views.ts';
 import type { AccountOverview } from '../../src/http/dashboard/data.ts';
 import { FORM_MAX_FIELDS } from '../../src/http/dashboard/index.ts';
-import { accountsPage, removeConfirmPage, type LayoutOptions } from '../../src/http/dashboard/views.ts';
+import { accountsPage, removeConfirmPage } from '../../src/http/dashboard/accounts-views.ts';
+import type { LayoutOptions } from '../../src/http/dashboard/layout.ts';
 import { webhooksPage } from '../../src/http/dashboard/webhooks-views.ts';
 import {
   isWidgetFormPost,

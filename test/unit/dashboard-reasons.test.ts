@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { accountHealth, healthLine, type HealthFacts } from '../../src/accounts/health.ts';
-import { reasonHtml, reasonList } from '../../src/http/dashboard/views.ts';
+import { reasonHtml, reasonList } from '../../src/http/dashboard/health-views.ts';
 import { DAY, HOUR } from '../../src/util/clock.ts';
 
 /**
@@ -59,7 +59,7 @@ describe('health reasons on the dashboard and in the terminal (R-HLT-1)', () => 
     expect(kinds).toEqual(
       expect.arrayContaining(['reauth_required', 'token_expiring', 'images_missing', 'removal_held']),
     );
-    const html = reasonList(health);
+    const html = String(reasonList(health));
     expect(html).not.toContain('`');
     expect(html).not.toContain('&#96;');
     expect(html).toContain('<code>feedmirror accounts reconnect-link 17841400000000001 --send</code>');
@@ -67,6 +67,6 @@ describe('health reasons on the dashboard and in the terminal (R-HLT-1)', () => 
     expect(html).toContain('<code>feedmirror sync 17841400000000001 --wait</code>');
     expect(html).toContain('(a platform message with &#39;its own&#39; backticks &lt;b&gt;)');
     expect(html).not.toContain('<b>');
-    expect(reasonHtml('run `a <b>` now')).toBe('run <code>a &lt;b&gt;</code> now');
+    expect(String(reasonHtml('run `a <b>` now'))).toBe('run <code>a &lt;b&gt;</code> now');
   });
 });

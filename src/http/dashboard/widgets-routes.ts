@@ -1,5 +1,5 @@
 import type { Request, Response, Router } from 'express';
-import { FeedHideError, type FeedHideOutcome } from '../../feeds/hide.ts';
+import { FeedHideError } from '../../feeds/hide.ts';
 import { listAccounts } from '../../store/accounts.ts';
 import { listHiddenFeedPosts } from '../../store/hidden-posts.ts';
 import { getPost } from '../../store/posts.ts';
@@ -22,7 +22,7 @@ import {
 } from '../../widgets/widgets.ts';
 import { WIDGET_FILTER_TYPES } from '../../schema/widget-document.ts';
 import { WIDGET_MAX_ACCOUNTS } from '../../widgets/widgets.ts';
-import type { Flash, LayoutOptions } from './views.ts';
+import type { AsyncHandler, DashboardContext } from './context.ts';
 import { COPY_SCRIPT, widgetPage, widgetsPage, WIDGETS_PATH, type FeedHiddenPost } from './widgets-views.ts';
 
 /**
@@ -30,18 +30,6 @@ import { COPY_SCRIPT, widgetPage, widgetsPage, WIDGETS_PATH, type FeedHiddenPost
  * index.ts). Every action calls the same function as the CLI (src/widgets/widgets.ts), which
  * validates, writes PostgreSQL and publishes the widget.
  */
-export interface WidgetRoutesContext {
-  deps: WidgetDeps;
-  /** Hiding a post from its account's feed (R-OWN-17); absent: the widget page offers it not. */
-  feedHides?: FeedHides;
-  viewsCounted: boolean;
-  layoutOf(req: Request, res: Response): LayoutOptions;
-  flashTo(res: Response, flash: Flash, to?: string): void;
-  pageHeaders(res: Response): void;
-  wrap(fn: (req: Request, res: Response) => Promise<void>): (req: Request, res: Response, next: () => void) => void;
-  /** The address the preview's script reads a document at (preview-links.ts). */
-  previewPath(path: string): string;
-}
 
 /**
  * A widget's published document for the dashboard's preview (any storage, S3 included), without
@@ -100,14 +88,8 @@ export function isWidgetFormPost(method: string, path: string): boolean {
   return method === 'POST' && /^\/widgets(?:\/[^/]+)?\/?$/.test(path);
 }
 
-/** src/feeds/hide.ts with the server's feed dependencies (the same calls as `feedmirror feeds hide|unhide`). */
-export interface FeedHides {
-  hide(accountId: string, postId: string): Promise<FeedHideOutcome>;
-  unhide(accountId: string, postId: string): Promise<FeedHideOutcome>;
-}
-
 const today = (d: Date) => d.toISOString().slice(0, 10);
-const list = (v: unknown): string[] => ([] as unknown[]).concat(v ?? []).map(String);
+const fieldValues = (v: unknown): string[] => ([] as unknown[]).concat(v ?? []).map(String);
 const words = (v: unknown): string[] =>
   String(v ?? '')
     .split(/[\s,]+/)
@@ -120,7 +102,7 @@ function editInput(body: Record<string, unknown>): WidgetInput {
   return {
     name: body.name,
     layout: body.layout,
-    accounts: list(body.accounts),
+    accounts: fieldValues(body.accounts),
     options: {
       limit: int(body.limit),
       maxPosts: int(body.maxPosts),
@@ -132,130 +114,26 @@ function editInput(body: Record<string, unknown>): WidgetInput {
       header: body.header === 'on',
       date: body.date === 'on',
       badges: body.badges === 'on',
-      filters: { types: list(body.types), includeTags: words(body.includeTags), excludeTags: words(body.excludeTags) },
+      filters: {
+        types: fieldValues(body.types),
+        includeTags: words(body.includeTags),
+        excludeTags: words(body.excludeTags),
+      },
     },
   };
 }
 
-export function registerWidgetRoutes(guarded: Router, c: WidgetRoutesContext): void {
-  const { deps, wrap } = c;
-  const choices = async () =>
-    (await listAccounts(deps.db, deps.clock.now())).map((a) => ({ id: a.id, username: a.username }));
-  /** A refusal (bad input, unknown account or post) is a flash on the page it came from. */
-  const refused = (res: Response, err: unknown, to: string) => {
-    if (err instanceof WidgetInputError || err instanceof WidgetNotFoundError || err instanceof FeedHideError) {
-      c.flashTo(res, { kind: 'error', text: err.message.slice(0, 400) }, to);
-      return true;
-    }
-    return false;
-  };
-
+export function registerWidgetRoutes(guarded: Router, c: DashboardContext, deps: WidgetDeps): void {
+  const w = widgetHandlers(c, deps);
   guarded.get('/widgets/copy.js', (_req: Request, res: Response) => {
     res.set({ 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }).type('application/javascript');
     res.send(COPY_SCRIPT);
   });
-
-  guarded.get(
-    '/widgets',
-    wrap(async (req, res) => {
-      const [widgets, accounts, views] = await Promise.all([
-        listWidgetViews(deps),
-        choices(),
-        widgetViewTotals(deps.db, today(deps.clock.now())),
-      ]);
-      c.pageHeaders(res);
-      res
-        .type('html')
-        .send(widgetsPage(widgets, accounts, views, { ...c.layoutOf(req, res), viewsCounted: c.viewsCounted }));
-    }),
-  );
-
-  guarded.post(
-    '/widgets',
-    wrap(async (req, res) => {
-      const body = req.body as Record<string, unknown>;
-      try {
-        const { widget } = await createWidget(deps, {
-          name: body.name,
-          layout: body.layout,
-          accounts: list(body.accounts),
-        });
-        c.flashTo(
-          res,
-          { kind: 'ok', text: `Widget ${widget.name} created and published.` },
-          `${WIDGETS_PATH}/${widget.id}`,
-        );
-      } catch (err) {
-        if (!refused(res, err, WIDGETS_PATH)) throw err;
-      }
-    }),
-  );
-
-  /** The posts hidden from the feeds of these accounts, with their stored caption (R-OWN-17). */
-  const feedHidden = async (accountIds: readonly string[]): Promise<FeedHiddenPost[]> => {
-    const names = new Map((await choices()).map((a) => [a.id, a.username]));
-    return Promise.all(
-      (await listHiddenFeedPosts(deps.db, accountIds)).map(async (r) => ({
-        accountId: r.accountId,
-        postId: r.postId,
-        username: names.get(r.accountId) ?? r.accountId,
-        hiddenAt: r.hiddenAt.toISOString(),
-        text: (await getPost(deps.db, r.accountId, r.postId))?.post.text ?? null,
-      })),
-    );
-  };
-
-  /** The widget named in the path, or a 404. */
-  const widgetParam = async (req: Request, res: Response) => {
-    try {
-      return await requireWidget(deps, String(req.params.id ?? ''));
-    } catch (err) {
-      if (!(err instanceof WidgetNotFoundError)) throw err;
-      res.status(404).type('text/plain').send('No such widget.\n');
-      return null;
-    }
-  };
-
-  guarded.get(
-    '/widgets/:id',
-    wrap(async (req, res) => {
-      const w = await widgetParam(req, res);
-      if (!w) return;
-      const [accounts, posts, views, hidden] = await Promise.all([
-        choices(),
-        widgetCandidates(deps, w),
-        widgetViewTotals(deps.db, today(deps.clock.now())),
-        c.feedHides ? feedHidden(w.accountIds) : Promise.resolve(null),
-      ]);
-      c.pageHeaders(res);
-      res.type('html').send(
-        widgetPage(widgetView(deps, w), accounts, posts, views.get(w.id) ?? { last7: 0, last30: 0 }, {
-          ...c.layoutOf(req, res),
-          viewsCounted: c.viewsCounted,
-          documentPath: c.previewPath(`${WIDGETS_PATH}/${w.id}/document.json`),
-          feedHidden: hidden,
-        }),
-      );
-    }),
-  );
-
-  guarded.get('/widgets/:id/document.json', wrap(widgetPreviewDocument(deps)));
-
-  const action = (path: string, fn: (id: string, body: Record<string, unknown>) => Promise<string>) =>
-    guarded.post(
-      path,
-      wrap(async (req, res) => {
-        const w = await widgetParam(req, res);
-        if (!w) return;
-        const to = `${WIDGETS_PATH}/${w.id}`;
-        try {
-          c.flashTo(res, { kind: 'ok', text: await fn(w.id, req.body as Record<string, unknown>) }, to);
-        } catch (err) {
-          if (!refused(res, err, to)) throw err;
-        }
-      }),
-    );
-
+  guarded.get('/widgets', c.wrap(w.list));
+  guarded.post('/widgets', c.wrap(w.create));
+  guarded.get('/widgets/:id', c.wrap(w.page));
+  guarded.get('/widgets/:id/document.json', c.wrap(widgetPreviewDocument(deps)));
+  const action = (path: string, fn: WidgetAction) => guarded.post(path, c.wrap(w.action(fn)));
   action('/widgets/:id', async (id, body) => {
     const { widget, publish } = await changeWidget(deps, id, editInput(body));
     return `Saved; ${publish.outcome === 'unchanged' ? 'nothing changed' : 'published'} (${widget.layout}).`;
@@ -269,12 +147,12 @@ export function registerWidgetRoutes(guarded: Router, c: WidgetRoutesContext): v
     return `Post ${String(body.postId)} shown again.`;
   });
   // R-OWN-17: from its account's feed, so from every widget and site; only for the widget's accounts.
-  const feedHide = c.feedHides;
+  const feedHide = c.deps.feedHides;
   if (feedHide) {
     const ofWidget = async (id: string, body: Record<string, unknown>) => {
-      const w = await requireWidget(deps, id);
+      const stored = await requireWidget(deps, id);
       const accountId = String(body.accountId ?? '');
-      if (!w.accountIds.includes(accountId))
+      if (!stored.accountIds.includes(accountId))
         throw new WidgetInputError(`account ${JSON.stringify(accountId)} is not one of this widget's accounts`);
       return { accountId, postId: String(body.postId ?? '') };
     };
@@ -289,14 +167,115 @@ export function registerWidgetRoutes(guarded: Router, c: WidgetRoutesContext): v
       return `Post ${postId} is back in its account's feed.`;
     });
   }
+  guarded.post('/widgets/:id/remove', c.wrap(w.remove));
+}
 
-  guarded.post(
-    '/widgets/:id/remove',
-    wrap(async (req, res) => {
+/** An action on one widget: its outcome in words (a flash on the widget's page), or a refusal. */
+type WidgetAction = (id: string, body: Record<string, unknown>) => Promise<string>;
+
+function widgetHandlers(c: DashboardContext, deps: WidgetDeps) {
+  const viewsCounted = deps.viewsBaseUrl !== undefined;
+  const choices = async () =>
+    (await listAccounts(deps.db, deps.clock.now())).map((a) => ({ id: a.id, username: a.username }));
+  /** A refusal (bad input, unknown account or post) is a flash on the page it came from. */
+  const refused = (res: Response, err: unknown, to: string) => {
+    if (err instanceof WidgetInputError || err instanceof WidgetNotFoundError || err instanceof FeedHideError) {
+      c.flashTo(res, { kind: 'error', text: err.message.slice(0, 400) }, to);
+      return true;
+    }
+    return false;
+  };
+  /** The posts hidden from the feeds of these accounts, with their stored caption (R-OWN-17). */
+  const feedHidden = async (accountIds: readonly string[]): Promise<FeedHiddenPost[]> => {
+    const names = new Map((await choices()).map((a) => [a.id, a.username]));
+    return Promise.all(
+      (await listHiddenFeedPosts(deps.db, accountIds)).map(async (r) => ({
+        accountId: r.accountId,
+        postId: r.postId,
+        username: names.get(r.accountId) ?? r.accountId,
+        hiddenAt: r.hiddenAt.toISOString(),
+        text: (await getPost(deps.db, r.accountId, r.postId))?.post.text ?? null,
+      })),
+    );
+  };
+  /** The widget named in the path, or a 404. */
+  const widgetParam = async (req: Request, res: Response) => {
+    try {
+      return await requireWidget(deps, String(req.params.id ?? ''));
+    } catch (err) {
+      if (!(err instanceof WidgetNotFoundError)) throw err;
+      res.status(404).type('text/plain').send('No such widget.\n');
+      return null;
+    }
+  };
+
+  const list: AsyncHandler = async (req, res) => {
+    const [widgets, accounts, views] = await Promise.all([
+      listWidgetViews(deps),
+      choices(),
+      widgetViewTotals(deps.db, today(deps.clock.now())),
+    ]);
+    c.pageHeaders(res);
+    res.type('html').send(widgetsPage(widgets, accounts, views, { ...c.layoutOf(req, res), viewsCounted }));
+  };
+
+  const create: AsyncHandler = async (req, res) => {
+    const body = req.body as Record<string, unknown>;
+    try {
+      const { widget } = await createWidget(deps, {
+        name: body.name,
+        layout: body.layout,
+        accounts: fieldValues(body.accounts),
+      });
+      c.flashTo(
+        res,
+        { kind: 'ok', text: `Widget ${widget.name} created and published.` },
+        `${WIDGETS_PATH}/${widget.id}`,
+      );
+    } catch (err) {
+      if (!refused(res, err, WIDGETS_PATH)) throw err;
+    }
+  };
+
+  const page: AsyncHandler = async (req, res) => {
+    const w = await widgetParam(req, res);
+    if (!w) return;
+    const [accounts, posts, views, hidden] = await Promise.all([
+      choices(),
+      widgetCandidates(deps, w),
+      widgetViewTotals(deps.db, today(deps.clock.now())),
+      c.deps.feedHides ? feedHidden(w.accountIds) : Promise.resolve(null),
+    ]);
+    c.pageHeaders(res);
+    res.type('html').send(
+      widgetPage(widgetView(deps, w), accounts, posts, views.get(w.id) ?? { last7: 0, last30: 0 }, {
+        ...c.layoutOf(req, res),
+        viewsCounted,
+        documentPath: c.previewPath(`${WIDGETS_PATH}/${w.id}/document.json`),
+        feedHidden: hidden,
+      }),
+    );
+  };
+
+  const action =
+    (fn: WidgetAction): AsyncHandler =>
+    async (req, res) => {
       const w = await widgetParam(req, res);
       if (!w) return;
-      await removeWidget(deps, w.id);
-      c.flashTo(res, { kind: 'ok', text: `Widget ${w.name} deleted with its published objects.` }, WIDGETS_PATH);
-    }),
-  );
+      const to = `${WIDGETS_PATH}/${w.id}`;
+      try {
+        c.flashTo(res, { kind: 'ok', text: await fn(w.id, req.body as Record<string, unknown>) }, to);
+      } catch (err) {
+        if (!refused(res, err, to)) throw err;
+      }
+    };
+
+  const remove: AsyncHandler = async (req, res) => {
+    const w = await widgetParam(req, res);
+    if (!w) return;
+    await removeWidget(deps, w.id);
+    c.flashTo(res, { kind: 'ok', text: `Widget ${w.name} deleted with its published objects.` }, WIDGETS_PATH);
+  };
+
+  return { list, create, page, action, remove };
 }
