@@ -154,7 +154,13 @@ describe('worker self-healing and bounded shutdown', () => {
         },
       );
       // The day's jobs are back too, and the repairs are logged and counted.
-      expect(await maintenance.getJob(`expiry-sweep-${new Date(T0).toISOString().slice(0, 10)}`)).toBeDefined();
+      // (Waited for, not read once: on a loaded machine the pass that adds them may be the next one.)
+      const dailyId = `expiry-sweep-${new Date(T0).toISOString().slice(0, 10)}`;
+      await until(async () => (await maintenance.getJob(dailyId)) !== undefined, `${dailyId} back`, 20_000).catch(
+        (err: Error) => {
+          throw new Error(`${err.message}; the worker said:\n${worker.output().split('\n').slice(-25).join('\n')}`);
+        },
+      );
       await until(() => /reconciler repaired \d+ schedule/.test(worker.output()), 'the repairs in the log');
       const metricsUrl = /"url":"(http:\/\/127\.0\.0\.1:\d+)"[^\n]*worker metrics listening/.exec(worker.output())?.[1];
       expect(metricsUrl).toBeDefined();
