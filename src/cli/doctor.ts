@@ -329,6 +329,7 @@ export async function checkAccounts(config: Config, env: NodeJS.ProcessEnv, time
     const list = await loadAccountHealth(pool, {
       now: clockFromEnv(env).now(),
       syncIntervalMs: config.SYNC_INTERVAL_MINUTES * 60_000,
+      apiVersion: { version: config.GRAPH_API_VERSION, warnDays: config.PLATFORM_VERSION_WARN_DAYS },
     });
     if (list.length === 0) return ok(name, 'no account connected yet');
     const n = countByVerdict(list);
