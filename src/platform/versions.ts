@@ -67,7 +67,7 @@ export function versionAvailability(version: string, now: Date, warnDays: number
   const move = newer.length
     ? `compare before moving: \`feedmirror platform compare --version ${newer[newer.length - 1]}\`, then set GRAPH_API_VERSION (docs/platform-versions.md)`
     : 'no newer version is known to this release of feedmirror: upgrade feedmirror';
-  if (daysLeft < 0)
+  if (now.getTime() >= end.getTime())
     return {
       version,
       level: 'fail',
