@@ -21,7 +21,7 @@ export function register(program: Command, cli: Cli): void {
     .description(
       'read the same media through the pinned API version (GRAPH_API_VERSION) and another, and report every difference in the items and in the posts they convert to, and whether moving would change a published feed',
     )
-    .requiredOption('--version <v>', `the candidate version (${knownVersions().join(', ')})`)
+    .option('--version <v>', `the candidate version, required (${knownVersions().join(', ')})`)
     .option('--account <id>', 'only this account (default: every connected account)')
     .option('--json', 'print the comparison as JSON')
     .action(async (opts: CompareOptions) => cli.setExit(await compareCommand(opts, cli.io)));
@@ -37,7 +37,7 @@ export function register(program: Command, cli: Cli): void {
 }
 
 interface CompareOptions {
-  version: string;
+  version?: string;
   account?: string;
   json?: boolean;
 }
@@ -50,7 +50,16 @@ interface AccountResult {
   error?: string;
 }
 
-async function compareCommand(opts: CompareOptions, io: CliIO): Promise<number> {
+async function compareCommand(given: CompareOptions, io: CliIO): Promise<number> {
+  if (given.version === undefined) {
+    reportFailure(
+      io,
+      'usage',
+      `--version <v> is required: the version to compare with (${knownVersions().join(', ')})`,
+    );
+    return EXIT.usage;
+  }
+  const opts = { ...given, version: given.version };
   if (!knownVersions().includes(opts.version)) {
     reportFailure(
       io,
