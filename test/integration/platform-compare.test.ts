@@ -63,6 +63,7 @@ describe('feedmirror platform compare (R-MED-13)', () => {
   let reels: { id: string; username: string };
   let plain: { id: string; username: string };
   let reelIds: string[];
+  let cipher: TokenCipher;
 
   beforeAll(async () => {
     const key = randomBytes(32).toString('base64');
@@ -86,7 +87,7 @@ describe('feedmirror platform compare (R-MED-13)', () => {
       .posts(reels.id)
       .filter((p) => p.kind === 'reel')
       .map((p) => p.id);
-    const cipher = TokenCipher.fromEnv(key);
+    cipher = TokenCipher.fromEnv(key);
     await importSimAccount(db, cipher, sim, reels);
     await importSimAccount(db, cipher, sim, plain);
     storageDir = mkdtempSync(join(tmpdir(), 'fm-compare-storage-'));
@@ -156,6 +157,32 @@ describe('feedmirror platform compare (R-MED-13)', () => {
     expect(other.code).toBe(0);
     expect(other.stdout).toContain('3 items compared, 0 differ; its feed would not change');
     expect(other.stdout).toContain('Moving to v26.0 would change no published feed (1 compared)');
+  }, 60_000);
+
+  it('an account whose token the platform refuses is not compared: exit 1, one line naming it, and the report does not claim its feed is safe', async () => {
+    const gone = sim.createAccount({ username: 'gone.cafe', posts: [{ kind: 'image' }] });
+    await importSimAccount(db, cipher, sim, gone);
+    sim.revokeTokens(gone.id);
+    const r = await runFeedmirror(['platform', 'compare', '--version', 'v26.0', '--account', gone.id], env);
+    expect(r.code).toBe(1);
+    // Logs (JSON lines) aside, one line names the account and why.
+    const lines = r.stderr.split('\n').filter((l) => l && !l.startsWith('{'));
+    expect(lines).toEqual([
+      expect.stringMatching(
+        new RegExp(`^platform compare: 1 of 1 account could not be compared \\(${gone.id}: .*token is invalid.*\\)$`),
+      ),
+    ]);
+    expect(r.stdout).toContain(`@gone.cafe (${gone.id}): not compared:`);
+    expect(r.stdout).toContain('whether moving to v26.0 would change its feed is unknown');
+    expect(r.stdout).not.toContain('would change no published feed');
+    const json = await runFeedmirror(
+      ['platform', 'compare', '--version', 'v26.0', '--account', gone.id, '--json'],
+      env,
+    );
+    expect(json.code).toBe(1);
+    const out = JSON.parse(json.stdout) as CompareJson & { error: { kind: string; message: string } };
+    expect(out.accounts[0]!.error).toMatch(/token is invalid/);
+    expect(out.error.kind).toBe('failed');
   }, 60_000);
 
   it('bad input: an unknown version or the pinned one is a usage error (2), an unknown account a failure (1), one line each', async () => {

@@ -205,9 +205,12 @@ function humanReport(
     if (!c.complete) out += '  a listing stopped early: items missing from one side say nothing\n';
   }
   const compared = results.filter((r) => r.comparison).length;
+  const notCompared = results.length - compared;
   out +=
-    changing > 0
-      ? `\nMoving to ${candidate} would change ${changing} published feed${changing === 1 ? '' : 's'} (of ${compared} compared): stay on ${pinned} until the differences above are understood (docs/platform-versions.md).\n`
-      : `\nMoving to ${candidate} would change no published feed (${compared} compared): set GRAPH_API_VERSION=${candidate} and restart worker and serve.\n`;
+    notCompared > 0 && changing === 0
+      ? `\n${notCompared} account${notCompared === 1 ? '' : 's'} could not be compared (above): whether moving to ${candidate} would change ${notCompared === 1 ? 'its feed' : 'their feeds'} is unknown; the other ${compared} would not change.\n`
+      : changing > 0
+        ? `\nMoving to ${candidate} would change ${changing} published feed${changing === 1 ? '' : 's'} (of ${compared} compared): stay on ${pinned} until the differences above are understood (docs/platform-versions.md).\n`
+        : `\nMoving to ${candidate} would change no published feed (${compared} compared): set GRAPH_API_VERSION=${candidate} and restart worker and serve.\n`;
   return out;
 }
