@@ -6,6 +6,7 @@ import { parseDuration, DURATION_HINT } from './util/duration.ts';
 import { parseTrustProxy, type TrustProxy } from './util/trust-proxy.ts';
 import { parseRedisNodes, parseRedisTarget } from './util/redis-target.ts';
 import {
+  API_VERSIONS,
   DEFAULT_API_VERSION,
   DEFAULT_AUTHORIZE_URL,
   DEFAULT_GRAPH_URL,
@@ -89,14 +90,34 @@ export const configSchema = z.object({
       example: 'https://graph.instagram.com',
       readBy: ['worker', 'serve', 'cli'],
     }),
-  /** Pinned API version for data calls (R-MED-1); token endpoints carry none. */
+  /**
+   * Pinned API version for data calls (R-MED-1); token endpoints carry none. Only a version
+   * feedmirror knows (R-MED-13): one whose answers it was checked against.
+   */
   GRAPH_API_VERSION: z
     .string()
-    .regex(/^v\d+\.\d+$/, 'must look like v25.0')
+    .refine((v) => API_VERSIONS.some((k) => k.version === v), {
+      message: `must be a version feedmirror knows: ${API_VERSIONS.map((k) => k.version).join(', ')}`,
+    })
     .default(DEFAULT_API_VERSION)
     .register(settings, {
-      description: 'pinned version for data calls; token endpoints carry none',
+      description:
+        'pinned platform API version for data calls (token endpoints carry none); before changing it, run `feedmirror platform compare --version <v>` (docs/platform-versions.md)',
       example: 'v25.0',
+      readBy: ['worker', 'serve', 'cli'],
+      type: API_VERSIONS.map((k) => k.version).join(' | '),
+    }),
+  /** R-MED-13: how long before the pinned version's end of availability doctor and health warn. */
+  PLATFORM_VERSION_WARN_DAYS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(730)
+    .default(90)
+    .register(settings, {
+      description:
+        "days before the pinned API version's end of availability from which doctor and every account's health warn (a failure once it has passed)",
+      example: '120',
       readBy: ['worker', 'serve', 'cli'],
     }),
   AUTHORIZE_URL: url('login authorize page')

@@ -3,6 +3,7 @@ import type { ErrorKind } from '../util/error-kinds.ts';
 import { redactText } from '../util/redact.ts';
 import { maskEmail } from './owner-contact.ts';
 import type { Db } from '../store/db.ts';
+import { versionAvailability } from '../platform/versions.ts';
 import { loadHealthFacts, type StoredHealthFacts } from '../store/health-facts.ts';
 import { getRemovalHold, listRemovalHolds } from '../store/holds.ts';
 
@@ -45,6 +46,7 @@ export const HEALTH_REASON_KINDS = [
   'feed_not_published',
   'removal_held',
   'webhooks_failing',
+  'api_version_ending',
 ] as const;
 export type HealthReasonKind = (typeof HEALTH_REASON_KINDS)[number];
 
@@ -159,6 +161,12 @@ export interface HealthPolicy {
   now: Date;
   /** SYNC_INTERVAL_MINUTES, in ms: how fresh a feed is expected to be. */
   syncIntervalMs: number;
+  /**
+   * R-MED-13: the pinned API version (GRAPH_API_VERSION) and how many days before its end of
+   * availability to warn (PLATFORM_VERSION_WARN_DAYS). Every account's data calls go through it,
+   * so every account that syncs says so; absent, nothing is said.
+   */
+  apiVersion?: { version: string; warnDays: number };
 }
 
 /** R-TOK-9: the operator hears of a token under 14 days; under 3 the feed is days from stopping. */
@@ -379,6 +387,12 @@ export function accountHealth(f: HealthFacts, p: HealthPolicy): AccountHealth {
       'warn',
       `${plural(f.webhooks.length, 'webhook endpoint')} did not take this account's last event: ${shown}`,
     );
+  }
+
+  // ---- the pinned API version (R-MED-13) ----
+  if (syncs && p.apiVersion) {
+    const v = versionAvailability(p.apiVersion.version, p.now, p.apiVersion.warnDays);
+    if (v.level !== 'ok') add('api_version_ending', v.level, v.text);
   }
 
   reasons.sort((a, b) => (a.level === b.level ? 0 : a.level === 'fail' ? -1 : 1));

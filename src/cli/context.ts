@@ -126,6 +126,29 @@ export class AppContext {
   }
 
   /**
+   * A platform client on another API version (R-MED-13: `feedmirror platform compare` reads the
+   * same media through the pinned version and a candidate), paced like the pinned one's (R-OWN-1).
+   */
+  platformAt(version: string): PlatformClient {
+    if (version === this.config.GRAPH_API_VERSION) return this.platform;
+    return platformFromConfig(
+      { ...this.config, GRAPH_API_VERSION: version },
+      {
+        clock: this.clock,
+        logger: this.logger,
+        pacer: namingRedis(
+          new AccountCallPacer({
+            callsPerHour: this.config.PLATFORM_CALLS_PER_ACCOUNT_HOUR,
+            prefix: this.redis.prefix,
+            redis: () => this.redisClient,
+          }),
+          this.redis,
+        ),
+      },
+    );
+  }
+
+  /**
    * This process's own counters (platform calls, copies, sync durations, job failures, rate-limit
    * waits): what `feedmirror worker` serves on METRICS_PORT. Cluster-wide figures (jobs by state,
    * token days left) are the server's, so they are not read here and never double-counted.

@@ -16,6 +16,7 @@ import { pingRedis, describeRedis, createRedis, redisSettings } from '../../jobs
 import { redactText } from '../util/redact.ts';
 import { connectionErrorCode } from '../util/unavailable.ts';
 import { clockFromEnv } from '../util/clock.ts';
+import { versionAvailability } from '../platform/versions.ts';
 
 /**
  * `feedmirror doctor`: every check an operator needs before (and while) running feedmirror, one
@@ -91,7 +92,21 @@ export async function runDoctor(env: NodeJS.ProcessEnv, opts: DoctorOptions = {}
   );
   results.push(await checkSmtp(config, timeoutMs));
   results.push(...(await checkPlatform(config, timeoutMs)));
+  results.push(checkApiVersion(config, clockFromEnv(env).now()));
   return results;
+}
+
+/**
+ * R-MED-13: the pinned API version's end of availability, PLATFORM_VERSION_WARN_DAYS ahead: a
+ * warning within the lead, a failure once it has passed (every data call then fails).
+ */
+export function checkApiVersion(config: Config, now: Date): DoctorCheck {
+  const name = 'platform API version';
+  const a = versionAvailability(config.GRAPH_API_VERSION, now, config.PLATFORM_VERSION_WARN_DAYS);
+  const fix = 'docs/platform-versions.md: compare, then move GRAPH_API_VERSION and restart worker and serve';
+  if (a.level === 'fail') return fail(name, a.text, fix);
+  if (a.level === 'warn') return warn(name, a.text, fix);
+  return ok(name, a.text);
 }
 
 /**
@@ -314,6 +329,7 @@ export async function checkAccounts(config: Config, env: NodeJS.ProcessEnv, time
     const list = await loadAccountHealth(pool, {
       now: clockFromEnv(env).now(),
       syncIntervalMs: config.SYNC_INTERVAL_MINUTES * 60_000,
+      apiVersion: { version: config.GRAPH_API_VERSION, warnDays: config.PLATFORM_VERSION_WARN_DAYS },
     });
     if (list.length === 0) return ok(name, 'no account connected yet');
     const n = countByVerdict(list);

@@ -15,6 +15,9 @@ export function buildProgram(cli: Cli): Command {
   const program = new Command('feedmirror')
     .description('Keep photo-platform accounts connected and mirror their feeds (schema v1) into object storage.')
     .version(packageVersion(), '-V, --version')
+    // The program's own options (-V, --version) only before a command: after it they are the
+    // command's (`platform compare --version v26.0` names an API version, not feedmirror's).
+    .enablePositionalOptions()
     // Set before any command is added: subcommands made with .command() inherit these.
     .exitOverride()
     .configureOutput({

@@ -22,3 +22,13 @@ export const DEFAULT_MEDIA_HOSTS = ['.cdninstagram.com', '.fbcdn.net'];
 export const PROFESSIONAL_ACCOUNT_TYPES = ['BUSINESS', 'MEDIA_CREATOR', 'CREATOR'];
 /** A profile's public page is PROFILE_URL_BASE + username + '/' (schema v1 Origin.url). */
 export const PROFILE_URL_BASE = 'https://www.instagram.com/';
+
+/**
+ * The platform API versions feedmirror knows, oldest first, with the dates the spec gives
+ * (R-MED-1, R-MED-13). availableUntil is the last day the version answers; null while the
+ * platform has not announced it. GRAPH_API_VERSION must name one of these.
+ */
+export const API_VERSIONS: ReadonlyArray<{ version: string; releasedOn: string; availableUntil: string | null }> = [
+  { version: 'v25.0', releasedOn: '2026-02-18', availableUntil: '2028-07-29' },
+  { version: 'v26.0', releasedOn: '2026-07-29', availableUntil: null },
+];

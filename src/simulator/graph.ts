@@ -220,7 +220,9 @@ function listMedia(
   let size = limit;
   if (ctx.shortPages && page % 2 === 1 && remaining > limit) size = Math.max(1, Math.ceil(limit / 2));
   const items = all.slice(start, start + size);
-  const data: unknown[] = items.map((p) => ctx.renderer.render(p, fields, p.signedAt.getTime() + ctx.linkLifetimeMs));
+  const data: unknown[] = items.map((p) =>
+    ctx.renderer.render(p, fields, p.signedAt.getTime() + ctx.linkLifetimeMs, version),
+  );
   if (page === 0 && !cursor) data.splice(Math.min(1, data.length), 0, ...ctx.state.listRawItems(accountId)); // a platform glitch, as given
   if (items.length === 0) return json(200, { data }, accountId);
   const first = items[0] as PostRecord;
@@ -244,7 +246,13 @@ function listMedia(
 }
 
 /** R-MED-8: one item with links signed now; the only way to renew a link. */
-function singleMedia(ctx: SimContext, accountId: string, mediaId: string, q: Record<string, string>): Reply {
+function singleMedia(
+  ctx: SimContext,
+  accountId: string,
+  version: string,
+  mediaId: string,
+  q: Record<string, string>,
+): Reply {
   const fields = fieldsOf(q, accountId);
   if (!Array.isArray(fields)) return fields;
   const refused = refusedField(fields, ctx.state.account(accountId));
@@ -252,7 +260,7 @@ function singleMedia(ctx: SimContext, accountId: string, mediaId: string, q: Rec
   const expiresAt = ctx.state.clock.now().getTime() + ctx.linkLifetimeMs;
   const post = ctx.state.postsById.get(mediaId);
   if (post && !post.deleted && post.accountId === accountId)
-    return json(200, ctx.renderer.render(post, fields, expiresAt), accountId);
+    return json(200, ctx.renderer.render(post, fields, expiresAt, version), accountId);
   const parent = ctx.state.slideParent.get(mediaId);
   if (parent && !parent.deleted && parent.accountId === accountId)
     return json(200, ctx.renderer.renderSlide(parent, mediaId, fields, expiresAt), accountId);
@@ -295,7 +303,7 @@ export function handleGraph(ctx: SimContext, r: SimRequest): Reply {
   const target = node === 'me' ? own : node;
   if (edge === undefined) {
     if (target === own) return profile(ctx, own, q);
-    return singleMedia(ctx, own, target, q);
+    return singleMedia(ctx, own, version, target, q);
   }
   if (edge === 'media') {
     // R-MED-12: /me/media and /<own id>/media are the same listing; another account's id is refused.

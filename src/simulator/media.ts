@@ -52,6 +52,12 @@ export function refusedField(fields: FieldRequest[], account: AccountRecord): st
   return undefined;
 }
 
+/** From v26.0 on, a reel comes back with media_type REELS instead of VIDEO. */
+export function reelsHaveTheirOwnType(version: string): boolean {
+  const [major] = version.slice(1).split('.');
+  return Number(major) >= 26;
+}
+
 /** Timestamp written the platform's way: 2026-01-01T10:00:00+0000. */
 export function platformTimestamp(d: Date): string {
   return d.toISOString().replace(/\.\d{3}Z$/, '+0000');
@@ -70,10 +76,14 @@ export class MediaRenderer {
     );
   }
 
-  private mediaType(p: PostRecord): string {
+  private mediaType(p: PostRecord, version: string): string {
     if (p.kind === 'image') return 'IMAGE';
     if (p.kind === 'carousel') return 'CAROUSEL_ALBUM';
-    return 'VIDEO'; // video, reel and copyright-flagged (music) videos: a reel is VIDEO (R-CNV-13)
+    // The documented difference between the versions (README "API versions"): from v26.0 a reel
+    // is media_type REELS; before, video, reel and copyright-flagged (music) videos are all VIDEO
+    // (R-CNV-13).
+    if (p.kind === 'reel' && reelsHaveTheirOwnType(version)) return 'REELS';
+    return 'VIDEO';
   }
 
   private slideItem(
@@ -113,7 +123,8 @@ export class MediaRenderer {
     );
   }
 
-  render(p: PostRecord, fields: FieldRequest[], expiresAtMs: number): Record<string, unknown> {
+  /** `version`: the API version the call named (v25.0 unless given); see mediaType. */
+  render(p: PostRecord, fields: FieldRequest[], expiresAtMs: number, version = 'v25.0'): Record<string, unknown> {
     const account = this.state.account(p.accountId);
     const out: Record<string, unknown> = { id: p.id };
     const video = p.kind === 'video' || p.kind === 'reel';
@@ -126,7 +137,7 @@ export class MediaRenderer {
           break;
         case 'media_type':
           // A glitch: a media type no converter knows.
-          out.media_type = p.glitch === 'unknown-media-type' ? 'HOLOGRAM' : this.mediaType(p);
+          out.media_type = p.glitch === 'unknown-media-type' ? 'HOLOGRAM' : this.mediaType(p, version);
           break;
         case 'media_product_type':
           out.media_product_type = p.kind === 'reel' ? 'REELS' : 'FEED';

@@ -171,6 +171,29 @@ describe('platform simulator', () => {
       expect((await getJson(graph(sim, '/v19.0/me', { access_token: t }))).body.error.code).toBe(2635);
       expect((await getJson(graph(sim, '/me', { access_token: t }))).status).toBe(400);
     });
+
+    it("v26.0 differs in one documented way: a reel's media_type is REELS, in the listing and the single read (R-MED-13)", async () => {
+      const { id } = sim.createAccount({ posts: [{ kind: 'reel' }, { kind: 'video' }, { kind: 'image' }] });
+      const t = sim.issueLongLivedToken(id);
+      const [reel, video, image] = sim.posts(id).map((p) => p.id);
+      const fields = 'media_type,media_product_type,caption,permalink,timestamp';
+      const listed = async (v: string) =>
+        (await getJson(graph(sim, `/${v}/me/media`, { access_token: t, fields }))).body.data as Array<
+          Record<string, unknown>
+        >;
+      const v25 = await listed('v25.0');
+      const v26 = await listed('v26.0');
+      const typeOf = (items: Array<Record<string, unknown>>, mid: string | undefined) =>
+        items.find((i) => i.id === mid)?.media_type;
+      expect([reel, video, image].map((m) => typeOf(v25, m))).toEqual(['VIDEO', 'VIDEO', 'IMAGE']);
+      expect([reel, video, image].map((m) => typeOf(v26, m))).toEqual(['REELS', 'VIDEO', 'IMAGE']);
+      // Everything else is the same.
+      const rest = (items: Array<Record<string, unknown>>) => items.map(({ media_type: _, ...r }) => r);
+      expect(rest(v26)).toEqual(rest(v25));
+      const single = async (v: string) =>
+        (await getJson(graph(sim, `/${v}/${reel}`, { access_token: t, fields: 'media_type' }))).body.media_type;
+      expect([await single('v25.0'), await single('v26.0')]).toEqual(['VIDEO', 'REELS']);
+    });
   });
 
   describe('profile and media edge', () => {

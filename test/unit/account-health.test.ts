@@ -17,7 +17,8 @@ import { DAY, HOUR, MINUTE } from '../../src/util/clock.ts';
  * sentence. One case per reason: the healthy account gets exactly that reason and its level.
  */
 const now = new Date('2026-06-01T12:00:00Z');
-const policy = { now, syncIntervalMs: HOUR };
+// R-MED-13: v25.0 is available until 2028-07-29, years after `now`: no warning unless a case moves the clock.
+const policy = { now, syncIntervalMs: HOUR, apiVersion: { version: 'v25.0', warnDays: 90 } };
 const ago = (ms: number) => new Date(now.getTime() - ms);
 
 function healthy(): HealthFacts {
@@ -75,8 +76,8 @@ function facts(patch: Patch): HealthFacts {
   return base as unknown as HealthFacts;
 }
 
-const only = (f: HealthFacts) => {
-  const h = accountHealth(f, policy);
+const only = (f: HealthFacts, p: Partial<typeof policy> = {}) => {
+  const h = accountHealth(f, { ...policy, ...p });
   return { verdict: h.verdict, kinds: h.reasons.map((r) => r.kind), texts: h.reasons.map((r) => r.text).join(' | ') };
 };
 
@@ -92,6 +93,8 @@ describe('accountHealth: one verdict and its reasons (R-HLT-1, R-HLT-2)', () => 
     patch: Patch;
     text: RegExp;
     extra?: HealthReasonKind[];
+    /** The policy's own fields this case changes (its clock). */
+    policy?: Partial<typeof policy>;
   }> = [
     {
       kind: 'reauth_required',
@@ -275,15 +278,64 @@ describe('accountHealth: one verdict and its reasons (R-HLT-1, R-HLT-2)', () => 
       },
       text: /1 webhook endpoint did not take .*wh_abcdefgh failed \(HTTP 500\)/,
     },
+    // R-MED-13: the pinned version's end of availability, PLATFORM_VERSION_WARN_DAYS ahead; the
+    // account's own facts are fresh as of the moved clock.
+    ...(() => {
+      const at = (iso: string) => new Date(iso);
+      const fresh = (t: Date): Patch => ({
+        createdAt: new Date(t.getTime() - 30 * DAY),
+        token: { expiresAt: new Date(t.getTime() + 50 * DAY) },
+        sync: { lastAt: new Date(t.getTime() - MINUTE), lastCompleteAt: new Date(t.getTime() - MINUTE) },
+      });
+      const near = at('2028-05-01T12:00:00Z');
+      const past = at('2028-07-30T00:00:01Z');
+      return [
+        {
+          kind: 'api_version_ending' as const,
+          verdict: 'warn' as const,
+          patch: fresh(near),
+          policy: { now: near },
+          text: /platform API version v25\.0 is available until 2028-07-29 \(89 days left\): compare before moving: `feedmirror platform compare --version v26\.0`/,
+        },
+        {
+          kind: 'api_version_ending' as const,
+          verdict: 'fail' as const,
+          patch: fresh(past),
+          policy: { now: past },
+          text: /v25\.0 was available until 2028-07-29: data calls through it fail/,
+        },
+      ];
+    })(),
   ];
 
   for (const c of cases)
     it(`${c.kind} → ${c.verdict} (${String(c.text).slice(1, 40)})`, () => {
-      const got = only(facts(c.patch));
+      const got = only(facts(c.patch), c.policy);
       expect(got.kinds).toEqual([c.kind, ...(c.extra ?? [])]);
       expect(got.verdict).toBe(c.verdict);
       expect(got.texts).toMatch(c.text);
     });
+
+  it('the version warning waits for the lead: 91 days before the end nothing, 90 days a warning (R-MED-13)', () => {
+    const end = new Date('2028-07-30T00:00:00Z').getTime();
+    const f = (t: Date) =>
+      facts({
+        createdAt: new Date(t.getTime() - 30 * DAY),
+        token: { expiresAt: new Date(t.getTime() + 50 * DAY) },
+        sync: { lastAt: t, lastCompleteAt: t },
+      });
+    const early = new Date(end - 90 * DAY);
+    const late = new Date(end - 90 * DAY + 1);
+    expect(only(f(early), { now: early }).kinds).toEqual([]);
+    expect(only(f(late), { now: late }).kinds).toEqual(['api_version_ending']);
+    // A longer lead warns earlier; an account that does not sync (its owner must log in) says nothing of it.
+    expect(only(f(early), { now: early, apiVersion: { version: 'v25.0', warnDays: 120 } }).kinds).toEqual([
+      'api_version_ending',
+    ]);
+    expect(only(facts({ ...f(late), status: 'reauth_required' }), { now: late }).kinds).not.toContain(
+      'api_version_ending',
+    );
+  });
 
   it('covers every reason kind', () => {
     expect(new Set(cases.map((c) => c.kind))).toEqual(new Set(HEALTH_REASON_KINDS));

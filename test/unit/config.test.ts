@@ -14,6 +14,28 @@ describe('loadConfig', () => {
     expect(c.REFRESH_CHECK_HOURS).toBe(6);
   });
 
+  it('pins only a version feedmirror knows; the warning lead is a number of days (R-MED-13)', () => {
+    expect(loadConfig({ GRAPH_API_VERSION: 'v26.0' }).GRAPH_API_VERSION).toBe('v26.0');
+    expect(loadConfig({}).PLATFORM_VERSION_WARN_DAYS).toBe(90);
+    expect(loadConfig({ PLATFORM_VERSION_WARN_DAYS: '120' }).PLATFORM_VERSION_WARN_DAYS).toBe(120);
+    for (const [name, value, says] of [
+      ['GRAPH_API_VERSION', 'v24.0', 'must be a version feedmirror knows: v25.0, v26.0'],
+      ['GRAPH_API_VERSION', 'latest', 'must be a version feedmirror knows'],
+      ['PLATFORM_VERSION_WARN_DAYS', '0', 'PLATFORM_VERSION_WARN_DAYS'],
+      ['PLATFORM_VERSION_WARN_DAYS', 'soon', 'PLATFORM_VERSION_WARN_DAYS'],
+    ] as const) {
+      let err: unknown;
+      try {
+        loadConfig({ [name]: value });
+      } catch (e) {
+        err = e;
+      }
+      expect(err, `${name}=${value}`).toBeInstanceOf(ConfigError);
+      expect((err as Error).message).toContain(name);
+      expect((err as Error).message).toContain(says);
+    }
+  });
+
   it('treats an empty value as unset (FOO= in an env file means the default)', () => {
     expect(loadConfig({ HEAP_GROWTH_PERCENT: '' }).HEAP_GROWTH_PERCENT).toBe(30);
     expect(loadConfig({ HEAP_GROWTH_PERCENT: '0' }).HEAP_GROWTH_PERCENT).toBe(0);

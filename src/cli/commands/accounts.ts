@@ -236,7 +236,11 @@ async function listAccountsCommand(opts: { json?: boolean }, io: CliIO): Promise
     // R-HLT-1: the same verdict the dashboard, /metrics and doctor show.
     const [rows, health] = await Promise.all([
       listAccounts(db, now),
-      healthById(db, { now, syncIntervalMs: ctx.config.SYNC_INTERVAL_MINUTES * 60_000 }),
+      healthById(db, {
+        now,
+        syncIntervalMs: ctx.config.SYNC_INTERVAL_MINUTES * 60_000,
+        apiVersion: { version: ctx.config.GRAPH_API_VERSION, warnDays: ctx.config.PLATFORM_VERSION_WARN_DAYS },
+      }),
     ]);
     const healthOf = (id: string) => health.get(id) ?? { verdict: 'fail' as const, reasons: [] };
     if (opts.json) {
@@ -562,9 +566,13 @@ async function showAccountCommand(id: string, opts: { json?: boolean }, io: CliI
       reportFailure(io, 'not_found', `no account with id ${id}`);
       return EXIT.failed;
     }
-    const health = (await healthById(db, { now, syncIntervalMs: ctx.config.SYNC_INTERVAL_MINUTES * 60_000 })).get(
-      id,
-    ) ?? { verdict: 'fail' as const, reasons: [] };
+    const health = (
+      await healthById(db, {
+        now,
+        syncIntervalMs: ctx.config.SYNC_INTERVAL_MINUTES * 60_000,
+        apiVersion: { version: ctx.config.GRAPH_API_VERSION, warnDays: ctx.config.PLATFORM_VERSION_WARN_DAYS },
+      })
+    ).get(id) ?? { verdict: 'fail' as const, reasons: [] };
     if (opts.json) {
       printJson(io, {
         id: a.id,

@@ -18,6 +18,7 @@ import { register as webhooks } from './webhooks.ts';
 import { register as media } from './media.ts';
 import { register as verify } from './verify.ts';
 import { register as widgets } from './widgets.ts';
+import { register as platform } from './platform.ts';
 
 /**
  * Every command of `feedmirror`, in the order `feedmirror --help` lists them. To add one: write
@@ -41,6 +42,7 @@ export const commandModules: RegisterCommand[] = [
   verify,
   webhooks,
   widgets,
+  platform,
   worker,
   serve,
   demoRun,

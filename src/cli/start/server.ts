@@ -80,6 +80,7 @@ export async function buildServeApp(ctx: AppContext, opts: { draining?: () => bo
         const list = await loadAccountHealth(db, {
           now: ctx.clock.now(),
           syncIntervalMs: ctx.config.SYNC_INTERVAL_MINUTES * 60_000,
+          apiVersion: { version: ctx.config.GRAPH_API_VERSION, warnDays: ctx.config.PLATFORM_VERSION_WARN_DAYS },
         });
         verdicts = { at: now, rows: list.map((a) => ({ accountId: a.facts.accountId, verdict: a.health.verdict })) };
       }
@@ -208,6 +209,7 @@ export async function buildServeApp(ctx: AppContext, opts: { draining?: () => bo
         },
       },
       syncIntervalMs: ctx.config.SYNC_INTERVAL_MINUTES * 60_000,
+      apiVersion: { version: ctx.config.GRAPH_API_VERSION, warnDays: ctx.config.PLATFORM_VERSION_WARN_DAYS },
       widgets: { ...ctx.widgetDeps, db },
       // R-OWN-17: "Hide from the feed" is `feedmirror feeds hide`, in this process.
       feedHides: {

@@ -58,6 +58,8 @@ export interface DashboardDeps {
   removals?: { confirm(accountId: string): Promise<ConfirmedRemoval | null> };
   /** SYNC_INTERVAL_MINUTES in ms: when an account's feed counts as stale (its health); default 60 min. */
   syncIntervalMs?: number;
+  /** R-MED-13: the pinned API version and the warning lead, for every account's health. */
+  apiVersion?: { version: string; warnDays: number };
   /** Widgets (create, edit, preview, hide, delete): published with these; omitted: no widgets page. */
   widgets?: WidgetDeps;
   /** Hiding a post from its account's feed (src/feeds/hide.ts, R-OWN-17); omitted: the CLI only. */
@@ -178,7 +180,11 @@ export function dashboardContext(deps: DashboardDeps): DashboardContext {
       (req.body as Record<string, unknown>)[RETURN_FIELD] === 'account'
         ? `${DASHBOARD_PATH}/accounts/${encodeURIComponent(account.id)}`
         : DASHBOARD_PATH,
-    healthPolicy: () => ({ now: clock.now(), syncIntervalMs: deps.syncIntervalMs ?? 60 * 60_000 }),
+    healthPolicy: () => ({
+      now: clock.now(),
+      syncIntervalMs: deps.syncIntervalMs ?? 60 * 60_000,
+      ...(deps.apiVersion ? { apiVersion: deps.apiVersion } : {}),
+    }),
     storageWarnings: () => storageWarnings(deps.storage),
     previewPath: (path, query) => signedPreviewPath(auth.sessionKey, path, query),
   };
