@@ -14,7 +14,7 @@ import { redactText } from '../util/redact.ts';
 import { StorageError, StorageUnavailableError } from './errors.ts';
 import { assertStorageKey, assertStoragePrefix } from './keys.ts';
 import { joinPublicUrl } from './public-url.ts';
-import type { ObjectStorage, PutOptions, StoredObject } from './types.ts';
+import type { ListedObject, ListObjectsOptions, ObjectStorage, PutOptions, StoredObject } from './types.ts';
 
 export interface S3StorageOptions {
   bucket: string;
@@ -39,6 +39,8 @@ export interface S3Credentials {
   sessionToken?: string;
 }
 
+/** ListObjectsV2's maximum keys per request. */
+const LIST_PAGE_MAX = 1000;
 /** DeleteObjects' maximum keys per request. */
 const DELETE_BATCH_MAX = 1000;
 /** Parallel single DELETEs when a server will not take a batch. */
@@ -80,6 +82,8 @@ export class S3Storage implements ObjectStorage {
   private readonly where: string;
   /** Set once the server answered a DeleteObjects with 4xx (not 403) or 501: from then on, one DELETE per key. */
   private bulkDeleteRefused = false;
+  /** ListObjectsV2 requests sent (the benchmark reports them). */
+  listRequests = 0;
 
   constructor(private readonly opts: S3StorageOptions) {
     const mode = opts.checksums === 'when_required' ? 'WHEN_REQUIRED' : 'WHEN_SUPPORTED';
@@ -263,7 +267,12 @@ export class S3Storage implements ObjectStorage {
   }
 
   async *list(prefix: string): AsyncIterable<string> {
+    for await (const o of this.listObjects(prefix)) yield o.key;
+  }
+
+  async *listObjects(prefix: string, opts: ListObjectsOptions = {}): AsyncIterable<ListedObject> {
     assertStoragePrefix(prefix, true);
+    const MaxKeys = Math.max(1, Math.min(LIST_PAGE_MAX, opts.pageSize ?? LIST_PAGE_MAX));
     let ContinuationToken: string | undefined;
     do {
       let out;
@@ -272,14 +281,26 @@ export class S3Storage implements ObjectStorage {
           new ListObjectsV2Command({
             Bucket: this.opts.bucket,
             Prefix: this.opts.prefix + prefix,
-            ...(ContinuationToken ? { ContinuationToken } : {}),
+            MaxKeys,
+            ...(ContinuationToken
+              ? { ContinuationToken }
+              : opts.startAfter !== undefined
+                ? { StartAfter: this.opts.prefix + opts.startAfter }
+                : {}),
           }),
         );
       } catch (err) {
         this.fail('list', prefix, err);
       }
+      this.listRequests++;
       for (const obj of out.Contents ?? []) {
-        if (obj.Key?.startsWith(this.opts.prefix)) yield obj.Key.slice(this.opts.prefix.length);
+        if (!obj.Key?.startsWith(this.opts.prefix)) continue;
+        yield {
+          key: obj.Key.slice(this.opts.prefix.length),
+          size: obj.Size ?? 0,
+          ...(obj.ETag ? { etag: obj.ETag } : {}),
+          ...(obj.LastModified ? { lastModified: obj.LastModified } : {}),
+        };
       }
       ContinuationToken = out.IsTruncated ? out.NextContinuationToken : undefined;
     } while (ContinuationToken);
