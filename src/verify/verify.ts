@@ -43,7 +43,7 @@ import { deleteOrphans, type OrphanAction } from './orphans.ts';
 import { recordMissingObjects } from './missing-objects.ts';
 import { limiter, liveListing, type Listing } from './listing.ts';
 import { mergeAccountObjects, type Expected } from './merge.ts';
-import { mediaSweepKeep, removeSweptMedia } from '../feeds/media-sweep.ts';
+import { mediaSweepKeep, removeSweptMedia, type MediaSweepResult } from '../feeds/media-sweep.ts';
 
 /**
  * `feedmirror verify`: do PostgreSQL, Redis and the object storage agree? Every account has its
@@ -239,6 +239,8 @@ export interface VerifyReport {
   /** With repair: what the first check found. */
   found?: Problem[];
   repaired: RepairAction[];
+  /** With `sweep`: what the media sweep on the same listing did (the first check's pass). */
+  sweep?: MediaSweepResult;
   startedAt: Date;
   finishedAt: Date;
 }
@@ -278,6 +280,7 @@ export async function runVerify(deps: VerifyDeps, opts: VerifyOptions): Promise<
       problems: again.problems,
       found: first.problems,
       repaired,
+      ...(first.sweep ? { sweep: first.sweep } : {}),
       startedAt,
       finishedAt: startedAt,
     };
@@ -314,6 +317,7 @@ interface CheckResult {
   status: StatusProblem[];
   /** The storage's deployment marker, when it is not this deployment's. */
   ownership?: Problem;
+  sweep?: MediaSweepResult;
 }
 
 interface AccountFindings {
@@ -449,7 +453,9 @@ async function check(
 
   const findings = new Map<string, AccountFindings>();
   const limit = opts.concurrency ?? DEFAULT_CONCURRENCY;
-  const sweep = opts.sweep ? await sweepOnListing(deps, opts) : undefined;
+  // The media sweep rides on the first check's listing only (a re-check sweeps nothing again).
+  const sweepResult: MediaSweepResult = { accounts: 0, removedMedia: 0, held: 0, refused: 0 };
+  const sweep = opts.sweep && only === undefined ? await sweepOnListing(deps, opts, sweepResult) : undefined;
   const ctx: AccountContext = {
     now,
     grace: opts.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS,
@@ -538,6 +544,7 @@ async function check(
     widgetScript,
     status,
     ...(ownership ? { ownership } : {}),
+    ...(sweep ? { sweep: sweepResult } : {}),
   };
 }
 
@@ -794,16 +801,24 @@ async function inOrder<T>(
 async function sweepOnListing(
   deps: VerifyDeps,
   opts: VerifyOptions,
+  result: MediaSweepResult,
 ): Promise<Required<Pick<AccountContext, 'sweepKeep' | 'sweep'>>> {
   const run = await openDeletions(deps, {
     by: 'media sweep',
     ...(opts.force ? { force: true } : {}),
     forceWith: 'feedmirror media sweep --force',
   });
+  if (run.refusal) result.storageRefused = run.refusal;
   return {
-    sweepKeep: (accountId) => mediaSweepKeep(deps.db, accountId),
+    sweepKeep: (accountId) => {
+      result.accounts++;
+      return mediaSweepKeep(deps.db, accountId);
+    },
     sweep: async (accountId, total, candidates) => {
       const r = await removeSweptMedia(deps, run, accountId, total, candidates);
+      result.removedMedia += r.removedMedia;
+      result.held += r.held;
+      result.refused += r.refused;
       return { deleted: new Set(r.deleted), removedMedia: r.removedMedia };
     },
   };
