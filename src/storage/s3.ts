@@ -103,6 +103,11 @@ export class S3Storage implements ObjectStorage {
     this.where = `s3://${opts.bucket}/${opts.prefix} at ${opts.endpoint ?? `AWS ${opts.region}`}`;
   }
 
+  /** The bucket and the key prefix inside it (an inventory report lists the bucket's full keys). */
+  get location(): { bucket: string; prefix: string } {
+    return { bucket: this.opts.bucket, prefix: this.opts.prefix };
+  }
+
   private full(key: string): string {
     return this.opts.prefix + assertStorageKey(key);
   }

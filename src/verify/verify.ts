@@ -5,7 +5,7 @@ import { contentHash } from '../util/content-hash.ts';
 import type { Feed } from '../schema/v1.ts';
 import { validateFeed } from '../schema/validate.ts';
 import { DEPLOYMENT_MARKER_KEY, feedKey } from '../storage/keys.ts';
-import type { ObjectStorage } from '../storage/types.ts';
+import type { ListedObject, ObjectStorage } from '../storage/types.ts';
 import { countAccounts, eachAccount, getAccount, type Account } from '../store/accounts.ts';
 import {
   eachMediaCopyInKeyOrder,
@@ -474,9 +474,11 @@ async function check(
   // key order (an inventory hands each its part in that order), their findings taken in the
   // same order so the report does not depend on which finished first.
   await inOrder(accounts, limit, async (account) => {
+    // Asked for before anything is awaited: an inventory hands out its parts in this order.
+    const listed = ctx.listing.media(account.id);
     const mine: Problem[] = [];
     const own: StatusProblem[] = [];
-    const f = await checkAccount(deps, account, ctx, mine);
+    const f = await checkAccount(deps, account, ctx, mine, listed);
     // Its status document with PUBLISH_STATUS on: there, and what its state gives now.
     if (deps.publishStatus === true) {
       f.counts.statusDocuments++;
@@ -574,6 +576,7 @@ async function checkAccount(
   account: Account,
   ctx: AccountContext,
   problems: Problem[],
+  listed: AsyncIterable<ListedObject>,
 ): Promise<AccountFindings> {
   const accountId = account.id;
   const publication = await getFeedPublication(deps.db, accountId);
@@ -661,7 +664,7 @@ async function checkAccount(
     accountId,
     expected,
     eachMediaCopyInKeyOrder(deps.db, accountId, ctx.copyPageSize ? { pageSize: ctx.copyPageSize } : {}),
-    ctx.listing.media(accountId),
+    listed,
     {
       now: ctx.now,
       graceMs: ctx.grace,
