@@ -275,11 +275,16 @@ export class S3Storage implements ObjectStorage {
     for await (const o of this.listObjects(prefix)) yield o.key;
   }
 
+  /**
+   * Paged by StartAfter (the last key of the page before) rather than the continuation token:
+   * the same pages on S3, and S3-compatible servers that cannot make continuation tokens (s3rver
+   * on Node's OpenSSL 3 has no DES) still page.
+   */
   async *listObjects(prefix: string, opts: ListObjectsOptions = {}): AsyncIterable<ListedObject> {
     assertStoragePrefix(prefix, true);
     const MaxKeys = Math.max(1, Math.min(LIST_PAGE_MAX, opts.pageSize ?? LIST_PAGE_MAX));
-    let ContinuationToken: string | undefined;
-    do {
+    let StartAfter = opts.startAfter !== undefined ? this.opts.prefix + opts.startAfter : undefined;
+    for (;;) {
       let out;
       try {
         out = await this.client.send(
@@ -287,18 +292,15 @@ export class S3Storage implements ObjectStorage {
             Bucket: this.opts.bucket,
             Prefix: this.opts.prefix + prefix,
             MaxKeys,
-            ...(ContinuationToken
-              ? { ContinuationToken }
-              : opts.startAfter !== undefined
-                ? { StartAfter: this.opts.prefix + opts.startAfter }
-                : {}),
+            ...(StartAfter !== undefined ? { StartAfter } : {}),
           }),
         );
       } catch (err) {
         this.fail('list', prefix, err);
       }
       this.listRequests++;
-      for (const obj of out.Contents ?? []) {
+      const contents = out.Contents ?? [];
+      for (const obj of contents) {
         if (!obj.Key?.startsWith(this.opts.prefix)) continue;
         yield {
           key: obj.Key.slice(this.opts.prefix.length),
@@ -307,8 +309,10 @@ export class S3Storage implements ObjectStorage {
           ...(obj.LastModified ? { lastModified: obj.LastModified } : {}),
         };
       }
-      ContinuationToken = out.IsTruncated ? out.NextContinuationToken : undefined;
-    } while (ContinuationToken);
+      const last = contents[contents.length - 1]?.Key;
+      if (!out.IsTruncated || last === undefined) return;
+      StartAfter = last;
+    }
   }
 
   publicUrl(key: string): string {
