@@ -106,6 +106,10 @@ const argsSchema = z.object({
   'link-days': z.coerce.number().positive('--link-days must be > 0').default(2),
   'time-scale': z.coerce.number().positive('--time-scale must be > 0').default(60),
   'new-posts': positive('new-posts').default(2),
+  /** --verify: `feedmirror verify` against a bare listing of the same bucket (bench/verify.ts). */
+  verify: z.boolean().default(false),
+  /** --verify: objects in the bucket (accounts of 24 posts unless --accounts says otherwise). */
+  objects: positive('objects').default(100_000),
   /** --downtime: count the catch-up this long at most (its rates over the window, the rest projected). */
   'catch-up-limit-minutes': positive('catch-up-limit-minutes').optional(),
 });
@@ -125,6 +129,8 @@ The first-sync pipeline against sharp + storage alone (default):
   --format-samples K    images per encoding in the formats comparison (24)
   --no-limit            skip the limit (no share of it then)
   --no-warm-cdn         let the fake CDN render images during the passes
+The daily check against a bare listing of the same bucket (s3rver; --accounts N, else 24 posts each):
+  --verify [--objects 100000] [--concurrency 16]
 The scale benchmarks (tiny images; realistic feeds for --scale and --downtime, --posts M for M
 posts each instead; --posts defaults to 2 for --workers-compare):
   --scale N [--window-minutes 10] [--posts-mean 24] [--catch-up-seconds 180] [--seed 1]
@@ -172,6 +178,8 @@ function parse() {
         'time-scale': { type: 'string' },
         'new-posts': { type: 'string' },
         'curve-accounts': { type: 'string' },
+        verify: { type: 'boolean' },
+        objects: { type: 'string' },
       },
       strict: true,
     }));
@@ -219,6 +227,20 @@ async function main() {
     if (!args.json) process.stdout.write(s + '\n');
   };
   const smallPosts = process.argv.includes('--posts') ? args.posts : 2;
+  if (args.verify) {
+    const { runVerifyBench } = await import('./verify.ts');
+    const result = await runVerifyBench(
+      {
+        objects: args.objects,
+        concurrency: process.argv.includes('--concurrency') ? args.concurrency : 16,
+        ...(process.argv.includes('--accounts') ? { accounts: args.accounts } : {}),
+      },
+      say,
+    );
+    for (const [target, met] of Object.entries(result.targets)) say(`${met ? 'PASS' : 'MISS'} ${target}`);
+    if (args.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+    return;
+  }
   if (args['workers-compare'] !== undefined) {
     const { runWorkersCompare } = await import('./scale.ts');
     const result = await runWorkersCompare(

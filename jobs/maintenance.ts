@@ -40,15 +40,20 @@ export const expirySweepJob = defineJob({
   process: (deps: MaintenanceDeps): Promise<SweepResult> => runExpirySweep(deps),
 });
 
-/** Objects of posts that no longer exist (R-LNK-6). */
+/**
+ * Objects of posts that no longer exist (R-LNK-6). Where the daily verify runs (VERIFY_DAILY not
+ * off) it sweeps on its own listing of each account (one listing a day for both), and this job
+ * lists nothing; with verify off it lists and sweeps on its own.
+ */
 export const mediaSweepJob = defineJob({
   name: 'media-sweep',
   queue: 'maintenance',
   payload: z.object({}),
   options: DAILY_OPTIONS,
-  async process(deps: MaintenanceDeps): Promise<MediaSweepResult> {
+  async process(deps: MaintenanceDeps): Promise<MediaSweepResult & { byVerify?: true }> {
     // Failing (not skipping) lets a worker that runs the feed pipeline take the retry.
     if (!deps.storage) throw new Error('media-sweep: this worker runs no feed pipeline (no storage)');
+    if (deps.verify) return { accounts: 0, removedMedia: 0, held: 0, refused: 0, byVerify: true };
     return runMediaSweep({
       db: deps.db,
       storage: deps.storage,
@@ -95,11 +100,13 @@ export interface DailyVerifyResult {
   problems: number;
   repaired: number;
   counts: VerifyCounts;
+  /** The media sweep on the same listing. */
+  sweep?: MediaSweepResult;
 }
 
 /**
  * `feedmirror verify` once a day (VERIFY_DAILY): the same checker and, by default, the same repair
- * as `feedmirror verify --repair`, recorded in verify_runs for the health and `doctor`. Problems
+ * as `feedmirror verify --repair`, with the media sweep on the same listing, recorded in verify_runs for the health and `doctor`. Problems
  * are its result, not a failure: only an error (a store unreachable) fails the job and retries.
  */
 export const verifyJob = defineJob({
@@ -113,7 +120,15 @@ export const verifyJob = defineJob({
       trigger: 'worker',
       repair: deps.verify.repair,
       orphanGraceMs: deps.verify.orphanGraceMs,
+      // The media sweep on the same listing: one daily pass over the bucket for both.
+      sweep: true,
     });
-    return { ok: r.ok, problems: r.problems.length, repaired: r.repaired.length, counts: r.counts };
+    return {
+      ok: r.ok,
+      problems: r.problems.length,
+      repaired: r.repaired.length,
+      counts: r.counts,
+      ...(r.sweep ? { sweep: r.sweep } : {}),
+    };
   },
 });

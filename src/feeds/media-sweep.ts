@@ -70,32 +70,56 @@ export async function runMediaSweep(
 
   async function sweepAccount(deletions: DeletionRun, accountId: string): Promise<void> {
     result.accounts++;
-    // Ids only: the sweep needs no post's content, and unpacking and converting each is costly.
-    const keep = new Set(await listPostIds(deps.db, accountId));
-    // R-OWN-6: and every post the published feed still shows (kept as last published).
-    for (const id of publishedIds(await getFeedPublication(deps.db, accountId)) ?? []) keep.add(id);
-    const { total, orphans } = await findOrphanMedia(deps.storage, accountId, keep);
-    if (orphans.size === 0) return;
-    const r = await deletions.removeMediaObjects(accountId, [...orphans.values()].flat(), {
-      total,
-      // The post row, and the posts the published feed records, read again right before the delete.
-      stillUnreferenced: async (key) => {
-        const mediaId = key.split('/')[2]!;
-        if (await getPost(deps.db, accountId, mediaId)) return false;
-        return !(publishedIds(await getFeedPublication(deps.db, accountId))?.has(mediaId) ?? false);
-      },
-    });
-    result.held += r.held.length;
-    result.refused += r.refused.length;
-    const deleted = new Set(r.deleted);
-    let removed = 0;
-    for (const [mediaId, keys] of orphans) {
-      if (!keys.every((k) => deleted.has(k))) continue;
-      await deleteMediaCopies(deps.db, accountId, mediaId);
-      removed++;
-    }
-    result.removedMedia += removed;
-    if (removed > 0)
-      deps.logger.info({ accountId, mediaIds: removed }, 'media sweep removed the objects of deleted posts');
+    const { total, orphans } = await findOrphanMedia(deps.storage, accountId, await mediaSweepKeep(deps.db, accountId));
+    const r = await removeSweptMedia(deps, deletions, accountId, total, orphans);
+    result.held += r.held;
+    result.refused += r.refused;
+    result.removedMedia += r.removedMedia;
   }
+}
+
+/**
+ * The media ids whose folders the sweep keeps: every stored post's (ids only: the sweep needs no
+ * post's content, and unpacking and converting each is costly), and every post the published
+ * feed still shows (R-OWN-6: kept as last published).
+ */
+export async function mediaSweepKeep(db: pg.Pool, accountId: string): Promise<Set<string>> {
+  const keep = new Set(await listPostIds(db, accountId));
+  for (const id of publishedIds(await getFeedPublication(db, accountId)) ?? []) keep.add(id);
+  return keep;
+}
+
+/**
+ * Delete the objects of the media folders a listing found without a post (`orphans`: media id
+ * => its listed keys; `total`: the objects listed under the account), through the deletion guard,
+ * and the copy records of each folder emptied. Its own listing (runMediaSweep) or the daily
+ * verify's, which sweeps on the listing it checks with (one listing for both).
+ */
+export async function removeSweptMedia(
+  deps: { db: pg.Pool; logger: Logger },
+  deletions: DeletionRun,
+  accountId: string,
+  total: number,
+  orphans: ReadonlyMap<string, readonly string[]>,
+): Promise<{ deleted: string[]; removedMedia: number; held: number; refused: number }> {
+  if (orphans.size === 0) return { deleted: [], removedMedia: 0, held: 0, refused: 0 };
+  const r = await deletions.removeMediaObjects(accountId, [...orphans.values()].flat(), {
+    total,
+    // The post row, and the posts the published feed records, read again right before the delete.
+    stillUnreferenced: async (key) => {
+      const mediaId = key.split('/')[2]!;
+      if (await getPost(deps.db, accountId, mediaId)) return false;
+      return !(publishedIds(await getFeedPublication(deps.db, accountId))?.has(mediaId) ?? false);
+    },
+  });
+  const deleted = new Set(r.deleted);
+  let removed = 0;
+  for (const [mediaId, keys] of orphans) {
+    if (!keys.every((k) => deleted.has(k))) continue;
+    await deleteMediaCopies(deps.db, accountId, mediaId);
+    removed++;
+  }
+  if (removed > 0)
+    deps.logger.info({ accountId, mediaIds: removed }, 'media sweep removed the objects of deleted posts');
+  return { deleted: r.deleted, removedMedia: removed, held: r.held.length, refused: r.refused.length };
 }

@@ -6,7 +6,7 @@ import { LocalStorage } from './local.ts';
 import { S3Storage, type S3Credentials } from './s3.ts';
 import type { ObjectStorage } from './types.ts';
 
-export type { ObjectStorage, PutOptions, StoredObject } from './types.ts';
+export type { ListedObject, ListObjectsOptions, ObjectStorage, PutOptions, StoredObject } from './types.ts';
 export { StorageError, StorageUnavailableError, InvalidKeyError } from './errors.ts';
 export { feedKey, mediaKey, mediaPrefix, widgetDocumentKey, widgetFragmentKey } from './keys.ts';
 export { LocalStorage } from './local.ts';

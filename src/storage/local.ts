@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { InvalidKeyError, StorageError, StorageUnavailableError } from './errors.ts';
 import { assertStorageKey, assertStoragePrefix } from './keys.ts';
 import { joinPublicUrl } from './public-url.ts';
-import type { ObjectStorage, PutOptions, StoredObject } from './types.ts';
+import type { ListedObject, ListObjectsOptions, ObjectStorage, PutOptions, StoredObject } from './types.ts';
 
 /**
  * Object storage in a local folder, the default when STORAGE_URL is not `s3://`.
@@ -225,13 +225,36 @@ export class LocalStorage implements ObjectStorage {
   }
 
   async *list(prefix: string): AsyncIterable<string> {
+    for await (const key of this.walkKeys(prefix)) yield key;
+  }
+
+  async *listObjects(prefix: string, opts: ListObjectsOptions = {}): AsyncIterable<ListedObject> {
+    for await (const key of this.walkKeys(prefix)) {
+      if (opts.startAfter !== undefined && key <= opts.startAfter) continue;
+      let st;
+      try {
+        st = await stat(this.file(key));
+      } catch (err) {
+        if (isNotFound(err)) continue; // deleted since its folder was read
+        this.fail('list', prefix, err);
+      }
+      yield { key, size: st.size, lastModified: st.mtime };
+    }
+  }
+
+  /**
+   * The keys under `prefix` in S3's order (byte order of the whole key), streamed: each folder is
+   * read and sorted on its own, a folder sorting as its name followed by `/` (so `a-b.jpg`, 0x2D,
+   * comes before the folder `a`'s keys `a/…`, 0x2F, as in S3). Memory is one folder's entries per
+   * level, never the whole prefix.
+   */
+  private async *walkKeys(prefix: string): AsyncGenerator<string> {
     assertStoragePrefix(prefix, true);
     // Start walking at the deepest folder the prefix names; filter the rest by string prefix (S3 semantics).
     const lastSlash = prefix.lastIndexOf('/');
     const startRel = lastSlash === -1 ? '' : prefix.slice(0, lastSlash);
     const start = startRel ? path.join(this.root, ...startRel.split('/')) : this.root;
-    const keys: string[] = [];
-    const walk = async (dir: string, rel: string): Promise<void> => {
+    const walk = async function* (this: LocalStorage, dir: string, rel: string): AsyncGenerator<string> {
       let entries;
       try {
         entries = await readdir(dir, { withFileTypes: true });
@@ -239,20 +262,21 @@ export class LocalStorage implements ObjectStorage {
         if (isNotFound(err)) return;
         this.fail('list', prefix, err);
       }
-      for (const e of entries) {
-        if (e.name.startsWith('.')) continue; // .meta, temporary files
+      const named = entries
+        .filter((e) => !e.name.startsWith('.') && (e.isDirectory() || e.isFile())) // .meta, temporary files
+        .map((e) => ({ e, sortAs: e.isDirectory() ? `${e.name}/` : e.name }))
+        .sort((a, b) => (a.sortAs < b.sortAs ? -1 : a.sortAs > b.sortAs ? 1 : 0));
+      for (const { e } of named) {
         const key = rel ? `${rel}/${e.name}` : e.name;
         if (e.isDirectory()) {
           if (prefix.startsWith(key + '/') || key.startsWith(prefix) || (key + '/').startsWith(prefix))
-            await walk(path.join(dir, e.name), key);
-        } else if (e.isFile() && key.startsWith(prefix)) {
-          keys.push(key);
+            yield* walk.call(this, path.join(dir, e.name), key);
+        } else if (key.startsWith(prefix)) {
+          yield key;
         }
       }
     };
-    await walk(start, startRel);
-    keys.sort();
-    yield* keys;
+    yield* walk.call(this, start, startRel);
   }
 
   /**

@@ -14,7 +14,7 @@ import { redactText } from '../util/redact.ts';
 import { StorageError, StorageUnavailableError } from './errors.ts';
 import { assertStorageKey, assertStoragePrefix } from './keys.ts';
 import { joinPublicUrl } from './public-url.ts';
-import type { ObjectStorage, PutOptions, StoredObject } from './types.ts';
+import type { ListedObject, ListObjectsOptions, ObjectStorage, PutOptions, StoredObject } from './types.ts';
 
 export interface S3StorageOptions {
   bucket: string;
@@ -39,6 +39,8 @@ export interface S3Credentials {
   sessionToken?: string;
 }
 
+/** ListObjectsV2's maximum keys per request. */
+const LIST_PAGE_MAX = 1000;
 /** DeleteObjects' maximum keys per request. */
 const DELETE_BATCH_MAX = 1000;
 /** Parallel single DELETEs when a server will not take a batch. */
@@ -80,6 +82,8 @@ export class S3Storage implements ObjectStorage {
   private readonly where: string;
   /** Set once the server answered a DeleteObjects with 4xx (not 403) or 501: from then on, one DELETE per key. */
   private bulkDeleteRefused = false;
+  /** ListObjectsV2 requests sent (the benchmark reports them). */
+  listRequests = 0;
 
   constructor(private readonly opts: S3StorageOptions) {
     const mode = opts.checksums === 'when_required' ? 'WHEN_REQUIRED' : 'WHEN_SUPPORTED';
@@ -97,6 +101,11 @@ export class S3Storage implements ObjectStorage {
       },
     });
     this.where = `s3://${opts.bucket}/${opts.prefix} at ${opts.endpoint ?? `AWS ${opts.region}`}`;
+  }
+
+  /** The bucket and the key prefix inside it (an inventory report lists the bucket's full keys). */
+  get location(): { bucket: string; prefix: string } {
+    return { bucket: this.opts.bucket, prefix: this.opts.prefix };
   }
 
   private full(key: string): string {
@@ -263,26 +272,47 @@ export class S3Storage implements ObjectStorage {
   }
 
   async *list(prefix: string): AsyncIterable<string> {
+    for await (const o of this.listObjects(prefix)) yield o.key;
+  }
+
+  /**
+   * Paged by StartAfter (the last key of the page before) rather than the continuation token:
+   * the same pages on S3, and S3-compatible servers that cannot make continuation tokens (s3rver
+   * on Node's OpenSSL 3 has no DES) still page.
+   */
+  async *listObjects(prefix: string, opts: ListObjectsOptions = {}): AsyncIterable<ListedObject> {
     assertStoragePrefix(prefix, true);
-    let ContinuationToken: string | undefined;
-    do {
+    const MaxKeys = Math.max(1, Math.min(LIST_PAGE_MAX, opts.pageSize ?? LIST_PAGE_MAX));
+    let StartAfter = opts.startAfter !== undefined ? this.opts.prefix + opts.startAfter : undefined;
+    for (;;) {
       let out;
       try {
         out = await this.client.send(
           new ListObjectsV2Command({
             Bucket: this.opts.bucket,
             Prefix: this.opts.prefix + prefix,
-            ...(ContinuationToken ? { ContinuationToken } : {}),
+            MaxKeys,
+            ...(StartAfter !== undefined ? { StartAfter } : {}),
           }),
         );
       } catch (err) {
         this.fail('list', prefix, err);
       }
-      for (const obj of out.Contents ?? []) {
-        if (obj.Key?.startsWith(this.opts.prefix)) yield obj.Key.slice(this.opts.prefix.length);
+      this.listRequests++;
+      const contents = out.Contents ?? [];
+      for (const obj of contents) {
+        if (!obj.Key?.startsWith(this.opts.prefix)) continue;
+        yield {
+          key: obj.Key.slice(this.opts.prefix.length),
+          size: obj.Size ?? 0,
+          ...(obj.ETag ? { etag: obj.ETag } : {}),
+          ...(obj.LastModified ? { lastModified: obj.LastModified } : {}),
+        };
       }
-      ContinuationToken = out.IsTruncated ? out.NextContinuationToken : undefined;
-    } while (ContinuationToken);
+      const last = contents[contents.length - 1]?.Key;
+      if (!out.IsTruncated || last === undefined) return;
+      StartAfter = last;
+    }
   }
 
   publicUrl(key: string): string {

@@ -22,6 +22,22 @@ export interface StoredObject {
   lastModified?: Date;
 }
 
+/** One object as a listing gives it: no content type (a listing does not carry it). */
+export interface ListedObject {
+  key: string;
+  size: number;
+  /** S3's ETag (quoted); a local folder gives none (it would mean reading every file). */
+  etag?: string;
+  lastModified?: Date;
+}
+
+export interface ListObjectsOptions {
+  /** Keys a request (S3's MaxKeys, at most 1000); default 1000. */
+  pageSize?: number;
+  /** Only keys after this one (S3's StartAfter). */
+  startAfter?: string;
+}
+
 export interface ObjectStorage {
   readonly kind: 's3' | 'local';
   /** One atomic write: readers see the old or the new object, never a half-written one. */
@@ -35,6 +51,12 @@ export interface ObjectStorage {
   deletePrefix(prefix: string): Promise<number>;
   /** Keys starting with `prefix` (plain string prefix, like S3), in lexicographic order. */
   list(prefix: string): AsyncIterable<string>;
+  /**
+   * Keys starting with `prefix` with their size and last-modified time (S3: ETag too), streamed a
+   * page at a time in byte order of the keys (S3's order; keys are ASCII, so also JavaScript's
+   * string order and PostgreSQL's COLLATE "C"): memory stays one page whatever the prefix holds.
+   */
+  listObjects(prefix: string, opts?: ListObjectsOptions): AsyncIterable<ListedObject>;
   /** MEDIA_PUBLIC_URL + key, or the implementation's default address of the object. */
   publicUrl(key: string): string;
   /** Readiness check: throws StorageUnavailableError when the storage cannot be reached. */

@@ -235,19 +235,21 @@ export const ACCOUNT_PAGE = 500;
 export async function* eachAccount(
   db: Db,
   now: Date,
-  opts: AccountFilter & { pageSize?: number } = {},
+  opts: AccountFilter & { pageSize?: number; keyOrder?: boolean } = {},
 ): AsyncGenerator<AccountWithExpiry> {
   const pageSize = opts.pageSize ?? ACCOUNT_PAGE;
+  // keyOrder: in the order a bucket lists their objects (`media/<id>/`, byte order: COLLATE "C"
+  // of the id with its slash; migrations/026_key_order_indexes.sql), for a merge with a listing.
+  const order = opts.keyOrder ? `(a.id || '/') COLLATE "C"` : 'a.id';
   let after = '';
   for (;;) {
-    const { rows } = await db.query<AccountWithExpiryRow>(`${WITH_EXPIRY(opts)} AND a.id > $2 ORDER BY a.id LIMIT $3`, [
-      opts.status ?? null,
-      after,
-      pageSize,
-    ]);
+    const { rows } = await db.query<AccountWithExpiryRow>(
+      `${WITH_EXPIRY(opts)} AND ${order} > $2 ORDER BY ${order} LIMIT $3`,
+      [opts.status ?? null, after, pageSize],
+    );
     for (const r of rows) yield withExpiry(r, now);
     if (rows.length < pageSize) return;
-    after = rows[rows.length - 1]!.id;
+    after = opts.keyOrder ? `${rows[rows.length - 1]!.id}/` : rows[rows.length - 1]!.id;
   }
 }
 

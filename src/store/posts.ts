@@ -426,6 +426,42 @@ export async function listMediaCopies(db: Db, accountId: string): Promise<MediaC
   return rows.map(toCopy);
 }
 
+/** Copies read per query by eachMediaCopyInKeyOrder. */
+export const COPY_PAGE = 1000;
+
+/**
+ * An account's recorded copies in the order a bucket lists their objects: by media folder
+ * (`media_id || '/'` compared byte by byte, COLLATE "C", as S3 orders keys), then slot; a page at
+ * a time by keyset (migrations/026_key_order_indexes.sql), so a merge with the listing of
+ * `media/<account>/` holds a page of each, whatever the account holds. Any kind of copy the
+ * copy records (images, and whatever else is recorded as a copy) comes through here alike.
+ */
+export async function* eachMediaCopyInKeyOrder(
+  db: Db,
+  accountId: string,
+  opts: { pageSize?: number } = {},
+): AsyncGenerator<MediaCopy> {
+  const pageSize = opts.pageSize ?? COPY_PAGE;
+  let afterFolder = '';
+  let afterSlot = '';
+  for (;;) {
+    const { rows } = await db.query<CopyRow>(
+      `SELECT * FROM media_copies
+        WHERE account_id = $1
+          AND ((media_id || '/') COLLATE "C" > $2
+               OR ((media_id || '/') COLLATE "C" = $2 AND slot COLLATE "C" > $3))
+        ORDER BY (media_id || '/') COLLATE "C", slot COLLATE "C"
+        LIMIT $4`,
+      [accountId, afterFolder, afterSlot, pageSize],
+    );
+    for (const r of rows) yield toCopy(r);
+    if (rows.length < pageSize) return;
+    const last = rows[rows.length - 1]!;
+    afterFolder = `${last.media_id}/`;
+    afterSlot = last.slot;
+  }
+}
+
 /** The recorded copies of one media item (its slots): what a delete reads again just before it. */
 export async function listMediaCopiesOf(db: Db, accountId: string, mediaId: string): Promise<MediaCopy[]> {
   const { rows } = await db.query<CopyRow>(

@@ -1,21 +1,19 @@
 import { copySlot, renewPostLinks } from '../feeds/copy-slot.ts';
 import type { FeedDeps } from '../feeds/deps.ts';
-import {
-  feedChanges,
-  feedToPublish,
-  postHashes,
-  publishAccountFeed,
-  publishDemoFeedIfNone,
-  recordedMediaKeys,
-} from '../feeds/publish.ts';
-import { imageSlots } from '../feeds/slots.ts';
+import { feedChanges, feedToPublish, postHashes, publishAccountFeed, publishDemoFeedIfNone } from '../feeds/publish.ts';
 import { contentHash } from '../util/content-hash.ts';
 import type { Feed } from '../schema/v1.ts';
 import { validateFeed } from '../schema/validate.ts';
-import { DEPLOYMENT_MARKER_KEY, feedKey, mediaPrefix } from '../storage/keys.ts';
-import type { ObjectStorage } from '../storage/types.ts';
+import { DEPLOYMENT_MARKER_KEY, feedKey } from '../storage/keys.ts';
+import type { ListedObject, ObjectStorage } from '../storage/types.ts';
 import { countAccounts, eachAccount, getAccount, type Account } from '../store/accounts.ts';
-import { getFeedPublication, getPost, listMediaCopies, type MediaCopy } from '../store/posts.ts';
+import {
+  eachMediaCopyInKeyOrder,
+  getFeedPublication,
+  getPost,
+  listMediaCopies,
+  type MediaCopy,
+} from '../store/posts.ts';
 import { auditSecrets, type UnopenedSecret } from '../store/secrets.ts';
 import { getTokenInfo } from '../store/tokens.ts';
 import { saveVerifyRun, type VerifyFinding } from '../store/verify-runs.ts';
@@ -43,6 +41,9 @@ import { openDeletions, type DeletionRun } from '../deletion/guard.ts';
 import { claimedBecause, claimStorage, ownershipNotice, readOwnership } from '../deletion/marker.ts';
 import { deleteOrphans, type OrphanAction } from './orphans.ts';
 import { recordMissingObjects } from './missing-objects.ts';
+import { limiter, liveListing, type Listing } from './listing.ts';
+import { mergeAccountObjects, type Expected } from './merge.ts';
+import { mediaSweepKeep, removeSweptMedia, type MediaSweepResult } from '../feeds/media-sweep.ts';
 
 /**
  * `feedmirror verify`: do PostgreSQL, Redis and the object storage agree? Every account has its
@@ -149,7 +150,7 @@ export interface VerifyCounts {
   feeds: number;
   /**
    * Distinct objects the records call for (the published feeds, the feeds the database would
-   * publish, the recorded copies of stored posts), each checked with one HEAD.
+   * publish, the recorded copies of stored posts), each checked against the listing.
    */
   objects: number;
   /** Objects listed under media/. */
@@ -164,12 +165,21 @@ export interface VerifyCounts {
   widgets: number;
   /** Accounts whose status document was checked (PUBLISH_STATUS on; 0 when off). */
   statusDocuments: number;
+  /**
+   * HEAD requests the object check sent: where the listing could not decide (a type not known
+   * from the name, a difference to confirm) and the sample of types.
+   */
+  heads: number;
+  /** Media folders of deleted posts the media sweep removed on the same listing (with `sweep`). */
+  sweptMedia: number;
 }
 
 export interface VerifyProgress {
   accountsDone: number;
   accounts: number;
   objects: number;
+  /** Objects listed so far. */
+  storedObjects?: number;
   /** 'check', 'repair' or 're-check'. */
   phase: string;
 }
@@ -182,8 +192,25 @@ export interface VerifyOptions {
   force?: boolean;
   /** Unreferenced objects younger than this are a copy in flight, not an orphan (default 24 h). */
   orphanGraceMs?: number;
-  /** Storage requests at once (default 16). */
+  /** Accounts checked at once, and HEADs at once across them (default 16). */
   concurrency?: number;
+  /**
+   * What storage holds: the storage listed now (default), or an S3 Inventory report
+   * (./inventory.ts, `verify --inventory`).
+   */
+  listing?: Listing;
+  /** Keys a LIST request (default 1000, S3's most); the tests use 2 to cross page boundaries. */
+  listPageSize?: number;
+  /** Copy records read a query (default 1000); the tests use 2. */
+  copyPageSize?: number;
+  /** Share of the objects whose stored Content-Type is read with a HEAD (default 0.01). */
+  typeSample?: number;
+  /**
+   * The media sweep (R-LNK-6) on the same listing: the daily pass does both with one listing of
+   * each account. Deletes through the deletion guard whether or not `repair` is set, as the
+   * media sweep always has.
+   */
+  sweep?: boolean;
   /** Who ran it, as recorded (verify_runs): the command or the worker's daily run. */
   trigger: 'cli' | 'worker';
   onProgress?: (p: VerifyProgress) => void;
@@ -212,11 +239,19 @@ export interface VerifyReport {
   /** With repair: what the first check found. */
   found?: Problem[];
   repaired: RepairAction[];
+  /** With `sweep`: what the media sweep on the same listing did (the first check's pass). */
+  sweep?: MediaSweepResult;
   startedAt: Date;
   finishedAt: Date;
 }
 
 export const DEFAULT_ORPHAN_GRACE_MS = DAY;
+/**
+ * A 1% sample of stored types a day: 2,400 HEADs for 10,000 accounts of 24 posts, and an object
+ * stored with a wrong type is found in about 70 days on average by sampling alone (a copy writes
+ * the type its name says, so such an object is one changed behind feedmirror's back).
+ */
+export const DEFAULT_TYPE_SAMPLE = 0.01;
 const DEFAULT_CONCURRENCY = 16;
 
 /** Check (and with `repair`, repair and check again), then record the outcome in verify_runs. */
@@ -245,6 +280,7 @@ export async function runVerify(deps: VerifyDeps, opts: VerifyOptions): Promise<
       problems: again.problems,
       found: first.problems,
       repaired,
+      ...(first.sweep ? { sweep: first.sweep } : {}),
       startedAt,
       finishedAt: startedAt,
     };
@@ -281,6 +317,7 @@ interface CheckResult {
   status: StatusProblem[];
   /** The storage's deployment marker, when it is not this deployment's. */
   ownership?: Problem;
+  sweep?: MediaSweepResult;
 }
 
 interface AccountFindings {
@@ -294,7 +331,7 @@ interface AccountFindings {
 /** The counts one account adds to a check's. */
 type AccountCounts = Pick<
   VerifyCounts,
-  'feeds' | 'objects' | 'storedObjects' | 'unreferencedRecent' | 'orphans' | 'statusDocuments'
+  'feeds' | 'objects' | 'storedObjects' | 'unreferencedRecent' | 'orphans' | 'statusDocuments' | 'heads' | 'sweptMedia'
 >;
 const ACCOUNT_COUNTS = [
   'feeds',
@@ -303,6 +340,8 @@ const ACCOUNT_COUNTS = [
   'unreferencedRecent',
   'orphans',
   'statusDocuments',
+  'heads',
+  'sweptMedia',
 ] as const;
 
 /**
@@ -317,15 +356,6 @@ function mergeCounts(first: CheckResult, again: CheckResult): VerifyCounts {
     for (const [id, f] of first.accounts) out[k] += (again.accounts.get(id)?.counts[k] ?? 0) - f.counts[k];
   }
   return out;
-}
-
-/** What a feed or a recorded copy says of one object. */
-interface Expected {
-  mimes: Set<string>;
-  /** Recorded byte size (originals only: variants have none recorded). */
-  bytes?: number;
-  /** A post that points at it, for the report. */
-  postId: string;
 }
 
 /**
@@ -350,6 +380,8 @@ async function check(
     webhookSecrets: 0,
     widgets: 0,
     statusDocuments: 0,
+    heads: 0,
+    sweptMedia: 0,
   };
   const problems: Problem[] = [];
   const now = deps.clock.now();
@@ -370,7 +402,8 @@ async function check(
     total = ids.length;
   } else {
     total = await countAccounts(deps.db);
-    accounts = eachAccount(deps.db, now);
+    // In key order: the order the listing (or an inventory) gives their objects.
+    accounts = eachAccount(deps.db, now, { keyOrder: true });
   }
 
   // Schedules: the caller's comparison (the reconciler's), narrowed to the account asked for.
@@ -419,33 +452,58 @@ async function check(
     );
 
   const findings = new Map<string, AccountFindings>();
-  const grace = opts.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS;
   const limit = opts.concurrency ?? DEFAULT_CONCURRENCY;
-  const publicBase = storageBase(deps.storage);
+  // The media sweep rides on the first check's listing only (a re-check sweeps nothing again).
+  const sweepResult: MediaSweepResult = { accounts: 0, removedMedia: 0, held: 0, refused: 0 };
+  const sweep = opts.sweep && only === undefined ? await sweepOnListing(deps, opts, sweepResult) : undefined;
+  const ctx: AccountContext = {
+    now,
+    grace: opts.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS,
+    limit: limiter(limit),
+    publicBase: storageBase(deps.storage),
+    listing:
+      opts.listing ?? liveListing(deps.storage, opts.listPageSize !== undefined ? { pageSize: opts.listPageSize } : {}),
+    typeShare: opts.typeSample ?? DEFAULT_TYPE_SAMPLE,
+    // Another sample each day; the same one within a day (a re-check samples what the check did).
+    salt: now.toISOString().slice(0, 10),
+    ...(opts.copyPageSize !== undefined ? { copyPageSize: opts.copyPageSize } : {}),
+    ...(sweep ?? {}),
+  };
   const status: StatusProblem[] = [];
-  for await (const account of accounts) {
-    const before = problems.length;
-    const f = await checkAccount(deps, account, { now, grace, limit, publicBase }, problems);
+  // Accounts `limit` at once (each a few round trips to PostgreSQL, its feed, its listing), in
+  // key order (an inventory hands each its part in that order), their findings taken in the
+  // same order so the report does not depend on which finished first.
+  await inOrder(accounts, limit, async (account) => {
+    // Asked for before anything is awaited: an inventory hands out its parts in this order.
+    const listed = ctx.listing.media(account.id);
+    const mine: Problem[] = [];
+    const own: StatusProblem[] = [];
+    const f = await checkAccount(deps, account, ctx, mine, listed);
     // Its status document with PUBLISH_STATUS on: there, and what its state gives now.
     if (deps.publishStatus === true) {
-      const had = status.length;
       f.counts.statusDocuments++;
-      await checkAccountStatus(deps, account.id, status);
-      problems.push(...status.slice(had));
+      await checkAccountStatus(deps, account.id, own);
+      mine.push(...own);
     }
-    counts.accounts++;
-    for (const k of ACCOUNT_COUNTS) counts[k] += f.counts[k];
     // Only an account with something to repair keeps its findings (its copies and orphans) for
     // the repair: the rest would hold every recorded copy of every account until the run ends.
-    if (problems.length > before || only !== undefined) findings.set(account.id, f);
-    opts.onProgress?.({
-      accountsDone: counts.accounts,
-      // An account added while the run goes may make the count pass the total read at its start.
-      accounts: Math.max(total, counts.accounts),
-      objects: counts.objects,
-      phase,
-    });
-  }
+    if (mine.length > 0 || only !== undefined) f.copies = await listMediaCopies(deps.db, account.id);
+    return () => {
+      problems.push(...mine);
+      status.push(...own);
+      counts.accounts++;
+      for (const k of ACCOUNT_COUNTS) counts[k] += f.counts[k];
+      if (mine.length > 0 || only !== undefined) findings.set(account.id, f);
+      opts.onProgress?.({
+        accountsDone: counts.accounts,
+        // An account added while the run goes may make the count pass the total read at its start.
+        accounts: Math.max(total, counts.accounts),
+        objects: counts.objects,
+        storedObjects: counts.storedObjects,
+        phase,
+      });
+    };
+  });
   // The deployment marker (R-DEL-1): without it nothing is deleted, so copies of deleted posts
   // stay; a wiped storage lost it with everything else.
   let ownership: Problem | undefined;
@@ -488,17 +546,39 @@ async function check(
     widgetScript,
     status,
     ...(ownership ? { ownership } : {}),
+    ...(sweep ? { sweep: sweepResult } : {}),
   };
+}
+
+/** What every account's check shares in one run. */
+interface AccountContext {
+  now: Date;
+  grace: number;
+  /** HEADs at once, across the accounts checked at once. */
+  limit: <T>(fn: () => Promise<T>) => Promise<T>;
+  publicBase: string;
+  listing: Listing;
+  typeShare: number;
+  salt: string;
+  copyPageSize?: number;
+  /** With the media sweep: the media ids it keeps for an account. */
+  sweepKeep?: (accountId: string) => Promise<Set<string>>;
+  /** With the media sweep: delete what it found (through the deletion guard); the keys deleted. */
+  sweep?: (
+    accountId: string,
+    total: number,
+    candidates: Map<string, string[]>,
+  ) => Promise<{ deleted: Set<string>; removedMedia: number }>;
 }
 
 async function checkAccount(
   deps: VerifyDeps,
   account: Account,
-  ctx: { now: Date; grace: number; limit: number; publicBase: string },
+  ctx: AccountContext,
   problems: Problem[],
+  listed: AsyncIterable<ListedObject>,
 ): Promise<AccountFindings> {
   const accountId = account.id;
-  const copies = await listMediaCopies(deps.db, accountId);
   const publication = await getFeedPublication(deps.db, accountId);
   const counts: AccountCounts = {
     feeds: 0,
@@ -507,9 +587,10 @@ async function checkAccount(
     unreferencedRecent: 0,
     orphans: 0,
     statusDocuments: 0,
+    heads: 0,
+    sweptMedia: 0,
   };
-  const findings: AccountFindings = { account, demo: publication?.demo ?? false, copies, orphans: [], counts };
-  const referenced = new Set<string>();
+  const findings: AccountFindings = { account, demo: publication?.demo ?? false, copies: [], orphans: [], counts };
 
   // The feed: there, valid, and what the database would publish now.
   let feed: Feed | undefined;
@@ -570,65 +651,48 @@ async function checkAccount(
 
   // Every object the records call for, an object of its size and type: each URL of the stored
   // feed (the demo feed's pictures are not ours) and of the feed the database would publish
-  // now, and each recorded copy of a stored post. With the feed object gone (deleted, a bucket
-  // emptied) its images are found missing by the same check, and repaired in the same run.
-  {
-    const expected = new Map<string, Expected>();
-    if (feed && !feed.demo) addFeedObjects(expected, feed, copies, ctx.publicBase, accountId, problems);
-    if (built) addFeedObjects(expected, built, copies, ctx.publicBase, accountId, problems);
-    await addRecordedCopies(deps, accountId, expected, copies);
-    for (const key of expected.keys()) referenced.add(key);
-    counts.objects += expected.size;
-    await eachLimited([...expected.entries()], ctx.limit, async ([key, exp]) => {
-      const head = await deps.storage.head(key);
-      const where = `post ${exp.postId}`;
-      if (!head) {
-        problems.push({ kind: 'object-missing', accountId, key, detail: `${where}: the object is not in storage` });
-        return;
-      }
-      if (head.size === 0 || (exp.bytes !== undefined && head.size !== exp.bytes))
-        problems.push({
-          kind: 'object-size',
-          accountId,
-          key,
-          detail: `${where}: ${head.size} bytes stored, ${exp.bytes ?? 'more than 0'} recorded`,
-        });
-      const type = normaliseType(head.contentType);
-      if (![...exp.mimes].every((m) => normaliseType(m) === type))
-        problems.push({
-          kind: 'object-type',
-          accountId,
-          key,
-          detail: `${where}: stored as ${head.contentType ?? 'no type'}, the feed says ${[...exp.mimes].join(', ')}`,
-        });
-    });
-  }
-
-  // Orphans: objects under media/<account>/ that no recorded copy (nor the published feed) references.
-  const keep = recordedMediaKeys(accountId, copies);
-  for (const k of referenced) keep.add(k);
-  const unreferenced: string[] = [];
-  for await (const key of deps.storage.list(mediaPrefix(accountId))) {
-    counts.storedObjects++;
-    if (!keep.has(key)) unreferenced.push(key);
-  }
-  await eachLimited(unreferenced, ctx.limit, async (key) => {
-    const head = await deps.storage.head(key);
-    if (!head) return; // deleted meanwhile
-    const age = head.lastModified ? ctx.now.getTime() - head.lastModified.getTime() : Infinity;
-    if (age < ctx.grace) {
-      counts.unreferencedRecent++;
-      return;
+  // now, and each recorded copy of a stored post; and no object under media/<account>/ left
+  // unreferenced past the grace period. One merge of the listing with the records read in the
+  // same order (./merge.ts): HEADs only where the listing cannot decide, and a sample. With the
+  // feed object gone (deleted, a bucket emptied) its images are found missing by the same check,
+  // and repaired in the same run.
+  const expected = new Map<string, Expected>();
+  if (feed && !feed.demo) addFeedObjects(expected, feed, ctx.publicBase, accountId, problems);
+  if (built) addFeedObjects(expected, built, ctx.publicBase, accountId, problems);
+  const merged = await mergeAccountObjects(
+    deps,
+    accountId,
+    expected,
+    eachMediaCopyInKeyOrder(deps.db, accountId, ctx.copyPageSize ? { pageSize: ctx.copyPageSize } : {}),
+    listed,
+    {
+      now: ctx.now,
+      graceMs: ctx.grace,
+      limit: ctx.limit,
+      typeShare: ctx.typeShare,
+      salt: ctx.salt,
+      ...(ctx.listing.takenAt ? { takenAt: ctx.listing.takenAt } : {}),
+      ...(ctx.sweepKeep ? { sweepKeep: await ctx.sweepKeep(accountId) } : {}),
+    },
+  );
+  counts.objects += merged.objects;
+  counts.storedObjects += merged.storedObjects;
+  counts.unreferencedRecent += merged.unreferencedRecent;
+  counts.heads += merged.heads;
+  let orphans = merged.orphans;
+  let objectProblems = merged.problems;
+  // The media sweep on the same listing (the daily pass): folders of posts that are gone.
+  if (ctx.sweep && merged.sweep.size > 0) {
+    const { deleted, removedMedia } = await ctx.sweep(accountId, merged.storedObjects, merged.sweep);
+    counts.sweptMedia += removedMedia;
+    if (deleted.size > 0) {
+      orphans = orphans.filter((k) => !deleted.has(k));
+      objectProblems = objectProblems.filter((p) => !deleted.has(p.key));
     }
-    counts.orphans++;
-    findings.orphans.push(key);
-    problems.push({
-      kind: 'orphan',
-      accountId,
-      key,
-      detail: `no recorded copy references it${head.lastModified ? ` (written ${head.lastModified.toISOString()})` : ''}`,
-    });
-  });
+  }
+  counts.orphans += orphans.length;
+  findings.orphans.push(...orphans);
+  problems.push(...objectProblems);
   return findings;
 }
 
@@ -655,18 +719,16 @@ function staleness(stored: Feed, built: Feed): string | undefined {
 
 /**
  * Add the objects a feed points at: thumbnailUrl, thumbnailSizes, each photo of media[] and its
- * sizes, keyed by storage key, with the MIME types the feed declares for them and, for the
- * originals, the byte size the copy records.
+ * sizes, keyed by storage key, with the MIME types the feed declares for them (the merge adds the
+ * byte size each original's copy records).
  */
 function addFeedObjects(
   out: Map<string, Expected>,
   feed: Feed,
-  copies: readonly MediaCopy[],
   base: string,
   accountId: string,
   problems: Problem[],
 ): void {
-  const bytes = new Map(copies.map((c) => [c.key, c.bytes]));
   const add = (postId: string, url: string, mime: string | undefined) => {
     const key = keyOfUrl(url, base);
     if (key === null) {
@@ -679,7 +741,7 @@ function addFeedObjects(
     }
     let e = out.get(key);
     if (!e) {
-      e = { mimes: new Set(), postId, ...(bytes.has(key) ? { bytes: bytes.get(key)! } : {}) };
+      e = { mimes: new Set(), postId };
       out.set(key, e);
     }
     if (mime) e.mimes.add(mime);
@@ -692,40 +754,6 @@ function addFeedObjects(
       if (!m.mime.startsWith('image/')) continue; // video files stay platform links (R-LNK-5)
       add(post.id, m.url, m.mime);
       for (const s of m.sizes ?? []) add(post.id, s.url, s.mime);
-    }
-  }
-}
-
-/**
- * Add the recorded copies no feed points at (a post waiting for its other images, say): each
- * original with its recorded size and type, each variant with its type. Only those of a stored
- * post's current image slots: the copy of a pruned post or of a slot its post no longer has is
- * nothing a feed will show, and the repair could not make it again.
- */
-async function addRecordedCopies(
-  deps: VerifyDeps,
-  accountId: string,
-  out: Map<string, Expected>,
-  copies: readonly MediaCopy[],
-): Promise<void> {
-  const rest = new Map<string, MediaCopy[]>();
-  for (const c of copies) {
-    if (out.has(c.key) && c.variants.every((v) => out.has(v.key))) continue;
-    rest.set(c.mediaId, [...(rest.get(c.mediaId) ?? []), c]);
-  }
-  for (const [mediaId, list] of rest) {
-    const stored = await getPost(deps.db, accountId, mediaId);
-    if (!stored) continue;
-    const slots = new Set(imageSlots(stored.post).map((s) => s.slot));
-    for (const c of list) {
-      if (!slots.has(c.slot)) continue;
-      const add = (key: string, mime: string, bytes?: number) => {
-        const e = out.get(key);
-        if (e) e.mimes.add(mime);
-        else out.set(key, { mimes: new Set([mime]), postId: mediaId, ...(bytes !== undefined ? { bytes } : {}) });
-      };
-      add(c.key, c.contentType, c.bytes);
-      for (const v of c.variants) add(v.key, v.contentType);
     }
   }
 }
@@ -748,16 +776,55 @@ export function keyOfUrl(url: string, base: string): string | null {
   }
 }
 
-const normaliseType = (t: string | undefined) => (t ?? '').split(';')[0]!.trim().toLowerCase();
+/**
+ * run over `items`, `limit` at once; each result (a function) is applied in the items' order,
+ * so what the run reports does not depend on which finished first.
+ */
+async function inOrder<T>(
+  items: AsyncIterable<T> | Iterable<T>,
+  limit: number,
+  run: (item: T) => Promise<() => void>,
+): Promise<void> {
+  const inflight: Array<Promise<() => void>> = [];
+  try {
+    for await (const item of items) {
+      const p = run(item);
+      p.catch(() => undefined); // awaited below in its turn; not an unhandled rejection meanwhile
+      inflight.push(p);
+      if (inflight.length >= limit) (await inflight.shift()!)();
+    }
+    while (inflight.length > 0) (await inflight.shift()!)();
+  } finally {
+    // On a failure, the rest settle before the run ends (nothing left writing behind it).
+    await Promise.allSettled(inflight);
+  }
+}
 
-/** fn over items, at most `limit` at once. */
-async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) await fn(items[next++]!);
-    }),
-  );
+/** The media sweep on the verify's own listing (the daily pass): its keep list and its delete. */
+async function sweepOnListing(
+  deps: VerifyDeps,
+  opts: VerifyOptions,
+  result: MediaSweepResult,
+): Promise<Required<Pick<AccountContext, 'sweepKeep' | 'sweep'>>> {
+  const run = await openDeletions(deps, {
+    by: 'media sweep',
+    ...(opts.force ? { force: true } : {}),
+    forceWith: 'feedmirror media sweep --force',
+  });
+  if (run.refusal) result.storageRefused = run.refusal;
+  return {
+    sweepKeep: (accountId) => {
+      result.accounts++;
+      return mediaSweepKeep(deps.db, accountId);
+    },
+    sweep: async (accountId, total, candidates) => {
+      const r = await removeSweptMedia(deps, run, accountId, total, candidates);
+      result.removedMedia += r.removedMedia;
+      result.held += r.held;
+      result.refused += r.refused;
+      return { deleted: new Set(r.deleted), removedMedia: r.removedMedia };
+    },
+  };
 }
 
 // ---- the repair --------------------------------------------------------------------------------

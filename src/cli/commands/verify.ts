@@ -29,6 +29,10 @@ export function register(program: Command, cli: Cli): void {
       '--force',
       "with --repair: delete orphans even when they are more than DELETE_CAP_OBJECTS and DELETE_CAP_SHARE of an account's objects (never in a storage without this deployment's marker, never a name feedmirror does not write)",
     )
+    .option(
+      '--inventory <manifest>',
+      'take what the bucket holds from an S3 Inventory report (its manifest.json, CSV data files beside it as AWS writes them) instead of listing the bucket; what the report alone says is wrong is confirmed with a HEAD',
+    )
     .option('--json', 'print the report as one JSON document (no progress lines)')
     .action(async (opts: VerifyCliOptions) => {
       if (opts.force && !opts.repair) {
@@ -42,6 +46,7 @@ export function register(program: Command, cli: Cli): void {
     'feedmirror verify',
     'feedmirror verify --account 17841400000000001 --repair',
     'feedmirror verify --account 17841400000000001 --repair --force   # after looking at the orphans it held',
+    'feedmirror verify --inventory ./inventory/2026-11-27T01-00Z/manifest.json',
     "npm run -s feedmirror -- verify --json | jq '.problems[]'",
   );
 }
@@ -52,6 +57,7 @@ interface VerifyCliOptions {
   repair?: boolean;
   force?: boolean;
   json?: boolean;
+  inventory?: string;
 }
 
 async function verify(opts: VerifyCliOptions, io: CliIO): Promise<number> {
@@ -68,8 +74,25 @@ async function verify(opts: VerifyCliOptions, io: CliIO): Promise<number> {
       reportFailure(io, 'not_found', `no account with id ${opts.account}`);
       return EXIT.failed;
     }
+    let listing;
+    if (opts.inventory !== undefined) {
+      const { openInventory, InventoryError } = await import('../../verify/inventory.ts');
+      const location = (deps.storage as { location?: { bucket: string; prefix: string } }).location;
+      if (!location) {
+        reportFailure(io, 'usage', '--inventory reads an S3 Inventory report: STORAGE_URL is not s3://');
+        return EXIT.usage;
+      }
+      try {
+        listing = await openInventory(opts.inventory, location);
+      } catch (err) {
+        if (!(err instanceof InventoryError)) throw err;
+        reportFailure(io, 'usage', err.message);
+        return EXIT.usage;
+      }
+    }
     // Progress on a terminal only: a pipe or a log gets the report alone.
     const tty = !opts.json && (io.stderr as { isTTY?: boolean }).isTTY === true;
+    const progress = progressLine(Date.now);
     const report = await runVerify(
       {
         ...deps,
@@ -83,14 +106,8 @@ async function verify(opts: VerifyCliOptions, io: CliIO): Promise<number> {
         ...(opts.force ? { force: true } : {}),
         orphanGraceMs: ctx.config.VERIFY_ORPHAN_GRACE_HOURS * HOUR,
         ...(opts.account !== undefined ? { accountId: opts.account } : {}),
-        ...(tty
-          ? {
-              onProgress: (p) =>
-                io.stderr.write(
-                  `\r${p.phase}: account ${p.accountsDone}/${p.accounts}, objects ${p.objects}${p.accountsDone === p.accounts ? '\n' : ''}`,
-                ),
-            }
-          : {}),
+        ...(listing ? { listing } : {}),
+        ...(tty ? { onProgress: (p) => io.stderr.write(progress(p)) } : {}),
       },
     );
     if (opts.json) {
@@ -129,6 +146,36 @@ async function verify(opts: VerifyCliOptions, io: CliIO): Promise<number> {
     reportFailure(io, 'failed', disagree(report.problems.length, report.found !== undefined));
     return EXIT.failed;
   });
+}
+
+/**
+ * The progress line of a long run on a terminal: done of total, the rate, the time left (from the
+ * accounts' rate), rewritten in place; a new line when a phase ends.
+ */
+export function progressLine(
+  now: () => number,
+): (p: { phase: string; accountsDone: number; accounts: number; storedObjects?: number; objects: number }) => string {
+  let phase = '';
+  let since = now();
+  return (p) => {
+    if (p.phase !== phase) {
+      phase = p.phase;
+      since = now();
+    }
+    const seconds = Math.max((now() - since) / 1000, 0.001);
+    const objects = p.storedObjects ?? p.objects;
+    const rate = objects / seconds;
+    const left = p.accountsDone > 0 ? ((p.accounts - p.accountsDone) * seconds) / p.accountsDone : 0;
+    const eta =
+      p.accountsDone >= p.accounts
+        ? 'done'
+        : left >= 3600
+          ? `${(left / 3600).toFixed(1)} h left`
+          : left >= 60
+            ? `${Math.round(left / 60)} min left`
+            : `${Math.round(left)} s left`;
+    return `\r${p.phase}: ${p.accountsDone}/${p.accounts} accounts, ${objects} objects, ${Math.round(rate)} objects/s, ${eta}${p.accountsDone >= p.accounts ? '\n' : ''}`;
+  };
 }
 
 /** Repair actions that repaired nothing: a failure, and the deletion guard's refusals (R-DEL-1..4). */
