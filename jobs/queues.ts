@@ -80,7 +80,14 @@ export function isCluster(settings: Pick<RedisSettings, 'url' | 'clusterNodes'>)
  * Connection options of one node. Workers need `maxRetriesPerRequest: null` (blocking commands);
  * the retry strategy reconnects forever with a capped delay, so a Redis restart is survived.
  */
-function nodeOptions(target: RedisTarget, forWorker: boolean): RedisOptions {
+// ioredis declares `replyMapping?: ReplyMappingMode | undefined` in its options but its
+// constructors take `replyMapping?: ReplyMapping` (no undefined), so under exactOptionalPropertyTypes
+// an object typed RedisOptions is refused by `new Redis`/`new Cluster`. feedmirror never sets it
+// (the default reply mapping), so its options are typed without it.
+type NodeOptions = Omit<RedisOptions, 'replyMapping'>;
+type ClusterNodeOptions = Omit<ClusterOptions, 'redisOptions'> & { redisOptions?: NodeOptions };
+
+function nodeOptions(target: RedisTarget, forWorker: boolean): NodeOptions {
   return {
     ...(target.username ? { username: target.username } : {}),
     ...(target.password ? { password: target.password } : {}),
@@ -96,7 +103,7 @@ function nodeOptions(target: RedisTarget, forWorker: boolean): RedisOptions {
  * Passing options (not a client) lets each Queue and Worker own its connection and close it on
  * close().
  */
-export function redisOptions(settings: RedisSettings, forWorker = true): RedisOptions {
+export function redisOptions(settings: RedisSettings, forWorker = true): NodeOptions {
   const target = redisTarget(settings);
   const node = target.nodes[0]!;
   return {
@@ -113,7 +120,11 @@ export function redisOptions(settings: RedisSettings, forWorker = true): RedisOp
  * once it says `cluster_state:ok`, and its topology is looked up again for ever after a failover
  * or a restart. Host names are used as given (no DNS rewrite), which TLS endpoints need.
  */
-function clusterOptions(target: RedisTarget, forWorker: boolean, extra: ClusterOptions = {}): ClusterOptions {
+function clusterOptions(
+  target: RedisTarget,
+  forWorker: boolean,
+  extra: ClusterNodeOptions = {},
+): ClusterNodeOptions & { redisOptions: NodeOptions } {
   return {
     enableReadyCheck: true,
     clusterRetryStrategy: (times: number) => Math.min(200 * times, 5_000),

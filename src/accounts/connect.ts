@@ -49,7 +49,7 @@ export class WrongAccountError extends Error {
 }
 
 export interface ConnectOptions {
-  permissions?: string[];
+  permissions?: string[] | undefined;
   via?: ConnectedVia;
   /** R-OWN-13: only this platform account may connect (checked before anything is stored). */
   expectedAccountId?: string;
@@ -107,7 +107,7 @@ export async function connectWithShortLivedToken(
 export async function importLongLivedToken(
   deps: ConnectDeps,
   token: string,
-  opts: { expiresAt?: Date } = {},
+  opts: { expiresAt?: Date | undefined } = {},
 ): Promise<ConnectedAccount> {
   try {
     const grant = await deps.platform.refreshToken(token);

@@ -91,7 +91,7 @@ export type SyncResult =
   | { outcome: 'skipped' | 'reauth-required'; accountId: string; reason: string };
 
 export interface SyncOptions {
-  onProgress?: (p: SyncProgress) => void;
+  onProgress?: ((p: SyncProgress) => void) | undefined;
   /** An operator asked for this sync (CLI, dashboard): it lists even while scheduled listings are paused (R-NET-6). */
   manual?: boolean;
   /**

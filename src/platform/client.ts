@@ -40,8 +40,8 @@ export interface PlatformClientOptions {
   graphUrl: string;
   apiVersion: string;
   oauthTokenUrl: string;
-  appId?: string;
-  appSecret?: string;
+  appId?: string | undefined;
+  appSecret?: string | undefined;
   clock?: Clock;
   logger?: Logger;
   /** Per request, body included (default 15000). */
@@ -159,8 +159,8 @@ export class PlatformClient {
   private readonly graphOrigin: string;
   private readonly apiVersion: string;
   private readonly oauthTokenUrl: string;
-  private readonly appId?: string;
-  private readonly appSecret?: string;
+  private readonly appId?: string | undefined;
+  private readonly appSecret?: string | undefined;
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly pageSize: number;

@@ -35,7 +35,7 @@ let storage: LocalStorage;
 let images: MirroredImage[] = [];
 const files = new Map<string, { type: string; body: Buffer }>();
 const docs = new Map<string, WidgetDocument>();
-const views: Array<{ id: string; method: string; cookie?: string; referer?: string }> = [];
+const views: Array<{ id: string; method: string; cookie?: string | undefined; referer?: string | undefined }> = [];
 
 const IDS = {
   grid: 'w_gridaaaaaa',

@@ -374,7 +374,7 @@ describe('R-DEL-1: the marker is written at the first start to a new storage, an
 
 /** A real folder whose reads can be told to do something first: the moment between a check and its delete. */
 class HookedStorage extends LocalStorage {
-  onGet?: (key: string) => Promise<void>;
+  onGet?: ((key: string) => Promise<void>) | undefined;
   override async get(key: string): Promise<StoredObject | null> {
     const hook = this.onGet;
     if (hook) await hook(key);

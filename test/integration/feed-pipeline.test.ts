@@ -87,7 +87,7 @@ const cdnRequests = () => sim.requests.filter((r) => r.host === 'cdn').length;
 async function checkImages(feed: Feed): Promise<number> {
   let checked = 0;
   for (const post of feed.posts) {
-    const images: Array<{ url: string; width?: number; height?: number }> = [];
+    const images: Array<{ url: string; width?: number | undefined; height?: number | undefined }> = [];
     if (post.thumbnailUrl) images.push({ url: post.thumbnailUrl });
     for (const m of post.media) {
       if (m.mime.startsWith('video/')) {
