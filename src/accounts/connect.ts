@@ -109,9 +109,9 @@ export async function importLongLivedToken(
   token: string,
   opts: { expiresAt?: Date | undefined } = {},
 ): Promise<ConnectedAccount> {
+  let refreshed: TokenGrant;
   try {
-    const grant = await deps.platform.refreshToken(token);
-    return storeGrant(deps, grant, 'imported', 'imported');
+    refreshed = await deps.platform.refreshToken(token);
   } catch (err) {
     if (!opts.expiresAt) {
       throw new Error(
@@ -130,6 +130,7 @@ export async function importLongLivedToken(
     };
     return storeGrant(deps, grant, 'imported', 'imported');
   }
+  return storeGrant(deps, refreshed, 'imported', 'imported');
 }
 
 /**

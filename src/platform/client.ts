@@ -118,7 +118,7 @@ const shortLivedSchema = z.looseObject({
 /** Both documented shapes of the code exchange answer: flat, or wrapped in `data: [grant]`. */
 const codeExchangeSchema = z.preprocess((body) => {
   const data = body && typeof body === 'object' ? (body as { data?: unknown }).data : undefined;
-  return Array.isArray(data) ? (data[0] ?? {}) : body;
+  return Array.isArray(data) ? ((data as unknown[])[0] ?? {}) : body;
 }, shortLivedSchema);
 
 const profileSchema = z.looseObject({

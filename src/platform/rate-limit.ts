@@ -12,7 +12,7 @@ export const BUC_USAGE_HEADER = 'x-business-use-case-usage';
 /** Above this percentage of any usage figure a warning is logged. */
 export const USAGE_WARN_PERCENT = 80;
 
-const percent = z.coerce.number().finite().nonnegative().optional();
+const percent = z.coerce.number().nonnegative().optional();
 
 const appUsageSchema = z.looseObject({
   call_count: percent,
