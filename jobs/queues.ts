@@ -177,8 +177,7 @@ export function createRedis(
  * a Queue or FlowProducer uses it as it is and leaves it open, so ownedBy() closes it with them.
  */
 export function bullConnection(settings: RedisSettings, forWorker = true): ConnectionOptions {
-  if (isCluster(settings))
-    return createRedis(settings, { forWorker, lazyConnect: true }) as unknown as ConnectionOptions;
+  if (isCluster(settings)) return createRedis(settings, { forWorker, lazyConnect: true });
   return redisOptions(settings, forWorker) as unknown as ConnectionOptions;
 }
 
@@ -240,7 +239,7 @@ export function describeRedis(settings: Pick<RedisSettings, 'url' | 'clusterNode
 export async function pingRedis(settings: RedisSettings, timeoutMs = 3_000): Promise<void> {
   const client = createRedis(settings, { probe: { timeoutMs } });
   let last: unknown;
-  client.on('error', (err) => (last = err));
+  client.on('error', (err: unknown) => (last = err));
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
@@ -265,7 +264,9 @@ export async function pingRedis(settings: RedisSettings, timeoutMs = 3_000): Pro
 export function redisUnavailable(settings: RedisSettings, err: unknown): ServiceUnavailableError {
   const where = describeRedis(settings);
   // A cluster's "Failed to refresh slots cache" carries the last node's own error.
-  const code = connectionErrorCode(err) ?? connectionErrorCode((err as { lastNodeError?: unknown })?.lastNodeError);
+  const code =
+    connectionErrorCode(err) ??
+    connectionErrorCode((err as { lastNodeError?: unknown } | null | undefined)?.lastNodeError);
   const message = err instanceof Error ? err.message : String(err);
   if (/NOAUTH|WRONGPASS|invalid password|invalid username-password/i.test(message)) {
     return new ServiceUnavailableError(
@@ -298,7 +299,7 @@ const outages = new WeakMap<Logger, Map<string, RedisOutage>>();
 /** The outage reporter of this logger and Redis (shared by every queue, worker and client of a process). */
 export function redisOutage(settings: RedisSettings, logger: Logger): RedisOutage {
   let byTarget = outages.get(logger);
-  if (!byTarget) outages.set(logger, (byTarget = new Map()));
+  if (!byTarget) outages.set(logger, (byTarget = new Map<string, RedisOutage>()));
   const where = describeRedis(settings);
   const existing = byTarget.get(where);
   if (existing) return existing;
