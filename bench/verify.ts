@@ -172,7 +172,7 @@ async function main(): Promise<void> {
           accountId,
           mediaId,
           slot: 'cover',
-          sourceId: post.thumbnailUrl!.split('?')[0]!,
+          sourceId: post.thumbnailUrl.split('?')[0]!,
           key,
           width: 1080,
           height: 1080,
