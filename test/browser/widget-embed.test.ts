@@ -386,9 +386,7 @@ describe('widgets embedded by id (headless Chromium, a site of another origin)',
       order.push(
         await box.evaluate((d) => {
           const a = document.activeElement!;
-          return d.contains(a)
-            ? a.getAttribute('aria-label') || a.textContent!.replace('\u25b6', '').trim()
-            : 'outside';
+          return d.contains(a) ? a.getAttribute('aria-label') || a.textContent.replace('\u25b6', '').trim() : 'outside';
         }),
       );
     }

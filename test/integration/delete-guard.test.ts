@@ -125,8 +125,8 @@ function maintenance(storage: LocalStorage): MaintenanceDeps {
 
 async function dailyJobs(storage: LocalStorage) {
   const m = maintenance(storage);
-  const verified = await verifyJob.process(m, {}, undefined as never);
-  const swept = await mediaSweepJob.process(m, {}, undefined as never);
+  const verified = await verifyJob.process(m, {}, undefined as unknown as Parameters<typeof verifyJob.process>[2]);
+  const swept = await mediaSweepJob.process(m, {}, undefined as unknown as Parameters<typeof mediaSweepJob.process>[2]);
   return { verified, swept, report: (await getLastVerify(db))! };
 }
 
