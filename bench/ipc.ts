@@ -54,7 +54,7 @@ export async function forkChild<Ready>(
     if (!p) return;
     pending.delete(m.id);
     if (m.error) p.reject(new Error(`${name}: ${m.error}`));
-    else p.resolve(m as Record<string, unknown>);
+    else p.resolve(m);
   });
   child.on('exit', (code) => {
     exited = true;

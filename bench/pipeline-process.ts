@@ -59,13 +59,13 @@ function counting(inner: ObjectStorage, counts: PutCounts): ObjectStorage {
 }
 
 const settings = z.object({
-  BENCH_DATABASE_URL: z.string().url(),
-  BENCH_REDIS_URL: z.string().url(),
+  BENCH_DATABASE_URL: z.url(),
+  BENCH_REDIS_URL: z.url(),
   BENCH_REDIS_PREFIX: z.string().min(1),
-  BENCH_S3_ENDPOINT: z.string().url(),
+  BENCH_S3_ENDPOINT: z.url(),
   BENCH_BUCKET: z.string().min(1),
-  BENCH_GRAPH_URL: z.string().url(),
-  BENCH_OAUTH_TOKEN_URL: z.string().url(),
+  BENCH_GRAPH_URL: z.url(),
+  BENCH_OAUTH_TOKEN_URL: z.url(),
   BENCH_IMAGE_HOST: z.string().min(1),
   BENCH_CLOCK_MS: z.coerce.number().int().positive(),
   BENCH_CIPHER_KEY: z.string().min(1),

@@ -287,7 +287,7 @@ async function main() {
       say,
     );
     const chart = await writeMemoryChart(
-      result.memory as never,
+      result.memory as Parameters<typeof writeMemoryChart>[0],
       `bench/results/scale-${args.scale}-memory.svg`,
       `Worker RSS over the ${args.scale}-account run`,
     );
@@ -684,7 +684,7 @@ async function main() {
     };
     /** The sum, or undefined when any part could not be measured (no /proc/stat, say). */
     const sumKnown = (xs: Array<number | undefined>) =>
-      xs.every((x) => x !== undefined) ? (xs as number[]).reduce((a, b) => a + b, 0) : undefined;
+      xs.every((x) => x !== undefined) ? xs.reduce((a, b) => a + b, 0) : undefined;
     const median = (xs: number[]) => {
       const v = [...xs].sort((a, b) => a - b);
       const m = Math.floor(v.length / 2);

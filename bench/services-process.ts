@@ -55,7 +55,7 @@ const request = z.discriminatedUnion('type', [
     posts: z.number().int().nonnegative(),
     usernamePrefix: z.string(),
   }),
-  z.object({ id: z.number(), type: z.literal('warm'), urls: z.array(z.string().url()) }),
+  z.object({ id: z.number(), type: z.literal('warm'), urls: z.array(z.url()) }),
   z.object({ id: z.number(), type: z.literal('phase') }),
   z.object({ id: z.number(), type: z.literal('stats') }),
   // The scale benchmarks (bench/scale.ts): many accounts of small feeds with tiny images, created

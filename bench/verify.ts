@@ -225,7 +225,7 @@ export async function runVerifyBench(
           accountId,
           mediaId,
           slot: 'cover',
-          sourceId: post.thumbnailUrl!.split('?')[0]!,
+          sourceId: post.thumbnailUrl.split('?')[0]!,
           key,
           width: 1080,
           height: 1080,

@@ -59,7 +59,7 @@ export async function schedulerIntervals(
   for (const id of keys) pipeline.runCommand('hget', [queue.toKey(`repeat:${id}`), 'every']);
   const replies = (await pipeline.exec()) ?? [];
   return keys.map((key, i) => {
-    const every = replies[i]?.[1];
+    const every: unknown = replies[i]?.[1];
     return { key, every: typeof every === 'string' && every !== '' ? Number(every) : undefined };
   });
 }

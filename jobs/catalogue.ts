@@ -62,9 +62,9 @@ export function jobsOfQueue(
  * The processor of one queue's Worker: finds the job's definition by name and runs it (payload
  * validated). A job no definition knows fails for good: retrying cannot teach it a handler.
  */
-export function queueProcessor<D>(
+export function queueProcessor(
   queue: QueueKey,
-  deps: D,
+  deps: unknown,
   jobs?: readonly AnyJobDefinition[],
 ): (job: Job) => Promise<unknown> {
   const byName = jobsOfQueue(queue, jobs);
@@ -72,7 +72,7 @@ export function queueProcessor<D>(
   return async (job: Job) => {
     const def = byName.get(job.name);
     if (!def) throw new UnrecoverableError(`no handler for job ${job.name} on queue ${QUEUE[queue]}`);
-    return runJob(def, deps, job);
+    return runJob<AnyJobDefinition['payload'], unknown, unknown>(def, deps, job);
   };
 }
 

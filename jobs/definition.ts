@@ -22,7 +22,7 @@ export function defineJob<P extends z.ZodType, D, R>(def: JobDefinition<P, D, R>
 
 // A definition of any payload, deps and result: what lists and dispatchers hold.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyJobDefinition = JobDefinition<z.ZodType, any, unknown>;
+export type AnyJobDefinition = JobDefinition<z.ZodType, any>;
 
 /**
  * Run a job with its definition: the payload is validated first (a malformed payload can never

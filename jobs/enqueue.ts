@@ -20,7 +20,7 @@ export type EnqueueOptions = Pick<JobsOptions, 'jobId' | 'delay' | 'priority'>;
  */
 export async function enqueue<P extends z.ZodType>(
   queues: Partial<Queues>,
-  def: JobDefinition<P, never, unknown> | AnyJobDefinition,
+  def: JobDefinition<P> | AnyJobDefinition,
   payload: z.input<P>,
   opts: EnqueueOptions = {},
 ): Promise<Job> {

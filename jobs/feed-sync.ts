@@ -34,7 +34,7 @@ import {
 export const feedSyncPayload = z.object({ accountId: idSchema('account id') });
 export type FeedSyncPayload = z.infer<typeof feedSyncPayload>;
 
-export type FeedSyncReturn = SyncResult & { publishJobId?: string; copyJobs?: number };
+export type FeedSyncReturn = SyncResult & { publishJobId?: string | undefined; copyJobs?: number };
 
 /**
  * BullMQ priority (1 = first) from a copy's deadline: the minute its link dies, counted from the

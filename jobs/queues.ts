@@ -80,7 +80,14 @@ export function isCluster(settings: Pick<RedisSettings, 'url' | 'clusterNodes'>)
  * Connection options of one node. Workers need `maxRetriesPerRequest: null` (blocking commands);
  * the retry strategy reconnects forever with a capped delay, so a Redis restart is survived.
  */
-function nodeOptions(target: RedisTarget, forWorker: boolean): RedisOptions {
+// ioredis declares `replyMapping?: ReplyMappingMode | undefined` in its options but its
+// constructors take `replyMapping?: ReplyMapping` (no undefined), so under exactOptionalPropertyTypes
+// an object typed RedisOptions is refused by `new Redis`/`new Cluster`. feedmirror never sets it
+// (the default reply mapping), so its options are typed without it.
+type NodeOptions = Omit<RedisOptions, 'replyMapping'>;
+type ClusterNodeOptions = Omit<ClusterOptions, 'redisOptions'> & { redisOptions?: NodeOptions };
+
+function nodeOptions(target: RedisTarget, forWorker: boolean): NodeOptions {
   return {
     ...(target.username ? { username: target.username } : {}),
     ...(target.password ? { password: target.password } : {}),
@@ -96,7 +103,7 @@ function nodeOptions(target: RedisTarget, forWorker: boolean): RedisOptions {
  * Passing options (not a client) lets each Queue and Worker own its connection and close it on
  * close().
  */
-export function redisOptions(settings: RedisSettings, forWorker = true): RedisOptions {
+export function redisOptions(settings: RedisSettings, forWorker = true): NodeOptions {
   const target = redisTarget(settings);
   const node = target.nodes[0]!;
   return {
@@ -113,7 +120,11 @@ export function redisOptions(settings: RedisSettings, forWorker = true): RedisOp
  * once it says `cluster_state:ok`, and its topology is looked up again for ever after a failover
  * or a restart. Host names are used as given (no DNS rewrite), which TLS endpoints need.
  */
-function clusterOptions(target: RedisTarget, forWorker: boolean, extra: ClusterOptions = {}): ClusterOptions {
+function clusterOptions(
+  target: RedisTarget,
+  forWorker: boolean,
+  extra: ClusterNodeOptions = {},
+): ClusterNodeOptions & { redisOptions: NodeOptions } {
   return {
     enableReadyCheck: true,
     clusterRetryStrategy: (times: number) => Math.min(200 * times, 5_000),
@@ -166,8 +177,7 @@ export function createRedis(
  * a Queue or FlowProducer uses it as it is and leaves it open, so ownedBy() closes it with them.
  */
 export function bullConnection(settings: RedisSettings, forWorker = true): ConnectionOptions {
-  if (isCluster(settings))
-    return createRedis(settings, { forWorker, lazyConnect: true }) as unknown as ConnectionOptions;
+  if (isCluster(settings)) return createRedis(settings, { forWorker, lazyConnect: true });
   return redisOptions(settings, forWorker) as unknown as ConnectionOptions;
 }
 
@@ -229,7 +239,7 @@ export function describeRedis(settings: Pick<RedisSettings, 'url' | 'clusterNode
 export async function pingRedis(settings: RedisSettings, timeoutMs = 3_000): Promise<void> {
   const client = createRedis(settings, { probe: { timeoutMs } });
   let last: unknown;
-  client.on('error', (err) => (last = err));
+  client.on('error', (err: unknown) => (last = err));
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
@@ -254,7 +264,9 @@ export async function pingRedis(settings: RedisSettings, timeoutMs = 3_000): Pro
 export function redisUnavailable(settings: RedisSettings, err: unknown): ServiceUnavailableError {
   const where = describeRedis(settings);
   // A cluster's "Failed to refresh slots cache" carries the last node's own error.
-  const code = connectionErrorCode(err) ?? connectionErrorCode((err as { lastNodeError?: unknown })?.lastNodeError);
+  const code =
+    connectionErrorCode(err) ??
+    connectionErrorCode((err as { lastNodeError?: unknown } | null | undefined)?.lastNodeError);
   const message = err instanceof Error ? err.message : String(err);
   if (/NOAUTH|WRONGPASS|invalid password|invalid username-password/i.test(message)) {
     return new ServiceUnavailableError(
@@ -287,7 +299,7 @@ const outages = new WeakMap<Logger, Map<string, RedisOutage>>();
 /** The outage reporter of this logger and Redis (shared by every queue, worker and client of a process). */
 export function redisOutage(settings: RedisSettings, logger: Logger): RedisOutage {
   let byTarget = outages.get(logger);
-  if (!byTarget) outages.set(logger, (byTarget = new Map()));
+  if (!byTarget) outages.set(logger, (byTarget = new Map<string, RedisOutage>()));
   const where = describeRedis(settings);
   const existing = byTarget.get(where);
   if (existing) return existing;

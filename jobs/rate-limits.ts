@@ -95,6 +95,9 @@ export function waitingOutsideJobs(
           { queue: job.queueName, jobId: job.id, waitMs, code: err.code },
           'the app is rate limited by the platform: the queue pauses, the job waits in the queue',
         );
+        // Worker.rateLimit sets the queue's limit as Queue.rateLimit does (the same backend call);
+        // the worker is what a processor holds. To move with BullMQ 6, which drops it.
+        // eslint-disable-next-line @typescript-eslint/no-deprecated
         await worker().rateLimit(waitMs);
         throw Worker.RateLimitError();
       }
@@ -102,7 +105,7 @@ export function waitingOutsideJobs(
         {
           queue: job.queueName,
           jobId: job.id,
-          accountId: job.data?.accountId,
+          accountId: (job.data as { accountId?: unknown } | undefined)?.accountId,
           waitMs,
           code: err.code,
           paced: err.paced,
@@ -121,6 +124,7 @@ export function waitingOutsideJobs(
           'app usage is high: slowing down',
         );
         deps.metrics?.platformSlowdowns?.inc();
+        // eslint-disable-next-line @typescript-eslint/no-deprecated -- as above: the same call as Queue.rateLimit
         await worker().rateLimit(pauseMs);
       }
     }

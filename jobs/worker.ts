@@ -124,6 +124,12 @@ function queueKeyOf(w: Worker): QueueKey {
   return key;
 }
 
+/** The account a job is for, when its payload names one (payloads are job-specific). */
+function accountIdOf(job: Job): { accountId?: string } {
+  const accountId: unknown = (job.data as { accountId?: unknown } | undefined)?.accountId;
+  return typeof accountId === 'string' ? { accountId } : {};
+}
+
 export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const log = deps.logger.child({ component: 'worker' });
   // Webhook events from every service this worker runs (feed.updated, token.expiring, account.reauth_required).
@@ -191,7 +197,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
             // as the reconciler compares them.
             deps: {
               ...deps.feed,
-              ...(events && !deps.feed.events ? { events } : {}),
+              ...(!deps.feed.events ? { events } : {}),
               ...(deps.metrics && !deps.feed.metrics ? { metrics: deps.metrics } : {}),
               lifecycle,
               schedules: scheduleCheck({ db: deps.db, queues: deps.queues, schedules: deps.schedules }),
@@ -247,7 +253,9 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     : undefined;
   // The widget script sits next to the feeds; publishing is idempotent (unchanged: no write).
   if (deps.feed)
-    await publishWidget(deps.feed.storage).catch((err) => log.warn({ err }, 'could not publish the widget script'));
+    await publishWidget(deps.feed.storage).catch((err: unknown) =>
+      log.warn({ err }, 'could not publish the widget script'),
+    );
 
   for (const w of [refreshWorker, maintenanceWorker, ...(webhookWorker ? [webhookWorker] : [])]) {
     w.on('failed', (job, err) => {
@@ -284,7 +292,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
         queue: w.name,
         id: job.id,
         name: job.name,
-        ...(typeof job.data?.accountId === 'string' ? { accountId: job.data.accountId } : {}),
+        ...accountIdOf(job),
       }),
     );
     w.on('completed', (job) => active.delete(key(job)));
@@ -334,7 +342,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
   const task = cron.schedule(
     deps.sweepCron,
     () => {
-      queueDailyJobs().catch((err) => log.error({ err }, 'could not queue the daily sweeps'));
+      queueDailyJobs().catch((err: unknown) => log.error({ err }, 'could not queue the daily sweeps'));
     },
     { timezone: 'UTC' },
   );

@@ -56,10 +56,13 @@ export function settingRows(): SettingRow[] {
   });
 }
 
+/** A schema's literal as the docs print it: a string as is, anything else as JSON. */
+const literal = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
+
 function typeOf(j: JsonSchemaish): string {
   if (j.anyOf) return j.anyOf.map(typeOf).join(' or ');
-  if (j.const !== undefined) return `\`${String(j.const)}\``;
-  if (j.enum) return j.enum.map((v) => `\`${String(v)}\``).join(', ');
+  if (j.const !== undefined) return `\`${literal(j.const)}\``;
+  if (j.enum) return j.enum.map((v) => `\`${literal(v)}\``).join(', ');
   if (j.format === 'uri') return 'URL';
   if (j.type === 'integer' || j.type === 'number') {
     const min = j.minimum ?? (j.exclusiveMinimum !== undefined ? j.exclusiveMinimum : undefined);
@@ -78,7 +81,7 @@ function typeOf(j: JsonSchemaish): string {
 }
 
 function defaultOf(schema: z.ZodType, j: JsonSchemaish, doc: SettingDoc): string {
-  if (j.default !== undefined) return `\`${String(j.default)}\``;
+  if (j.default !== undefined) return `\`${literal(j.default)}\``;
   const parsed = schema.safeParse(undefined);
   if (parsed.success && parsed.data !== undefined) {
     const v = parsed.data as unknown;

@@ -45,7 +45,7 @@ export interface SettingDoc {
 
 export const settings = z.registry<SettingDoc>();
 
-const url = (what: string) => z.string().url({ message: `must be a URL (${what})` });
+const url = (what: string) => z.url({ message: `must be a URL (${what})` });
 const csv = z.string().transform((s) =>
   s
     .split(',')
@@ -74,11 +74,11 @@ const duration = z.string().transform((v, ctx) => {
 });
 const trustProxy = z.string().transform((v, ctx): TrustProxy => {
   const parsed = parseTrustProxy(v);
-  if (typeof parsed === 'object' && !Array.isArray(parsed) && parsed !== null && 'error' in parsed) {
+  if (typeof parsed === 'object' && !Array.isArray(parsed) && 'error' in parsed) {
     ctx.addIssue({ code: 'custom', message: parsed.error });
     return z.NEVER;
   }
-  return parsed as TrustProxy;
+  return parsed;
 });
 
 export const configSchema = z.object({
@@ -550,7 +550,6 @@ export const configSchema = z.object({
     }),
   /** A logo on the emails and owner pages, https only. */
   BRAND_LOGO_URL: z
-    .string()
     .url({ message: 'must be a URL (the logo image)' })
     .refine(
       (v) => v.startsWith('https://'),

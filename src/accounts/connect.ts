@@ -49,7 +49,7 @@ export class WrongAccountError extends Error {
 }
 
 export interface ConnectOptions {
-  permissions?: string[];
+  permissions?: string[] | undefined;
   via?: ConnectedVia;
   /** R-OWN-13: only this platform account may connect (checked before anything is stored). */
   expectedAccountId?: string;
@@ -107,11 +107,11 @@ export async function connectWithShortLivedToken(
 export async function importLongLivedToken(
   deps: ConnectDeps,
   token: string,
-  opts: { expiresAt?: Date } = {},
+  opts: { expiresAt?: Date | undefined } = {},
 ): Promise<ConnectedAccount> {
+  let refreshed: TokenGrant;
   try {
-    const grant = await deps.platform.refreshToken(token);
-    return storeGrant(deps, grant, 'imported', 'imported');
+    refreshed = await deps.platform.refreshToken(token);
   } catch (err) {
     if (!opts.expiresAt) {
       throw new Error(
@@ -130,6 +130,7 @@ export async function importLongLivedToken(
     };
     return storeGrant(deps, grant, 'imported', 'imported');
   }
+  return storeGrant(deps, refreshed, 'imported', 'imported');
 }
 
 /**

@@ -82,7 +82,7 @@ export async function runExpirySweep(deps: SweepDeps): Promise<SweepResult> {
       const error = redactText((err as Error).message);
       result.failed.push({ accountId: account.id, error });
       deps.logger.warn(
-        { accountId: account.id, expiresAt: account.expiresAt?.toISOString(), error },
+        { accountId: account.id, expiresAt: account.expiresAt.toISOString(), error },
         'alert email failed; the next sweep retries',
       );
     }

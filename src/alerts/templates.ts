@@ -274,7 +274,7 @@ export function loadEmailTemplates(dir: string | undefined): EmailTemplates {
       const body = txt.source.replace(/\r\n/g, '\n').slice(m[0].length);
       // The body keeps its line numbers in errors: the subject line is blanked, not removed.
       emails[name] = {
-        subject: compile(`${name}.txt`, 'text', names, [], m[1]!),
+        subject: compile(`${name}.txt`, 'text', names, [], m[1]),
         text: compile(`${name}.txt`, 'text', names, [SPEC[name].link], `\n${body}`),
         html: compile(`${name}.html`, 'html', names, [SPEC[name].link]),
       };

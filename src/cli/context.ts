@@ -465,7 +465,7 @@ export function logStartChecks(ctx: AppContext): void {
       else if (r.status === 'warn') ctx.logger.warn(fields, line);
       else ctx.logger.info(fields, line);
     }
-  })().catch((err) => ctx.logger.warn({ err }, 'start-up checks could not run'));
+  })().catch((err: unknown) => ctx.logger.warn({ err }, 'start-up checks could not run'));
 }
 
 /** The platform client on the configuration (the composition root's; src/platform knows no config). */

@@ -380,7 +380,7 @@ async function checkRedis(config: Config, timeoutMs: number): Promise<DoctorChec
     }
     // BullMQ's production guide: keys must never be evicted, and the queues should survive a restart.
     try {
-      const [, policy] = (await client.config('GET', 'maxmemory-policy')) as string[];
+      const [, policy] = await client.config('GET', 'maxmemory-policy');
       if (policy === 'noeviction') out.push(ok('Redis maxmemory-policy', 'noeviction'));
       else
         out.push(
@@ -403,7 +403,7 @@ async function checkRedis(config: Config, timeoutMs: number): Promise<DoctorChec
     const aof = /aof_enabled:1/.test(info);
     let rdb = false;
     try {
-      const [, save] = (await client.config('GET', 'save')) as string[];
+      const [, save] = await client.config('GET', 'save');
       rdb = Boolean(save && save.trim());
     } catch {
       rdb = /rdb_last_save_time:[1-9]/.test(info);
@@ -648,13 +648,19 @@ async function checkPlatform(config: Config, timeoutMs: number): Promise<DoctorC
   // A TCP connection, not an API call: nothing is spent from the platform's call budget.
   const reachable = await new Promise<string | null>((resolve) => {
     const s = tcpConnect({ host: u.hostname, port, timeout: timeoutMs });
-    s.once('connect', () => (s.destroy(), resolve(null)));
-    s.once('timeout', () => (s.destroy(), resolve('timed out')));
+    s.once('connect', () => {
+      s.destroy();
+      resolve(null);
+    });
+    s.once('timeout', () => {
+      s.destroy();
+      resolve('timed out');
+    });
     s.once('error', (e) => resolve(connectionErrorCode(e) ?? e.message));
   });
   out.push(
     reachable === null
-      ? ok('platform host answers', `${u.host}`)
+      ? ok('platform host answers', u.host)
       : fail('platform host answers', `${u.host} (${reachable})`, 'check the network, a proxy, or GRAPH_URL'),
   );
   if (config.APP_ID && config.APP_SECRET) out.push(ok('app credentials', `APP_ID ${config.APP_ID} and APP_SECRET set`));

@@ -162,7 +162,6 @@ export function jsonMode(io: CliIO): { io: CliIO; finish(code: number): void } {
       }
       if (typeof previous === 'string' && !own) error.message = previous;
       const { error: _dropped, ...rest } = obj;
-      void _dropped;
       io.stdout.write(`${JSON.stringify({ error, ...rest }, null, 2)}\n`);
     },
   };

@@ -38,7 +38,7 @@ function toHtml(node: Tree | string): string {
         .map(([p, val]) => `${p}:${val}`)
         .join(';');
       out += ` style="${escapeHtml(css)}"`;
-    } else out += v === true ? ` ${name(k)}` : ` ${name(k)}="${escapeHtml(String(v))}"`;
+    } else out += v === true ? ` ${name(k)}` : ` ${name(k)}="${escapeHtml(typeof v === 'object' ? '' : String(v))}"`;
   }
   out += '>';
   if (VOID.has(tag)) return out;

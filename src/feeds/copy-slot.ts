@@ -120,11 +120,12 @@ export async function copySlot(
   };
   let image: MirroredImage;
   try {
-    image = await mirrorImage(mirrorDeps, { ...job, url: slot!.url, expiresAt: earliestOe });
+    image = await mirrorImage(mirrorDeps, { ...job, url: slot.url, expiresAt: earliestOe });
   } catch (err) {
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- renew() sets it; narrowing does not follow a closure
     if (!(err instanceof LinkExpiredError) || renewed) throw err;
     await renew(); // R-LNK-3: 403 "URL signature expired" => renew, then copy
-    image = await mirrorImage(mirrorDeps, { ...job, url: slot!.url, expiresAt: earliestOe });
+    image = await mirrorImage(mirrorDeps, { ...job, url: slot.url, expiresAt: earliestOe });
   }
   // Counted once the upload is done (not after the bookkeeping): a retry after a failed save
   // reuses the manifest and uploads nothing, so it is not counted again.
@@ -136,7 +137,7 @@ export async function copySlot(
     accountId: t.accountId,
     mediaId: t.mediaId,
     slot: t.slot,
-    sourceId: slot!.sourceId,
+    sourceId: slot.sourceId,
     key: image.key,
     width: image.width,
     height: image.height,
@@ -168,7 +169,7 @@ export async function noteCopyFailure(
   await recordCopyFailure(deps.db, {
     ...t,
     errorKind: errorKind(err),
-    error: (err as Error)?.message ?? String(err),
+    error: err instanceof Error ? err.message : String(err),
     at: deps.clock.now(),
     gaveUp: opts.gaveUp,
   }).catch((e: unknown) =>

@@ -75,6 +75,7 @@ const LINK_FIELDS = ['media_url', 'thumbnail_url'] as const;
 function publishedRaw(raw: unknown): unknown {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
   const out: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
+  // eslint-disable-next-line @typescript-eslint/no-dynamic-delete -- the keys are LINK_FIELDS' constants
   for (const f of LINK_FIELDS) delete out[f];
   const children = out.children as { data?: unknown } | undefined;
   if (children && Array.isArray(children.data)) {

@@ -23,6 +23,7 @@ import {
 import { readSyncContext, type SyncContext } from '../store/sync-context.ts';
 import type { Account } from '../store/accounts.ts';
 import type { MediaListing } from '../platform/types.ts';
+import { DROPPABLE_FIELDS } from '../platform/media-item.ts';
 import type { Post } from '../schema/v1.ts';
 import type { Logger } from '../util/logger.ts';
 import { openToken } from '../store/tokens.ts';
@@ -91,7 +92,7 @@ export type SyncResult =
   | { outcome: 'skipped' | 'reauth-required'; accountId: string; reason: string };
 
 export interface SyncOptions {
-  onProgress?: (p: SyncProgress) => void;
+  onProgress?: ((p: SyncProgress) => void) | undefined;
   /** An operator asked for this sync (CLI, dashboard): it lists even while scheduled listings are paused (R-NET-6). */
   manual?: boolean;
   /**
@@ -132,7 +133,7 @@ export async function syncAccount(deps: FeedDeps, accountId: string, opts: SyncO
       if (isLocalFailure(err)) throw err;
       // A sync that failed says so, with its kind: the account never shows "ok" after it.
       await markSynced(deps.db, accountId, deps.clock.now(), {
-        error: (err as Error).message ?? String(err),
+        error: err instanceof Error ? err.message : String(err),
         errorKind: errorKind(err),
       }).catch(() => undefined);
       // R-WID-5: the account's widgets now say since when their data is stale.
@@ -281,7 +282,7 @@ async function listAccount(run: SyncRun, progress: SyncProgress, report: () => v
   try {
     return await deps.platform.listMedia(run.accessToken, {
       accountId,
-      refusedFields: account.refusedFields as never,
+      refusedFields: DROPPABLE_FIELDS.filter((f) => account.refusedFields.includes(f)),
       maxItems: listingItemBound(run.context.guard, deps.listingMaxItems ?? DEFAULT_LISTING_MAX_ITEMS),
       onPage: (p) => {
         progress.pages = p.index + 1;

@@ -42,7 +42,7 @@ const LOGIN_STATE_TEXT = {
 async function callback(flow: ConnectFlow, req: Request, res: Response): Promise<void> {
   const { deps, again } = flow;
   const q = req.query as Record<string, unknown>;
-  const str = (k: string) => (typeof q[k] === 'string' ? (q[k] as string) : undefined);
+  const str = (k: string) => (typeof q[k] === 'string' ? q[k] : undefined);
   const fail = (status: number, title: string, ...lines: string[]) => flow.notice(res, status, title, lines);
 
   const state = str('state');

@@ -154,7 +154,7 @@ async function probeStorage(
 interface StorageProbeCache {
   result?: CheckResult & { error?: unknown };
   at?: number;
-  inFlight?: Promise<CheckResult & { error?: unknown }>;
+  inFlight?: Promise<CheckResult & { error?: unknown }> | undefined;
 }
 
 /** Check every configured dependency at once, each with its own timeout. */

@@ -92,7 +92,7 @@ export interface Metrics {
   /** Times a call waited because of rate limiting (R-OWN-1), by operation. */
   readonly rateLimitWaits: Counter<'operation'>;
   /** Times the queues paused because the app's usage of its platform budget passed 80% (R-OWN-1). */
-  readonly platformSlowdowns: Counter<string>;
+  readonly platformSlowdowns: Counter;
   /** Scrape-time reads that failed or timed out (Redis or Postgres unreachable), by source. */
   readonly collectFailures: Counter<'source'>;
   /** Account lifecycle transitions made by this process (src/accounts/lifecycle.ts), by event. */

@@ -92,15 +92,19 @@ function readBody(res: IncomingMessage, limit: number, tooLarge?: () => Error): 
       if (settled) return;
       settled = true;
       res.off('data', onData);
-      if (err) reject(err instanceof Error ? err : new Error(String(err)));
+      if (err) reject(err instanceof Error ? err : new Error(JSON.stringify(err)));
       else resolve(body!);
     };
     const onData = (chunk: Buffer) => {
       total += chunk.length;
       if (total > limit) {
-        if (tooLarge) return finish(tooLarge());
+        if (tooLarge) {
+          finish(tooLarge());
+          return;
+        }
         chunks.push(chunk);
-        return finish(undefined, Buffer.concat(chunks, total).subarray(0, limit));
+        finish(undefined, Buffer.concat(chunks, total).subarray(0, limit));
+        return;
       }
       chunks.push(chunk);
     };

@@ -122,8 +122,8 @@ export async function processImage(input: Buffer, opts: ProcessImageOptions): Pr
     );
   }
   // R-CNV-11: the displayed size, after EXIF orientation (browsers apply it to kept JPEGs too).
-  const width = meta.autoOrient?.width ?? meta.width;
-  const height = meta.autoOrient?.height ?? meta.height;
+  const width = meta.autoOrient.width;
+  const height = meta.autoOrient.height;
 
   const decodeFailure = (err: unknown) =>
     new InvalidImageError(`image data is corrupt or truncated (${format}, ${width}x${height})`, { cause: err });

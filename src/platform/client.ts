@@ -40,8 +40,8 @@ export interface PlatformClientOptions {
   graphUrl: string;
   apiVersion: string;
   oauthTokenUrl: string;
-  appId?: string;
-  appSecret?: string;
+  appId?: string | undefined;
+  appSecret?: string | undefined;
   clock?: Clock;
   logger?: Logger;
   /** Per request, body included (default 15000). */
@@ -118,7 +118,7 @@ const shortLivedSchema = z.looseObject({
 /** Both documented shapes of the code exchange answer: flat, or wrapped in `data: [grant]`. */
 const codeExchangeSchema = z.preprocess((body) => {
   const data = body && typeof body === 'object' ? (body as { data?: unknown }).data : undefined;
-  return Array.isArray(data) ? (data[0] ?? {}) : body;
+  return Array.isArray(data) ? ((data as unknown[])[0] ?? {}) : body;
 }, shortLivedSchema);
 
 const profileSchema = z.looseObject({
@@ -159,8 +159,8 @@ export class PlatformClient {
   private readonly graphOrigin: string;
   private readonly apiVersion: string;
   private readonly oauthTokenUrl: string;
-  private readonly appId?: string;
-  private readonly appSecret?: string;
+  private readonly appId?: string | undefined;
+  private readonly appSecret?: string | undefined;
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly pageSize: number;

@@ -54,10 +54,10 @@ export interface FailureContext {
 }
 
 export interface PlatformErrorInfo {
-  code?: number;
-  subcode?: number;
-  message?: string;
-  type?: string;
+  code?: number | undefined;
+  subcode?: number | undefined;
+  message?: string | undefined;
+  type?: string | undefined;
 }
 
 function num(v: unknown): number | undefined {

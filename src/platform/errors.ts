@@ -9,21 +9,21 @@ import { redactText } from '../util/redact.ts';
  * ever this deployment's failure (R-HLT-5: the platform answered, or did not, for this account).
  */
 export interface PlatformErrorDetails {
-  status?: number;
-  code?: number;
-  subcode?: number;
+  status?: number | undefined;
+  code?: number | undefined;
+  subcode?: number | undefined;
   /** The endpoint in words ("token exchange", "media list"), never a URL with a query. */
-  operation?: string;
+  operation?: string | undefined;
   /** The platform's own message, redacted. */
-  platformMessage?: string;
+  platformMessage?: string | undefined;
 }
 
 export class PlatformError extends Error {
-  readonly status?: number;
-  readonly code?: number;
-  readonly subcode?: number;
-  readonly operation?: string;
-  readonly platformMessage?: string;
+  readonly status?: number | undefined;
+  readonly code?: number | undefined;
+  readonly subcode?: number | undefined;
+  readonly operation?: string | undefined;
+  readonly platformMessage?: string | undefined;
   /** Whether retrying the same call later can succeed. */
   readonly retryable: boolean = false;
   readonly errorKind: ErrorKind = 'platform';
@@ -107,13 +107,17 @@ export class TokenTooYoungError extends PlatformError {
 export class RateLimitedError extends PlatformError {
   override readonly retryable = true;
   override readonly errorKind: ErrorKind = 'rate_limit';
-  readonly retryAfterMs?: number;
-  readonly usage?: Record<string, unknown>;
+  readonly retryAfterMs?: number | undefined;
+  readonly usage?: Record<string, unknown> | undefined;
   /** True when feedmirror's own pacing held the call back (it was never sent): one account's budget. */
   readonly paced: boolean;
   constructor(
     message: string,
-    details: PlatformErrorDetails & { retryAfterMs?: number; usage?: Record<string, unknown>; paced?: boolean } = {},
+    details: PlatformErrorDetails & {
+      retryAfterMs?: number | undefined;
+      usage?: Record<string, unknown> | undefined;
+      paced?: boolean;
+    } = {},
   ) {
     super(message, details);
     this.retryAfterMs = details.retryAfterMs;

@@ -204,7 +204,7 @@ export class PlatformHttp {
     try {
       res = await fetch(spec.url, {
         method: spec.form ? 'POST' : 'GET',
-        body: spec.form,
+        body: spec.form ?? null,
         headers: { accept: 'application/json' },
         signal: AbortSignal.timeout(timeoutMs),
         // A redirect would carry the token's query string to wherever it points (R-MED-6).

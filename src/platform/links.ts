@@ -5,9 +5,10 @@
 
 /** The parts of a media item (or a carousel slide) that carry signed links. */
 export interface LinkBearing {
-  media_url?: string;
-  thumbnail_url?: string;
-  children?: { data: ReadonlyArray<{ media_url?: string; thumbnail_url?: string }> };
+  media_url?: string | undefined;
+  thumbnail_url?: string | undefined;
+  children?:
+    { data: ReadonlyArray<{ media_url?: string | undefined; thumbnail_url?: string | undefined }> } | undefined;
 }
 
 /** oe is at most 12 hex digits: anything longer is not a plausible Unix time in seconds. */

@@ -12,7 +12,7 @@ export const BUC_USAGE_HEADER = 'x-business-use-case-usage';
 /** Above this percentage of any usage figure a warning is logged. */
 export const USAGE_WARN_PERCENT = 80;
 
-const percent = z.coerce.number().finite().nonnegative().optional();
+const percent = z.coerce.number().nonnegative().optional();
 
 const appUsageSchema = z.looseObject({
   call_count: percent,
@@ -34,14 +34,14 @@ export type AppUsage = z.infer<typeof appUsageSchema>;
 export type BusinessUseCaseEntry = z.infer<typeof bucEntrySchema>;
 
 export interface PlatformUsage {
-  app?: AppUsage;
-  businessUseCase?: Record<string, BusinessUseCaseEntry[]>;
+  app?: AppUsage | undefined;
+  businessUseCase?: Record<string, BusinessUseCaseEntry[]> | undefined;
   /** The highest percentage among all figures of both headers. */
   maxPercent: number;
   /** The highest figure of X-App-Usage alone: the whole app's share of its budget (0 when absent). */
   appPercent: number;
   /** Largest estimated_time_to_regain_access among business-use-case entries, in minutes. */
-  regainAccessMinutes?: number;
+  regainAccessMinutes?: number | undefined;
   at: Date;
 }
 

@@ -6,7 +6,7 @@ import type { DroppableField } from './media-item.ts';
 export interface ShortLivedGrant {
   accessToken: string;
   userId: string;
-  permissions?: string[];
+  permissions?: string[] | undefined;
 }
 
 /** Result of exchange or refresh: the token and its absolute expiry (R-TOK-4). */
@@ -22,9 +22,9 @@ export interface TokenGrant {
 export interface Profile {
   id: string;
   username: string;
-  name?: string;
-  accountType?: string;
-  profilePictureUrl?: string;
+  name?: string | undefined;
+  accountType?: string | undefined;
+  profilePictureUrl?: string | undefined;
 }
 
 export interface MediaListing {
@@ -36,7 +36,7 @@ export interface MediaListing {
   /** Optional fields the account refused; remember them per account (R-MED-4). */
   refusedFields: DroppableField[];
   /** Why the listing stopped early, when it did. */
-  error?: PlatformError;
+  error?: PlatformError | undefined;
   /** Platform calls made, retries included. */
   calls: number;
   /**

@@ -37,7 +37,7 @@ export const v1Registry = z.registry<{ id?: string; description?: string }>();
 
 /** Attach a description that ends up in the JSON Schema (kept in our registry, not zod's global one). */
 function doc<T extends z.ZodType>(schema: T, description: string): T {
-  v1Registry.add(schema as z.ZodType, { description });
+  v1Registry.add(schema, { description });
   return schema;
 }
 

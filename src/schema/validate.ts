@@ -89,7 +89,7 @@ function describe(value: unknown): string {
   if (typeof value === 'object') return 'an object';
   if (typeof value === 'string')
     return `a string (${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)})`;
-  return `${typeof value} ${String(value)}`;
+  return `${typeof value} ${JSON.stringify(value)}`; // a number or a boolean: all JSON has left
 }
 
 const article: Record<string, string> = {

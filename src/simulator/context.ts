@@ -24,5 +24,5 @@ export interface SimRequest {
   /** Pathname below the host's prefix, e.g. '/v25.0/me/media' for the graph host. */
   path: string;
   query: Record<string, string>;
-  form?: Record<string, string>;
+  form?: Record<string, string> | undefined;
 }

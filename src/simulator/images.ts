@@ -110,8 +110,8 @@ export async function imageKeyOf(jpeg: Buffer): Promise<string | undefined> {
  * (photos.ts, any integer).
  */
 export interface JpegLook {
-  avatarName?: string;
-  photo?: number;
+  avatarName?: string | undefined;
+  photo?: number | undefined;
 }
 
 /** The JPEG for a media slot, as `look` says (a generated scene by default). */

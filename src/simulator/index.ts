@@ -224,7 +224,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
 
     let form: Record<string, string> | undefined;
     if (method === 'POST' && /application\/x-www-form-urlencoded/i.test(req.headers['content-type'] ?? '')) {
-      form = Object.fromEntries(new URLSearchParams(await readBody(req))) as Record<string, string>;
+      form = Object.fromEntries(new URLSearchParams(await readBody(req)));
     }
     const record: RecordedRequest = {
       method,
@@ -310,7 +310,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   const handler = (listener: 'main' | 'cdn') => (req: IncomingMessage, res: ServerResponse) => {
     serve(listener, req, res).catch((err: unknown) => {
       // Never a token in the simulator's own output: the message is redacted.
-      process.stderr.write(`[simulator] internal error: ${redactText((err as Error)?.message ?? String(err))}\n`);
+      process.stderr.write(
+        `[simulator] internal error: ${redactText(err instanceof Error ? err.message : String(err))}\n`,
+      );
       if (!res.headersSent)
         write(req, res, json(500, { error: { message: 'simulator internal error', type: 'SimulatorError', code: 1 } }));
       else res.destroy();

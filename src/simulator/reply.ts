@@ -7,7 +7,7 @@ export interface Reply {
   headers?: Record<string, string>;
   body: string | Buffer;
   /** The account the call was made for: its usage goes into X-Business-Use-Case-Usage. */
-  accountId?: string;
+  accountId?: string | undefined;
 }
 
 export function json(status: number, value: unknown, accountId?: string): Reply {
@@ -34,7 +34,7 @@ export function graphError(
   status: number,
   code: number,
   message: string,
-  opts: { subcode?: number; type?: string; accountId?: string; transient?: boolean } = {},
+  opts: { subcode?: number | undefined; type?: string; accountId?: string | undefined; transient?: boolean } = {},
 ): Reply {
   const error: Record<string, unknown> = { message, type: opts.type ?? 'OAuthException', code };
   if (opts.subcode !== undefined) error.error_subcode = opts.subcode;

@@ -11,7 +11,7 @@ export type DroppableField = 'caption' | 'media_product_type';
 export interface PostSpec {
   kind: PostKind;
   /** undefined => a generated caption; null => no caption field at all. */
-  caption?: string | null;
+  caption?: string | null | undefined;
   /** undefined => a generated count; null => the field is absent (R-MED-10). */
   likeCount?: number | null;
   commentsCount?: number | null;
@@ -29,24 +29,24 @@ export interface PostSpec {
 }
 
 export interface SimAccountOptions {
-  username?: string;
-  name?: string;
-  accountType?: AccountType;
+  username?: string | undefined;
+  name?: string | undefined;
+  accountType?: AccountType | undefined;
   /** A number gives a deterministic mix covering every shape (see posts.ts MIX). */
-  posts?: number | PostSpec[];
+  posts?: number | PostSpec[] | undefined;
   /** Asking for these answers HTTP 400 code 100 (R-MED-4). */
   refuseFields?: DroppableField[];
   /** These are silently left out of every item (R-MED-4). */
   omitFields?: DroppableField[];
   /** false => every call with this account's tokens answers "Insufficient developer role" (R-TOK-14). */
-  tester?: boolean;
+  tester?: boolean | undefined;
   profilePicture?: boolean;
   /**
    * true => its pictures (photos, slides, video and reel covers) are the bundled photographs of
    * photos.ts, as the demo's accounts post; unset => generated scenes (scene.ts), cheap enough for
    * the thousands a test run or a benchmark renders. Profile pictures are drawn either way.
    */
-  photos?: boolean;
+  photos?: boolean | undefined;
 }
 
 export interface SimAccount {
@@ -112,7 +112,7 @@ export interface FaultSpec {
   match?: (r: { host: string; path: string; query: Record<string, string> }) => boolean;
   kind: FaultKind;
   /** For 'status' (default 500), 'rate-limit' (default 429), 'html' (default 502), 'error' (default 400). */
-  status?: number;
+  status?: number | undefined;
   /** rate-limit code 4|17|32|613 (default 4), or the error code for 'error' (default 2). */
   code?: number;
   subcode?: number;
@@ -133,13 +133,13 @@ export interface SimulatorOptions {
   port?: number;
   /** The image host's port; 0 or unset: any free port. */
   imagePort?: number;
-  appId?: string;
-  appSecret?: string;
+  appId?: string | undefined;
+  appSecret?: string | undefined;
   /**
    * The control API's secret (`Authorization: Bearer <it>` on every /__sim/ call); a random one
    * when unset (read it from `Simulator.controlSecret`).
    */
-  controlSecret?: string;
+  controlSecret?: string | undefined;
   /** The key that signs the image host's links (32 bytes); random when unset. */
   linkKey?: Buffer;
   start?: Date | number;

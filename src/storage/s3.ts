@@ -126,7 +126,7 @@ export class S3Storage implements ObjectStorage {
   }
 
   private isNotFound(err: unknown): boolean {
-    const e = err as SdkError;
+    const e = err as SdkError | null | undefined;
     return e?.name === 'NoSuchKey' || e?.name === 'NotFound' || e?.$metadata?.httpStatusCode === 404;
   }
 

@@ -44,7 +44,7 @@ export async function getDeployment(db: Db): Promise<Deployment> {
   return {
     id: row.id,
     createdAt: row.created_at,
-    claimEvidence: (row.claim_evidence ?? []).map((e) => ({
+    claimEvidence: row.claim_evidence.map((e) => ({
       accountId: e.accountId,
       feedHash: e.feedHash,
       publishedAt: new Date(e.publishedAt),

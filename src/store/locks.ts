@@ -154,5 +154,6 @@ export async function withTransactionLock<T>(
     locked = res.rows[0]?.locked === true;
     return locked ? fn() : undefined;
   });
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- set in the callback; narrowing does not follow it
   return locked ? out : undefined;
 }

@@ -56,7 +56,7 @@ export async function readSyncContext(db: Db, accountId: string): Promise<SyncCo
                            WHERE m.account_id = c.account_id AND m.media_id = c.media_id AND m.slot = c.slot)`,
     ].join(';\n'),
   )) as unknown as pg.QueryResult[];
-  const [accounts, tokens, publications, holds, posts, copies] = results.map((r) => r.rows) as [
+  const [accounts, tokens, publications, holds, posts, copies] = results.map((r): unknown[] => r.rows) as [
     Array<AccountRow & ListingGuardColumns>,
     SealedTokenRow[],
     FeedPublicationRow[],

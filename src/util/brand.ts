@@ -52,7 +52,7 @@ export function brandFromSettings(s: {
 }
 
 export function resolveBrand(b: Brand | undefined): ResolvedBrand {
-  const name = b?.name?.trim() || DEFAULT_BRAND_NAME;
+  const name = b?.name.trim() || DEFAULT_BRAND_NAME;
   const accentColor = b?.accentColor && ACCENT_COLOR.test(b.accentColor) ? b.accentColor.toLowerCase() : DEFAULT_ACCENT;
   return {
     name,

@@ -80,5 +80,7 @@ function signaturelessJson(value: unknown): string {
     }
     return out + '}';
   }
+  // JSON.stringify is typed string, but gives undefined for undefined or a function.
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
   return JSON.stringify(value) ?? 'null';
 }

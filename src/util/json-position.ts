@@ -39,7 +39,10 @@ export function whereJsonStops(text: string): JsonStop {
     for (;;) {
       if (i >= text.length) fail();
       const c = text.charCodeAt(i);
-      if (c === 0x22) return void i++;
+      if (c === 0x22) {
+        i++;
+        return;
+      }
       if (c < 0x20) fail();
       if (c === 0x5c) {
         i++;
@@ -81,7 +84,10 @@ export function whereJsonStops(text: string): JsonStop {
     if (c === '{') {
       i++;
       ws();
-      if (text[i] === '}') return void i++;
+      if (text[i] === '}') {
+        i++;
+        return;
+      }
       for (;;) {
         ws();
         string();
@@ -96,7 +102,10 @@ export function whereJsonStops(text: string): JsonStop {
     if (c === '[') {
       i++;
       ws();
-      if (text[i] === ']') return void i++;
+      if (text[i] === ']') {
+        i++;
+        return;
+      }
       for (;;) {
         value(depth + 1);
         ws();

@@ -14,7 +14,7 @@ export function createLogger(opts: { level?: string; name?: string; destination?
   const options = {
     name: opts.name ?? 'feedmirror',
     level: opts.level ?? process.env.LOG_LEVEL ?? 'info',
-    base: undefined,
+    base: {}, // no pid or hostname on each line: only the name
     formatters: {
       log(object: Record<string, unknown>) {
         return redactValue(object) as Record<string, unknown>;

@@ -11,5 +11,7 @@ export function stableStringify(value: unknown): string {
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableStringify(v)}`).join(',')}}`;
   }
+  // JSON.stringify is typed string, but gives undefined for undefined or a function.
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
   return JSON.stringify(value) ?? 'null';
 }

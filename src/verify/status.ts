@@ -167,7 +167,7 @@ export async function repairStatus(
         kind: 'repair-failed',
         accountId: p.accountId,
         key: p.key,
-        detail: `could not ${p.kind === 'status-stray' ? 'delete' : 'write'} the status document: ${redactText((err as Error).message ?? String(err))}`,
+        detail: `could not ${p.kind === 'status-stray' ? 'delete' : 'write'} the status document: ${redactText(err instanceof Error ? err.message : String(err))}`,
       });
     }
   }

@@ -839,7 +839,7 @@ async function repair(deps: VerifyDeps, opts: VerifyOptions, found: CheckResult)
       kind: 'repair-failed',
       ...(accountId ? { accountId } : {}),
       ...(key ? { key } : {}),
-      detail: `${what}: ${redactText((err as Error).message ?? String(err))}`,
+      detail: `${what}: ${redactText(err instanceof Error ? err.message : String(err))}`,
     });
 
   // The marker first, while a wiped storage is still empty: claimed as a worker's start claims it

@@ -128,7 +128,7 @@ export async function repairWidgets(
       done.push({
         kind: 'repair-failed',
         key,
-        detail: `could not publish widget ${widgetId} again: ${redactText((err as Error).message ?? String(err))}`,
+        detail: `could not publish widget ${widgetId} again: ${redactText(err instanceof Error ? err.message : String(err))}`,
       });
     }
   }
@@ -171,7 +171,7 @@ export async function repairWidgetScript(
     return {
       kind: 'repair-failed',
       key: WIDGET_KEY,
-      detail: `could not publish the widget script again: ${redactText((err as Error).message ?? String(err))}`,
+      detail: `could not publish the widget script again: ${redactText(err instanceof Error ? err.message : String(err))}`,
     };
   }
 }

@@ -146,7 +146,7 @@ export async function assertPublicHost(hostname: string): Promise<void> {
  */
 export function publicOnlyLookup(
   hostname: string,
-  options: { all?: boolean; family?: number | string },
+  options: { all?: boolean | undefined; family?: number | string | undefined },
   callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
 ): void {
   dnsLookup(hostname, { all: true }, (err, list) => {

@@ -114,7 +114,7 @@ function post(
         method: 'POST',
         headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
         timeout: deps.timeoutMs,
-        ...(deps.allowPrivate ? {} : { lookup: publicOnlyLookup as never }),
+        ...(deps.allowPrivate ? {} : { lookup: publicOnlyLookup }),
       },
       (res) => {
         // The answer's body is not needed: read (and drop) at most 64 KiB, then close.

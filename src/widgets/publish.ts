@@ -129,7 +129,7 @@ export async function widgetSources(
     for (const post of feed.posts) {
       // raw (the platform's payload) is left out: no widget reads it and it is most of a post's bytes.
       const { raw: _raw, ...rest } = post;
-      posts.push({ ...rest, accountId: f.id, username: f.username } as WidgetPost);
+      posts.push({ ...rest, accountId: f.id, username: f.username });
     }
   });
   return { accounts, posts: posts.sort(newestFirst), demo: !real && demoShown, staleSince };

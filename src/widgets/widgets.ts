@@ -61,7 +61,7 @@ const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
 export function newWidgetId(): string {
   const bytes = randomBytes(10);
   let out = 'w_';
-  for (const b of bytes) out += BASE32[b & 31];
+  for (const b of bytes) out += BASE32.charAt(b & 31);
   return out;
 }
 
@@ -163,7 +163,7 @@ function mergedOptions(current: WidgetOptions | null, change: Record<string, unk
   for (const [k, v] of Object.entries(change)) {
     if (v === undefined) continue;
     if ((k === 'filters' || k === 'columns') && v && typeof v === 'object' && !Array.isArray(v))
-      base[k] = { ...((base[k] as object | undefined) ?? {}), ...(v as object) };
+      base[k] = { ...(base[k] ?? {}), ...v };
     else base[k] = v;
   }
   // A smaller maxPosts takes limit down with it rather than refusing the change.

@@ -353,7 +353,7 @@ describe('operator dashboard in headless Chromium', () => {
     await page.goto(`${base}/dashboard/accounts/${staleId}/preview?layout=list`);
     await expect.poll(state, { timeout: 15_000 }).toBe('ready');
     const demo = await page.evaluate(() => ({
-      label: (document.querySelector('#feed .fmw-demo') as HTMLElement | null)?.innerText ?? null,
+      label: document.querySelector<HTMLElement>('#feed .fmw-demo')?.innerText ?? null,
       list: document.querySelector('#feed .fmw-w')?.classList.contains('fmw--list') ?? false,
       textCards: [...document.querySelectorAll('#feed li.fmw-item')].filter((li) => !li.querySelector('img')).length,
     }));

@@ -35,7 +35,7 @@ let storage: LocalStorage;
 let images: MirroredImage[] = [];
 const files = new Map<string, { type: string; body: Buffer }>();
 const docs = new Map<string, WidgetDocument>();
-const views: Array<{ id: string; method: string; cookie?: string; referer?: string }> = [];
+const views: Array<{ id: string; method: string; cookie?: string | undefined; referer?: string | undefined }> = [];
 
 const IDS = {
   grid: 'w_gridaaaaaa',
@@ -386,9 +386,7 @@ describe('widgets embedded by id (headless Chromium, a site of another origin)',
       order.push(
         await box.evaluate((d) => {
           const a = document.activeElement!;
-          return d.contains(a)
-            ? a.getAttribute('aria-label') || a.textContent!.replace('\u25b6', '').trim()
-            : 'outside';
+          return d.contains(a) ? a.getAttribute('aria-label') || a.textContent.replace('\u25b6', '').trim() : 'outside';
         }),
       );
     }

@@ -162,10 +162,8 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     void (async () => {
       const u = new URL(req.url ?? '/', 'http://x');
-      const send = (status: number, type: string, body: string | Buffer) => {
-        res.writeHead(status, { 'content-type': type });
-        res.end(body);
-      };
+      const send = (status: number, type: string, body: string | Buffer) =>
+        res.writeHead(status, { 'content-type': type }).end(body);
       if (u.pathname === `/${WIDGET_KEY}`) {
         const obj = await storage.get(WIDGET_KEY);
         return obj ? send(200, obj.contentType ?? 'text/plain', obj.body) : send(404, 'text/plain', 'missing');
@@ -314,8 +312,7 @@ describe('embeddable widget in headless Chromium', () => {
       listClass: document.querySelector('#feed .fmw')!.classList.contains('fmw--list'),
       display: getComputedStyle(document.querySelector('#feed .fmw-list')!).display,
       imageCaption: document.querySelector('[data-post-id="p-image"] .fmw-text')?.textContent,
-      captionVisible:
-        (document.querySelector('[data-post-id="p-image"] .fmw-text') as HTMLElement | null)?.offsetParent !== null,
+      captionVisible: document.querySelector<HTMLElement>('[data-post-id="p-image"] .fmw-text')?.offsetParent !== null,
       linkTitle: document.querySelector('[data-post-id="p-link"] .fmw-title')?.textContent,
       linkDomain: document.querySelector('[data-post-id="p-link"] .fmw-domain')?.textContent,
       dates: [...document.querySelectorAll('#feed time')].map((t) => t.getAttribute('datetime')),

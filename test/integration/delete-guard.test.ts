@@ -125,9 +125,11 @@ function maintenance(storage: LocalStorage): MaintenanceDeps {
 
 async function dailyJobs(storage: LocalStorage) {
   const m = maintenance(storage);
-  const verified = await verifyJob.process(m, {}, undefined as never);
+  const verified = await verifyJob.process(m, {}, undefined as unknown as Parameters<typeof verifyJob.process>[2]);
   // With the daily verify on, the media sweep rides on its listing: the sweep job lists nothing.
-  expect(await mediaSweepJob.process(m, {}, undefined as never)).toMatchObject({ byVerify: true, accounts: 0 });
+  expect(
+    await mediaSweepJob.process(m, {}, undefined as unknown as Parameters<typeof mediaSweepJob.process>[2]),
+  ).toMatchObject({ byVerify: true, accounts: 0 });
   const swept = verified.sweep!;
   return { verified, swept, report: (await getLastVerify(db))! };
 }
@@ -378,7 +380,7 @@ describe('R-DEL-1: the marker is written at the first start to a new storage, an
 
 /** A real folder whose reads can be told to do something first: the moment between a check and its delete. */
 class HookedStorage extends LocalStorage {
-  onGet?: (key: string) => Promise<void>;
+  onGet?: ((key: string) => Promise<void>) | undefined;
   override async get(key: string): Promise<StoredObject | null> {
     const hook = this.onGet;
     if (hook) await hook(key);

@@ -138,9 +138,9 @@ describe('feedmirror doctor', () => {
     expect(r.by('accounts health')!.detail).toBe('no account connected yet');
     // Redis's own settings, as this Redis has them: BullMQ's production guide.
     const client = new Redis(redis.url);
-    const [, policy] = (await client.config('GET', 'maxmemory-policy')) as string[];
+    const [, policy] = await client.config('GET', 'maxmemory-policy');
     const aof = /aof_enabled:1/.test(await client.info('persistence'));
-    const [, save] = (await client.config('GET', 'save')) as string[];
+    const [, save] = await client.config('GET', 'save');
     client.disconnect();
     expect(r.by('Redis maxmemory-policy')!.status).toBe(policy === 'noeviction' ? 'ok' : 'warn');
     expect(r.by('Redis persistence')!.status).toBe(aof || Boolean(save?.trim()) ? 'ok' : 'warn');

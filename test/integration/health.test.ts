@@ -33,7 +33,7 @@ let closedPort = 0;
 let silent: TcpServer;
 let silentPort = 0;
 const silentSockets = new Set<Socket>();
-const cleanups: Array<() => Promise<unknown> | void> = [];
+const cleanups: Array<() => unknown> = [];
 
 async function freePort(): Promise<number> {
   const srv = createTcpServer();

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { FlowProducer, Job } from 'bullmq';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { feedSyncJob, type FeedSyncJobDeps } from '../../jobs/feed-sync.ts';
+import { feedSyncJob } from '../../jobs/feed-sync.ts';
 import { statusOnlyLifecycle } from '../../src/accounts/lifecycle.ts';
 import { refreshAccountToken } from '../../src/accounts/token-refresh.ts';
 import { mirrorMediaJob } from '../../jobs/mirror-media.ts';
@@ -174,11 +174,7 @@ describe('a local failure is not the account’s (R-HLT-5)', () => {
     const before = await healthyBefore();
     const job = { id: 'scheduled-1', attemptsMade: 0, opts: { attempts: 3 }, updateProgress: async () => undefined };
     await expect(
-      feedSyncJob.process(
-        { ...other, flows: {} as FlowProducer, redis } as FeedSyncJobDeps,
-        { accountId },
-        job as unknown as Job,
-      ),
+      feedSyncJob.process({ ...other, flows: {} as FlowProducer, redis }, { accountId }, job as unknown as Job),
     ).rejects.toThrow(/TOKEN_ENCRYPTION_KEY does not contain/);
     expect(await listed()).toEqual(before);
   });

@@ -39,7 +39,7 @@ let limits: MirrorLimits;
 class CountingStorage {
   puts: string[] = [];
   gets: string[] = [];
-  failOn?: RegExp;
+  failOn?: RegExp | undefined;
   constructor(readonly inner: ObjectStorage) {}
   wrap(): ObjectStorage {
     const s = Object.create(this.inner) as ObjectStorage;

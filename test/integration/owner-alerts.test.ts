@@ -199,7 +199,7 @@ describe('owner alerts through the sweep', () => {
     const a = await connect(clock, 30 * DAY + HOUR, 'private.owner@example.com');
     const dir = await mkdtemp(join(tmpdir(), 'fm-status-'));
     try {
-      const storage = createStorage({ STORAGE_URL: dir } as never);
+      const storage = createStorage({ STORAGE_URL: dir } as Parameters<typeof createStorage>[0]);
       const sd = { db: pool, storage, clock, logger };
       await ownStorage(pool, storage);
       await markSynced(pool, a.id, clock.now(), { outcome: 'complete' });

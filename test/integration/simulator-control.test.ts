@@ -259,11 +259,11 @@ describe('simulator: state file, control API, consent page, pictures', () => {
     const links = [items[1]!.media_url, ...items[0]!.children.data.map((c: Json) => c.media_url)] as string[];
     const bytes = await Promise.all(links.map(async (l) => Buffer.from(await (await fetch(l)).arrayBuffer())));
     expect(await imageKeyOf(bytes[0]!)).toBe(`${mediaId}/media-r0`);
-    expect(await sharp(bytes[0]!).metadata()).toMatchObject({ format: 'jpeg', width: 1080, height: 1350 });
+    expect(await sharp(bytes[0]).metadata()).toMatchObject({ format: 'jpeg', width: 1080, height: 1350 });
     // Not one flat colour: a scene has a sky above and land or water below that differ.
     const mean = async (top: number) =>
       (
-        await sharp(await sharp(bytes[0]!).extract({ left: 0, top, width: 1080, height: 200 }).png().toBuffer()).stats()
+        await sharp(await sharp(bytes[0]).extract({ left: 0, top, width: 1080, height: 200 }).png().toBuffer()).stats()
       ).channels.map((c) => c.mean);
     const [sky, ground] = [await mean(0), await mean(1150)];
     expect(sky.reduce((sum, v, i) => sum + Math.abs(v - ground[i]!), 0)).toBeGreaterThan(30);

@@ -153,7 +153,7 @@ describe('simulator: photographs for the demo accounts', () => {
       expect((await closestPhoto(p.bytes)).diff, p.key).toBeGreaterThan(NOT_A_PHOTO);
       // The same bytes as a scene rendered directly for that key and size.
       const { width, height } = await sharp(p.bytes).metadata();
-      expect((await jpegFor(p.key, width!, height!)).equals(p.bytes)).toBe(true);
+      expect((await jpegFor(p.key, width, height)).equals(p.bytes)).toBe(true);
     }
   });
 
@@ -170,7 +170,7 @@ describe('simulator: photographs for the demo accounts', () => {
       );
       const bytes = readFileSync(`${dir}${f}`);
       total += bytes.length;
-      const { width = 0, height = 0 } = await sharp(bytes).metadata();
+      const { width, height } = await sharp(bytes).metadata();
       expect(Math.max(width, height), f).toBeLessThanOrEqual(1080);
     }
     expect(total).toBeLessThan(2.5 * 1024 * 1024);

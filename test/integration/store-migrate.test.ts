@@ -11,6 +11,7 @@ import {
   MigrationError,
 } from '../../src/store/errors.ts';
 import { DEFAULT_MIGRATIONS_DIR, migrate, readAppliedMigrations, readMigrations } from '../../src/store/migrate.ts';
+import type { Logger } from '../../src/util/logger.ts';
 import { freshDatabase } from '../support/services.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -183,7 +184,7 @@ describe('running on a schema a newer release migrated (rollback)', () => {
     // The release before it: the project's own folder, which lacks 900.
     const warnings: string[] = [];
     const logger = { warn: (_o: unknown, msg: string) => warnings.push(msg), info: () => {}, debug: () => {} };
-    const result = await migrate(pool, { logger: logger as never });
+    const result = await migrate(pool, { logger: logger as unknown as Logger });
     expect(result).toEqual({ applied: [], current: newest });
     expect(warnings.join('\n')).toContain('database has migrations of a newer feedmirror (900_expand.sql)');
   });
@@ -301,7 +302,7 @@ END $$;`,
         '-- transaction: none',
         // This database's lock only (other test files migrate their own databases meanwhile), and
         // waiting until the holder is gone: termination is otherwise asynchronous.
-        `SELECT pg_terminate_backend(pid, 10000) FROM pg_locks WHERE locktype = 'advisory' AND objid = ${0x666d6967}::oid AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database());`,
+        `SELECT pg_terminate_backend(pid, 10000) FROM pg_locks WHERE locktype = 'advisory' AND objid = 1718446439::oid AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database());`,
         'CREATE TABLE never_made (id int);',
       ].join('\n'),
     });

@@ -7,7 +7,7 @@ import { convertItems } from '../../src/convert/convert-item.ts';
 import { buildAccountFeed } from '../../src/feeds/publish.ts';
 import { contentHash } from '../../src/util/content-hash.ts';
 import { earliestExpiry } from '../../src/platform/links.ts';
-import { postSchema, type Post } from '../../src/schema/v1.ts';
+import { postSchema } from '../../src/schema/v1.ts';
 import { getAccount, upsertAccount } from '../../src/store/accounts.ts';
 import { createPool } from '../../src/store/db.ts';
 import { DEFAULT_MIGRATIONS_DIR, migrate } from '../../src/store/migrate.ts';
@@ -55,7 +55,7 @@ const inputs = (): PostInput[] =>
   }));
 const adopted: PostInput = {
   mediaId: ADOPTED_ID,
-  post: ADOPTED_POST as Post,
+  post: ADOPTED_POST,
   contentHash: contentHash(ADOPTED_POST),
   earliestOe: null,
 };
@@ -227,7 +227,9 @@ describe('upgrading to the compact posts and copies (migration 018)', () => {
       ...(video.raw as Record<string, unknown>),
       media_url: 'https://scontent.example.test/v/106/reel.mp4?oe=7b0afec4&sig=ff',
     };
-    const [renewed] = convertItems([raw as never], { copyrightItems: 'drop' }).posts;
+    const [renewed] = convertItems([raw as unknown as Parameters<typeof convertItems>[0][number]], {
+      copyrightItems: 'drop',
+    }).posts;
     expect(packPost(renewed!).raw).not.toBeNull();
     await updatePostLinks(db, accountId, video.id, renewed!, null);
     const stored = (await listPosts(db, accountId)).find((p) => p.mediaId === video.id)!;

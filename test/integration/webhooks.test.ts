@@ -294,7 +294,7 @@ describe('outgoing webhooks', () => {
     const { ManualClock, DAY } = await import('../../src/util/clock.ts');
     const clock = new ManualClock(Date.UTC(2026, 2, 1, 8));
     const seen: Array<{ type: string; data: Record<string, unknown> }> = [];
-    const events = { emit: async (e: { type: string; data: unknown }) => void seen.push(e as never) };
+    const events = { emit: async (e: { type: string; data: unknown }) => void seen.push(e as (typeof seen)[number]) };
     const mailer = { send: async () => ({ delivered: 'outbox' }), close: () => undefined } as unknown as Mailer;
     const add = async (id: string, username: string, expiresInMs: number) => {
       await upsertAccount(db, { id, username }, clock.now());

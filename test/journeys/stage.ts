@@ -360,14 +360,14 @@ export async function openStage(label: string, opts: StageOptions = {}): Promise
         });
         let stdout = '';
         let stderr = '';
-        child.stdout.on(
-          'data',
-          (b: Buffer) => ((stdout += b.toString('utf8')), recordCaptured('process', b.toString('utf8'))),
-        );
-        child.stderr.on(
-          'data',
-          (b: Buffer) => ((stderr += b.toString('utf8')), recordCaptured('process', b.toString('utf8'))),
-        );
+        child.stdout.on('data', (b: Buffer) => {
+          stdout += b.toString('utf8');
+          recordCaptured('process', b.toString('utf8'));
+        });
+        child.stderr.on('data', (b: Buffer) => {
+          stderr += b.toString('utf8');
+          recordCaptured('process', b.toString('utf8'));
+        });
         const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
         child.once('close', (code) => {
           clearTimeout(timer);

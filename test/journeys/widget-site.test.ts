@@ -107,9 +107,12 @@ describe('journey: a widget on a client site, configured on the dashboard', () =
     await dash.goto(`${serve.url}/dashboard/login`);
     await dash.fill('input[name="user"]', stage.env.DASHBOARD_USER!);
     await dash.fill('input[name="password"]', stage.env.DASHBOARD_PASSWORD!);
+    // A form post that may land on the URL it came from: waitForURL would return at once.
+    // eslint-disable-next-line @typescript-eslint/no-deprecated
     await Promise.all([dash.waitForNavigation(), dash.click('button[type="submit"]')]);
     await dash.goto(`${serve.url}/dashboard/widgets/${widgetId}`);
     await dash.selectOption('form.widget-form select[name="layout"]', 'carousel');
+    // eslint-disable-next-line @typescript-eslint/no-deprecated -- as above
     await Promise.all([dash.waitForNavigation(), dash.click('form.widget-form button[type="submit"]')]);
     expect(await dash.textContent('body')).toContain('(carousel)');
 

@@ -101,7 +101,7 @@ async function formsOf(url: string, prepare?: (p: Page) => Promise<void>): Promi
       return {
         action: f.action,
         method: f.method,
-        fields: [...data.entries()].map(([k, v]) => [k, String(v)] as [string, string]),
+        fields: [...data.entries()].map(([k, v]) => [k, typeof v === 'string' ? v : v.name] as [string, string]),
       };
     }),
   );

@@ -28,7 +28,7 @@ export function parseComposeEnvFile(text: string, vars: Record<string, string> =
         if (rest[j] === '\\' && j + 1 < rest.length) {
           const c = rest[++j]!;
           value += c === 'n' ? '\n' : c === 't' ? '\t' : c;
-        } else value += rest[j];
+        } else value += rest.charAt(j);
       }
       if (j >= rest.length) throw new Error(`line ${i + 1}: unterminated double quote`);
       value = interpolate(value, { ...vars, ...out });

@@ -10,8 +10,18 @@ export function memoryIO(opts: { env?: NodeJS.ProcessEnv; stdin?: string; cwd?: 
   let err = '';
   return {
     stdin: Readable.from([Buffer.from(opts.stdin ?? '')]),
-    stdout: { write: (s: string) => ((out += s), recordCaptured('cli', s)) },
-    stderr: { write: (s: string) => ((err += s), recordCaptured('cli', s)) },
+    stdout: {
+      write: (s: string) => {
+        out += s;
+        recordCaptured('cli', s);
+      },
+    },
+    stderr: {
+      write: (s: string) => {
+        err += s;
+        recordCaptured('cli', s);
+      },
+    },
     env: opts.env ?? {},
     cwd: opts.cwd ?? process.cwd(),
     out: () => out,

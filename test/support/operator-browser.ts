@@ -223,6 +223,8 @@ export async function submit(page: Page, button: Locator): Promise<Response> {
   let response: Response | null;
   try {
     [response] = await Promise.all([
+      // A form post that may land on the URL it came from: waitForURL would return at once.
+      // eslint-disable-next-line @typescript-eslint/no-deprecated
       Promise.race([page.waitForNavigation({ waitUntil: 'load' }), blocked]),
       button.click(),
     ]);

@@ -65,7 +65,10 @@ export async function startPgBouncer(postgresUrl: string, opts: { poolSize?: num
       child.exitCode === null &&
       new Promise<boolean>((resolve) => {
         const sock = connect(port, '127.0.0.1');
-        sock.once('connect', () => (sock.destroy(), resolve(true)));
+        sock.once('connect', () => {
+          sock.destroy();
+          resolve(true);
+        });
         sock.once('error', () => resolve(false));
       }),
     `pgbouncer to listen on ${port}`,

@@ -8,7 +8,7 @@ import { bundledPhoto, PHOTOS } from '../../src/simulator/photos.ts';
  * units from its original; a generated scene, or another photo, is tens of units from every photo.
  */
 export async function closestPhoto(jpeg: Buffer): Promise<{ file: string; diff: number }> {
-  const { width = 1, height = 1 } = await sharp(jpeg).metadata();
+  const { width, height } = await sharp(jpeg).metadata();
   const tiny = (img: Sharp) => img.resize(16, 16, { fit: 'fill' }).removeAlpha().raw().toBuffer();
   const seen = await tiny(sharp(jpeg));
   let best = { file: '', diff: Number.POSITIVE_INFINITY };

@@ -33,8 +33,8 @@ export function spawnFeedmirror(
     out += s;
     recordCaptured('process', s);
   };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, output: () => out, exited };
 }
@@ -67,16 +67,16 @@ export function runFeedmirror(
   let stderr = '';
   // A command whose stdout is the operator's one copy of a secret it just made (`webhooks add`
   // prints the signing secret, by design) is left out of the audit; its stderr still counts.
-  child.stdout!.on('data', (b: Buffer) => {
+  child.stdout.on('data', (b: Buffer) => {
     stdout += b.toString('utf8');
     if (!opts.stdoutRevealsSecret) recordCaptured('process', b.toString('utf8'));
   });
-  child.stderr!.on(
-    'data',
-    (b: Buffer) => ((stderr += b.toString('utf8')), recordCaptured('process', b.toString('utf8'))),
-  );
-  child.stdin!.on('error', () => undefined);
-  child.stdin!.end(opts.stdin ?? '');
+  child.stderr.on('data', (b: Buffer) => {
+    stderr += b.toString('utf8');
+    recordCaptured('process', b.toString('utf8'));
+  });
+  child.stdin.on('error', () => undefined);
+  child.stdin.end(opts.stdin ?? '');
   const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
   return new Promise((resolve) =>
     child.once('close', (code) => {

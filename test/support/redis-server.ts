@@ -57,7 +57,10 @@ export async function spawnRedis(
     () =>
       new Promise<boolean>((resolve) => {
         const sock = connect(port, '127.0.0.1');
-        sock.once('connect', () => (sock.destroy(), resolve(true)));
+        sock.once('connect', () => {
+          sock.destroy();
+          resolve(true);
+        });
         sock.once('error', () => resolve(false));
       }),
     'redis-server to listen',

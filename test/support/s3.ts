@@ -41,7 +41,7 @@ export interface TestS3 {
  */
 export async function startS3(
   bucket = 'feedmirror-test',
-  opts: { createBucket?: boolean; parentDir?: string } = {},
+  opts: { createBucket?: boolean; parentDir?: string | undefined } = {},
 ): Promise<TestS3> {
   const directory = await mkdtemp(path.join(opts.parentDir ?? os.tmpdir(), 'feedmirror-s3rver-'));
   let port = 0;

@@ -44,7 +44,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       upstream.pipe(client);
     });
     await new Promise<void>((resolve) => server!.listen(port, '127.0.0.1', resolve));
-    port = (server!.address() as { port: number }).port;
+    port = (server.address() as { port: number }).port;
   };
   const down = async () => {
     const s = server;

@@ -63,9 +63,9 @@ describe('bench command line', () => {
     [['--scale', '10', '--catch-up-seconds', 'soon'], /^bench: --catch-up-seconds must be a number/],
     [['--downtime', '10', '--catch-up-limit-minutes', '0'], /^bench: --catch-up-limit-minutes must be > 0/],
   ])('%j: one line naming what is wrong, then the usage; exit 2, no stack', (args, first) => {
-    const r = bench(...(args as string[]));
+    const r = bench(...args);
     expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(first as RegExp);
+    expect(r.stderr).toMatch(first);
     expect(r.stderr).toContain('usage: npm run bench');
     expect(r.stderr).not.toMatch(/^\s+at /m);
     expect(r.stdout).toBe('');

@@ -321,7 +321,7 @@ describe('R-CNV-12 no determinable cover (copyright-flagged)', () => {
     ['video without thumbnail_url', flaggedVideo],
     ['carousel without any slide media', flaggedCarousel],
   ])('%s: a text card linking to the permalink when configured, never an image post without image', (_, item) => {
-    const p = post(item as MediaItem, { copyrightItems: 'text-card' });
+    const p = post(item, { copyrightItems: 'text-card' });
     expect(p.type).toBe('text');
     expect(p.url).toBe(item.permalink);
     expect(p.text).toBe(item.caption);

@@ -205,7 +205,7 @@ describe('R-EML-1: every email template renders both parts', () => {
     describe(label, () => {
       for (const s of samples(username, cause)) {
         it(`${s.name}${'ownerNotified' in s.vars && s.vars.ownerNotified ? ' (owner told)' : ''}`, () => {
-          const m = renderEmail(s.name, s.vars as never);
+          const m = renderEmail(s.name, s.vars);
           // Subject: one non-empty line naming the account.
           expect(m.subject.trim().length).toBeGreaterThan(10);
           expect(m.subject).not.toMatch(/[\r\n]/);

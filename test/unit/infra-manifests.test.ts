@@ -292,7 +292,7 @@ describe('Kubernetes manifests', () => {
       new Deployment({
         metadata: { name: 'x' },
         spec: { selector: {}, template: { spec: { containers: [{ name: 'a', image: 3 }] } } },
-      } as never).validate(),
+      } as unknown as ConstructorParameters<typeof Deployment>[0]).validate(),
     ).toThrow(/image must be string/);
   });
 

@@ -82,9 +82,9 @@ describe('job catalogue', () => {
   });
 
   it('fails a job of unknown name, or with a malformed payload, without retrying', async () => {
-    const run = queueProcessor('maintenance', {} as never);
+    const run = queueProcessor('maintenance', {});
     await expect(run({ name: 'nope', data: {} } as Job)).rejects.toMatchObject({ name: 'UnrecoverableError' });
-    const runSync = queueProcessor('feedSync', {} as never);
+    const runSync = queueProcessor('feedSync', {});
     await expect(runSync({ name: 'feed-sync', data: { accountId: 'a/b' } } as Job)).rejects.toThrow(
       /malformed payload: accountId/,
     );

@@ -15,7 +15,11 @@ import { DAY, MINUTE } from '../../src/util/clock.ts';
  */
 function bullmqAccepts(name: string, opts: JobsOptions): void {
   // A Job needs its queue only to add or move itself; validating its options touches nothing.
-  const queue = { opts: {}, qualifiedName: 'bull:check', toKey: (k: string) => `bull:check:${k}` } as never;
+  const queue = {
+    opts: {},
+    qualifiedName: 'bull:check',
+    toKey: (k: string) => `bull:check:${k}`,
+  } as unknown as ConstructorParameters<typeof Job>[0];
   const job = new Job(queue, name, { accountId: '17841400000000001' }, opts);
   (job as unknown as { validateOptions(d: { data: string }): void }).validateOptions({
     data: JSON.stringify(job.data),

@@ -108,7 +108,7 @@ const text = (html: string) =>
 describe('owner pages', () => {
   for (const c of cases) {
     it(`${c.kind}: a branded, script-free page that says what happened and what to do`, () => {
-      const html = renderOwnerPage(c.kind, c.vars as never);
+      const html = renderOwnerPage(c.kind, c.vars);
       expect(html.startsWith('<!doctype html>')).toBe(true);
       expect(html).toContain('</html>');
       // CSP: no script of any kind, no handler attribute, no javascript: URL.

@@ -105,7 +105,10 @@ function conforms(value: unknown, s: JsonSchema, root: JsonSchema): boolean {
   if (s.const !== undefined && value !== s.const) return false;
   if (s.enum && !s.enum.includes(value)) return false;
   if (typeof value === 'string') {
+    // JSON Schema counts a string's length in code points, which is what spreading it gives.
+    // eslint-disable-next-line @typescript-eslint/no-misused-spread
     if (s.minLength !== undefined && [...value].length < s.minLength) return false;
+    // eslint-disable-next-line @typescript-eslint/no-misused-spread
     if (s.maxLength !== undefined && [...value].length > s.maxLength) return false;
     if (s.pattern !== undefined && !new RegExp(s.pattern, 'u').test(value)) return false;
   }

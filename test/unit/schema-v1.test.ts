@@ -22,7 +22,7 @@ interface Case {
   mutate: (f: Json) => void;
   /** For a rejected case: the path of the problem, and words its message contains. */
   path?: string;
-  message?: RegExp;
+  message?: RegExp | undefined;
 }
 
 function check(c: Case): void {

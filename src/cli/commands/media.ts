@@ -85,7 +85,7 @@ async function sweepCommand(opts: SweepOptions, io: CliIO): Promise<number> {
     else
       io.stdout.write(
         `swept ${r.accounts} account${r.accounts === 1 ? '' : 's'}: the copies of ${r.removedMedia} deleted post${r.removedMedia === 1 ? '' : 's'} removed` +
-          `${r.held > 0 ? `; ${r.held} object(s) held by the cap (run again with --force once you have looked)` : ''}` +
+          (r.held > 0 ? `; ${r.held} object(s) held by the cap (run again with --force once you have looked)` : '') +
           `${r.refused > 0 ? `; ${r.refused} object(s) refused (${r.storageRefused ?? 'the log says why'})` : ''}\n`,
       );
     if (r.held > 0 || r.refused > 0) {

@@ -14,6 +14,7 @@ export function h(tag: string, attrs?: Attrs, kids?: Kid[]): Tree {
 }
 
 /** Null, undefined and false leave an attribute out, true is a bare attribute; styles go through the CSSOM. */
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- the caller names the element its tree makes
 export function toDom<T extends HTMLElement = HTMLElement>(n: Tree): T {
   const e = document.createElement(n[0]);
   const a = n[1];

@@ -164,7 +164,7 @@ function renderPost(post: Post, feed: Feed, opts: ItemOptions): HTMLLIElement {
 function renderFeed(container: Element, feed: Feed, opts: FeedOptions): void {
   const wrap = el('div', `fmw fmw--${opts.layout}`);
   // R-SCH-11: a demo feed carries a visible label.
-  if (feed.demo === true) wrap.appendChild(el('p', 'fmw-demo', 'Demo feed'));
+  if (feed.demo) wrap.appendChild(el('p', 'fmw-demo', 'Demo feed'));
   const list = el('ul', 'fmw-list');
   wrap.appendChild(list);
   container.textContent = '';
@@ -201,9 +201,9 @@ export function mount(container: Element | null | undefined): Promise<void> {
       renderFeed(container, data, opts);
       container.setAttribute('data-feedmirror-state', 'ready');
     })
-    .catch((err: { message?: string } | undefined) => {
+    .catch((err: unknown) => {
       showError(container);
       container.setAttribute('data-feedmirror-state', 'error');
-      if (root.console) root.console.warn(`feedmirror widget: ${err && err.message ? err.message : err}`);
+      if (root.console) root.console.warn(`feedmirror widget: ${err instanceof Error ? err.message : String(err)}`);
     });
 }

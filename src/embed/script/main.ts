@@ -15,7 +15,7 @@ import { mountWidget } from './widget.ts';
  * parsed, and exposes itself as `FeedMirrorWidget` (mount one element, its stylesheet and markup
  * builder, and its pure helpers for tests). It reads public JSON and holds no secret (R-TOK-11).
  */
-function mountAll(): Promise<void[]> {
+function mountAll(): Promise<unknown[]> {
   const jobs: Array<Promise<void>> = [];
   document.querySelectorAll('[data-feedmirror-feed]').forEach((n) => jobs.push(mount(n)));
   document.querySelectorAll('[data-feedmirror-widget]').forEach((n) => jobs.push(mountWidget(n)));

@@ -76,7 +76,7 @@ export function widgetTree(doc: WidgetDocument): Tree {
   const layout = layoutOf(doc);
   const accounts = Array.isArray(doc.accounts) ? doc.accounts : [];
   const kids: Kid[] = [];
-  if (doc.demo === true) kids.push(h('p', { class: 'fmw-demo' }, ['Demo feed']));
+  if (doc.demo) kids.push(h('p', { class: 'fmw-demo' }, ['Demo feed']));
   if (o.header !== false && accounts.length) kids.push(headerTree(accounts));
   const limit = limitOf(o);
   const list = h(

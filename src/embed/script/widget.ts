@@ -112,10 +112,10 @@ export function mountWidget(c: Element | null | undefined): Promise<void> {
       countView(doc);
       c.setAttribute('data-feedmirror-state', 'ready');
     })
-    .catch((err: { message?: string } | undefined) => {
+    .catch((err: unknown) => {
       // A fragment stays: the last good posts rather than nothing.
       if (!c.querySelector('.fmw-w')) showError(c);
       c.setAttribute('data-feedmirror-state', 'error');
-      if (root.console) root.console.warn(`feedmirror widget: ${err && err.message ? err.message : err}`);
+      if (root.console) root.console.warn(`feedmirror widget: ${err instanceof Error ? err.message : String(err)}`);
     });
 }

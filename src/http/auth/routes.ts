@@ -44,7 +44,8 @@ export function loginRoutes(auth: DashboardAuth): Router {
 function showLogin(auth: DashboardAuth, req: Request, res: Response, status: number, message?: string): void {
   const nonce = randomNonce();
   setCookie(res, auth, LOGIN_COOKIE, nonce, 30 * MINUTE);
-  const next = safeNext(typeof req.body?.next === 'string' ? req.body.next : req.query.next);
+  const posted = (req.body as { next?: unknown } | undefined)?.next;
+  const next = safeNext(typeof posted === 'string' ? posted : req.query.next);
   res
     .status(status)
     .set('Cache-Control', 'no-store')

@@ -123,7 +123,7 @@ async function waitForJob(
     const job = await queue.getJob(id);
     const state = job ? await job.getState() : 'unknown';
     if (state === 'completed') return { state, returnvalue: job!.returnvalue };
-    if (state === 'failed') return { state, failedReason: redactText(job!.failedReason ?? '') };
+    if (state === 'failed') return { state, failedReason: redactText(job!.failedReason) };
     if (Date.now() >= deadline) return { state };
     await new Promise((r) => setTimeout(r, 200));
   }

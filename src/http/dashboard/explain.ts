@@ -47,6 +47,8 @@ export const EXPLANATIONS: Readonly<Record<ErrorKind, string>> = {
 export function explainError(kind: ErrorKind | null | undefined, text: string | null | undefined): Explained | null {
   if (!text && !kind) return null;
   const detail = redactText(text ?? '').slice(0, 500);
+  // A kind stored by a newer release may be one this table does not know yet.
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
   return { summary: EXPLANATIONS[kind ?? 'internal'] ?? EXPLANATIONS.internal, detail };
 }
 

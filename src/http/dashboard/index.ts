@@ -69,6 +69,8 @@ function formChecks(c: DashboardContext) {
   const widgetForm = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: WIDGET_FORM_MAX_FIELDS });
   return [
     (req: Request, res: Response, next: NextFunction) =>
+      // Express's Request is the IncomingMessage Node made (an interface over it, so not seen as one).
+      // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment
       (isWidgetFormPost(req.method, req.path) ? widgetForm : form)(req, res, next),
     requireCsrfToken(auth.sessionKey, auth.allowedOrigins, (res) => sessionOf(res).sid),
   ];

@@ -37,7 +37,7 @@ function invite(c: DashboardContext): AsyncHandler {
       return;
     }
     const body = req.body as Record<string, unknown>;
-    const ttl = INVITATION_TTLS[String(body.expires ?? '7d')] ?? INVITATION_TTLS['7d']!;
+    const ttl = INVITATION_TTLS[typeof body.expires === 'string' ? body.expires : '7d'] ?? INVITATION_TTLS['7d']!;
     // R-OWN-10: an invitation may carry the owner of the account it connects.
     const email = typeof body.owner_email === 'string' ? body.owner_email.trim() : '';
     const name = typeof body.owner_name === 'string' ? body.owner_name.trim() : '';

@@ -73,6 +73,12 @@ function addEndpoint(c: DashboardContext): AsyncHandler {
       return;
     }
     const body = req.body as Record<string, unknown>;
+    // A form field as text: a repeated field's values joined with commas, as String() would.
+    const fieldText = (v: unknown): string =>
+      ([] as unknown[])
+        .concat(v ?? [])
+        .map(String)
+        .join(',');
     const events = ([] as unknown[])
       .concat(body.events ?? [])
       .map(String)
@@ -80,7 +86,7 @@ function addEndpoint(c: DashboardContext): AsyncHandler {
     try {
       const { endpoint, secret } = await registerEndpoint(
         { db, cipher: c.deps.webhooks.cipher, now: clock.now(), allowPrivate: c.deps.webhooks.allowPrivate },
-        { url: String(body.url ?? ''), events, description: String(body.description ?? '') },
+        { url: fieldText(body.url), events, description: fieldText(body.description) },
       );
       logger.info({ endpointId: endpoint.id }, 'dashboard: webhook endpoint added');
       c.pageHeaders(res);

@@ -90,8 +90,10 @@ export function isWidgetFormPost(method: string, path: string): boolean {
 
 const today = (d: Date) => d.toISOString().slice(0, 10);
 const fieldValues = (v: unknown): string[] => ([] as unknown[]).concat(v ?? []).map(String);
+/** A form field as text: a repeated field's values joined with commas, as String() would. */
+const fieldText = (v: unknown): string => fieldValues(v).join(',');
 const words = (v: unknown): string[] =>
-  String(v ?? '')
+  fieldText(v)
     .split(/[\s,]+/)
     .map((s) => s.trim())
     .filter(Boolean);
@@ -139,22 +141,22 @@ export function registerWidgetRoutes(guarded: Router, c: DashboardContext, deps:
     return `Saved; ${publish.outcome === 'unchanged' ? 'nothing changed' : 'published'} (${widget.layout}).`;
   });
   action('/widgets/:id/hide', async (id, body) => {
-    await hidePost(deps, id, String(body.postId ?? ''));
-    return `Post ${String(body.postId)} hidden.`;
+    await hidePost(deps, id, fieldText(body.postId));
+    return `Post ${fieldText(body.postId)} hidden.`;
   });
   action('/widgets/:id/unhide', async (id, body) => {
-    await unhidePost(deps, id, String(body.postId ?? ''));
-    return `Post ${String(body.postId)} shown again.`;
+    await unhidePost(deps, id, fieldText(body.postId));
+    return `Post ${fieldText(body.postId)} shown again.`;
   });
   // R-OWN-17: from its account's feed, so from every widget and site; only for the widget's accounts.
   const feedHide = c.deps.feedHides;
   if (feedHide) {
     const ofWidget = async (id: string, body: Record<string, unknown>) => {
       const stored = await requireWidget(deps, id);
-      const accountId = String(body.accountId ?? '');
+      const accountId = fieldText(body.accountId);
       if (!stored.accountIds.includes(accountId))
         throw new WidgetInputError(`account ${JSON.stringify(accountId)} is not one of this widget's accounts`);
-      return { accountId, postId: String(body.postId ?? '') };
+      return { accountId, postId: fieldText(body.postId) };
     };
     action('/widgets/:id/feed-hide', async (id, body) => {
       const { accountId, postId } = await ofWidget(id, body);
