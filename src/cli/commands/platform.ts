@@ -4,6 +4,7 @@ import { EXIT, type CliIO } from '../io.ts';
 import { printJson, withContext, withExamples, type Cli } from '../command.ts';
 import { ID_PATTERN } from '../../util/ids.ts';
 import { knownVersions } from '../../platform/versions.ts';
+import { DROPPABLE_FIELDS } from '../../platform/media-item.ts';
 import type { VersionComparison, DifferenceSummary } from '../../convert/version-compare.ts';
 
 /**
@@ -115,7 +116,8 @@ async function compareCommand(given: CompareOptions, io: CliIO): Promise<number>
       const list = (client: typeof clients.pinned) =>
         client.listMedia(token.accessToken, {
           accountId: account.id,
-          refusedFields: account.refusedFields as never,
+          // Only names the client knows (as the sync passes them): a stored name it did not know would drop a field.
+          refusedFields: DROPPABLE_FIELDS.filter((f) => account.refusedFields.includes(f)),
           maxItems: ctx.config.LISTING_MAX_ITEMS,
         });
       try {
