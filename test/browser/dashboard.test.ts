@@ -7,7 +7,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type pg from 'pg';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueue, QUEUE } from '../../jobs/queues.ts';
 import { DEFAULT_SCHEDULES, accountSchedules, scheduleAccount } from '../../jobs/schedules.ts';
@@ -31,6 +31,7 @@ import { DAY } from '../../src/util/clock.ts';
 import { silentLogger } from '../../src/util/logger.ts';
 import { recordCaptured, registerSecretForAudit } from '../support/capture.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
+import { CHROMIUM, launchChromium } from '../support/chromium.ts';
 
 /**
  * The operator dashboard in headless Chromium (Debian's package through playwright-core; nothing
@@ -38,7 +39,6 @@ import { freshDatabase, redisForTest } from '../support/services.ts';
  * (BullMQ queues) and the simulator as the platform: an account is synced, its covers mirrored to
  * a local-folder storage served by the app at /media, and its feed published at /feeds/<id>.json.
  */
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = path.resolve('test-artifacts/screenshots');
 const USER = 'operator';
 const PASSWORD = `pw-${randomBytes(9).toString('base64url')}`;
@@ -181,18 +181,7 @@ beforeAll(async () => {
   });
   handler = app;
 
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
   page = await context.newPage();
   page.on('response', (r) => {

@@ -1,13 +1,12 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { recordCaptured } from '../support/capture.ts';
-import { closedPort } from '../support/closed-port.ts';
+import { closedPort, freePort } from '../support/closed-port.ts';
 import { memoryIO } from '../support/memory-io.ts';
 import { parseMessage, startSmtpCapture, type SmtpCapture } from '../support/smtp.ts';
 import {
@@ -34,14 +33,6 @@ let smtp: SmtpCapture;
 let s: ServeUnderTest & { drop: () => Promise<void> };
 let env: Record<string, string>;
 let outbox: string;
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '0.0.0.0', r));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 async function cli(args: string[], over: Record<string, string | undefined> = {}) {
   const merged: Record<string, string> = { ...env };
@@ -82,7 +73,7 @@ beforeAll(async () => {
   sim = await startSimulator();
   smtp = await startSmtpCapture();
   outbox = mkdtempSync(join(tmpdir(), 'fm-invitemail-outbox-'));
-  const port = await freePort();
+  const port = await freePort('0.0.0.0');
   s = await startServeForTest('invite-mail', {
     PORT: String(port),
     PUBLIC_URL: `http://${nonLoopbackAddress()}:${port}`,
@@ -326,7 +317,7 @@ describe("the dashboard's invite form and list of invitations", () => {
   });
 
   it('a serve without SMTP_URL: "email it" says in one flash it was not sent, and the page shows the link to copy', async () => {
-    const port = await freePort();
+    const port = await freePort('0.0.0.0');
     const bare = await startServeForTest(
       'invite-mail-bare',
       {

@@ -1,6 +1,5 @@
 import { mkdtempSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +11,7 @@ import { recordCaptured } from '../support/capture.ts';
 import { memoryIO } from '../support/memory-io.ts';
 import { startSmtpCapture, type SmtpCapture } from '../support/smtp.ts';
 import { nonLoopbackAddress, startServeForTest, type ServeUnderTest } from '../security/support.ts';
+import { freePort } from '../support/closed-port.ts';
 
 /**
  * The owner fixes their own connection, end to end: `feedmirror serve` with the simulator as the
@@ -30,14 +30,6 @@ let s: ServeUnderTest & { drop: () => Promise<void> };
 let clockFile: string;
 let storageDir: string;
 let env: Record<string, string>;
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '0.0.0.0', r));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
   const io = memoryIO({ env });
@@ -79,7 +71,7 @@ beforeAll(async () => {
   clockFile = join(mkdtempSync(join(tmpdir(), 'fm-owner-clock-')), 'now');
   FileClock.write(clockFile, T0);
   storageDir = mkdtempSync(join(tmpdir(), 'fm-owner-storage-'));
-  const port = await freePort();
+  const port = await freePort('0.0.0.0');
   s = await startServeForTest('owner-reconnect', {
     PORT: String(port),
     PUBLIC_URL: `http://${nonLoopbackAddress()}:${port}`,

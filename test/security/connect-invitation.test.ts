@@ -1,5 +1,3 @@
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { createInvitation } from '../../src/store/invitations.ts';
@@ -15,6 +13,7 @@ import {
   startServeForTest,
   type ServeUnderTest,
 } from './support.ts';
+import { freePort } from '../support/closed-port.ts';
 
 /**
  * Against `feedmirror serve` on 0.0.0.0 with the simulator as the platform.
@@ -24,14 +23,6 @@ import {
  */
 let sim: Simulator;
 let s: ServeUnderTest & { drop: () => Promise<void> };
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '0.0.0.0', r));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 const loginStates = async () =>
   Number((await s.ctx.db.query<{ n: string }>('SELECT count(*) AS n FROM login_states')).rows[0]!.n);
@@ -56,7 +47,7 @@ async function connectWith(url: string, client = '198.51.100.60'): Promise<{ sta
 
 beforeAll(async () => {
   sim = await startSimulator();
-  const port = await freePort();
+  const port = await freePort('0.0.0.0');
   s = await startServeForTest('sec-connect', {
     PORT: String(port),
     PUBLIC_URL: `http://${nonLoopbackAddress()}:${port}`,
@@ -276,7 +267,7 @@ describe('connecting by invitation', () => {
 
 describe('CONNECT_OPEN=true restores self-service', () => {
   it('an anonymous /connect starts the login', async () => {
-    const port = await freePort();
+    const port = await freePort('0.0.0.0');
     const open = await startServeForTest('sec-connect-open', {
       PORT: String(port),
       PUBLIC_URL: `http://${nonLoopbackAddress()}:${port}`,
