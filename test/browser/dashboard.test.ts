@@ -18,7 +18,6 @@ import { runSyncNow } from '../../src/feeds/sync.ts';
 import { createApp } from '../../src/http/app.ts';
 import { resolveDashboardAuth } from '../../src/http/auth/settings.ts';
 import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import type { Feed } from '../../src/schema/v1.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { LocalStorage } from '../../src/storage/index.ts';
@@ -32,6 +31,7 @@ import { silentLogger } from '../../src/util/logger.ts';
 import { recordCaptured, registerSecretForAudit } from '../support/capture.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { CHROMIUM, launchChromium } from '../support/chromium.ts';
+import { noSleep, simPlatformClient } from '../support/sim-platform.ts';
 
 /**
  * The operator dashboard in headless Chromium (Debian's package through playwright-core; nothing
@@ -86,13 +86,9 @@ beforeAll(async () => {
 
   const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
   const config = loadConfig({ MEDIA_ALLOWED_HOSTS: sim.imageHost, MEDIA_VARIANT_WIDTHS: '320' });
-  const platform = new PlatformClient({
-    graphUrl: sim.graphUrl,
-    apiVersion: 'v25.0',
-    oauthTokenUrl: sim.oauthTokenUrl,
-    clock: sim.clock,
+  const platform = simPlatformClient(sim, {
     maxRetries: 1,
-    sleep: async () => undefined,
+    sleep: noSleep,
   });
   const deps = {
     db,

@@ -14,7 +14,6 @@ import { main } from '../../src/cli/main.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
 import { syncAccount } from '../../src/feeds/sync.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { createStorage } from '../../src/storage/index.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
@@ -34,6 +33,7 @@ import { dropQueues } from '../support/queues.ts';
 import { S3RVER_CREDENTIALS } from '../support/s3.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { workerEnv } from '../support/worker-env.ts';
+import { noSleep, simPlatformClient } from '../support/sim-platform.ts';
 
 /**
  * R-HLT-5: a local failure is not the account's. A command or worker that cannot reach Redis or
@@ -98,13 +98,9 @@ beforeAll(async () => {
   deps = {
     db,
     cipher,
-    platform: new PlatformClient({
-      graphUrl: sim.graphUrl,
-      apiVersion: 'v25.0',
-      oauthTokenUrl: sim.oauthTokenUrl,
-      clock: sim.clock,
+    platform: simPlatformClient(sim, {
       maxRetries: 0,
-      sleep: async () => undefined,
+      sleep: noSleep,
     }),
     storage: new LocalStorage(join(dir, 'objects'), env.MEDIA_PUBLIC_URL),
     limits: { allowedHosts: [sim.imageHost], maxBytes: 1e7, maxPixels: 1e8, timeoutMs: 5_000, variantWidths: [160] },

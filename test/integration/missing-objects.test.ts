@@ -13,7 +13,6 @@ import { main } from '../../src/cli/main.ts';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
 import { runSyncNow, syncAccount } from '../../src/feeds/sync.ts';
 import { createApp } from '../../src/http/app.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import type { Feed } from '../../src/schema/v1.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { feedKey } from '../../src/storage/keys.ts';
@@ -32,6 +31,7 @@ import { memoryIO } from '../support/memory-io.ts';
 import { dropQueues } from '../support/queues.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { workerEnv } from '../support/worker-env.ts';
+import { noSleep, simPlatformClient } from '../support/sim-platform.ts';
 
 /**
  * R-HLT-4: health knows what verify knows. An image a published feed points at and storage lacks
@@ -102,13 +102,9 @@ beforeAll(async () => {
   deps = {
     db,
     cipher,
-    platform: new PlatformClient({
-      graphUrl: sim.graphUrl,
-      apiVersion: 'v25.0',
-      oauthTokenUrl: sim.oauthTokenUrl,
-      clock: sim.clock,
+    platform: simPlatformClient(sim, {
       maxRetries: 0,
-      sleep: async () => undefined,
+      sleep: noSleep,
     }),
     storage,
     limits: {
