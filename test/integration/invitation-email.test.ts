@@ -11,13 +11,13 @@ import { memoryIO } from '../support/memory-io.ts';
 import { parseMessage, startSmtpCapture, type SmtpCapture } from '../support/smtp.ts';
 import {
   cookiesOf,
-  DASHBOARD_USER,
   nonLoopbackAddress,
-  postLogin,
-  sessionCookie,
   startServeForTest,
-  type ServeUnderTest,
+  type ServedForTest,
+  operatorSession,
+  stopServe,
 } from '../security/support.ts';
+import { platformEnv, simulatorEnv } from '../support/worker-env.ts';
 
 /**
  * Invitations emailed by feedmirror itself (R-OWN-10): `feedmirror accounts invite --owner-email …
@@ -30,7 +30,7 @@ import {
 const OWNER = 'jane@bakery.example';
 let sim: Simulator;
 let smtp: SmtpCapture;
-let s: ServeUnderTest & { drop: () => Promise<void> };
+let s: ServedForTest;
 let env: Record<string, string>;
 let outbox: string;
 
@@ -78,12 +78,7 @@ beforeAll(async () => {
     PORT: String(port),
     PUBLIC_URL: `http://${nonLoopbackAddress()}:${port}`,
     TRUST_PROXY: '1',
-    APP_ID: sim.appId,
-    APP_SECRET: sim.appSecret,
-    GRAPH_URL: sim.graphUrl,
-    AUTHORIZE_URL: sim.authorizeUrl,
-    OAUTH_TOKEN_URL: sim.oauthTokenUrl,
-    MEDIA_ALLOWED_HOSTS: sim.imageHost,
+    ...simulatorEnv(sim),
     SMTP_URL: smtp.url,
     ALERT_EMAIL_TO: 'ops@example.com',
     ALERT_EMAIL_FROM: 'feeds@northwind.example',
@@ -96,8 +91,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await s?.close();
-  await s?.drop();
+  await stopServe(s);
   await sim?.close();
   await smtp?.close();
   if (outbox) await rm(outbox, { recursive: true, force: true });
@@ -283,7 +277,7 @@ describe("the dashboard's invite form and list of invitations", () => {
   };
 
   beforeAll(async () => {
-    cookie = sessionCookie(await postLogin(s.url, '198.51.100.41', DASHBOARD_USER, s.env.DASHBOARD_PASSWORD!));
+    cookie = await operatorSession(s, '198.51.100.41');
   });
 
   it('"email it" without an address, or with a CRLF in it: one error flash, nothing made', async () => {
@@ -323,19 +317,13 @@ describe("the dashboard's invite form and list of invitations", () => {
       {
         PORT: String(port),
         PUBLIC_URL: `http://${nonLoopbackAddress()}:${port}`,
-        APP_ID: sim.appId,
-        APP_SECRET: sim.appSecret,
-        AUTHORIZE_URL: sim.authorizeUrl,
-        OAUTH_TOKEN_URL: sim.oauthTokenUrl,
-        GRAPH_URL: sim.graphUrl,
+        ...platformEnv(sim),
         OUTBOX_DIR: outbox,
       },
       { databaseUrl: s.env.DATABASE_URL!, redisPrefix: s.env.REDIS_PREFIX! },
     );
     try {
-      const session = sessionCookie(
-        await postLogin(bare.url, '198.51.100.42', DASHBOARD_USER, bare.env.DASHBOARD_PASSWORD!),
-      );
+      const session = await operatorSession(bare, '198.51.100.42');
       const before = smtp.messages.length;
       const made = await post(bare.url, { send: 'email', owner_email: OWNER, owner_name: 'Jane' }, session);
       expect(made.res.status).toBe(200);

@@ -5,9 +5,10 @@ import { runSyncNow } from '../../src/feeds/sync.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { setAccountStatus, upsertAccount } from '../../src/store/accounts.ts';
 import { recordCaptured } from '../support/capture.ts';
-import { DASHBOARD_USER, nonLoopbackAddress, startServeForTest, type ServeUnderTest } from './support.ts';
+import { DASHBOARD_USER, nonLoopbackAddress, startServeForTest, type ServedForTest, stopServe } from './support.ts';
 import { freePort } from '../support/closed-port.ts';
 import { CHROMIUM, launchChromium } from '../support/chromium.ts';
+import { simulatorEnv } from '../support/worker-env.ts';
 
 /**
  * XSS in a real browser (Debian's Chromium through playwright-core), against `feedmirror serve`
@@ -19,7 +20,7 @@ import { CHROMIUM, launchChromium } from '../support/chromium.ts';
  * are files; its config is a JSON data block, not a script).
  */
 let sim: Simulator;
-let s: ServeUnderTest & { drop: () => Promise<void> };
+let s: ServedForTest;
 let browser: Browser;
 let page: Page;
 const consoleErrors: string[] = [];
@@ -50,13 +51,8 @@ beforeAll(async () => {
     PORT: String(port),
     PUBLIC_URL: publicUrl,
     MEDIA_PUBLIC_URL: `${publicUrl}/`,
-    MEDIA_ALLOWED_HOSTS: sim.imageHost,
     MEDIA_VARIANT_WIDTHS: '320',
-    APP_ID: sim.appId,
-    APP_SECRET: sim.appSecret,
-    GRAPH_URL: sim.graphUrl,
-    AUTHORIZE_URL: sim.authorizeUrl,
-    OAUTH_TOKEN_URL: sim.oauthTokenUrl,
+    ...simulatorEnv(sim),
   });
   browser = await launchChromium();
   page = await (await browser.newContext()).newPage();
@@ -78,8 +74,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await s?.close();
-  await s?.drop();
+  await stopServe(s);
   await sim?.close();
 });
 

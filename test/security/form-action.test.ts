@@ -11,9 +11,10 @@ import { createReconnectLink } from '../../src/store/owners.ts';
 import { DAY } from '../../src/util/clock.ts';
 import { recordCaptured } from '../support/capture.ts';
 import { memoryIO } from '../support/memory-io.ts';
-import { DASHBOARD_USER, nonLoopbackAddress, startServeForTest, type ServeUnderTest } from './support.ts';
+import { DASHBOARD_USER, nonLoopbackAddress, startServeForTest, type ServedForTest, stopServe } from './support.ts';
 import { freePort } from '../support/closed-port.ts';
 import { CHROMIUM, launchChromium } from '../support/chromium.ts';
+import { simulatorEnv } from '../support/worker-env.ts';
 
 /**
  * Every form `feedmirror serve` shows, against the redirects its POST answers with. Chromium
@@ -28,7 +29,7 @@ import { CHROMIUM, launchChromium } from '../support/chromium.ts';
  * owner, a held removal, a widget and a webhook endpoint, so that each kind of form is on show.
  */
 let sim: Simulator;
-let s: ServeUnderTest & { drop: () => Promise<void> };
+let s: ServedForTest;
 let browser: Browser;
 let context: BrowserContext;
 let page: Page;
@@ -158,13 +159,8 @@ beforeAll(async () => {
     PORT: String(port),
     PUBLIC_URL: base,
     MEDIA_PUBLIC_URL: `${base}/`,
-    MEDIA_ALLOWED_HOSTS: sim.imageHost,
     MEDIA_VARIANT_WIDTHS: '160',
-    APP_ID: sim.appId,
-    APP_SECRET: sim.appSecret,
-    GRAPH_URL: sim.graphUrl,
-    AUTHORIZE_URL: sim.authorizeUrl,
-    OAUTH_TOKEN_URL: sim.oauthTokenUrl,
+    ...simulatorEnv(sim),
     OWNER_ALERTS: 'on',
     WEBHOOK_ALLOW_PRIVATE: 'true',
   });
@@ -221,8 +217,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await s?.close();
-  await s?.drop();
+  await stopServe(s);
   await sim?.close();
 });
 

@@ -16,6 +16,7 @@ import { freshDatabase, redisForTest } from './services.ts';
 import { startSmtpCapture, type SmtpCapture } from './smtp.ts';
 import { freePort } from './closed-port.ts';
 import { CHROMIUM } from './chromium.ts';
+import { simulatorEnv } from './worker-env.ts';
 
 /**
  * The operator's dashboard as it runs: `feedmirror serve` and `feedmirror worker` built by the
@@ -69,12 +70,7 @@ export async function startOperatorStack(
     STORAGE_URL: storageDir,
     DASHBOARD_USER: OPERATOR,
     DASHBOARD_PASSWORD: password,
-    APP_ID: sim.appId,
-    APP_SECRET: sim.appSecret,
-    GRAPH_URL: sim.graphUrl,
-    AUTHORIZE_URL: sim.authorizeUrl,
-    OAUTH_TOKEN_URL: sim.oauthTokenUrl,
-    MEDIA_ALLOWED_HOSTS: sim.imageHost,
+    ...simulatorEnv(sim),
     MEDIA_VARIANT_WIDTHS: '320',
     SMTP_URL: smtp.url,
     ALERT_EMAIL_TO: 'ops@example.com',
