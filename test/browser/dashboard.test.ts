@@ -86,10 +86,7 @@ beforeAll(async () => {
 
   const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
   const config = loadConfig({ MEDIA_ALLOWED_HOSTS: sim.imageHost, MEDIA_VARIANT_WIDTHS: '320' });
-  const platform = simPlatformClient(sim, {
-    maxRetries: 1,
-    sleep: noSleep,
-  });
+  const platform = simPlatformClient(sim, { maxRetries: 1, sleep: noSleep });
   const deps = {
     db,
     cipher,

@@ -162,11 +162,7 @@ beforeAll(async () => {
   const storage = counting(
     createStorage(config, { credentials: S3RVER_CREDENTIALS, maxAttempts: 1, requestTimeoutMs: 5_000 }),
   );
-  const platform = simPlatformClient(sim, {
-    pageSize: 4,
-    maxRetries: 1,
-    sleep: noSleep,
-  });
+  const platform = simPlatformClient(sim, { pageSize: 4, maxRetries: 1, sleep: noSleep });
   deps = {
     db,
     cipher,

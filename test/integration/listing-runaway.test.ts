@@ -82,10 +82,7 @@ beforeAll(async () => {
   deps = {
     db,
     cipher: TokenCipher.fromEnv(key),
-    platform: simPlatformClient(sim, {
-      maxRetries: 0,
-      pageSize: PAGE_SIZE,
-    }),
+    platform: simPlatformClient(sim, { maxRetries: 0, pageSize: PAGE_SIZE }),
     storage: createStorage(config),
     limits: mirrorLimitsFromConfig(config),
     clock: sim.clock,

@@ -250,11 +250,7 @@ describe('`feedmirror worker` with METRICS_PORT', () => {
     db = createPool(database.url);
     await migrate(db);
     const cipher = TokenCipher.fromEnv(key);
-    const platform = simPlatformClient(sim, {
-      appId: sim.appId,
-      appSecret: sim.appSecret,
-      sleep: noSleep,
-    });
+    const platform = simPlatformClient(sim, { appId: sim.appId, appSecret: sim.appSecret, sleep: noSleep });
     const acc = sim.createAccount({ username: 'metrics.proc', posts: 2 });
     await connectWithShortLivedToken(
       { db, cipher, platform, clock: sim.clock, logger: silentLogger },

@@ -185,10 +185,7 @@ describe('upsertPosts: an unchanged listing writes no post', () => {
 
 describe('a sync reads the database a fixed number of times, not once per post or image', () => {
   it('first and unchanged syncs of a 10-post and a 40-post account (videos and carousels among them) make the same number of queries: five for a first one, three for an unchanged one', async () => {
-    const platform = simPlatformClient(sim, {
-      maxRetries: 1,
-      sleep: noSleep,
-    });
+    const platform = simPlatformClient(sim, { maxRetries: 1, sleep: noSleep });
     const storage = new LocalStorage(mkdtempSync(join(tmpdir(), 'fm-syncqueries-')));
     const queries = async (posts: number) => {
       const acc = sim.createAccount({ posts });

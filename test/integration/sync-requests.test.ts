@@ -102,9 +102,7 @@ beforeAll(async () => {
   jobDeps = {
     db,
     cipher: TokenCipher.fromEnv(key),
-    platform: simPlatformClient(sim, {
-      maxRetries: 0,
-    }),
+    platform: simPlatformClient(sim, { maxRetries: 0 }),
     storage: createStorage(config),
     limits: mirrorLimitsFromConfig(config),
     clock: sim.clock,

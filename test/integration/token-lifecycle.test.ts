@@ -55,12 +55,7 @@ describe('token lifecycle end to end (R-TOK-1..10)', () => {
     registerSecretForAudit(key);
     cipher = TokenCipher.fromEnv(key);
     smtp = await startSmtpCapture();
-    platform = simPlatformClient(sim, {
-      appId: sim.appId,
-      appSecret: sim.appSecret,
-      logger,
-      sleep: noSleep,
-    });
+    platform = simPlatformClient(sim, { appId: sim.appId, appSecret: sim.appSecret, logger, sleep: noSleep });
     // The redirect_uri is this server's own address: listen first, then mount the app on it.
     server = createServer();
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));

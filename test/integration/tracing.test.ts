@@ -96,9 +96,7 @@ describe('tracing (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       const storage = addSpans(createStorage(config), 'storage', ['put', 'get', 'head', 'delete']);
       const logger = createLogger({ level: 'info', destination: { write: (s: string) => void lines.push(s) } });
       const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
-      const platform = simPlatformClient(sim, {
-        maxRetries: 0,
-      });
+      const platform = simPlatformClient(sim, { maxRetries: 0 });
       const deps: FeedDeps = {
         db,
         cipher,

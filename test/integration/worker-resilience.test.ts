@@ -54,12 +54,7 @@ describe('worker resilience', () => {
     db = createPool(database.url, { logger });
     await migrate(db, { logger });
     cipher = TokenCipher.fromEnv(key);
-    platform = simPlatformClient(sim, {
-      appId: sim.appId,
-      appSecret: sim.appSecret,
-      logger,
-      sleep: noSleep,
-    });
+    platform = simPlatformClient(sim, { appId: sim.appId, appSecret: sim.appSecret, logger, sleep: noSleep });
     const acc = sim.createAccount({ username: 'florist', posts: 2 });
     accountId = (
       await connectWithShortLivedToken(

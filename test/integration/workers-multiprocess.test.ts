@@ -63,12 +63,7 @@ describe('three workers, 50 accounts, 90 simulated days (R-TOK-8, R-TOK-9)', () 
     await migrate(db, { logger });
     smtp = await startSmtpCapture();
     const cipher = TokenCipher.fromEnv(key);
-    const platform = simPlatformClient(sim, {
-      appId: sim.appId,
-      appSecret: sim.appSecret,
-      logger,
-      sleep: noSleep,
-    });
+    const platform = simPlatformClient(sim, { appId: sim.appId, appSecret: sim.appSecret, logger, sleep: noSleep });
     for (let i = 0; i < ACCOUNTS; i++) {
       const acc = sim.createAccount({ username: `shop${i}`, posts: 1 });
       await connectWithShortLivedToken(
