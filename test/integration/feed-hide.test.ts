@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountLifecycle } from '../../src/accounts/lifecycle.ts';
-import { main } from '../../src/cli/main.ts';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
 import { FeedHideError, hidePostFromFeed, unhidePostFromFeed } from '../../src/feeds/hide.ts';
 import { feedToPublish } from '../../src/feeds/publish.ts';
@@ -16,9 +15,9 @@ import { DAY, HOUR } from '../../src/util/clock.ts';
 import { widgetDocumentSchema } from '../../src/schema/widget-document.ts';
 import type { WidgetDeps } from '../../src/widgets/publish.ts';
 import { changeWidget, createWidget } from '../../src/widgets/widgets.ts';
-import { memoryIO } from '../support/memory-io.ts';
 import { importSimAccount } from '../support/accounts.ts';
 import { openFeedStage, withWidgets, type FeedStage } from '../support/feed-stage.ts';
+import { runCli } from '../support/cli.ts';
 
 /**
  * R-OWN-17 through the real sync path (the simulator over HTTP, PostgreSQL, a local storage folder):
@@ -170,11 +169,7 @@ describe('hiding a post from its account’s feed (R-OWN-17)', () => {
       MEDIA_PUBLIC_URL: 'http://media.example.test/',
       TOKEN_ENCRYPTION_KEY: stage.key,
     };
-    const run = async (args: string[]) => {
-      const io = memoryIO({ env });
-      const code = await main(['feeds', ...args], io);
-      return { code, out: io.out(), err: io.err() };
-    };
+    const run = (args: string[]) => runCli(['feeds', ...args], env);
     const post = ids[0]!;
     const hid = await run(['hide', account, post]);
     expect(hid.code, hid.err).toBe(0);

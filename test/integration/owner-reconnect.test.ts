@@ -3,15 +3,15 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { loadToken } from '../../src/store/tokens.ts';
 import { DAY, FileClock, HOUR } from '../../src/util/clock.ts';
 import { recordCaptured } from '../support/capture.ts';
-import { memoryIO } from '../support/memory-io.ts';
 import { startSmtpCapture, type SmtpCapture } from '../support/smtp.ts';
-import { nonLoopbackAddress, startServeForTest, type ServeUnderTest } from '../security/support.ts';
+import { nonLoopbackAddress, startServeForTest, type ServedForTest, stopServe } from '../security/support.ts';
 import { freePort } from '../support/closed-port.ts';
+import { simulatorEnv } from '../support/worker-env.ts';
+import { runCli } from '../support/cli.ts';
 
 /**
  * The owner fixes their own connection, end to end: `feedmirror serve` with the simulator as the
@@ -26,15 +26,13 @@ const OWNER = 'jane.owner@example.com';
 
 let sim: Simulator;
 let smtp: SmtpCapture;
-let s: ServeUnderTest & { drop: () => Promise<void> };
+let s: ServedForTest;
 let clockFile: string;
 let storageDir: string;
 let env: Record<string, string>;
 
 async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const io = memoryIO({ env });
-  const code = await main(args, io);
-  return { code, out: io.out(), err: io.err() };
+  return runCli(args, env);
 }
 
 async function get(url: string, init: RequestInit = {}): Promise<{ res: Response; text: string }> {
@@ -76,12 +74,7 @@ beforeAll(async () => {
     PORT: String(port),
     PUBLIC_URL: `http://${nonLoopbackAddress()}:${port}`,
     TRUST_PROXY: '1',
-    APP_ID: sim.appId,
-    APP_SECRET: sim.appSecret,
-    GRAPH_URL: sim.graphUrl,
-    AUTHORIZE_URL: sim.authorizeUrl,
-    OAUTH_TOKEN_URL: sim.oauthTokenUrl,
-    MEDIA_ALLOWED_HOSTS: sim.imageHost,
+    ...simulatorEnv(sim),
     MEDIA_PUBLIC_URL: 'http://media.example.test/',
     MEDIA_VARIANT_WIDTHS: '160',
     STORAGE_URL: storageDir,
@@ -97,8 +90,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await s?.close();
-  await s?.drop();
+  await stopServe(s);
   await sim?.close();
   await smtp?.close();
   if (storageDir) await rm(storageDir, { recursive: true, force: true });

@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountLifecycle } from '../../src/accounts/lifecycle.ts';
-import { main } from '../../src/cli/main.ts';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
 import { publishDemoFeedIfNone } from '../../src/feeds/publish.ts';
 import { runSyncNow } from '../../src/feeds/sync.ts';
@@ -14,10 +13,10 @@ import { DAY, HOUR } from '../../src/util/clock.ts';
 import { widgetDocumentSchema, type WidgetDocument } from '../../src/schema/widget-document.ts';
 import { publishWidgetDocument, type WidgetDeps } from '../../src/widgets/publish.ts';
 import { changeWidget, createWidget, hidePost, removeWidget, unhidePost } from '../../src/widgets/widgets.ts';
-import { memoryIO } from '../support/memory-io.ts';
 import { startS3, S3RVER_CREDENTIALS, type TestS3 } from '../support/s3.ts';
 import { importSimAccount } from '../support/accounts.ts';
 import { openFeedStage, withWidgets, type FeedStage } from '../support/feed-stage.ts';
+import { runCli } from '../support/cli.ts';
 
 /**
  * Widgets (R-WID-1..6) through the real sync path: the simulator over HTTP, PostgreSQL, a local
@@ -288,11 +287,7 @@ describe('feedmirror widgets (the CLI, in-process)', () => {
     MEDIA_PUBLIC_URL: 'http://media.example.test/',
     LOG_LEVEL: 'info',
   });
-  const run = async (args: string[]) => {
-    const io = memoryIO({ env: env() });
-    const code = await main(['widgets', ...args], io);
-    return { code, out: io.out(), err: io.err() };
-  };
+  const run = (args: string[]) => runCli(['widgets', ...args], env());
 
   it('R-WID-6: add --json prints the widget (jq-able); list, show, set, hide, unhide, remove; unknown ids are one line', async () => {
     const acc = await syncedAccount('widget.cli', [
