@@ -7,7 +7,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type pg from 'pg';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueue, QUEUE } from '../../jobs/queues.ts';
 import { DEFAULT_SCHEDULES, accountSchedules, scheduleAccount } from '../../jobs/schedules.ts';
@@ -18,7 +18,6 @@ import { runSyncNow } from '../../src/feeds/sync.ts';
 import { createApp } from '../../src/http/app.ts';
 import { resolveDashboardAuth } from '../../src/http/auth/settings.ts';
 import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import type { Feed } from '../../src/schema/v1.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { LocalStorage } from '../../src/storage/index.ts';
@@ -31,6 +30,8 @@ import { DAY } from '../../src/util/clock.ts';
 import { silentLogger } from '../../src/util/logger.ts';
 import { recordCaptured, registerSecretForAudit } from '../support/capture.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
+import { CHROMIUM, launchChromium } from '../support/chromium.ts';
+import { noSleep, simPlatformClient } from '../support/sim-platform.ts';
 
 /**
  * The operator dashboard in headless Chromium (Debian's package through playwright-core; nothing
@@ -38,7 +39,6 @@ import { freshDatabase, redisForTest } from '../support/services.ts';
  * (BullMQ queues) and the simulator as the platform: an account is synced, its covers mirrored to
  * a local-folder storage served by the app at /media, and its feed published at /feeds/<id>.json.
  */
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = path.resolve('test-artifacts/screenshots');
 const USER = 'operator';
 const PASSWORD = `pw-${randomBytes(9).toString('base64url')}`;
@@ -86,14 +86,7 @@ beforeAll(async () => {
 
   const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
   const config = loadConfig({ MEDIA_ALLOWED_HOSTS: sim.imageHost, MEDIA_VARIANT_WIDTHS: '320' });
-  const platform = new PlatformClient({
-    graphUrl: sim.graphUrl,
-    apiVersion: 'v25.0',
-    oauthTokenUrl: sim.oauthTokenUrl,
-    clock: sim.clock,
-    maxRetries: 1,
-    sleep: async () => undefined,
-  });
+  const platform = simPlatformClient(sim, { maxRetries: 1, sleep: noSleep });
   const deps = {
     db,
     cipher,
@@ -181,18 +174,7 @@ beforeAll(async () => {
   });
   handler = app;
 
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
   page = await context.newPage();
   page.on('response', (r) => {

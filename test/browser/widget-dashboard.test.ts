@@ -8,7 +8,7 @@ import { listPostIds } from '../../src/store/posts.ts';
 import { HOUR } from '../../src/util/clock.ts';
 import { createWidget } from '../../src/widgets/widgets.ts';
 import { importSimAccount } from '../support/accounts.ts';
-import { DASHBOARD_USER, startServeForTest, type ServeUnderTest } from '../security/support.ts';
+import { DASHBOARD_USER, startServeForTest, type ServedForTest, stopServe } from '../security/support.ts';
 
 /**
  * The operator hides a post from its account's feed on a widget's dashboard page, in headless
@@ -21,7 +21,7 @@ const CHROMIUM = '/usr/bin/chromium';
 const CSP_VIOLATION = 'violates the following Content Security Policy directive';
 
 let sim: Simulator;
-let serve: ServeUnderTest & { drop: () => Promise<void> };
+let serve: ServedForTest;
 let browser: Browser;
 let accountId = '';
 let widgetId = '';
@@ -62,8 +62,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await serve?.close();
-  await serve?.drop();
+  await stopServe(serve);
   await sim?.close();
 });
 

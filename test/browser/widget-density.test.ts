@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
@@ -13,6 +13,7 @@ import { feedSchema } from '../../src/schema/v1.ts';
 import { LocalStorage } from '../../src/storage/index.ts';
 import { publishWidget, WIDGET_KEY } from '../../src/embed/index.ts';
 import { cssRgb, measureDensity } from '../support/density.ts';
+import { CHROMIUM, launchChromium } from '../support/chromium.ts';
 
 /**
  * In headless Chromium: on a plain page embedding the widget (grid and list), the
@@ -21,7 +22,6 @@ import { cssRgb, measureDensity } from '../support/density.ts';
  * images are made by the pipeline's own processImage (the default ladder) from 1080 px JPEGs in
  * the platform's three shapes.
  */
-const CHROMIUM = '/usr/bin/chromium';
 const SHAPES: Array<[number, number]> = [
   [1080, 1350],
   [1080, 1080],
@@ -143,18 +143,7 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   await buildFeed('webp', ['webp'], 12);
   await buildFeed('avif', ['webp', 'avif'], 3);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium();
 }, 120_000);
 
 afterAll(async () => {

@@ -4,19 +4,19 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalStorage } from '../../src/storage/index.ts';
 import { publishWidget, WIDGET_KEY } from '../../src/embed/index.ts';
 import { feedSchema, type Feed } from '../../src/schema/v1.ts';
+import { CHROMIUM, launchChromium } from '../support/chromium.ts';
 
 /**
  * The embeddable widget in a real headless Chromium (Debian's package, driven by playwright-core;
  * nothing downloads a browser). A plain HTML page, the published script, the feeds and real JPEGs
  * are served by a node:http server on 127.0.0.1.
  */
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = path.resolve('test-artifacts/screenshots');
 
 let browser: Browser;
@@ -189,18 +189,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

@@ -12,7 +12,6 @@ import { main } from '../../src/cli/main.ts';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
 import { runSyncNow } from '../../src/feeds/sync.ts';
 import { parseExposition } from '../../src/metrics/exposition.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
 import { listSyncRuns, markSynced, setAccountStatus, upsertAccount, SYNC_RUNS_KEPT } from '../../src/store/accounts.ts';
@@ -27,16 +26,11 @@ import { FileClock, HOUR } from '../../src/util/clock.ts';
 import { silentLogger } from '../../src/util/logger.ts';
 import { memoryIO } from '../support/memory-io.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
-import {
-  DASHBOARD_USER,
-  postLogin,
-  sessionCookie,
-  startServeForTest,
-  type ServeUnderTest,
-} from '../security/support.ts';
+import { startServeForTest, type ServedForTest, operatorSession } from '../security/support.ts';
 import { recordCaptured } from '../support/capture.ts';
 import { importSimAccount } from '../support/accounts.ts';
 import { startSmtpCapture } from '../support/smtp.ts';
+import { noSleep, simPlatformClient } from '../support/sim-platform.ts';
 
 /**
  * R-HLT-1..3: what an account's health is made of, recorded where copies fail and read back in a
@@ -70,14 +64,7 @@ beforeAll(async () => {
   deps = {
     db,
     cipher,
-    platform: new PlatformClient({
-      graphUrl: sim.graphUrl,
-      apiVersion: 'v25.0',
-      oauthTokenUrl: sim.oauthTokenUrl,
-      clock: sim.clock,
-      maxRetries: 1,
-      sleep: async () => undefined,
-    }),
+    platform: simPlatformClient(sim, { maxRetries: 1, sleep: noSleep }),
     storage: new LocalStorage(join(storageDir, 'storage'), 'http://127.0.0.1:8080/'),
     // The image host is refused, as after the simulator moved to another port.
     limits: {
@@ -269,7 +256,7 @@ describe('the facts of all accounts in a fixed number of queries', () => {
 });
 
 describe('every surface shows the same verdict (R-HLT-1)', () => {
-  let serve: ServeUnderTest & { drop: () => Promise<void> };
+  let serve: ServedForTest;
   let env: Record<string, string>;
   const metricsToken = `mt-${randomBytes(12).toString('hex')}`;
 
@@ -308,9 +295,7 @@ describe('every surface shows the same verdict (R-HLT-1)', () => {
     const kinds = expected.health.reasons.map((r) => r.kind);
     expect(kinds).toEqual(expect.arrayContaining(['copies_failing', 'posts_withheld']));
 
-    const cookie = sessionCookie(
-      await postLogin(serve.url, '192.0.2.7', DASHBOARD_USER, serve.env.DASHBOARD_PASSWORD!),
-    );
+    const cookie = await operatorSession(serve, '192.0.2.7');
     const { res, html } = await page(`/dashboard/accounts/${accountId}`, cookie);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-security-policy')).toMatch(/script-src 'self'/);
@@ -390,9 +375,7 @@ describe('every surface shows the same verdict (R-HLT-1)', () => {
     expect(check.detail).toContain(`(${acc.id}) fail: [reauth_required] the owner must connect the account again`);
     expect(check.detail).toContain(`\`${command}\``);
     expect(check.detail).not.toContain('jane.owner@'); // doctor's line reaches logs: the owner is masked, or absent
-    const cookie = sessionCookie(
-      await postLogin(serve.url, '192.0.2.9', DASHBOARD_USER, serve.env.DASHBOARD_PASSWORD!),
-    );
+    const cookie = await operatorSession(serve, '192.0.2.9');
     for (const path of [`/dashboard/accounts/${acc.id}`, '/dashboard']) {
       const { html } = await page(path, cookie);
       const li = new RegExp(
@@ -444,9 +427,7 @@ describe('every surface shows the same verdict (R-HLT-1)', () => {
   }, 60_000);
 
   it('an unknown account is an HTML 404 page of the dashboard; without a session, the login', async () => {
-    const cookie = sessionCookie(
-      await postLogin(serve.url, '192.0.2.8', DASHBOARD_USER, serve.env.DASHBOARD_PASSWORD!),
-    );
+    const cookie = await operatorSession(serve, '192.0.2.8');
     for (const id of ['17841499999999999', 'not%20an%20id', '%3Cb%3E']) {
       const { res, html } = await page(`/dashboard/accounts/${id}`, cookie);
       expect(res.status).toBe(404);

@@ -8,15 +8,13 @@ import { createMailer, type Mailer } from '../../src/alerts/mailer.ts';
 import { runExpirySweep, alertReauthRequired, type SweepDeps } from '../../src/alerts/sweep.ts';
 import { getAccount, setAccountStatus, upsertAccount } from '../../src/store/accounts.ts';
 import { TokenCipher } from '../../src/store/crypto.ts';
-import { createPool } from '../../src/store/db.ts';
 import { collectingEvents, listEvents } from '../support/events.ts';
-import { migrate } from '../../src/store/migrate.ts';
 import { loadToken, recordRefreshFailure, replaceTokenIfCurrent, saveToken } from '../../src/store/tokens.ts';
 import { DAY, HOUR, ManualClock } from '../../src/util/clock.ts';
 import { createLogger } from '../../src/util/logger.ts';
 import { registerSecret } from '../../src/util/redact.ts';
-import { freshDatabase } from '../support/services.ts';
-import { startSmtpCapture, type SmtpCapture } from '../support/smtp.ts';
+import type { SmtpCapture } from '../support/smtp.ts';
+import { openAlertStage, type AlertStage } from '../support/alert-stage.ts';
 
 const ENCRYPTION_KEY = randomBytes(32).toString('base64');
 const cipher = TokenCipher.fromEnv(ENCRYPTION_KEY);
@@ -29,34 +27,19 @@ const newToken = () => {
   return t;
 };
 
+let stage: AlertStage;
 let pool: pg.Pool;
-let drop: () => Promise<void>;
 let smtp: SmtpCapture;
 let mailer: Mailer;
 const logLines: string[] = [];
 const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void logLines.push(s) } });
 
 beforeAll(async () => {
-  const d = await freshDatabase('alertsweep');
-  drop = d.drop;
-  pool = createPool(d.url);
-  await migrate(pool);
-  smtp = await startSmtpCapture();
-  mailer = createMailer(
-    {
-      SMTP_URL: smtp.url,
-      ALERT_EMAIL_TO: 'ops@example.com',
-      ALERT_EMAIL_FROM: 'feedmirror@example.com',
-      OUTBOX_DIR: '/nonexistent',
-    },
-    logger,
-  );
+  stage = await openAlertStage('alertsweep', logger);
+  ({ pool, smtp, mailer } = stage);
 });
 afterAll(async () => {
-  mailer.close();
-  await smtp.close();
-  await pool.end();
-  await drop();
+  await stage?.close();
 });
 
 let accountSeq = 0;

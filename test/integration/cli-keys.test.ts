@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.ts';
 import { TokenCipher, keyFingerprint } from '../../src/store/crypto.ts';
 import { createPool } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
@@ -8,8 +7,8 @@ import { upsertAccount } from '../../src/store/accounts.ts';
 import { loadToken, saveToken } from '../../src/store/tokens.ts';
 import { createEndpoint, signingSecrets } from '../../src/store/webhooks.ts';
 import { registerSecretForAudit } from '../support/capture.ts';
-import { memoryIO } from '../support/memory-io.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
+import { runCli } from '../support/cli.ts';
 
 /**
  * `feedmirror keys list|rotate` on the README's rotation recipe, from the bare key `feedmirror init`
@@ -55,11 +54,7 @@ describe('feedmirror keys', () => {
     await db.drop();
   });
 
-  const run = async (argv: string[], key: string) => {
-    const io = memoryIO({ env: { ...env, TOKEN_ENCRYPTION_KEY: key } });
-    const code = await main(argv, io);
-    return { code, out: io.out(), err: io.err() };
-  };
+  const run = (argv: string[], key: string) => runCli(argv, { ...env, TOKEN_ENCRYPTION_KEY: key });
 
   it('the recipe as written: bare key, then new:<key>,old:<key>, keys rotate, the old key dropped', async () => {
     const first = await run(['keys', 'list', '--json'], oldKey);

@@ -2,10 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { main } from '../../src/cli/main.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { closedPort } from '../support/closed-port.ts';
-import { memoryIO } from '../support/memory-io.ts';
+import { runCli } from '../support/cli.ts';
 
 /**
  * `feedmirror simulator post add|edit|delete`, `revoke`, `expire-token`, `rate-limit`, `accounts`
@@ -21,11 +20,8 @@ describe('feedmirror simulator verbs', () => {
   let dir: string;
   let empty: string;
   let accountId: string;
-  const run = async (args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) => {
-    const io = memoryIO({ cwd: opts.cwd ?? dir, env: opts.env ?? {} });
-    const code = await main(args, io);
-    return { code, out: io.out(), err: io.err() };
-  };
+  const run = (args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) =>
+    runCli(args, opts.env ?? {}, { cwd: opts.cwd ?? dir });
 
   beforeAll(async () => {
     sim = await startSimulator({ start: Date.UTC(2026, 3, 1) });

@@ -9,6 +9,7 @@ import { createQueue, QUEUE } from '../../jobs/queues.ts';
 import { registerSecretForAudit } from '../support/capture.ts';
 import { memoryIO } from '../support/memory-io.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
+import { runCli } from '../support/cli.ts';
 
 /**
  * R-SET-1: `feedmirror media rebuild` and `feedmirror webhooks add` act on work the workers do
@@ -48,11 +49,7 @@ describe('commands and the settings the workers run with', () => {
     await db.drop();
   });
 
-  const run = async (extra: NodeJS.ProcessEnv = {}) => {
-    const io = memoryIO({ env: { ...env, ...extra } });
-    const code = await main(['media', 'rebuild', '--json'], io);
-    return { code, out: io.out(), err: io.err() };
-  };
+  const run = (extra: NodeJS.ProcessEnv = {}) => runCli(['media', 'rebuild', '--json'], { ...env, ...extra });
   const worker = (id: string, formats: string[]) =>
     recordWorkerSettings(pool, {
       workerId: id,
@@ -115,11 +112,8 @@ describe('commands and the settings the workers run with', () => {
   });
 
   it('webhooks add: a private endpoint allowed here but refused by a running worker is refused now, in one line', async () => {
-    const add = async (extra: NodeJS.ProcessEnv) => {
-      const io = memoryIO({ env: { ...env, ...extra } });
-      const code = await main(['webhooks', 'add', 'http://127.0.0.1:9/hook'], io);
-      return { code, out: io.out(), err: io.err() };
-    };
+    const add = (extra: NodeJS.ProcessEnv) =>
+      runCli(['webhooks', 'add', 'http://127.0.0.1:9/hook'], { ...env, ...extra });
     await pool.query('DELETE FROM worker_settings');
     await worker('w3', ['webp']); // WEBHOOK_ALLOW_PRIVATE false
     const refused = await add({ WEBHOOK_ALLOW_PRIVATE: 'true' });

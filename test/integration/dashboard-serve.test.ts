@@ -1,9 +1,8 @@
 import { spawn } from 'node:child_process';
-import { createServer as createHttpServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { recordCaptured } from '../support/capture.ts';
+import { closedPort } from '../support/closed-port.ts';
 
 /**
  * `feedmirror serve` as a real process: it refuses to start on a non-loopback HOST without
@@ -11,14 +10,6 @@ import { recordCaptured } from '../support/capture.ts';
  * port here, so reaching them would fail differently), and says which variables to set.
  */
 const BIN = path.resolve('bin/feedmirror.js');
-
-async function closedPort(): Promise<number> {
-  const srv = createHttpServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 async function runServe(env: Record<string, string>): Promise<{ code: number | null; stderr: string; stdout: string }> {
   const port = await closedPort();

@@ -1,35 +1,23 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { readFile, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AccountLifecycle, NO_SCHEDULES } from '../../src/accounts/lifecycle.ts';
-import { main } from '../../src/cli/main.ts';
-import { loadConfig } from '../../src/config.ts';
+import { AccountLifecycle } from '../../src/accounts/lifecycle.ts';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
 import { FeedHideError, hidePostFromFeed, unhidePostFromFeed } from '../../src/feeds/hide.ts';
 import { feedToPublish } from '../../src/feeds/publish.ts';
 import { runSyncNow } from '../../src/feeds/sync.ts';
-import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import type { Feed } from '../../src/schema/v1.ts';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
-import { createStorage } from '../../src/storage/index.ts';
-import { getAccount, upsertAccount } from '../../src/store/accounts.ts';
-import { TokenCipher } from '../../src/store/crypto.ts';
-import { createPool } from '../../src/store/db.ts';
-import { migrate } from '../../src/store/migrate.ts';
+import type { Simulator } from '../../src/simulator/index.ts';
+import { getAccount } from '../../src/store/accounts.ts';
 import { getFeedPublication, listMediaCopies, listPostIds } from '../../src/store/posts.ts';
-import { saveToken } from '../../src/store/tokens.ts';
 import { DAY, HOUR } from '../../src/util/clock.ts';
-import { createLogger } from '../../src/util/logger.ts';
 import { widgetDocumentSchema } from '../../src/schema/widget-document.ts';
-import { widgetRepublisher, type WidgetDeps } from '../../src/widgets/publish.ts';
+import type { WidgetDeps } from '../../src/widgets/publish.ts';
 import { changeWidget, createWidget } from '../../src/widgets/widgets.ts';
-import { memoryIO } from '../support/memory-io.ts';
-import { freshDatabase } from '../support/services.ts';
+import { importSimAccount } from '../support/accounts.ts';
+import { openFeedStage, withWidgets, type FeedStage } from '../support/feed-stage.ts';
+import { runCli } from '../support/cli.ts';
 
 /**
  * R-OWN-17 through the real sync path (the simulator over HTTP, PostgreSQL, a local storage folder):
@@ -38,11 +26,8 @@ import { freshDatabase } from '../support/services.ts';
  * change of its caption and a reconnect; unhiding puts it back from the same copies. R-OWN-6 holds:
  * nothing else leaves the feed. The CLI (`feeds hide|unhide|hidden`) in-process.
  */
-const KEY = randomBytes(32).toString('base64');
-const cipher = TokenCipher.fromEnv(KEY);
-const logger = createLogger({ level: 'silent' });
+let stage: FeedStage;
 let db: pg.Pool;
-let drop: () => Promise<void>;
 let databaseUrl: string;
 let sim: Simulator;
 let deps: FeedDeps;
@@ -51,70 +36,17 @@ let storageDir: string;
 let lifecycle: AccountLifecycle;
 
 beforeAll(async () => {
-  const fresh = await freshDatabase('feedhide');
-  drop = fresh.drop;
-  databaseUrl = fresh.url;
-  db = createPool(fresh.url, { max: 5 });
-  await migrate(db);
-  sim = await startSimulator();
-  storageDir = mkdtempSync(join(tmpdir(), 'fm-feed-hide-'));
-  const config = loadConfig({
-    STORAGE_URL: storageDir,
-    MEDIA_ALLOWED_HOSTS: sim.imageHost,
-    MEDIA_VARIANT_WIDTHS: '160',
-    MEDIA_PUBLIC_URL: 'http://media.example.test/',
-  });
-  const storage = createStorage(config);
-  wdeps = { db, storage, clock: sim.clock, logger };
-  lifecycle = new AccountLifecycle({
-    db,
-    clock: sim.clock,
-    logger,
-    schedules: NO_SCHEDULES,
-    alertReauth: async () => null,
-    accountChanged: widgetRepublisher(wdeps),
-  });
-  deps = {
-    db,
-    cipher,
-    platform: new PlatformClient({
-      graphUrl: sim.graphUrl,
-      apiVersion: 'v25.0',
-      oauthTokenUrl: sim.oauthTokenUrl,
-      clock: sim.clock,
-      pageSize: 25,
-      maxRetries: 0,
-      sleep: async () => undefined,
-    }),
-    storage,
-    limits: { ...mirrorLimitsFromConfig(config) },
-    clock: sim.clock,
-    logger,
-    lifecycle,
-    sourceChanged: widgetRepublisher(wdeps),
-  };
+  stage = await openFeedStage('feedhide');
+  ({ db, databaseUrl, sim, storageDir } = stage);
+  ({ deps, wdeps, lifecycle } = withWidgets(stage));
 });
 
 afterAll(async () => {
-  await sim?.close();
-  await db?.end();
-  await drop?.();
-  if (storageDir) await rm(storageDir, { recursive: true, force: true });
+  await stage?.close();
 });
 
 async function connect(id: string, username: string): Promise<void> {
-  await upsertAccount(db, { id, username }, sim.clock.now());
-  await saveToken(
-    db,
-    cipher,
-    {
-      accountId: id,
-      accessToken: sim.issueLongLivedToken(id),
-      obtainedAt: sim.clock.now(),
-      expiresAt: new Date(sim.clock.now().getTime() + 50 * DAY),
-    },
-    'imported',
-  );
+  await importSimAccount(db, stage.cipher, sim, { id, username }, 50 * DAY);
   await lifecycle.apply(id, 'connected');
 }
 
@@ -235,13 +167,9 @@ describe('hiding a post from its account’s feed (R-OWN-17)', () => {
       DATABASE_URL: databaseUrl,
       STORAGE_URL: storageDir,
       MEDIA_PUBLIC_URL: 'http://media.example.test/',
-      TOKEN_ENCRYPTION_KEY: KEY,
+      TOKEN_ENCRYPTION_KEY: stage.key,
     };
-    const run = async (args: string[]) => {
-      const io = memoryIO({ env });
-      const code = await main(['feeds', ...args], io);
-      return { code, out: io.out(), err: io.err() };
-    };
+    const run = (args: string[]) => runCli(['feeds', ...args], env);
     const post = ids[0]!;
     const hid = await run(['hide', account, post]);
     expect(hid.code, hid.err).toBe(0);

@@ -13,7 +13,6 @@ import { copySlot } from '../../src/feeds/copy-slot.ts';
 import { publishAccountFeed, publishDemoFeedIfNone } from '../../src/feeds/publish.ts';
 import { runSyncNow, syncAccount } from '../../src/feeds/sync.ts';
 import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import { validateFeed } from '../../src/schema/validate.ts';
 import type { Feed } from '../../src/schema/v1.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
@@ -37,6 +36,7 @@ import type { WebhookEvent } from '../../src/webhooks/events.ts';
 import { listMediaCopies } from '../../src/store/posts.ts';
 import { JOBS } from '../../jobs/catalogue.ts';
 import { enqueue } from '../../jobs/enqueue.ts';
+import { noSleep, simPlatformClient } from '../support/sim-platform.ts';
 
 const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
 let db: pg.Pool;
@@ -162,15 +162,7 @@ beforeAll(async () => {
   const storage = counting(
     createStorage(config, { credentials: S3RVER_CREDENTIALS, maxAttempts: 1, requestTimeoutMs: 5_000 }),
   );
-  const platform = new PlatformClient({
-    graphUrl: sim.graphUrl,
-    apiVersion: 'v25.0',
-    oauthTokenUrl: sim.oauthTokenUrl,
-    clock: sim.clock,
-    pageSize: 4,
-    maxRetries: 1,
-    sleep: async () => undefined,
-  });
+  const platform = simPlatformClient(sim, { pageSize: 4, maxRetries: 1, sleep: noSleep });
   deps = {
     db,
     cipher,

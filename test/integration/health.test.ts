@@ -14,6 +14,7 @@ import { createMetrics } from '../../src/metrics/index.ts';
 import { createStorage, type ObjectStorage } from '../../src/storage/index.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { S3RVER_CREDENTIALS, startS3, type TestS3 } from '../support/s3.ts';
+import { freePort } from '../support/closed-port.ts';
 
 /**
  * /healthz, /readyz and /metrics against real Redis, Postgres and an S3 API (s3rver). A
@@ -34,14 +35,6 @@ let silent: TcpServer;
 let silentPort = 0;
 const silentSockets = new Set<Socket>();
 const cleanups: Array<() => unknown> = [];
-
-async function freePort(): Promise<number> {
-  const srv = createTcpServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 async function serve(deps: HealthDeps): Promise<string> {
   const app = express();

@@ -1,24 +1,23 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { recordCaptured } from '../support/capture.ts';
-import { closedPort } from '../support/closed-port.ts';
+import { closedPort, freePort } from '../support/closed-port.ts';
 import { memoryIO } from '../support/memory-io.ts';
 import { parseMessage, startSmtpCapture, type SmtpCapture } from '../support/smtp.ts';
 import {
   cookiesOf,
-  DASHBOARD_USER,
   nonLoopbackAddress,
-  postLogin,
-  sessionCookie,
   startServeForTest,
-  type ServeUnderTest,
+  type ServedForTest,
+  operatorSession,
+  stopServe,
 } from '../security/support.ts';
+import { platformEnv, simulatorEnv } from '../support/worker-env.ts';
 
 /**
  * Invitations emailed by feedmirror itself (R-OWN-10): `feedmirror accounts invite --owner-email …
@@ -31,17 +30,9 @@ import {
 const OWNER = 'jane@bakery.example';
 let sim: Simulator;
 let smtp: SmtpCapture;
-let s: ServeUnderTest & { drop: () => Promise<void> };
+let s: ServedForTest;
 let env: Record<string, string>;
 let outbox: string;
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '0.0.0.0', r));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 async function cli(args: string[], over: Record<string, string | undefined> = {}) {
   const merged: Record<string, string> = { ...env };
@@ -82,17 +73,12 @@ beforeAll(async () => {
   sim = await startSimulator();
   smtp = await startSmtpCapture();
   outbox = mkdtempSync(join(tmpdir(), 'fm-invitemail-outbox-'));
-  const port = await freePort();
+  const port = await freePort('0.0.0.0');
   s = await startServeForTest('invite-mail', {
     PORT: String(port),
     PUBLIC_URL: `http://${nonLoopbackAddress()}:${port}`,
     TRUST_PROXY: '1',
-    APP_ID: sim.appId,
-    APP_SECRET: sim.appSecret,
-    GRAPH_URL: sim.graphUrl,
-    AUTHORIZE_URL: sim.authorizeUrl,
-    OAUTH_TOKEN_URL: sim.oauthTokenUrl,
-    MEDIA_ALLOWED_HOSTS: sim.imageHost,
+    ...simulatorEnv(sim),
     SMTP_URL: smtp.url,
     ALERT_EMAIL_TO: 'ops@example.com',
     ALERT_EMAIL_FROM: 'feeds@northwind.example',
@@ -105,8 +91,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await s?.close();
-  await s?.drop();
+  await stopServe(s);
   await sim?.close();
   await smtp?.close();
   if (outbox) await rm(outbox, { recursive: true, force: true });
@@ -292,7 +277,7 @@ describe("the dashboard's invite form and list of invitations", () => {
   };
 
   beforeAll(async () => {
-    cookie = sessionCookie(await postLogin(s.url, '198.51.100.41', DASHBOARD_USER, s.env.DASHBOARD_PASSWORD!));
+    cookie = await operatorSession(s, '198.51.100.41');
   });
 
   it('"email it" without an address, or with a CRLF in it: one error flash, nothing made', async () => {
@@ -326,25 +311,19 @@ describe("the dashboard's invite form and list of invitations", () => {
   });
 
   it('a serve without SMTP_URL: "email it" says in one flash it was not sent, and the page shows the link to copy', async () => {
-    const port = await freePort();
+    const port = await freePort('0.0.0.0');
     const bare = await startServeForTest(
       'invite-mail-bare',
       {
         PORT: String(port),
         PUBLIC_URL: `http://${nonLoopbackAddress()}:${port}`,
-        APP_ID: sim.appId,
-        APP_SECRET: sim.appSecret,
-        AUTHORIZE_URL: sim.authorizeUrl,
-        OAUTH_TOKEN_URL: sim.oauthTokenUrl,
-        GRAPH_URL: sim.graphUrl,
+        ...platformEnv(sim),
         OUTBOX_DIR: outbox,
       },
       { databaseUrl: s.env.DATABASE_URL!, redisPrefix: s.env.REDIS_PREFIX! },
     );
     try {
-      const session = sessionCookie(
-        await postLogin(bare.url, '198.51.100.42', DASHBOARD_USER, bare.env.DASHBOARD_PASSWORD!),
-      );
+      const session = await operatorSession(bare, '198.51.100.42');
       const before = smtp.messages.length;
       const made = await post(bare.url, { send: 'email', owner_email: OWNER, owner_name: 'Jane' }, session);
       expect(made.res.status).toBe(200);

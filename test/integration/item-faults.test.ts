@@ -1,47 +1,32 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type pg from 'pg';
-import { Job, QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
-import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import { validateFeed } from '../../src/schema/validate.ts';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
-import { createStorage } from '../../src/storage/index.ts';
+import type { Simulator } from '../../src/simulator/index.ts';
 import { getAccount, listAccounts } from '../../src/store/accounts.ts';
-import { TokenCipher } from '../../src/store/crypto.ts';
-import { createPool } from '../../src/store/db.ts';
-import { migrate } from '../../src/store/migrate.ts';
 import { listPosts } from '../../src/store/posts.ts';
 import { syncSummary } from '../../src/accounts/sync-summary.ts';
 import { loadAccountHealth } from '../../src/accounts/health.ts';
-import { createLogger } from '../../src/util/logger.ts';
-import { startFeedWorkers } from '../../jobs/feed-workers.ts';
 import type { FeedSyncReturn } from '../../jobs/feed-sync.ts';
-import { JOBS } from '../../jobs/catalogue.ts';
-import { enqueue } from '../../jobs/enqueue.ts';
-import { createQueues, QUEUE, type Queues } from '../../jobs/queues.ts';
+import { createQueues, type Queues } from '../../jobs/queues.ts';
 import { main } from '../../src/cli/main.ts';
 import { memoryIO } from '../support/memory-io.ts';
-import { freshDatabase, redisForTest } from '../support/services.ts';
+import { redisForTest } from '../support/services.ts';
 import { dropQueues } from '../support/queues.ts';
 import { importSimAccount } from '../support/accounts.ts';
+import { openFeedStage, type FeedStage } from '../support/feed-stage.ts';
+import { syncThroughWorkers } from '../support/worker-sync.ts';
 
 /**
  * One bad item from the platform never stops an account: a page holds one item with a malformed
  * id (`1799.1`, as seen in the wild) and one with no timestamp; the others are published, the
  * account shows the skipped items and why, and the next sync is not blocked.
  */
-const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
-const logger = createLogger({ level: 'silent' });
+let stage: FeedStage;
 let db: pg.Pool;
 let dbUrl: string;
-let drop: () => Promise<void>;
 let sim: Simulator;
 let deps: FeedDeps;
 let storageDir: string;
@@ -50,66 +35,21 @@ let queues: Queues;
 const redis = redisForTest('itemfaults');
 
 beforeAll(async () => {
-  const fresh = await freshDatabase('itemfaults');
-  drop = fresh.drop;
-  dbUrl = fresh.url;
-  db = createPool(fresh.url, { max: 5 });
-  await migrate(db);
-  sim = await startSimulator();
-  storageDir = mkdtempSync(join(tmpdir(), 'fm-itemfaults-'));
-  const config = loadConfig({
-    STORAGE_URL: storageDir,
-    MEDIA_ALLOWED_HOSTS: sim.imageHost,
-    MEDIA_VARIANT_WIDTHS: '160',
-    MEDIA_PUBLIC_URL: 'http://media.example.test/',
-  });
-  const platform = new PlatformClient({
-    graphUrl: sim.graphUrl,
-    apiVersion: 'v25.0',
-    oauthTokenUrl: sim.oauthTokenUrl,
-    clock: sim.clock,
-    pageSize: 25,
-    maxRetries: 0,
-    sleep: async () => undefined,
-  });
-  deps = {
-    db,
-    cipher,
-    platform,
-    storage: createStorage(config),
-    limits: mirrorLimitsFromConfig(config),
-    clock: sim.clock,
-    logger,
-  };
+  stage = await openFeedStage('itemfaults');
+  ({ db, databaseUrl: dbUrl, sim, deps, storageDir } = stage);
   const acc = sim.createAccount({ username: 'glitchy.shop', posts: 4 });
   accountId = acc.id;
-  await importSimAccount(db, cipher, sim, acc);
+  await importSimAccount(db, stage.cipher, sim, acc);
   queues = createQueues(redis);
 });
 
 afterAll(async () => {
   await dropQueues(queues);
-  await sim?.close();
-  await db?.end();
-  await drop?.();
-  if (storageDir) await rm(storageDir, { recursive: true, force: true });
+  await stage?.close();
 });
 
 async function syncThroughTheWorkers(): Promise<FeedSyncReturn> {
-  const workers = await startFeedWorkers({ ...deps, redis });
-  const syncEvents = new QueueEvents(QUEUE.feedSync, { connection: { url: redis.url }, prefix: redis.prefix });
-  const publishEvents = new QueueEvents(QUEUE.publishFeed, { connection: { url: redis.url }, prefix: redis.prefix });
-  try {
-    await Promise.all([syncEvents.waitUntilReady(), publishEvents.waitUntilReady()]);
-    const job = await enqueue(queues, JOBS.feedSync, { accountId });
-    const result = (await job.waitUntilFinished(syncEvents, 30_000)) as FeedSyncReturn;
-    if (result.publishJobId)
-      await (await Job.fromId(queues.publishFeed, result.publishJobId))!.waitUntilFinished(publishEvents, 30_000);
-    return result;
-  } finally {
-    await workers.close();
-    await Promise.all([syncEvents.close(), publishEvents.close()]);
-  }
+  return syncThroughWorkers(deps, redis, queues, accountId);
 }
 
 async function readFeed() {

@@ -9,7 +9,6 @@ import { loadConfig } from '../../src/config.ts';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
 import { syncAccount, type SyncResult } from '../../src/feeds/sync.ts';
 import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { createStorage } from '../../src/storage/index.ts';
 import { getAccount, upsertAccount } from '../../src/store/accounts.ts';
@@ -25,6 +24,7 @@ import { registerSecretForAudit } from '../support/capture.ts';
 import { runFeedmirror } from '../support/processes.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { workerEnv } from '../support/worker-env.ts';
+import { simPlatformClient } from '../support/sim-platform.ts';
 
 /**
  * R-NET-6: a listing that keeps paging past what the account can hold stops on its own, long
@@ -82,14 +82,7 @@ beforeAll(async () => {
   deps = {
     db,
     cipher: TokenCipher.fromEnv(key),
-    platform: new PlatformClient({
-      graphUrl: sim.graphUrl,
-      apiVersion: 'v25.0',
-      oauthTokenUrl: sim.oauthTokenUrl,
-      clock: sim.clock,
-      maxRetries: 0,
-      pageSize: PAGE_SIZE,
-    }),
+    platform: simPlatformClient(sim, { maxRetries: 0, pageSize: PAGE_SIZE }),
     storage: createStorage(config),
     limits: mirrorLimitsFromConfig(config),
     clock: sim.clock,

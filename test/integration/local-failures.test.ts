@@ -10,11 +10,9 @@ import { feedSyncJob } from '../../jobs/feed-sync.ts';
 import { statusOnlyLifecycle } from '../../src/accounts/lifecycle.ts';
 import { refreshAccountToken } from '../../src/accounts/token-refresh.ts';
 import { mirrorMediaJob } from '../../jobs/mirror-media.ts';
-import { main } from '../../src/cli/main.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
 import { syncAccount } from '../../src/feeds/sync.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { createStorage } from '../../src/storage/index.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
@@ -28,12 +26,13 @@ import { silentLogger } from '../../src/util/logger.ts';
 import { importSimAccount } from '../support/accounts.ts';
 import { registerSecretForAudit } from '../support/capture.ts';
 import { closedPort } from '../support/closed-port.ts';
-import { memoryIO } from '../support/memory-io.ts';
 import { runFeedmirror } from '../support/processes.ts';
 import { dropQueues } from '../support/queues.ts';
 import { S3RVER_CREDENTIALS } from '../support/s3.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { workerEnv } from '../support/worker-env.ts';
+import { noSleep, simPlatformClient } from '../support/sim-platform.ts';
+import { runCli } from '../support/cli.ts';
 
 /**
  * R-HLT-5: a local failure is not the account's. A command or worker that cannot reach Redis or
@@ -56,11 +55,7 @@ let deps: FeedDeps;
 let accountId: string;
 let port: number;
 
-const cli = async (args: string[], over: Record<string, string> = {}) => {
-  const io = memoryIO({ env: { ...env, ...over } });
-  const code = await main(args, io);
-  return { code, out: io.out(), err: io.err() };
-};
+const cli = (args: string[], over: Record<string, string> = {}) => runCli(args, { ...env, ...over });
 /** The account as `accounts list --json` shows it: its last sync and its health. */
 const listed = async (id = accountId) => {
   const r = await cli(['accounts', 'list', '--json']);
@@ -98,14 +93,7 @@ beforeAll(async () => {
   deps = {
     db,
     cipher,
-    platform: new PlatformClient({
-      graphUrl: sim.graphUrl,
-      apiVersion: 'v25.0',
-      oauthTokenUrl: sim.oauthTokenUrl,
-      clock: sim.clock,
-      maxRetries: 0,
-      sleep: async () => undefined,
-    }),
+    platform: simPlatformClient(sim, { maxRetries: 0, sleep: noSleep }),
     storage: new LocalStorage(join(dir, 'objects'), env.MEDIA_PUBLIC_URL),
     limits: { allowedHosts: [sim.imageHost], maxBytes: 1e7, maxPixels: 1e8, timeoutMs: 5_000, variantWidths: [160] },
     clock: sim.clock,

@@ -12,7 +12,6 @@ import { createMetrics, type Metrics } from '../../src/metrics/index.ts';
 import { parseExposition, type MetricFamily } from '../../src/metrics/exposition.ts';
 import { platformCallObserver } from '../../src/metrics/observe.ts';
 import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { createStorage } from '../../src/storage/index.ts';
 import { upsertAccount } from '../../src/store/accounts.ts';
@@ -31,6 +30,7 @@ import { spawnFeedmirror, type Spawned } from '../support/processes.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { until } from '../support/wait.ts';
 import { workerEnv } from '../support/worker-env.ts';
+import { noSleep, simPlatformClient } from '../support/sim-platform.ts';
 
 /**
  * The worker side of /metrics: the real feed pipeline (simulator, Postgres,
@@ -81,14 +81,10 @@ describe('worker metrics, counted by the real pipeline', () => {
       MEDIA_VARIANT_WIDTHS: '320',
     });
     metrics = createMetrics({ processMetrics: false });
-    const platform = new PlatformClient({
-      graphUrl: sim.graphUrl,
-      apiVersion: 'v25.0',
-      oauthTokenUrl: sim.oauthTokenUrl,
-      clock: sim.clock,
+    const platform = simPlatformClient(sim, {
       pageSize: 4,
       maxRetries: 0,
-      sleep: async () => undefined,
+      sleep: noSleep,
       observer: platformCallObserver(metrics),
     });
     deps = {
@@ -254,15 +250,7 @@ describe('`feedmirror worker` with METRICS_PORT', () => {
     db = createPool(database.url);
     await migrate(db);
     const cipher = TokenCipher.fromEnv(key);
-    const platform = new PlatformClient({
-      graphUrl: sim.graphUrl,
-      apiVersion: 'v25.0',
-      oauthTokenUrl: sim.oauthTokenUrl,
-      appId: sim.appId,
-      appSecret: sim.appSecret,
-      clock: sim.clock,
-      sleep: async () => {},
-    });
+    const platform = simPlatformClient(sim, { appId: sim.appId, appSecret: sim.appSecret, sleep: noSleep });
     const acc = sim.createAccount({ username: 'metrics.proc', posts: 2 });
     await connectWithShortLivedToken(
       { db, cipher, platform, clock: sim.clock, logger: silentLogger },

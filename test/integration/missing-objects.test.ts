@@ -9,11 +9,9 @@ import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mirrorMediaJob } from '../../jobs/mirror-media.ts';
 import { loadAccountHealth } from '../../src/accounts/health.ts';
-import { main } from '../../src/cli/main.ts';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
 import { runSyncNow, syncAccount } from '../../src/feeds/sync.ts';
 import { createApp } from '../../src/http/app.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import type { Feed } from '../../src/schema/v1.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { feedKey } from '../../src/storage/keys.ts';
@@ -28,10 +26,11 @@ import { silentLogger } from '../../src/util/logger.ts';
 import { runVerify } from '../../src/verify/verify.ts';
 import { importSimAccount } from '../support/accounts.ts';
 import { registerSecretForAudit } from '../support/capture.ts';
-import { memoryIO } from '../support/memory-io.ts';
 import { dropQueues } from '../support/queues.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { workerEnv } from '../support/worker-env.ts';
+import { noSleep, simPlatformClient } from '../support/sim-platform.ts';
+import { runCli } from '../support/cli.ts';
 
 /**
  * R-HLT-4: health knows what verify knows. An image a published feed points at and storage lacks
@@ -56,11 +55,7 @@ let deps: FeedDeps;
 /** Every call to the graph host (listings, single-media reads) answered "rate limited" (code 17). */
 const graphCalls = /^\/graph\/v[\d.]+\//;
 
-const cli = async (...args: string[]) => {
-  const io = memoryIO({ env });
-  const code = await main(args, io);
-  return { code, out: io.out(), err: io.err() };
-};
+const cli = (...args: string[]) => runCli(args, env);
 const healthFromCli = async (id: string) => {
   const r = await cli('accounts', 'list', '--json');
   expect(r.code, r.err).toBe(0);
@@ -102,14 +97,7 @@ beforeAll(async () => {
   deps = {
     db,
     cipher,
-    platform: new PlatformClient({
-      graphUrl: sim.graphUrl,
-      apiVersion: 'v25.0',
-      oauthTokenUrl: sim.oauthTokenUrl,
-      clock: sim.clock,
-      maxRetries: 0,
-      sleep: async () => undefined,
-    }),
+    platform: simPlatformClient(sim, { maxRetries: 0, sleep: noSleep }),
     storage,
     limits: {
       allowedHosts: [sim.imageHost],

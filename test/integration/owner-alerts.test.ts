@@ -4,14 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMailer, type Mailer } from '../../src/alerts/mailer.ts';
+import type { Mailer } from '../../src/alerts/mailer.ts';
 import { runExpirySweep, type SweepDeps } from '../../src/alerts/sweep.ts';
 import { publishAccountStatus, statusPublisher } from '../../src/accounts/status-document.ts';
 import { AccountLifecycle, NO_SCHEDULES } from '../../src/accounts/lifecycle.ts';
 import { markSynced, upsertAccount } from '../../src/store/accounts.ts';
 import { TokenCipher } from '../../src/store/crypto.ts';
-import { createPool } from '../../src/store/db.ts';
-import { migrate } from '../../src/store/migrate.ts';
 import { findReconnectLink, linkState, setOwner } from '../../src/store/owners.ts';
 import { saveToken } from '../../src/store/tokens.ts';
 import { createStorage } from '../../src/storage/index.ts';
@@ -19,10 +17,10 @@ import { statusKey } from '../../src/storage/keys.ts';
 import { DAY, HOUR, ManualClock } from '../../src/util/clock.ts';
 import { createLogger } from '../../src/util/logger.ts';
 import { collectingEvents } from '../support/events.ts';
-import { freshDatabase } from '../support/services.ts';
 import { ownStorage } from '../support/storage-owner.ts';
-import { startSmtpCapture, type SmtpCapture } from '../support/smtp.ts';
+import type { SmtpCapture } from '../support/smtp.ts';
 import { registerSecretForAudit } from '../support/capture.ts';
+import { openAlertStage, type AlertStage } from '../support/alert-stage.ts';
 
 /**
  * Owner alerts through the expiry sweep (R-OWN-11, R-OWN-12, R-OWN-14) against real PostgreSQL
@@ -32,33 +30,18 @@ const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
 const PUBLIC_URL = 'https://feeds.example.com';
 const LINK_RE = /https:\/\/feeds\.example\.com\/reconnect\/([A-Za-z0-9_-]{43})/;
 
+let stage: AlertStage;
 let pool: pg.Pool;
-let drop: () => Promise<void>;
 let smtp: SmtpCapture;
 let mailer: Mailer;
 const logger = createLogger({ level: 'warn', destination: { write: () => undefined } });
 
 beforeAll(async () => {
-  const d = await freshDatabase('owneralerts');
-  drop = d.drop;
-  pool = createPool(d.url);
-  await migrate(pool);
-  smtp = await startSmtpCapture();
-  mailer = createMailer(
-    {
-      SMTP_URL: smtp.url,
-      ALERT_EMAIL_TO: 'ops@example.com',
-      ALERT_EMAIL_FROM: 'feedmirror@example.com',
-      OUTBOX_DIR: '/x',
-    },
-    logger,
-  );
+  stage = await openAlertStage('owneralerts', logger);
+  ({ pool, smtp, mailer } = stage);
 });
 afterAll(async () => {
-  mailer.close();
-  await smtp.close();
-  await pool.end();
-  await drop();
+  await stage?.close();
 });
 
 let seq = 0;

@@ -1,20 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upsertAccount } from '../../src/store/accounts.ts';
 import { getOwner } from '../../src/store/owners.ts';
-import {
-  DASHBOARD_USER,
-  postLogin,
-  sessionCookie,
-  startServeForTest,
-  type ServeUnderTest,
-} from '../security/support.ts';
+import { startServeForTest, type ServedForTest, operatorSession, stopServe } from '../security/support.ts';
 
 /**
  * R-OWN-10 on the dashboard: the account page's Owner form sets and clears the owner (a POST with
  * the CSRF token, like every dashboard form; a bad address is refused in words and stores nothing),
  * and an invitation made on the dashboard carries the owner it names.
  */
-let serve: ServeUnderTest & { drop: () => Promise<void> };
+let serve: ServedForTest;
 const accountId = '17841400000000088';
 
 beforeAll(async () => {
@@ -25,14 +19,13 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await serve?.close();
-  await serve?.drop();
+  await stopServe(serve);
 });
 
 describe('the owner on the dashboard (R-OWN-10)', () => {
   it('the Owner form sets the owner with the CSRF token only, refuses a bad address in words, and clears it', async () => {
     const ip = '198.51.100.41';
-    const cookie = sessionCookie(await postLogin(serve.url, ip, DASHBOARD_USER, serve.env.DASHBOARD_PASSWORD!));
+    const cookie = await operatorSession(serve, ip);
     const headers = { cookie, origin: serve.url, 'x-forwarded-for': ip };
     const pageUrl = `${serve.url}/dashboard/accounts/${accountId}`;
     const page = await (await fetch(pageUrl, { headers })).text();
@@ -83,7 +76,7 @@ describe('the owner on the dashboard (R-OWN-10)', () => {
 
   it('an invitation made on the dashboard carries the owner it names; a bad address makes none', async () => {
     const ip = '198.51.100.42';
-    const cookie = sessionCookie(await postLogin(serve.url, ip, DASHBOARD_USER, serve.env.DASHBOARD_PASSWORD!));
+    const cookie = await operatorSession(serve, ip);
     const headers = { cookie, origin: serve.url, 'x-forwarded-for': ip };
     const page = await (await fetch(`${serve.url}/dashboard`, { headers })).text();
     const csrf = /name="_csrf" value="([^"]+)"/.exec(page)![1]!;

@@ -1,17 +1,17 @@
 import { mkdtempSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { loadToken } from '../../src/store/tokens.ts';
 import { DAY, FileClock, HOUR } from '../../src/util/clock.ts';
 import { recordCaptured } from '../support/capture.ts';
-import { memoryIO } from '../support/memory-io.ts';
 import { startSmtpCapture, type SmtpCapture } from '../support/smtp.ts';
-import { nonLoopbackAddress, startServeForTest, type ServeUnderTest } from '../security/support.ts';
+import { nonLoopbackAddress, startServeForTest, type ServedForTest, stopServe } from '../security/support.ts';
+import { freePort } from '../support/closed-port.ts';
+import { simulatorEnv } from '../support/worker-env.ts';
+import { runCli } from '../support/cli.ts';
 
 /**
  * The owner fixes their own connection, end to end: `feedmirror serve` with the simulator as the
@@ -26,23 +26,13 @@ const OWNER = 'jane.owner@example.com';
 
 let sim: Simulator;
 let smtp: SmtpCapture;
-let s: ServeUnderTest & { drop: () => Promise<void> };
+let s: ServedForTest;
 let clockFile: string;
 let storageDir: string;
 let env: Record<string, string>;
 
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '0.0.0.0', r));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
-
 async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const io = memoryIO({ env });
-  const code = await main(args, io);
-  return { code, out: io.out(), err: io.err() };
+  return runCli(args, env);
 }
 
 async function get(url: string, init: RequestInit = {}): Promise<{ res: Response; text: string }> {
@@ -79,17 +69,12 @@ beforeAll(async () => {
   clockFile = join(mkdtempSync(join(tmpdir(), 'fm-owner-clock-')), 'now');
   FileClock.write(clockFile, T0);
   storageDir = mkdtempSync(join(tmpdir(), 'fm-owner-storage-'));
-  const port = await freePort();
+  const port = await freePort('0.0.0.0');
   s = await startServeForTest('owner-reconnect', {
     PORT: String(port),
     PUBLIC_URL: `http://${nonLoopbackAddress()}:${port}`,
     TRUST_PROXY: '1',
-    APP_ID: sim.appId,
-    APP_SECRET: sim.appSecret,
-    GRAPH_URL: sim.graphUrl,
-    AUTHORIZE_URL: sim.authorizeUrl,
-    OAUTH_TOKEN_URL: sim.oauthTokenUrl,
-    MEDIA_ALLOWED_HOSTS: sim.imageHost,
+    ...simulatorEnv(sim),
     MEDIA_PUBLIC_URL: 'http://media.example.test/',
     MEDIA_VARIANT_WIDTHS: '160',
     STORAGE_URL: storageDir,
@@ -105,8 +90,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await s?.close();
-  await s?.drop();
+  await stopServe(s);
   await sim?.close();
   await smtp?.close();
   if (storageDir) await rm(storageDir, { recursive: true, force: true });

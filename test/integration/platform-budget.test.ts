@@ -11,7 +11,6 @@ import { loadConfig } from '../../src/config.ts';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
 import { createMetrics } from '../../src/metrics/index.ts';
 import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import { AccountCallPacer } from '../../jobs/call-pacer.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { createStorage } from '../../src/storage/index.ts';
@@ -25,6 +24,7 @@ import { startFeedWorkers, type RunningFeedWorkers } from '../../jobs/feed-worke
 import { createQueue, QUEUE, redisClient } from '../../jobs/queues.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { until } from '../support/wait.ts';
+import { simPlatformClient } from '../support/sim-platform.ts';
 
 /**
  * R-OWN-1: usage driven to the platform's limits. The simulator throttles as the platform does
@@ -64,10 +64,7 @@ describe('platform budget: pacing, slow-down, waits outside the job (R-OWN-1)', 
       MEDIA_ALLOWED_HOSTS: sim.imageHost,
     });
     const logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(s) });
-    const platform = new PlatformClient({
-      graphUrl: sim.graphUrl,
-      apiVersion: 'v25.0',
-      oauthTokenUrl: sim.oauthTokenUrl,
+    const platform = simPlatformClient(sim, {
       clock: systemClock,
       maxRetries: 0,
       logger,

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/simulator/index.ts';
-import { PlatformClient, type PlatformClientOptions } from '../../src/platform/client.ts';
+import type { PlatformClientOptions } from '../../src/platform/client.ts';
 import {
   InsufficientDeveloperRoleError,
   MalformedResponseError,
@@ -19,6 +19,7 @@ import { SCOPE } from '../../src/platform/identifiers.ts';
 import { DAY, HOUR } from '../../src/util/clock.ts';
 import { createLogger } from '../../src/util/logger.ts';
 import { recordCaptured } from '../support/capture.ts';
+import { simPlatformClient } from '../support/sim-platform.ts';
 
 /**
  * The platform client against the real simulator over HTTP: the requests it sends are asserted on
@@ -30,13 +31,9 @@ let sim: Sim;
 let sleeps: number[];
 
 function client(opts: Partial<PlatformClientOptions> = {}) {
-  return new PlatformClient({
-    graphUrl: sim.graphUrl,
-    apiVersion: 'v25.0',
-    oauthTokenUrl: sim.oauthTokenUrl,
+  return simPlatformClient(sim, {
     appId: sim.appId,
     appSecret: sim.appSecret,
-    clock: sim.clock,
     sleep: async (ms) => {
       sleeps.push(ms);
     },

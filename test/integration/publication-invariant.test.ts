@@ -1,39 +1,25 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type pg from 'pg';
-import { Job, QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusOnlyLifecycle } from '../../src/accounts/lifecycle.ts';
-import { loadConfig } from '../../src/config.ts';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
 import { confirmHeldRemoval } from '../../src/feeds/removal.ts';
 import { runSyncNow } from '../../src/feeds/sync.ts';
-import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import { validateFeed } from '../../src/schema/validate.ts';
 import type { Feed } from '../../src/schema/v1.ts';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
-import { createStorage } from '../../src/storage/index.ts';
+import type { Simulator } from '../../src/simulator/index.ts';
 import { ownStorage } from '../support/storage-owner.ts';
-import { upsertAccount } from '../../src/store/accounts.ts';
-import { TokenCipher } from '../../src/store/crypto.ts';
-import { createPool } from '../../src/store/db.ts';
 import { getRemovalHold } from '../../src/store/holds.ts';
-import { migrate } from '../../src/store/migrate.ts';
 import { listMediaCopies, listPosts } from '../../src/store/posts.ts';
-import { saveToken } from '../../src/store/tokens.ts';
 import { DAY, HOUR, MINUTE } from '../../src/util/clock.ts';
-import { createLogger } from '../../src/util/logger.ts';
-import { startFeedWorkers } from '../../jobs/feed-workers.ts';
 import type { FeedSyncReturn } from '../../jobs/feed-sync.ts';
-import { JOBS } from '../../jobs/catalogue.ts';
-import { enqueue } from '../../jobs/enqueue.ts';
-import { createQueues, QUEUE, type Queues } from '../../jobs/queues.ts';
-import { freshDatabase, redisForTest } from '../support/services.ts';
+import { createQueues, type Queues } from '../../jobs/queues.ts';
+import { redisForTest } from '../support/services.ts';
 import { dropQueues } from '../support/queues.ts';
+import { importSimAccount } from '../support/accounts.ts';
+import { openFeedStage, type FeedStage } from '../support/feed-stage.ts';
+import { syncThroughWorkers } from '../support/worker-sync.ts';
 
 /**
  * The publication invariant (R-OWN-6, R-OWN-7, R-OWN-8, R-OWN-9), one test per way a published
@@ -41,10 +27,8 @@ import { dropQueues } from '../support/queues.ts';
  * children, publish-feed), real PostgreSQL, Redis and a local storage folder, the simulator over
  * HTTP. Each test has its own account.
  */
-const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
-const logger = createLogger({ level: 'silent' });
+let stage: FeedStage;
 let db: pg.Pool;
-let drop: () => Promise<void>;
 let sim: Simulator;
 let deps: FeedDeps;
 let storageDir: string;
@@ -52,35 +36,8 @@ let queues: Queues;
 const redis = redisForTest('pubinv');
 
 beforeAll(async () => {
-  const fresh = await freshDatabase('pubinv');
-  drop = fresh.drop;
-  db = createPool(fresh.url, { max: 5 });
-  await migrate(db);
-  sim = await startSimulator();
-  storageDir = mkdtempSync(join(tmpdir(), 'fm-pubinv-'));
-  const config = loadConfig({
-    STORAGE_URL: storageDir,
-    MEDIA_ALLOWED_HOSTS: sim.imageHost,
-    MEDIA_VARIANT_WIDTHS: '160',
-    MEDIA_PUBLIC_URL: 'http://media.example.test/',
-  });
-  deps = {
-    db,
-    cipher,
-    platform: new PlatformClient({
-      graphUrl: sim.graphUrl,
-      apiVersion: 'v25.0',
-      oauthTokenUrl: sim.oauthTokenUrl,
-      clock: sim.clock,
-      pageSize: 25,
-      maxRetries: 0,
-      sleep: async () => undefined,
-    }),
-    storage: createStorage(config),
-    limits: { ...mirrorLimitsFromConfig(config) },
-    clock: sim.clock,
-    logger,
-  };
+  stage = await openFeedStage('pubinv');
+  ({ db, sim, deps, storageDir } = stage);
   queues = createQueues(redis);
   // A new storage, made this deployment's as a worker's first start makes it (R-DEL-1).
   await ownStorage(db, deps.storage);
@@ -88,26 +45,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await dropQueues(queues);
-  await sim?.close();
-  await db?.end();
-  await drop?.();
-  if (storageDir) await rm(storageDir, { recursive: true, force: true });
+  await stage?.close();
 });
 
 /** Connect (or connect again) an account with a fresh long-lived token, as `accounts add` stores it. */
 async function connect(id: string, username: string): Promise<void> {
-  await upsertAccount(db, { id, username }, sim.clock.now());
-  await saveToken(
-    db,
-    cipher,
-    {
-      accountId: id,
-      accessToken: sim.issueLongLivedToken(id),
-      obtainedAt: sim.clock.now(),
-      expiresAt: new Date(sim.clock.now().getTime() + 50 * DAY),
-    },
-    'imported',
-  );
+  await importSimAccount(db, stage.cipher, sim, { id, username }, 50 * DAY);
   await statusOnlyLifecycle(deps).apply(id, 'connected');
 }
 
@@ -119,20 +62,7 @@ async function newAccount(username: string, posts: number): Promise<string> {
 
 /** One sync as the worker runs it: the feed-sync job, its copies and its publish job. */
 async function workerSync(accountId: string, over: Partial<FeedDeps> = {}): Promise<FeedSyncReturn> {
-  const workers = await startFeedWorkers({ ...deps, ...over, redis });
-  const syncEvents = new QueueEvents(QUEUE.feedSync, { connection: { url: redis.url }, prefix: redis.prefix });
-  const publishEvents = new QueueEvents(QUEUE.publishFeed, { connection: { url: redis.url }, prefix: redis.prefix });
-  try {
-    await Promise.all([syncEvents.waitUntilReady(), publishEvents.waitUntilReady()]);
-    const job = await enqueue(queues, JOBS.feedSync, { accountId });
-    const result = (await job.waitUntilFinished(syncEvents, 30_000)) as FeedSyncReturn;
-    if (result.publishJobId)
-      await (await Job.fromId(queues.publishFeed, result.publishJobId))!.waitUntilFinished(publishEvents, 30_000);
-    return result;
-  } finally {
-    await workers.close();
-    await Promise.all([syncEvents.close(), publishEvents.close()]);
-  }
+  return syncThroughWorkers({ ...deps, ...over }, redis, queues, accountId);
 }
 
 /** The feed as a site reads it. */

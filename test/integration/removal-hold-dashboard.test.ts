@@ -1,20 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upsertAccount } from '../../src/store/accounts.ts';
 import { getRemovalHold, saveRemovalHold } from '../../src/store/holds.ts';
-import {
-  DASHBOARD_USER,
-  postLogin,
-  sessionCookie,
-  startServeForTest,
-  type ServeUnderTest,
-} from '../security/support.ts';
+import { startServeForTest, type ServedForTest, operatorSession, stopServe } from '../security/support.ts';
 
 /**
  * R-OWN-7 in the dashboard: a held removal is shown on the accounts page with what it would do and
  * a Confirm button; the button (a POST with the CSRF token, like every dashboard form) runs the
  * same confirmHeldRemoval as `feedmirror feeds confirm-removal`, in `feedmirror serve`.
  */
-let serve: ServeUnderTest & { drop: () => Promise<void> };
+let serve: ServedForTest;
 const accountId = '17841400000000077';
 
 beforeAll(async () => {
@@ -31,14 +25,13 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await serve?.close();
-  await serve?.drop();
+  await stopServe(serve);
 });
 
 describe('a held removal in the dashboard (R-OWN-7)', () => {
   it('shown with its Confirm button; the POST needs the CSRF token, then removes and publishes; the hold is gone', async () => {
     const ip = '198.51.100.30';
-    const cookie = sessionCookie(await postLogin(serve.url, ip, DASHBOARD_USER, serve.env.DASHBOARD_PASSWORD!));
+    const cookie = await operatorSession(serve, ip);
     const headers = { cookie, origin: serve.url, 'x-forwarded-for': ip };
     const page = await (await fetch(`${serve.url}/dashboard`, { headers })).text();
     expect(page).toContain('data-removal-held="2"');

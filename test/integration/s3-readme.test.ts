@@ -21,6 +21,7 @@ import { startS3, S3RVER_CREDENTIALS, type TestS3 } from '../support/s3.ts';
 import { redisForTest } from '../support/services.ts';
 import { until } from '../support/wait.ts';
 import { dropQueues } from '../support/queues.ts';
+import { simulatorEnv } from '../support/worker-env.ts';
 
 /**
  * docs/getting-started.md, "Running with S3", followed step by step in its order, with s3rver standing in for S3
@@ -114,12 +115,7 @@ describe('docs/getting-started.md: Running with S3, as followed', () => {
       REDIS_PREFIX: redis.prefix,
       PUBLIC_URL: `http://127.0.0.1:${port}`,
       PORT: String(port),
-      APP_ID: sim.appId,
-      APP_SECRET: sim.appSecret,
-      GRAPH_URL: sim.graphUrl,
-      AUTHORIZE_URL: sim.authorizeUrl,
-      OAUTH_TOKEN_URL: sim.oauthTokenUrl,
-      MEDIA_ALLOWED_HOSTS: sim.imageHost,
+      ...simulatorEnv(sim),
       MEDIA_VARIANT_WIDTHS: '160',
     };
     let text = readFileSync(join(dir, '.env'), 'utf8');

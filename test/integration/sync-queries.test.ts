@@ -6,7 +6,6 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
 import { syncAccount } from '../../src/feeds/sync.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { LocalStorage } from '../../src/storage/local.ts';
 import { upsertAccount } from '../../src/store/accounts.ts';
@@ -29,6 +28,7 @@ import { earliestExpiry } from '../../src/platform/links.ts';
 import { silentLogger } from '../../src/util/logger.ts';
 import { freshDatabase } from '../support/services.ts';
 import { importSimAccount } from '../support/accounts.ts';
+import { noSleep, simPlatformClient } from '../support/sim-platform.ts';
 
 /**
  * A sync reads the database a fixed number of times, however many posts the account has: it used
@@ -185,14 +185,7 @@ describe('upsertPosts: an unchanged listing writes no post', () => {
 
 describe('a sync reads the database a fixed number of times, not once per post or image', () => {
   it('first and unchanged syncs of a 10-post and a 40-post account (videos and carousels among them) make the same number of queries: five for a first one, three for an unchanged one', async () => {
-    const platform = new PlatformClient({
-      graphUrl: sim.graphUrl,
-      apiVersion: 'v25.0',
-      oauthTokenUrl: sim.oauthTokenUrl,
-      clock: sim.clock,
-      maxRetries: 1,
-      sleep: async () => undefined,
-    });
+    const platform = simPlatformClient(sim, { maxRetries: 1, sleep: noSleep });
     const storage = new LocalStorage(mkdtempSync(join(tmpdir(), 'fm-syncqueries-')));
     const queries = async (posts: number) => {
       const acc = sim.createAccount({ posts });

@@ -16,7 +16,6 @@ import { main } from '../../src/cli/main.ts';
 import type { CliIO } from '../../src/cli/io.ts';
 import { loadConfig } from '../../src/config.ts';
 import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { createStorage } from '../../src/storage/index.ts';
 import { getAccount, upsertAccount } from '../../src/store/accounts.ts';
@@ -32,6 +31,7 @@ import { registerSecretForAudit } from '../support/capture.ts';
 import { dropQueues } from '../support/queues.ts';
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { workerEnv } from '../support/worker-env.ts';
+import { simPlatformClient } from '../support/sim-platform.ts';
 
 /**
  * R-NET-7: an operator's sync request (`feedmirror sync <id>`; the dashboard's button takes the same path,
@@ -102,13 +102,7 @@ beforeAll(async () => {
   jobDeps = {
     db,
     cipher: TokenCipher.fromEnv(key),
-    platform: new PlatformClient({
-      graphUrl: sim.graphUrl,
-      apiVersion: 'v25.0',
-      oauthTokenUrl: sim.oauthTokenUrl,
-      clock: sim.clock,
-      maxRetries: 0,
-    }),
+    platform: simPlatformClient(sim, { maxRetries: 0 }),
     storage: createStorage(config),
     limits: mirrorLimitsFromConfig(config),
     clock: sim.clock,

@@ -21,6 +21,7 @@ import { createApp } from '../../src/http/app.ts';
 import { AccountLifecycle } from '../../src/accounts/lifecycle.ts';
 import { refreshAccountToken, type TokenRefreshDeps } from '../../src/accounts/token-refresh.ts';
 import type pg from 'pg';
+import { noSleep, simPlatformClient } from '../support/sim-platform.ts';
 
 /**
  * The whole life of a token: login through /connect and /callback on the simulator,
@@ -54,16 +55,7 @@ describe('token lifecycle end to end (R-TOK-1..10)', () => {
     registerSecretForAudit(key);
     cipher = TokenCipher.fromEnv(key);
     smtp = await startSmtpCapture();
-    platform = new PlatformClient({
-      graphUrl: sim.graphUrl,
-      apiVersion: 'v25.0',
-      oauthTokenUrl: sim.oauthTokenUrl,
-      appId: sim.appId,
-      appSecret: sim.appSecret,
-      clock: sim.clock,
-      logger,
-      sleep: async () => {},
-    });
+    platform = simPlatformClient(sim, { appId: sim.appId, appSecret: sim.appSecret, logger, sleep: noSleep });
     // The redirect_uri is this server's own address: listen first, then mount the app on it.
     server = createServer();
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));

@@ -9,7 +9,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
 import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { createStorage } from '../../src/storage/index.ts';
 import { TokenCipher } from '../../src/store/crypto.ts';
@@ -24,6 +23,7 @@ import { disableJobTelemetry, enableJobTelemetry, telemetryOptions } from '../..
 import { freshDatabase, redisForTest } from '../support/services.ts';
 import { until } from '../support/wait.ts';
 import { importSimAccount } from '../support/accounts.ts';
+import { simPlatformClient } from '../support/sim-platform.ts';
 
 interface ExportedSpan {
   name: string;
@@ -96,13 +96,7 @@ describe('tracing (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
       const storage = addSpans(createStorage(config), 'storage', ['put', 'get', 'head', 'delete']);
       const logger = createLogger({ level: 'info', destination: { write: (s: string) => void lines.push(s) } });
       const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
-      const platform = new PlatformClient({
-        graphUrl: sim.graphUrl,
-        apiVersion: 'v25.0',
-        oauthTokenUrl: sim.oauthTokenUrl,
-        clock: sim.clock,
-        maxRetries: 0,
-      });
+      const platform = simPlatformClient(sim, { maxRetries: 0 });
       const deps: FeedDeps = {
         db,
         cipher,

@@ -5,12 +5,11 @@ import { startWorkerFromContext, type RunningWorkerProcess } from '../../src/cli
 import { webhookEventSink } from '../../jobs/webhook-events.ts';
 import { verifySignature, SIGNATURE_HEADER } from '../../src/webhooks/signature.ts';
 import {
-  DASHBOARD_USER,
   nonLoopbackAddress,
-  postLogin,
-  sessionCookie,
   startServeForTest,
-  type ServeUnderTest,
+  type ServedForTest,
+  stopServe,
+  operatorSession,
 } from '../security/support.ts';
 import { until } from '../support/wait.ts';
 
@@ -19,7 +18,7 @@ import { until } from '../support/wait.ts';
  * shown once, `feedmirror worker` (the real worker, in process) delivers a signed event to a real
  * receiver, and the endpoint's delivery log page shows the delivery. Served as in production: 0.0.0.0, reached through the non-loopback address.
  */
-let serve: ServeUnderTest & { drop: () => Promise<void> };
+let serve: ServedForTest;
 let worker: RunningWorkerProcess;
 let receiver: Server;
 let hookUrl = '';
@@ -48,16 +47,14 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await worker?.close();
-  await serve?.close();
-  await serve?.drop();
+  await stopServe(serve);
   receiver?.closeAllConnections();
   await new Promise((r) => (receiver ? receiver.close(r) : r(undefined)));
 });
 
 describe('webhooks in the dashboard', () => {
   it('add an endpoint (secret shown once); the worker delivers a signed event; the delivery log page shows it; rotate signs with both; remove; CSRF required', async () => {
-    const login = await postLogin(serve.url, '198.51.100.20', DASHBOARD_USER, serve.env.DASHBOARD_PASSWORD!);
-    const cookie = sessionCookie(login);
+    const cookie = await operatorSession(serve, '198.51.100.20');
     const get = (path: string) =>
       fetch(`${serve.url}${path}`, { headers: { cookie, 'x-forwarded-for': '198.51.100.20' } });
     const page = await get('/dashboard/webhooks');

@@ -8,7 +8,9 @@ import {
   postLogin,
   sessionCookie,
   startServeForTest,
-  type ServeUnderTest,
+  type ServedForTest,
+  stopServe,
+  operatorSession,
 } from '../security/support.ts';
 
 /**
@@ -17,7 +19,7 @@ import {
  * hide and unhide, delete, each POST refused without the CSRF token; and the views beacon
  * (R-WID-7): counted per widget and day, capped per minute, no cookie, CORS for every site.
  */
-let serve: ServeUnderTest & { drop: () => Promise<void> };
+let serve: ServedForTest;
 const accountId = '17841400000000777';
 const IP = '198.51.100.30';
 
@@ -42,14 +44,12 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await serve?.close();
-  await serve?.drop();
+  await stopServe(serve);
 });
 
 describe('widgets in the dashboard', () => {
   it('create, edit (preview beside the form, embed snippet), hide and unhide a post, delete; every POST needs the CSRF token', async () => {
-    const login = await postLogin(serve.url, IP, DASHBOARD_USER, serve.env.DASHBOARD_PASSWORD!);
-    const cookie = sessionCookie(login);
+    const cookie = await operatorSession(serve, IP);
     const get = (path: string) => fetch(`${serve.url}${path}`, { headers: { cookie, 'x-forwarded-for': IP } });
     const post = (path: string, fields: Array<[string, string]>) =>
       fetch(`${serve.url}${path}`, {

@@ -1,44 +1,30 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AccountLifecycle, NO_SCHEDULES } from '../../src/accounts/lifecycle.ts';
-import { main } from '../../src/cli/main.ts';
-import { loadConfig } from '../../src/config.ts';
+import { AccountLifecycle } from '../../src/accounts/lifecycle.ts';
 import type { FeedDeps } from '../../src/feeds/deps.ts';
 import { publishDemoFeedIfNone } from '../../src/feeds/publish.ts';
 import { runSyncNow } from '../../src/feeds/sync.ts';
-import { mirrorLimitsFromConfig } from '../../src/mirror/copy.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import type { Simulator } from '../../src/simulator/index.ts';
 import { createStorage } from '../../src/storage/index.ts';
 import { ownStorage } from '../support/storage-owner.ts';
-import { upsertAccount } from '../../src/store/accounts.ts';
-import { TokenCipher } from '../../src/store/crypto.ts';
-import { createPool } from '../../src/store/db.ts';
-import { migrate } from '../../src/store/migrate.ts';
-import { saveToken } from '../../src/store/tokens.ts';
 import { DAY, HOUR } from '../../src/util/clock.ts';
-import { createLogger } from '../../src/util/logger.ts';
 import { widgetDocumentSchema, type WidgetDocument } from '../../src/schema/widget-document.ts';
-import { publishWidgetDocument, widgetRepublisher, type WidgetDeps } from '../../src/widgets/publish.ts';
+import { publishWidgetDocument, type WidgetDeps } from '../../src/widgets/publish.ts';
 import { changeWidget, createWidget, hidePost, removeWidget, unhidePost } from '../../src/widgets/widgets.ts';
-import { memoryIO } from '../support/memory-io.ts';
 import { startS3, S3RVER_CREDENTIALS, type TestS3 } from '../support/s3.ts';
-import { freshDatabase } from '../support/services.ts';
+import { importSimAccount } from '../support/accounts.ts';
+import { openFeedStage, withWidgets, type FeedStage } from '../support/feed-stage.ts';
+import { runCli } from '../support/cli.ts';
 
 /**
  * Widgets (R-WID-1..6) through the real sync path: the simulator over HTTP, PostgreSQL, a local
  * storage folder (and one widget on S3, s3rver). Each feed publication republishes the widgets of
  * its account (FeedDeps.sourceChanged), as the worker and the CLI wire it (src/cli/context.ts).
  */
-const cipher = TokenCipher.fromEnv(randomBytes(32).toString('base64'));
-const logger = createLogger({ level: 'silent' });
+let stage: FeedStage;
 let db: pg.Pool;
-let drop: () => Promise<void>;
 let databaseUrl: string;
 let sim: Simulator;
 let deps: FeedDeps;
@@ -47,73 +33,20 @@ let storageDir: string;
 let lifecycle: AccountLifecycle;
 
 beforeAll(async () => {
-  const fresh = await freshDatabase('widgets');
-  drop = fresh.drop;
-  databaseUrl = fresh.url;
-  db = createPool(fresh.url, { max: 5 });
-  await migrate(db);
-  sim = await startSimulator();
-  storageDir = mkdtempSync(join(tmpdir(), 'fm-widgets-'));
-  const config = loadConfig({
-    STORAGE_URL: storageDir,
-    MEDIA_ALLOWED_HOSTS: sim.imageHost,
-    MEDIA_VARIANT_WIDTHS: '160',
-    MEDIA_PUBLIC_URL: 'http://media.example.test/',
-  });
-  const storage = createStorage(config);
+  stage = await openFeedStage('widgets');
+  ({ db, databaseUrl, sim, storageDir } = stage);
   // A new storage, made this deployment's as a worker's first start makes it (R-DEL-1).
-  await ownStorage(db, storage);
-  wdeps = { db, storage, clock: sim.clock, logger, viewsBaseUrl: 'http://feeds.example.test' };
-  lifecycle = new AccountLifecycle({
-    db,
-    clock: sim.clock,
-    logger,
-    schedules: NO_SCHEDULES,
-    alertReauth: async () => null,
-    accountChanged: widgetRepublisher(wdeps),
-  });
-  deps = {
-    db,
-    cipher,
-    platform: new PlatformClient({
-      graphUrl: sim.graphUrl,
-      apiVersion: 'v25.0',
-      oauthTokenUrl: sim.oauthTokenUrl,
-      clock: sim.clock,
-      pageSize: 25,
-      maxRetries: 0,
-      sleep: async () => undefined,
-    }),
-    storage,
-    limits: { ...mirrorLimitsFromConfig(config) },
-    clock: sim.clock,
-    logger,
-    lifecycle,
-    sourceChanged: widgetRepublisher(wdeps),
-  };
+  await ownStorage(db, stage.deps.storage);
+  ({ deps, wdeps, lifecycle } = withWidgets(stage, { viewsBaseUrl: 'http://feeds.example.test' }));
 });
 
 afterAll(async () => {
-  await sim?.close();
-  await db?.end();
-  await drop?.();
-  if (storageDir) await rm(storageDir, { recursive: true, force: true });
+  await stage?.close();
 });
 
 /** Connect (or connect again) an account with a fresh token, as `accounts add` stores it. */
 async function connect(id: string, username: string): Promise<void> {
-  await upsertAccount(db, { id, username }, sim.clock.now());
-  await saveToken(
-    db,
-    cipher,
-    {
-      accountId: id,
-      accessToken: sim.issueLongLivedToken(id),
-      obtainedAt: sim.clock.now(),
-      expiresAt: new Date(sim.clock.now().getTime() + 50 * DAY),
-    },
-    'imported',
-  );
+  await importSimAccount(db, stage.cipher, sim, { id, username }, 50 * DAY);
   await lifecycle.apply(id, 'connected');
 }
 
@@ -354,11 +287,7 @@ describe('feedmirror widgets (the CLI, in-process)', () => {
     MEDIA_PUBLIC_URL: 'http://media.example.test/',
     LOG_LEVEL: 'info',
   });
-  const run = async (args: string[]) => {
-    const io = memoryIO({ env: env() });
-    const code = await main(['widgets', ...args], io);
-    return { code, out: io.out(), err: io.err() };
-  };
+  const run = (args: string[]) => runCli(['widgets', ...args], env());
 
   it('R-WID-6: add --json prints the widget (jq-able); list, show, set, hide, unhide, remove; unknown ids are one line', async () => {
     const acc = await syncedAccount('widget.cli', [

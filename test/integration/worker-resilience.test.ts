@@ -22,6 +22,7 @@ import { connectWithShortLivedToken } from '../../src/accounts/connect.ts';
 import { createLogger } from '../../src/util/logger.ts';
 import { DAY, FileClock } from '../../src/util/clock.ts';
 import { createQueue, QUEUE } from '../../jobs/queues.ts';
+import { noSleep, simPlatformClient } from '../support/sim-platform.ts';
 
 /**
  * A worker killed (SIGKILL) between the platform's answer to a refresh and the database write,
@@ -53,16 +54,7 @@ describe('worker resilience', () => {
     db = createPool(database.url, { logger });
     await migrate(db, { logger });
     cipher = TokenCipher.fromEnv(key);
-    platform = new PlatformClient({
-      graphUrl: sim.graphUrl,
-      apiVersion: 'v25.0',
-      oauthTokenUrl: sim.oauthTokenUrl,
-      appId: sim.appId,
-      appSecret: sim.appSecret,
-      clock: sim.clock,
-      logger,
-      sleep: async () => {},
-    });
+    platform = simPlatformClient(sim, { appId: sim.appId, appSecret: sim.appSecret, logger, sleep: noSleep });
     const acc = sim.createAccount({ username: 'florist', posts: 2 });
     accountId = (
       await connectWithShortLivedToken(

@@ -17,13 +17,13 @@ import { migrate } from '../../src/store/migrate.ts';
 import { TokenCipher } from '../../src/store/crypto.ts';
 import { loadToken } from '../../src/store/tokens.ts';
 import { listAccounts } from '../../src/store/accounts.ts';
-import { PlatformClient } from '../../src/platform/client.ts';
 import { connectWithShortLivedToken } from '../../src/accounts/connect.ts';
 import { createLogger } from '../../src/util/logger.ts';
 import { DAY, FileClock } from '../../src/util/clock.ts';
 import { createQueue, QUEUE } from '../../jobs/queues.ts';
 import { JOBS } from '../../jobs/catalogue.ts';
 import { enqueueDaily } from '../../jobs/enqueue.ts';
+import { noSleep, simPlatformClient } from '../support/sim-platform.ts';
 
 /**
  * Three `feedmirror worker` processes against one Redis and one Postgres for 90 simulated days
@@ -63,16 +63,7 @@ describe('three workers, 50 accounts, 90 simulated days (R-TOK-8, R-TOK-9)', () 
     await migrate(db, { logger });
     smtp = await startSmtpCapture();
     const cipher = TokenCipher.fromEnv(key);
-    const platform = new PlatformClient({
-      graphUrl: sim.graphUrl,
-      apiVersion: 'v25.0',
-      oauthTokenUrl: sim.oauthTokenUrl,
-      appId: sim.appId,
-      appSecret: sim.appSecret,
-      clock: sim.clock,
-      logger,
-      sleep: async () => {},
-    });
+    const platform = simPlatformClient(sim, { appId: sim.appId, appSecret: sim.appSecret, logger, sleep: noSleep });
     for (let i = 0; i < ACCOUNTS; i++) {
       const acc = sim.createAccount({ username: `shop${i}`, posts: 1 });
       await connectWithShortLivedToken(

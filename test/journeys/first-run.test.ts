@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStage, type Stage } from './stage.ts';
+import { describe, expect, it } from 'vitest';
+import { useStage, type Stage } from './stage.ts';
 
 /**
  * The README's first real-app journey on the stage: init's .env filled in, `doctor`,
@@ -8,12 +8,7 @@ import { openStage, type Stage } from './stage.ts';
  */
 describe('journey: init, doctor, connect from the CLI, a worker, read the feed', () => {
   let stage: Stage;
-  beforeAll(async () => {
-    stage = await openStage('firstrun');
-  });
-  afterAll(async () => {
-    await stage?.close();
-  });
+  useStage('firstrun', (s) => (stage = s));
 
   it('publishes the connected account and the operator sees it everywhere', async () => {
     const doctor = await stage.cli(['doctor']);

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Feed } from '../../src/schema/v1.ts';
 import { HOUR } from '../../src/util/clock.ts';
-import { openStage, type Stage, type StageProcess } from './stage.ts';
+import { useStage, type Stage, type StageProcess } from './stage.ts';
 
 /**
  * docs "Feeds" and "Operating": the image host stops matching MEDIA_ALLOWED_HOSTS after the feed was
@@ -13,12 +13,7 @@ import { openStage, type Stage, type StageProcess } from './stage.ts';
  */
 describe('journey: the image host refused, then allowed again', () => {
   let stage: Stage;
-  beforeAll(async () => {
-    stage = await openStage('hostrefused');
-  });
-  afterAll(async () => {
-    await stage?.close();
-  });
+  useStage('hostrefused', (s) => (stage = s));
 
   const ids = (f: Feed | null) => (f ? f.posts.map((p) => p.id) : []);
   const keyOf = (url: string) => url.slice(stage.env.MEDIA_PUBLIC_URL!.length);

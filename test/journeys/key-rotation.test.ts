@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { keyFingerprint } from '../../src/store/crypto.ts';
 import { registerSecretForAudit } from '../support/capture.ts';
-import { openStage, type Stage, type StageProcess } from './stage.ts';
+import { useStage, type Stage, type StageProcess } from './stage.ts';
 
 /**
  * README (docs/accounts.md) "Rotating the encryption key", exactly as written, from the .env that
@@ -12,12 +12,7 @@ import { openStage, type Stage, type StageProcess } from './stage.ts';
  */
 describe('journey: the key rotation recipe', () => {
   let stage: Stage;
-  beforeAll(async () => {
-    stage = await openStage('keyrotation');
-  });
-  afterAll(async () => {
-    await stage?.close();
-  });
+  useStage('keyrotation', (s) => (stage = s));
 
   /** A new post on the platform, a sync asked for, and the post in the published feed. */
   async function syncsWith(worker: StageProcess, accountId: string, caption: string, env: Record<string, string>) {

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStage, type Stage } from './stage.ts';
+import { describe, expect, it } from 'vitest';
+import { useStage, type Stage } from './stage.ts';
 
 /**
  * README (docs/feeds.md) "Re-encoding copies" to WebP + AVIF, as written: the workers re-encode
@@ -9,12 +9,7 @@ import { openStage, type Stage } from './stage.ts';
  */
 describe('journey: media rebuild to WebP + AVIF', () => {
   let stage: Stage;
-  beforeAll(async () => {
-    stage = await openStage('mediarebuild');
-  });
-  afterAll(async () => {
-    await stage?.close();
-  });
+  useStage('mediarebuild', (s) => (stage = s));
 
   const mimes = async (accountId: string) =>
     new Set([...JSON.stringify(await stage.feed(accountId)).matchAll(/"mime":"(image\/[a-z]+)"/g)].map((m) => m[1]));

@@ -1,12 +1,13 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DAY, HOUR } from '../../src/util/clock.ts';
 import { recordCaptured } from '../support/capture.ts';
 import type { CapturedMessage } from '../support/smtp.ts';
 import { openStage, type Stage, type StageServer } from './stage.ts';
+import { CHROMIUM, launchChromium } from '../support/chromium.ts';
 
 /**
  * The account owner's journey in Chromium (Debian's package through playwright-core; nothing
@@ -18,7 +19,6 @@ import { openStage, type Stage, type StageServer } from './stage.ts';
  * unknown link pages. No page may report a Content-Security-Policy violation: a form whose POST
  * redirects to another origin is blocked by Chromium unless the page's form-action allows it.
  */
-const CHROMIUM = '/usr/bin/chromium';
 const OWNER_EMAIL = 'jane@bakery.example';
 const SCREENSHOTS = path.resolve('test-artifacts/screenshots');
 
@@ -60,18 +60,7 @@ describe('journey: the account owner in Chromium', () => {
     simOrigin = new URL(stage.sim.authorizeUrl).origin;
     serve = await stage.startServe();
     expect(new URL(serve.url).origin).not.toBe(simOrigin); // the platform is another origin
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
     context = await browser.newContext();
     context.setDefaultTimeout(10_000); // a missing element fails in words, well before the test's limit
     page = await context.newPage();

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Feed } from '../../src/schema/v1.ts';
 import { HOUR } from '../../src/util/clock.ts';
-import { openStage, type Stage } from './stage.ts';
+import { useStage, type Stage } from './stage.ts';
 
 /**
  * docs "Feeds": the platform glitching, played by the simulator's faults, while the operator syncs
@@ -13,12 +13,7 @@ import { openStage, type Stage } from './stage.ts';
  */
 describe('journey: the platform glitches, the feed keeps its posts', () => {
   let stage: Stage;
-  beforeAll(async () => {
-    stage = await openStage('glitches');
-  });
-  afterAll(async () => {
-    await stage?.close();
-  });
+  useStage('glitches', (s) => (stage = s));
 
   const ids = (f: Feed | null) => (f ? f.posts.map((p) => p.id) : []);
   async function everyCoverLoads(f: Feed) {

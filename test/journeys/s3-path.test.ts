@@ -1,8 +1,8 @@
 import { DeleteObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Feed } from '../../src/schema/v1.ts';
 import { S3RVER_CREDENTIALS } from '../support/s3.ts';
 import { openStage, type Stage } from './stage.ts';
+import { imageUrls } from '../support/feed-images.ts';
 
 /**
  * docs/getting-started.md "Running with S3", steps 4 to 9, as written: `init --storage s3://…`,
@@ -12,20 +12,6 @@ import { openStage, type Stage } from './stage.ts';
  * them and exits 1, `verify --repair` restores them; the feed object deleted: the next sync
  * publishes it again.
  */
-
-function imageUrls(feed: Feed): string[] {
-  const urls = new Set<string>();
-  for (const p of feed.posts) {
-    if (p.thumbnailUrl) urls.add(p.thumbnailUrl);
-    for (const s of p.thumbnailSizes ?? []) urls.add(s.url);
-    for (const m of p.media) {
-      if (!m.mime.startsWith('image/')) continue;
-      urls.add(m.url);
-      for (const s of m.sizes ?? []) urls.add(s.url);
-    }
-  }
-  return [...urls];
-}
 
 describe('journey: running with S3', () => {
   let stage: Stage;

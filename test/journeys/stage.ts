@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand, PutBucketCorsCommand, S3Client } from '@aws-sdk/client-s3';
 import pg from 'pg';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import type { Feed } from '../../src/schema/v1.ts';
 import { validateFeed } from '../../src/schema/validate.ts';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.ts';
@@ -18,6 +18,7 @@ import { S3RVER_CREDENTIALS, startS3, type TestS3 } from '../support/s3.ts';
 import { cookiesOf } from '../security/support.ts';
 import { startSmtpCapture, type SmtpCapture } from '../support/smtp.ts';
 import { until } from '../support/wait.ts';
+import { simulatorEnv } from '../support/worker-env.ts';
 
 /**
  * A stage for operator journeys: what a person following the README has in front of them, with
@@ -244,12 +245,7 @@ export async function openStage(label: string, opts: StageOptions = {}): Promise
     cleanups.push(() => smtp!.close());
   }
   const fill: Record<string, string> = {
-    APP_ID: sim.appId,
-    APP_SECRET: sim.appSecret,
-    GRAPH_URL: sim.graphUrl,
-    AUTHORIZE_URL: sim.authorizeUrl,
-    OAUTH_TOKEN_URL: sim.oauthTokenUrl,
-    MEDIA_ALLOWED_HOSTS: sim.imageHost,
+    ...simulatorEnv(sim),
     DATABASE_URL: database.toString(),
     REDIS_URL: redisUrl,
     REDIS_PREFIX: redisPrefix,
@@ -451,4 +447,19 @@ async function dashboardLogin(base: string, user: string, password: string): Pro
       return { status: r.status, html: await r.text(), location: r.headers.get('location') };
     },
   };
+}
+
+/**
+ * Opens a stage before the tests of the describe block it is called in and closes it after them,
+ * as the journeys do that need nothing else around their stage; `set` receives it once it is open.
+ */
+export function useStage(label: string, set: (stage: Stage) => void, opts: StageOptions = {}): void {
+  let opened: Stage | undefined;
+  beforeAll(async () => {
+    opened = await openStage(label, opts);
+    set(opened);
+  });
+  afterAll(async () => {
+    await opened?.close();
+  });
 }

@@ -1,8 +1,8 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Feed } from '../../src/schema/v1.ts';
-import { openStage, type Stage } from './stage.ts';
+import { describe, expect, it } from 'vitest';
+import { useStage, type Stage } from './stage.ts';
+import { imageUrls } from '../support/feed-images.ts';
 
 /**
  * docs/operating.md "Checking that the stores agree", with a worker running and the copies in a
@@ -12,29 +12,9 @@ import { openStage, type Stage } from './stage.ts';
  * The feed object itself deleted: the next sync publishes it again.
  */
 
-/** Every image URL of a feed, every size included (video files stay platform links). */
-function imageUrls(feed: Feed): string[] {
-  const urls = new Set<string>();
-  for (const p of feed.posts) {
-    if (p.thumbnailUrl) urls.add(p.thumbnailUrl);
-    for (const s of p.thumbnailSizes ?? []) urls.add(s.url);
-    for (const m of p.media) {
-      if (!m.mime.startsWith('image/')) continue;
-      urls.add(m.url);
-      for (const s of m.sizes ?? []) urls.add(s.url);
-    }
-  }
-  return [...urls];
-}
-
 describe('journey: objects deleted from storage behind feedmirror back', () => {
   let stage: Stage;
-  beforeAll(async () => {
-    stage = await openStage('behindback');
-  });
-  afterAll(async () => {
-    await stage?.close();
-  });
+  useStage('behindback', (s) => (stage = s));
 
   it('verify names each deleted copy (exit 1), --repair restores them (exit 0), the site gets every image; a deleted feed comes back with the next sync', async () => {
     const acc = await stage.connect({ username: 'harbour.deli', posts: 5 });

@@ -5,8 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { join, relative } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Feed } from '../../src/schema/v1.ts';
 import { openStage, type Stage, type StageProcess, type StageServer } from './stage.ts';
+import { imageUrls } from '../support/feed-images.ts';
 
 /**
  * docs/operating.md "Checking that the stores agree", the worst case: the storage emptied
@@ -19,21 +19,6 @@ import { openStage, type Stage, type StageProcess, type StageServer } from './st
  * dashboard) deletes its document whatever the switch says.
  */
 const CHROMIUM = '/usr/bin/chromium';
-
-/** Every image URL of a feed, every size included (video files stay platform links). */
-function imageUrls(feed: Feed): string[] {
-  const urls = new Set<string>();
-  for (const p of feed.posts) {
-    if (p.thumbnailUrl) urls.add(p.thumbnailUrl);
-    for (const s of p.thumbnailSizes ?? []) urls.add(s.url);
-    for (const m of p.media) {
-      if (!m.mime.startsWith('image/')) continue;
-      urls.add(m.url);
-      for (const s of m.sizes ?? []) urls.add(s.url);
-    }
-  }
-  return [...urls];
-}
 
 /** Every object key in a local storage folder (its sidecar .meta folder left out). */
 async function storedKeys(root: string): Promise<string[]> {

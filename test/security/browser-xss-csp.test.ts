@@ -1,12 +1,14 @@
 import { existsSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
-import { chromium, type Browser, type ConsoleMessage, type Page } from 'playwright-core';
+import type { Browser, ConsoleMessage, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSyncNow } from '../../src/feeds/sync.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { setAccountStatus, upsertAccount } from '../../src/store/accounts.ts';
 import { recordCaptured } from '../support/capture.ts';
-import { DASHBOARD_USER, nonLoopbackAddress, startServeForTest, type ServeUnderTest } from './support.ts';
+import { DASHBOARD_USER, nonLoopbackAddress, startServeForTest, type ServedForTest, stopServe } from './support.ts';
+import { freePort } from '../support/closed-port.ts';
+import { CHROMIUM, launchChromium } from '../support/chromium.ts';
+import { simulatorEnv } from '../support/worker-env.ts';
 
 /**
  * XSS in a real browser (Debian's Chromium through playwright-core), against `feedmirror serve`
@@ -17,9 +19,8 @@ import { DASHBOARD_USER, nonLoopbackAddress, startServeForTest, type ServeUnderT
  * an inline script that slipped through. bull-board keeps working under that CSP (its bundles
  * are files; its config is a JSON data block, not a script).
  */
-const CHROMIUM = '/usr/bin/chromium';
 let sim: Simulator;
-let s: ServeUnderTest & { drop: () => Promise<void> };
+let s: ServedForTest;
 let browser: Browser;
 let page: Page;
 const consoleErrors: string[] = [];
@@ -37,14 +38,6 @@ const EVIL_CAPTIONS = [
   'javascript:window.__xss="caption4"',
 ];
 
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '0.0.0.0', r));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
-
 const xss = () => page.evaluate(() => (window as unknown as { __xss?: string }).__xss ?? null);
 
 beforeAll(async () => {
@@ -52,32 +45,16 @@ beforeAll(async () => {
     throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (this test never downloads a browser)`);
   // The server runs on the wall clock: so does the simulator's signed links' oe.
   sim = await startSimulator({ start: Date.now() });
-  const port = await freePort();
+  const port = await freePort('0.0.0.0');
   const publicUrl = `http://${nonLoopbackAddress()}:${port}`;
   s = await startServeForTest('sec-xss', {
     PORT: String(port),
     PUBLIC_URL: publicUrl,
     MEDIA_PUBLIC_URL: `${publicUrl}/`,
-    MEDIA_ALLOWED_HOSTS: sim.imageHost,
     MEDIA_VARIANT_WIDTHS: '320',
-    APP_ID: sim.appId,
-    APP_SECRET: sim.appSecret,
-    GRAPH_URL: sim.graphUrl,
-    AUTHORIZE_URL: sim.authorizeUrl,
-    OAUTH_TOKEN_URL: sim.oauthTokenUrl,
+    ...simulatorEnv(sim),
   });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium();
   page = await (await browser.newContext()).newPage();
   page.on('console', (m: ConsoleMessage) => {
     if (m.type() === 'error') consoleErrors.push(m.text());
@@ -97,8 +74,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await s?.close();
-  await s?.drop();
+  await stopServe(s);
   await sim?.close();
 });
 

@@ -1,5 +1,3 @@
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { createInvitation } from '../../src/store/invitations.ts';
@@ -8,13 +6,14 @@ import { memoryIO } from '../support/memory-io.ts';
 import { recordCaptured } from '../support/capture.ts';
 import {
   cookiesOf,
-  DASHBOARD_USER,
   nonLoopbackAddress,
-  postLogin,
-  sessionCookie,
   startServeForTest,
-  type ServeUnderTest,
+  type ServedForTest,
+  stopServe,
+  operatorSession,
 } from './support.ts';
+import { freePort } from '../support/closed-port.ts';
+import { platformEnv } from '../support/worker-env.ts';
 
 /**
  * Against `feedmirror serve` on 0.0.0.0 with the simulator as the platform.
@@ -23,15 +22,7 @@ import {
  * client); /callback showed the platform's error_description on the operator's domain.
  */
 let sim: Simulator;
-let s: ServeUnderTest & { drop: () => Promise<void> };
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '0.0.0.0', r));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
+let s: ServedForTest;
 
 const loginStates = async () =>
   Number((await s.ctx.db.query<{ n: string }>('SELECT count(*) AS n FROM login_states')).rows[0]!.n);
@@ -56,24 +47,19 @@ async function connectWith(url: string, client = '198.51.100.60'): Promise<{ sta
 
 beforeAll(async () => {
   sim = await startSimulator();
-  const port = await freePort();
+  const port = await freePort('0.0.0.0');
   s = await startServeForTest('sec-connect', {
     PORT: String(port),
     PUBLIC_URL: `http://${nonLoopbackAddress()}:${port}`,
     TRUST_PROXY: '1',
-    APP_ID: sim.appId,
-    APP_SECRET: sim.appSecret,
-    GRAPH_URL: sim.graphUrl,
-    AUTHORIZE_URL: sim.authorizeUrl,
-    OAUTH_TOKEN_URL: sim.oauthTokenUrl,
+    ...platformEnv(sim),
     BRAND_NAME: 'Northwind Studio',
     BRAND_ACCENT_COLOR: '#0f766e',
   });
 }, 60_000);
 
 afterAll(async () => {
-  await s?.close();
-  await s?.drop();
+  await stopServe(s);
   await sim?.close();
 });
 
@@ -228,8 +214,7 @@ describe('connecting by invitation', () => {
   });
 
   it('from the dashboard session, connect works without an invitation; the dashboard makes invitations', async () => {
-    const login = await postLogin(s.url, '198.51.100.64', DASHBOARD_USER, s.env.DASHBOARD_PASSWORD!);
-    const cookie = sessionCookie(login);
+    const cookie = await operatorSession(s, '198.51.100.64');
     const owner = sim.createAccount({ username: 'operator.own', posts: 1 });
     sim.autoApprove = owner.id;
     const start = await fetch(`${s.url}/dashboard/connect`, { redirect: 'manual', headers: { cookie } });
@@ -276,16 +261,12 @@ describe('connecting by invitation', () => {
 
 describe('CONNECT_OPEN=true restores self-service', () => {
   it('an anonymous /connect starts the login', async () => {
-    const port = await freePort();
+    const port = await freePort('0.0.0.0');
     const open = await startServeForTest('sec-connect-open', {
       PORT: String(port),
       PUBLIC_URL: `http://${nonLoopbackAddress()}:${port}`,
       CONNECT_OPEN: 'true',
-      APP_ID: sim.appId,
-      APP_SECRET: sim.appSecret,
-      GRAPH_URL: sim.graphUrl,
-      AUTHORIZE_URL: sim.authorizeUrl,
-      OAUTH_TOKEN_URL: sim.oauthTokenUrl,
+      ...platformEnv(sim),
     });
     try {
       const res = await fetch(`${open.url}/connect`, { redirect: 'manual' });

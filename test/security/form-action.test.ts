@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { runSyncNow } from '../../src/feeds/sync.ts';
@@ -12,7 +11,10 @@ import { createReconnectLink } from '../../src/store/owners.ts';
 import { DAY } from '../../src/util/clock.ts';
 import { recordCaptured } from '../support/capture.ts';
 import { memoryIO } from '../support/memory-io.ts';
-import { DASHBOARD_USER, nonLoopbackAddress, startServeForTest, type ServeUnderTest } from './support.ts';
+import { DASHBOARD_USER, nonLoopbackAddress, startServeForTest, type ServedForTest, stopServe } from './support.ts';
+import { freePort } from '../support/closed-port.ts';
+import { CHROMIUM, launchChromium } from '../support/chromium.ts';
+import { simulatorEnv } from '../support/worker-env.ts';
 
 /**
  * Every form `feedmirror serve` shows, against the redirects its POST answers with. Chromium
@@ -26,22 +28,13 @@ import { DASHBOARD_USER, nonLoopbackAddress, startServeForTest, type ServeUnderT
  * the dashboard's login, and every page the dashboard links to, with an account that has an
  * owner, a held removal, a widget and a webhook endpoint, so that each kind of form is on show.
  */
-const CHROMIUM = '/usr/bin/chromium';
 let sim: Simulator;
-let s: ServeUnderTest & { drop: () => Promise<void> };
+let s: ServedForTest;
 let browser: Browser;
 let context: BrowserContext;
 let page: Page;
 let base = '';
 let statusPage = '';
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '0.0.0.0', r));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 const cli = async (args: string[]) => {
   const io = memoryIO({ env: s.env });
@@ -160,19 +153,14 @@ beforeAll(async () => {
   if (!existsSync(CHROMIUM))
     throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (this test never downloads a browser)`);
   sim = await startSimulator({ start: Date.now() });
-  const port = await freePort();
+  const port = await freePort('0.0.0.0');
   base = `http://${nonLoopbackAddress()}:${port}`;
   s = await startServeForTest('form-action', {
     PORT: String(port),
     PUBLIC_URL: base,
     MEDIA_PUBLIC_URL: `${base}/`,
-    MEDIA_ALLOWED_HOSTS: sim.imageHost,
     MEDIA_VARIANT_WIDTHS: '160',
-    APP_ID: sim.appId,
-    APP_SECRET: sim.appSecret,
-    GRAPH_URL: sim.graphUrl,
-    AUTHORIZE_URL: sim.authorizeUrl,
-    OAUTH_TOKEN_URL: sim.oauthTokenUrl,
+    ...simulatorEnv(sim),
     OWNER_ALERTS: 'on',
     WEBHOOK_ALLOW_PRIVATE: 'true',
   });
@@ -221,18 +209,7 @@ beforeAll(async () => {
     reasonKind: 'token_invalid',
   });
 
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium();
   context = await browser.newContext();
   context.setDefaultTimeout(10_000);
   page = await context.newPage();
@@ -240,8 +217,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await s?.close();
-  await s?.drop();
+  await stopServe(s);
   await sim?.close();
 });
 

@@ -4,14 +4,7 @@ import { createMetrics } from '../../src/metrics/index.ts';
 import { ManualClock } from '../../src/util/clock.ts';
 import { silentLogger } from '../../src/util/logger.ts';
 import { recordCaptured } from '../support/capture.ts';
-import {
-  loginForm,
-  postLogin,
-  sessionCookie,
-  startServeForTest,
-  DASHBOARD_USER,
-  type ServeUnderTest,
-} from './support.ts';
+import { loginForm, startServeForTest, type ServedForTest, operatorSession, stopServe } from './support.ts';
 import { FORM_MAX_FIELDS } from '../../src/http/dashboard/index.ts';
 import { WIDGET_FORM_MAX_FIELDS } from '../../src/http/dashboard/widgets-routes.ts';
 import { createServer, type Server } from 'node:http';
@@ -24,7 +17,7 @@ import type { AddressInfo } from 'node:net';
  * the login page and the callback, no nosniff on feeds); /metrics needs METRICS_TOKEN when the
  * server is reachable from other machines (main served account ids to anyone).
  */
-let s: ServeUnderTest & { drop: () => Promise<void> };
+let s: ServedForTest;
 const METRICS_TOKEN = 'metrics-token-for-the-security-test';
 
 beforeAll(async () => {
@@ -41,8 +34,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await s?.close();
-  await s?.drop();
+  await stopServe(s);
 });
 
 const errorLines = () => s.logs.filter((l) => l.level >= 50);
@@ -97,7 +89,7 @@ describe('bad requests answer 4xx with a short body, logged below error level', 
   it('a dashboard form over its field bound (20; a widget form 72) or 8 KB answers 413 in one line, not a flash or a 500', async () => {
     expect([FORM_MAX_FIELDS, WIDGET_FORM_MAX_FIELDS]).toEqual([20, 72]); // docs/security.md names both
     const client = '198.51.100.42';
-    const cookie = sessionCookie(await postLogin(s.url, client, DASHBOARD_USER, s.env.DASHBOARD_PASSWORD!));
+    const cookie = await operatorSession(s, client);
     const page = await (await fetch(`${s.url}/dashboard`, { headers: { cookie, 'x-forwarded-for': client } })).text();
     const csrf = /name="_csrf" value="([^"]+)"/.exec(page)![1]!;
     /** A POST with the session's token and `fields` fields in all (the token one of them). */

@@ -11,10 +11,10 @@ import { recordCaptured } from '../support/capture.ts';
 import {
   DASHBOARD_USER,
   loginForm,
-  postLogin,
-  sessionCookie,
   startServeForTest,
-  type ServeUnderTest,
+  type ServedForTest,
+  stopServe,
+  operatorSession,
 } from './support.ts';
 
 /**
@@ -23,7 +23,7 @@ import {
  * redirects, and decompression ("pixel") bombs. Forged and tampered session cookies are in
  * login-throttle-sessions.test.ts, XSS in a real browser in browser-xss-csp.test.ts.
  */
-let s: ServeUnderTest & { drop: () => Promise<void> };
+let s: ServedForTest;
 let cookie = '';
 let csrf = '';
 const ACCOUNT = '17841400000000042';
@@ -35,15 +35,13 @@ beforeAll(async () => {
     contentType: 'image/jpeg',
     cacheControl: 'public, max-age=60',
   });
-  const login = await postLogin(s.url, '198.51.100.90', DASHBOARD_USER, s.env.DASHBOARD_PASSWORD!);
-  cookie = sessionCookie(login);
+  cookie = await operatorSession(s, '198.51.100.90');
   const html = await (await fetch(`${s.url}/dashboard`, { headers: { cookie } })).text();
   csrf = /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
 }, 60_000);
 
 afterAll(async () => {
-  await s?.close();
-  await s?.drop();
+  await stopServe(s);
 });
 
 describe('CSRF: 13 variants, none queues anything', () => {
@@ -59,9 +57,7 @@ describe('CSRF: 13 variants, none queues anything', () => {
   const form = { 'content-type': 'application/x-www-form-urlencoded' };
 
   it('each is refused', async () => {
-    const otherSession = sessionCookie(
-      await postLogin(s.url, '198.51.100.91', DASHBOARD_USER, s.env.DASHBOARD_PASSWORD!),
-    );
+    const otherSession = await operatorSession(s, '198.51.100.91');
     const otherCsrf = /name="_csrf" value="([^"]+)"/.exec(
       await (await fetch(`${s.url}/dashboard`, { headers: { cookie: otherSession } })).text(),
     )![1]!;

@@ -5,7 +5,8 @@ import {
   postLogin,
   sessionCookie,
   startServeForTest,
-  type ServeUnderTest,
+  type ServedForTest,
+  stopServe,
 } from './support.ts';
 import { recordCaptured } from '../support/capture.ts';
 
@@ -20,8 +21,8 @@ import { recordCaptured } from '../support/capture.ts';
  * after an attacker's 10 wrong passwords); the throttle lived in one process; the session was a
  * signed cookie that logout did not end.
  */
-let a: ServeUnderTest & { drop: () => Promise<void> };
-let b: ServeUnderTest & { drop: () => Promise<void> };
+let a: ServedForTest;
+let b: ServedForTest;
 let password = '';
 
 beforeAll(async () => {
@@ -36,8 +37,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await b?.close();
-  await a?.close();
-  await a?.drop();
+  await stopServe(a);
 });
 
 describe('login throttle behind a proxy (TRUST_PROXY=1)', () => {

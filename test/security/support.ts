@@ -39,11 +39,29 @@ export interface ServeUnderTest {
 
 export const DASHBOARD_USER = 'operator';
 
+/** What startServeForTest returns: the running server, and `drop` for the database it made. */
+export type ServedForTest = ServeUnderTest & { drop: () => Promise<void> };
+
+/**
+ * The operator logged in through the login form from `ip`, with the password the server was
+ * started with: the session cookie. Shared because every dashboard test starts with it; the
+ * login form itself is tested with postLogin.
+ */
+export async function operatorSession(s: Pick<ServeUnderTest, 'url' | 'env'>, ip: string): Promise<string> {
+  return sessionCookie(await postLogin(s.url, ip, DASHBOARD_USER, s.env.DASHBOARD_PASSWORD!));
+}
+
+/** Stop a served test server and drop its database (whichever of them was started). */
+export async function stopServe(s: ServedForTest | undefined): Promise<void> {
+  await s?.close();
+  await s?.drop();
+}
+
 export async function startServeForTest(
   label: string,
   env: Record<string, string> = {},
   shared?: { databaseUrl: string; redisPrefix: string },
-): Promise<ServeUnderTest & { drop: () => Promise<void> }> {
+): Promise<ServedForTest> {
   const db = shared ? { url: shared.databaseUrl, drop: async () => undefined } : await freshDatabase(label);
   const redis = redisForTest(label);
   const key = randomBytes(32).toString('base64');

@@ -7,13 +7,15 @@ import { DAY } from '../../src/util/clock.ts';
 
 /**
  * A simulator account as `feedmirror accounts import` leaves it: its row, and a long-lived token
- * issued now and good for 60 days, stored encrypted.
+ * issued now and good for 60 days (or `validForMs`), stored encrypted. Importing it again stores a
+ * fresh token, as connecting the account again does.
  */
 export async function importSimAccount(
   db: Db,
   cipher: TokenCipher,
   sim: Simulator,
   acc: { id: string; username: string },
+  validForMs = 60 * DAY,
 ): Promise<void> {
   await upsertAccount(db, { id: acc.id, username: acc.username }, sim.clock.now());
   await saveToken(
@@ -23,7 +25,7 @@ export async function importSimAccount(
       accountId: acc.id,
       accessToken: sim.issueLongLivedToken(acc.id),
       obtainedAt: sim.clock.now(),
-      expiresAt: new Date(sim.clock.now().getTime() + 60 * DAY),
+      expiresAt: new Date(sim.clock.now().getTime() + validForMs),
     },
     'imported',
   );

@@ -1,19 +1,10 @@
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
-import {
-  chromium,
-  type Browser,
-  type BrowserContext,
-  type ConsoleMessage,
-  type Locator,
-  type Page,
-  type Response,
-} from 'playwright-core';
+import type { BrowserContext, ConsoleMessage, Locator, Page, Response } from 'playwright-core';
 import { expect } from 'vitest';
 import { AppContext } from '../../src/cli/context.ts';
 import { startServer, type RunningServer } from '../../src/cli/start/server.ts';
@@ -23,6 +14,9 @@ import { createLogger } from '../../src/util/logger.ts';
 import { recordCaptured, registerSecretForAudit } from './capture.ts';
 import { freshDatabase, redisForTest } from './services.ts';
 import { startSmtpCapture, type SmtpCapture } from './smtp.ts';
+import { freePort } from './closed-port.ts';
+import { CHROMIUM } from './chromium.ts';
+import { simulatorEnv } from './worker-env.ts';
 
 /**
  * The operator's dashboard as it runs: `feedmirror serve` and `feedmirror worker` built by the
@@ -33,7 +27,7 @@ import { startSmtpCapture, type SmtpCapture } from './smtp.ts';
  * checks every page and form gets: no Content-Security-Policy violation in the console, and
  * every hop of a form's submission allowed by the form-action of the page it was sent from.
  */
-export const CHROMIUM = '/usr/bin/chromium';
+export { CHROMIUM, launchChromium } from './chromium.ts';
 export const OPERATOR = 'operator';
 
 export interface OperatorStack {
@@ -45,14 +39,6 @@ export interface OperatorStack {
   server: RunningServer;
   worker: RunningWorkerProcess | undefined;
   close(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
 }
 
 export async function startOperatorStack(
@@ -84,12 +70,7 @@ export async function startOperatorStack(
     STORAGE_URL: storageDir,
     DASHBOARD_USER: OPERATOR,
     DASHBOARD_PASSWORD: password,
-    APP_ID: sim.appId,
-    APP_SECRET: sim.appSecret,
-    GRAPH_URL: sim.graphUrl,
-    AUTHORIZE_URL: sim.authorizeUrl,
-    OAUTH_TOKEN_URL: sim.oauthTokenUrl,
-    MEDIA_ALLOWED_HOSTS: sim.imageHost,
+    ...simulatorEnv(sim),
     MEDIA_VARIANT_WIDTHS: '320',
     SMTP_URL: smtp.url,
     ALERT_EMAIL_TO: 'ops@example.com',
@@ -127,21 +108,6 @@ export async function startOperatorStack(
       await rm(storageDir, { recursive: true, force: true });
     },
   };
-}
-
-export async function launchChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
 }
 
 /** What the browser reported against the CSP, by page: every page of every watched context. */

@@ -1,25 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { until } from './wait.ts';
+
+export { freePort } from './closed-port.ts';
 
 /**
  * A private redis-server for tests that restart or flush Redis: never the shared one, whose
  * other users (other test files, a person's own worker) would lose their data.
  */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 export function requireRedisServer(): void {
   if (
     !existsSync('/usr/bin/redis-server') &&

@@ -2,6 +2,8 @@ import { inject } from 'vitest';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
+import { createPool } from '../../src/store/db.ts';
+import { migrate } from '../../src/store/migrate.ts';
 
 /** A fresh, empty database on the test Postgres; dropped by the returned `drop`. */
 export async function freshDatabase(label = 'test'): Promise<{ url: string; drop: () => Promise<void> }> {
@@ -46,4 +48,36 @@ export async function freshDatabase(label = 'test'): Promise<{ url: string; drop
 /** The test Redis and a key prefix of this test's own, so parallel files never collide. */
 export function redisForTest(label = 'test'): { url: string; prefix: string } {
   return { url: inject('redisUrl'), prefix: `fmtest:${label}:${randomBytes(4).toString('hex')}` };
+}
+
+export interface MigratedDatabase {
+  /** A pool on the database, every migration applied. */
+  db: pg.Pool;
+  url: string;
+  /** Ends the pool, then drops the database. */
+  close(): Promise<void>;
+}
+
+/**
+ * A fresh database with every migration applied and a pool on it: what almost every test that
+ * touches the store starts with. `max` is the pool's size (the tests' usual 5 unless given).
+ */
+export async function migratedDatabase(label: string, max = 5): Promise<MigratedDatabase> {
+  const fresh = await freshDatabase(label);
+  const db = createPool(fresh.url, { max });
+  try {
+    await migrate(db);
+  } catch (e) {
+    await db.end();
+    await fresh.drop();
+    throw e;
+  }
+  return {
+    db,
+    url: fresh.url,
+    close: async () => {
+      await db.end();
+      await fresh.drop();
+    },
+  };
 }

@@ -1,5 +1,24 @@
 import type { Simulator } from '../../src/simulator/index.ts';
 
+/**
+ * The variables that make the simulator feedmirror's platform: the app, the graph API and the
+ * login endpoints. Every serve, worker and CLI a test starts against the simulator is given them.
+ */
+export function platformEnv(sim: Simulator): Record<string, string> {
+  return {
+    APP_ID: sim.appId,
+    APP_SECRET: sim.appSecret,
+    GRAPH_URL: sim.graphUrl,
+    AUTHORIZE_URL: sim.authorizeUrl,
+    OAUTH_TOKEN_URL: sim.oauthTokenUrl,
+  };
+}
+
+/** platformEnv, and the simulator's image host as the one host images are copied from. */
+export function simulatorEnv(sim: Simulator): Record<string, string> {
+  return { ...platformEnv(sim), MEDIA_ALLOWED_HOSTS: sim.imageHost };
+}
+
 /** The environment of a real `feedmirror worker` process pointed at the test services. */
 export function workerEnv(o: {
   sim: Simulator;
@@ -15,15 +34,10 @@ export function workerEnv(o: {
     DATABASE_URL: o.databaseUrl,
     REDIS_URL: o.redis.url,
     REDIS_PREFIX: o.redis.prefix,
-    GRAPH_URL: o.sim.graphUrl,
-    OAUTH_TOKEN_URL: o.sim.oauthTokenUrl,
-    AUTHORIZE_URL: o.sim.authorizeUrl,
-    APP_ID: o.sim.appId,
-    APP_SECRET: o.sim.appSecret,
+    ...simulatorEnv(o.sim),
     TOKEN_ENCRYPTION_KEY: o.key,
     STORAGE_URL: o.storageDir,
     MEDIA_PUBLIC_URL: 'http://media.example.test/',
-    MEDIA_ALLOWED_HOSTS: o.sim.imageHost,
     ...(o.smtpUrl
       ? { SMTP_URL: o.smtpUrl, ALERT_EMAIL_TO: 'ops@example.test' }
       : { OUTBOX_DIR: `${o.storageDir}/outbox` }),
