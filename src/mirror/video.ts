@@ -130,6 +130,9 @@ export async function mirrorVideo(deps: VideoMirrorDeps, job: VideoJob): Promise
         },
       });
       body.once('error', (err) => check.destroy(err));
+      // Its error may come before the storage reads it (the sidecar is written first): the
+      // storage reports it (putStream rethrows a failed stream's own error), so it is not lost.
+      check.on('error', () => undefined);
       body.pipe(check);
       await storage.putStream(key, check, { contentType: VIDEO_CONTENT_TYPE, cacheControl: IMMUTABLE_CACHE_CONTROL });
       let header: VideoHeader;
