@@ -111,7 +111,7 @@ afterAll(async () => {
   await dropDb?.();
 });
 
-describe('video copies (MIRROR_VIDEOS)', () => {
+describe('video copies (MIRROR_VIDEOS, R-LNK-5)', () => {
   let accountId: string;
   let reel: string;
   let large: string;
