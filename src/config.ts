@@ -314,6 +314,30 @@ export const configSchema = z.object({
       type: 'comma list of `webp`, `avif`',
       change: 'new copies only; then `feedmirror media rebuild` for existing ones',
     }),
+  /** on: video files (reels, videos, video slides) are copied too, within the caps below. */
+  MIRROR_VIDEOS: z
+    .stringbool()
+    .default(false)
+    .register(settings, {
+      description:
+        "`on`: video files (reels, videos, video slides) are copied into storage like the pictures, streamed and never transcoded, so a visitor's browser plays them from your storage and never asks the platform; `off`: a feed points at the platform's signed video links, as before (see [capacity](capacity.md#video) for the storage and egress it costs)",
+      example: 'on',
+      readBy: ['worker', 'cli'],
+      type: 'boolean (`on`/`off`)',
+      change: 'new copies only: existing video copies stay in the feed until their posts go',
+    }),
+  VIDEO_MAX_BYTES: posInt.default(100 * 1024 * 1024).register(settings, {
+    description:
+      "largest video file copied (MIRROR_VIDEOS); a larger one stays a platform link and the account's health says so",
+    example: '209715200',
+    readBy: ['worker', 'cli'],
+  }),
+  VIDEO_MAX_BYTES_PER_ACCOUNT: posInt.default(2 * 1024 * 1024 * 1024).register(settings, {
+    description:
+      "most bytes of video copies one account may hold (MIRROR_VIDEOS); a video past it stays a platform link and the account's health says so",
+    example: '5368709120',
+    readBy: ['worker', 'cli'],
+  }),
   /** 32-byte key, base64 or hex; several keys as `id:key,id:key`, the first one encrypts. */
   TOKEN_ENCRYPTION_KEY: z
     .string()

@@ -42,6 +42,7 @@ export const HEALTH_REASON_KINDS = [
   'items_skipped',
   'copies_failing',
   'images_missing',
+  'videos_over_cap',
   'posts_withheld',
   'feed_not_published',
   'removal_held',
@@ -135,6 +136,12 @@ export interface HealthFacts {
     /** When the oldest of them was first read. */
     oldestWaitingSince: Date | null;
   };
+  /**
+   * Video files left platform links because of VIDEO_MAX_BYTES ('file') or
+   * VIDEO_MAX_BYTES_PER_ACCOUNT ('account'), and the limits they met. Absent: none (callers
+   * without video mirroring).
+   */
+  videosOverCap?: { file: number; account: number; fileLimit: number | null; accountLimit: number | null };
   /** Copies of stored posts whose objects are missing from storage, until they are copied again. */
   missingObjects: { count: number; first: MissingObjectFact | null };
   publication: { publishedAt: Date; postCount: number; demo: boolean } | null;
@@ -191,6 +198,9 @@ export function ago(ms: number): string {
   return `${Math.floor(ms / DAY)} days`;
 }
 
+/** Bytes as an operator reads a cap: "100 MiB", "2 GiB". */
+const mib = (n: number) =>
+  n >= 1024 ** 3 && n % 1024 ** 3 === 0 ? `${n / 1024 ** 3} GiB` : `${Math.round((n / 1024 ** 2) * 10) / 10} MiB`;
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 /**
  * Text from elsewhere (an error, a platform message) in a reason: redacted, one line, bounded, and
@@ -347,6 +357,22 @@ export function accountHealth(f: HealthFacts, p: HealthPolicy): AccountHealth {
       'images_missing',
       'fail',
       `${plural(n, 'image')} the published feed points at ${n === 1 ? 'is' : 'are'} missing from storage, so sites show ${n === 1 ? 'a broken image' : 'broken images'}${first}: the next sync copies ${n === 1 ? 'it' : 'them'} again (\`feedmirror sync ${f.accountId} --wait\` does it now)`,
+    );
+  }
+  // A video over a cap keeps its platform link (the feed works while the link lives, and the
+  // visitor's browser asks the platform for it): a warning that says which cap, never silence.
+  const oc = f.videosOverCap;
+  if (oc && oc.file + oc.account > 0) {
+    const parts = [
+      oc.file > 0 ? `${plural(oc.file, 'video')} larger than VIDEO_MAX_BYTES (${mib(oc.fileLimit ?? 0)})` : '',
+      oc.account > 0
+        ? `${plural(oc.account, 'video')} past the account's VIDEO_MAX_BYTES_PER_ACCOUNT (${mib(oc.accountLimit ?? 0)})`
+        : '',
+    ].filter(Boolean);
+    add(
+      'videos_over_cap',
+      'warn',
+      `${parts.join(' and ')} not mirrored: ${oc.file + oc.account === 1 ? 'it plays' : 'they play'} from the platform's signed link${oc.file + oc.account === 1 ? '' : 's'}, so visitors' browsers ask the platform; raise the cap to mirror ${oc.file + oc.account === 1 ? 'it' : 'them'}`,
     );
   }
   if (f.copies.waitingPosts > 0) {

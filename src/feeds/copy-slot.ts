@@ -1,5 +1,7 @@
-import { LinkExpiredError } from '../mirror/errors.ts';
-import { mirrorImage, type MirroredImage } from '../mirror/copy.ts';
+import { LinkExpiredError, TooLargeError } from '../mirror/errors.ts';
+import { mirrorImage, type MirroredImage, type VideoLimits } from '../mirror/copy.ts';
+import { mirrorVideo, type MirroredVideo, type VideoJob } from '../mirror/video.ts';
+import { noteVideoOverCap, videoBytesOfAccount } from '../store/video-caps.ts';
 import { mediaItemSchema } from '../platform/media-item.ts';
 import { earliestExpiry } from '../platform/links.ts';
 import { linkExpiry } from './expiry.ts';
@@ -23,9 +25,11 @@ export interface CopyTarget {
 }
 
 export type CopyOutcome =
-  | { outcome: 'copied' | 'reused'; renewed: boolean; image: MirroredImage }
+  | { outcome: 'copied' | 'reused'; renewed: boolean; image: MirroredImage | MirroredVideo }
   | { outcome: 'up-to-date' }
-  | { outcome: 'gone'; reason: string };
+  | { outcome: 'gone'; reason: string }
+  /** A video file over VIDEO_MAX_BYTES or the account's VIDEO_MAX_BYTES_PER_ACCOUNT: left a platform link. */
+  | { outcome: 'over-cap'; reason: string };
 
 /**
  * R-MED-8: ask the platform for newly signed links of one media item and store them in the post
@@ -108,6 +112,21 @@ export async function copySlot(
   if ((missing && !opts.force) || linkExpiry(earliestOe, deps.clock.now(), { renewMarginMs: EXPIRY_MARGIN_MS }).renew)
     await renew();
 
+  if (slot.kind === 'video') {
+    const videos = deps.limits.videos;
+    // MIRROR_VIDEOS turned off since the copy was planned: the file stays a platform link.
+    if (!videos) return { outcome: 'gone', reason: 'video mirroring is off (MIRROR_VIDEOS)' };
+    return copyVideo(deps, t, videos, {
+      url: () => slot!.url,
+      sourceId: slot.sourceId,
+      earliestOe: () => earliestOe,
+      renew,
+      renewed: () => renewed,
+      force: copiedSourceId !== null || opts.force === true || missing,
+      firstAttempt: opts.firstAttempt === true,
+    });
+  }
+
   const mirrorDeps = { storage: deps.storage, limits: deps.limits, clock: deps.clock };
   // A different file was copied before under this slot: its manifest must not be reused.
   const job = {
@@ -148,6 +167,88 @@ export async function copySlot(
     copiedAt: deps.clock.now(),
   });
   return { outcome: image.reused ? 'reused' : 'copied', renewed, image };
+}
+
+/**
+ * Copy one video file of a stored post (copySlot's video branch): within VIDEO_MAX_BYTES and what
+ * the account's VIDEO_MAX_BYTES_PER_ACCOUNT has left, renewing a dead link as an image copy does.
+ * A file over either cap is no failure: it stays a platform link and is recorded (videos_over_cap)
+ * so the account's health says so; it is not retried until the next sync plans it again.
+ */
+async function copyVideo(
+  deps: FeedDeps,
+  t: CopyTarget,
+  caps: VideoLimits,
+  s: {
+    url: () => string;
+    sourceId: string;
+    earliestOe: () => Date | null;
+    renew: () => Promise<void>;
+    renewed: () => boolean;
+    force: boolean;
+    firstAttempt: boolean;
+  },
+): Promise<CopyOutcome> {
+  const used = await videoBytesOfAccount(deps.db, t.accountId, { mediaId: t.mediaId, slot: t.slot });
+  const left = Math.max(0, caps.maxBytesPerAccount - used);
+  const accountBound = left < caps.maxBytes;
+  const overCap = async (fileBytes: number | null) => {
+    const cap = accountBound ? 'account' : 'file';
+    const limitBytes = accountBound ? caps.maxBytesPerAccount : caps.maxBytes;
+    await noteVideoOverCap(deps.db, { ...t, cap, limitBytes, fileBytes, notedAt: deps.clock.now() });
+    await clearCopyFailure(deps.db, t.accountId, t.mediaId, t.slot);
+    const reason =
+      cap === 'account'
+        ? `the account's video copies hold ${used} of VIDEO_MAX_BYTES_PER_ACCOUNT ${limitBytes} bytes`
+        : `the file is larger than VIDEO_MAX_BYTES ${limitBytes} bytes`;
+    deps.logger.info(
+      { accountId: t.accountId, mediaId: t.mediaId, slot: t.slot, cap },
+      `video not mirrored: ${reason}`,
+    );
+    return { outcome: 'over-cap' as const, reason };
+  };
+  if (left === 0) return overCap(null);
+  const job = (): VideoJob => ({
+    accountId: t.accountId,
+    mediaId: t.mediaId,
+    slot: t.slot,
+    url: s.url(),
+    sourceId: s.sourceId,
+    expiresAt: s.earliestOe(),
+    force: s.force,
+    firstAttempt: s.firstAttempt,
+    maxBytes: Math.min(caps.maxBytes, left),
+  });
+  const mirrorDeps = { storage: deps.storage, limits: deps.limits, clock: deps.clock };
+  let video: MirroredVideo;
+  try {
+    try {
+      video = await mirrorVideo(mirrorDeps, job());
+    } catch (err) {
+      if (!(err instanceof LinkExpiredError) || s.renewed()) throw err;
+      await s.renew(); // R-LNK-3: 403 "URL signature expired" => renew, then copy
+      video = await mirrorVideo(mirrorDeps, job());
+    }
+  } catch (err) {
+    if (err instanceof TooLargeError) return overCap(err.announcedBytes ?? null);
+    throw err;
+  }
+  await saveMediaCopy(deps.db, {
+    accountId: t.accountId,
+    mediaId: t.mediaId,
+    slot: t.slot,
+    sourceId: s.sourceId,
+    key: video.key,
+    width: video.width,
+    height: video.height,
+    bytes: video.bytes,
+    contentType: video.contentType,
+    variants: [],
+    placeholder: null,
+    copiedAt: deps.clock.now(),
+    durationSec: video.durationSec ?? null,
+  });
+  return { outcome: video.reused ? 'reused' : 'copied', renewed: s.renewed(), image: video };
 }
 
 /**

@@ -31,7 +31,7 @@ import {
 import { DAY } from '../util/clock.ts';
 import type { FeedDeps } from './deps.ts';
 import { keepPublished, needsPrevious, publishedIds, readPublishedPosts, type KeepInput } from './publication.ts';
-import { imageSlots, isImageMime } from './slots.ts';
+import { imageSlots, isImageMime, isVideoMime } from './slots.ts';
 import { contentHash } from '../util/content-hash.ts';
 
 export const DEFAULT_FEED_MAX_AGE_SECONDS = 300;
@@ -99,6 +99,19 @@ export function imageExtension(
   return { sizes, ...(copy.placeholder ? { placeholder: copy.placeholder } : {}) };
 }
 
+/** A mirrored video's media entry: the copy's address, and its bytes, size and running time as its header says. */
+export function videoEntry(m: Media, copy: MediaCopy, publicUrl: (key: string) => string): Media {
+  return {
+    ...m,
+    url: publicUrl(copy.key),
+    mime: copy.contentType,
+    width: copy.width,
+    height: copy.height,
+    ...(copy.bytes > 0 ? { bytes: copy.bytes } : {}),
+    ...(copy.durationSec ? { durationSec: copy.durationSec } : {}),
+  };
+}
+
 export interface RewrittenPost {
   post: Post;
   /** Platform links still in the post (video files, R-LNK-5). */
@@ -135,12 +148,18 @@ export function rewritePost(
   const media: Media[] = [];
   let incomplete = false;
   post.media.forEach((m, i) => {
+    const copy = bySlot.get(i);
     if (!isImageMime(m.mime)) {
-      platformLinks.push(m.url); // R-LNK-5: video files are not copied
+      // A mirrored video file (MIRROR_VIDEOS) plays from its copy: no visitor's browser asks the
+      // platform for it. Without one it stays the platform's link (R-LNK-5), the cover its poster.
+      if (copy && isVideoMime(copy.contentType)) {
+        media.push(videoEntry(m, copy, publicUrl));
+        return;
+      }
+      platformLinks.push(m.url);
       media.push(m);
       return;
     }
-    const copy = bySlot.get(i);
     if (!copy) {
       incomplete = true;
       return;
@@ -579,6 +598,7 @@ export async function adoptPublishedFeed(deps: PublishDeps, accountId: string, f
       variants: manifest.variants,
       placeholder: manifest.placeholder ?? null,
       copiedAt: now,
+      ...(manifest.durationSec !== undefined ? { durationSec: manifest.durationSec } : {}),
     });
     copies++;
   }

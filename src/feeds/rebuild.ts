@@ -3,6 +3,7 @@ import { variantLadder } from '../mirror/image.ts';
 import { mediaPrefix } from '../storage/keys.ts';
 import { listMediaCopies, saveMediaCopy, type MediaCopy } from '../store/posts.ts';
 import type { FeedDeps } from './deps.ts';
+import { isVideoMime } from './slots.ts';
 import { publishAccountFeed, type PublishOutcome } from './publish.ts';
 
 export interface RebuildResult {
@@ -47,7 +48,12 @@ export async function rebuildAccountMedia(
   let upToDate = 0;
   let missing = 0;
   for (const [i, copy] of copies.entries()) {
-    if (isCurrent(copy, deps.limits.variantWidths, formats) && inStorage(copy)) {
+    if (isVideoMime(copy.contentType)) {
+      // A video file is served as the platform made it (never transcoded): nothing to re-encode.
+      // One whose object is gone is counted missing, as a picture's is (verify --repair copies it).
+      if (inStorage(copy)) upToDate++;
+      else missing++;
+    } else if (isCurrent(copy, deps.limits.variantWidths, formats) && inStorage(copy)) {
       upToDate++;
     } else {
       const image = await reencodeMirroredImage({ storage: deps.storage, limits: deps.limits }, copy);

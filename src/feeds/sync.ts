@@ -41,7 +41,7 @@ import {
   type PublishOutcome,
 } from './publish.ts';
 import { settleRemoval, type Settled } from './publication.ts';
-import { imageSlots, isImageMime } from './slots.ts';
+import { imageSlots } from './slots.ts';
 import { contentHash } from '../util/content-hash.ts';
 import { feedCheckDue } from './feed-check.ts';
 import { DAY } from '../util/clock.ts';
@@ -177,8 +177,9 @@ async function readAndStore(deps: FeedDeps, accountId: string, opts: SyncOptions
   const settled = listing.complete
     ? await settleRemovals(run, converted, feed.publication, now)
     : { pruned: [], held: null, agreed: false, stale: false };
+  const mirrorVideos = run.deps.limits.videos !== undefined;
   const renewedVideos = await renewVideoLinks(run, converted.inputs, changes, now);
-  const copies = planCopies(accountId, converted.inputs, run.context.copySources, now);
+  const copies = planCopies(accountId, converted.inputs, run.context.copySources, now, mirrorVideos);
   progress.imagesToCopy = copies.length;
   report();
   const error = await recordSync(run, listing, converted, pauseNote, now);
@@ -417,9 +418,14 @@ async function renewVideoLinks(
   const { deps, accountId } = run;
   const renewMarginMs = deps.relinkMarginMs ?? DAY;
   const due = (earliestOe: Date | null) => linkExpiry(earliestOe, now, { renewMarginMs }).renew;
+  // A video file whose copy the feed points at (MIRROR_VIDEOS) needs no live link; the copy job
+  // renews the link of one it still has to copy.
+  const copied = run.context.copySources;
+  const hasVideo = (mediaId: string, post: Post) =>
+    imageSlots(post).some((s) => s.kind === 'video' && copied.get(copySourceKey(mediaId, s.slot)) === undefined);
   const toRenew = inputs.filter((i) => {
     const kept = changes.get(i.mediaId);
-    return kept !== undefined && hasVideo(i.post) && due(kept.earliestOe);
+    return kept !== undefined && hasVideo(i.mediaId, i.post) && due(kept.earliestOe);
   });
   if (toRenew.length === 0) return 0;
   const stored = new Map(
@@ -434,7 +440,7 @@ async function renewVideoLinks(
   let renewed = 0;
   for (const input of toRenew) {
     const post = stored.get(input.mediaId);
-    if (!post || !hasVideo(post.post) || !due(post.earliestOe)) continue;
+    if (!post || !hasVideo(input.mediaId, post.post) || !due(post.earliestOe)) continue;
     try {
       const fresh = await renewPostLinks(deps, accountId, input.mediaId, post.post, { accessToken: run.accessToken });
       input.post = fresh.post;
@@ -451,10 +457,9 @@ async function renewVideoLinks(
   return renewed;
 }
 
-const hasVideo = (post: Post) => post.media.some((m) => !isImageMime(m.mime));
-
 /**
- * The images to copy (R-LNK-5): every cover and photo slide whose file is not copied yet, the link
+ * The files to copy (R-LNK-5): every cover and photo slide (and, with MIRROR_VIDEOS=on, every
+ * video file) whose file is not copied yet, the link
  * that dies first copied first and unknown expiry last (R-LNK-1, R-LNK-2). `copied` is the copies
  * recorded when the sync began: one a copy job records meanwhile is queued again, and that job
  * finds it done (copySlot).
@@ -464,10 +469,13 @@ function planCopies(
   inputs: readonly PostInput[],
   copied: ReadonlyMap<string, string>,
   now: Date,
+  mirrorVideos: boolean,
 ): CopyTask[] {
   const copies: CopyTask[] = [];
   for (const input of inputs) {
     for (const s of imageSlots(input.post)) {
+      // Video files are copied with MIRROR_VIDEOS=on only; off, they stay platform links.
+      if (s.kind === 'video' && !mirrorVideos) continue;
       if (copied.get(copySourceKey(input.mediaId, s.slot)) === s.sourceId) continue;
       const deadline = linkExpiry(input.earliestOe, now).copyDeadline;
       copies.push({ accountId, mediaId: input.mediaId, slot: s.slot, deadline });

@@ -11,7 +11,7 @@ import { ID_PATTERN } from '../util/ids.ts';
 /** Mirrored copies never change under their name (content-addressed), so caches may keep them forever. */
 export const IMMUTABLE_CACHE_CONTROL = 'public, max-age=31536000, immutable';
 /** The manifest can be rewritten (force); nobody outside should cache it. */
-const MANIFEST_CACHE_CONTROL = 'no-cache';
+export const MANIFEST_CACHE_CONTROL = 'no-cache';
 
 export interface MirrorLimits {
   allowedHosts: string[];
@@ -21,6 +21,15 @@ export interface MirrorLimits {
   variantWidths: number[];
   /** Encodings of each variant width; WebP when absent. */
   variantFormats?: readonly VariantFormat[];
+  /** MIRROR_VIDEOS=on: video files are copied too, within these caps (src/mirror/video.ts); absent: off. */
+  videos?: VideoLimits;
+}
+
+export interface VideoLimits {
+  /** VIDEO_MAX_BYTES: the largest video file copied. */
+  maxBytes: number;
+  /** VIDEO_MAX_BYTES_PER_ACCOUNT: the bytes of video copies one account may hold. */
+  maxBytesPerAccount: number;
 }
 
 export function mirrorLimitsFromConfig(
@@ -32,9 +41,15 @@ export function mirrorLimitsFromConfig(
     | 'MEDIA_TIMEOUT_MS'
     | 'MEDIA_VARIANT_WIDTHS'
     | 'MEDIA_VARIANT_FORMATS'
+    | 'MIRROR_VIDEOS'
+    | 'VIDEO_MAX_BYTES'
+    | 'VIDEO_MAX_BYTES_PER_ACCOUNT'
   >,
 ): MirrorLimits {
   return {
+    ...(config.MIRROR_VIDEOS
+      ? { videos: { maxBytes: config.VIDEO_MAX_BYTES, maxBytesPerAccount: config.VIDEO_MAX_BYTES_PER_ACCOUNT } }
+      : {}),
     variantFormats: config.MEDIA_VARIANT_FORMATS,
     allowedHosts: config.MEDIA_ALLOWED_HOSTS,
     maxBytes: config.MEDIA_MAX_BYTES,
@@ -104,7 +119,7 @@ export interface MirroredImage {
 const SLOT_RE = SLOT_PATTERN;
 
 /** What we store next to the copies. URLs are not stored: they follow MEDIA_PUBLIC_URL at read time. */
-const manifestSchema = z.object({
+export const manifestSchema = z.object({
   version: z.literal(1),
   key: z.string().min(1),
   width: z.number().int().positive(),
@@ -124,6 +139,8 @@ const manifestSchema = z.object({
   placeholder: z.object({ color: z.string().regex(/^#[0-9a-f]{6}$/), thumbhash: z.string().min(1) }).optional(),
   // The file copied (its link without signature); manifests written before it was kept lack it.
   source: z.string().min(1).optional(),
+  // A video file's running time (src/mirror/video.ts), read from its MP4 header.
+  durationSec: z.number().positive().optional(),
 });
 type Manifest = z.output<typeof manifestSchema>;
 export type CopyManifest = Manifest;
@@ -132,7 +149,7 @@ export function manifestKey(accountId: string, mediaId: string, slot: string): s
   return mediaKey(accountId, mediaId, `${checkSlot(slot)}.json`);
 }
 
-function checkSlot(slot: string): string {
+export function checkSlot(slot: string): string {
   if (typeof slot !== 'string' || !SLOT_RE.test(slot))
     throw new InvalidKeyError('slot', String(slot), 'must be 1-64 characters of a-z 0-9 -, like cover or slide-0');
   return slot;
@@ -152,7 +169,7 @@ function fromManifest(storage: ObjectStorage, m: Manifest, reused: boolean): Mir
   };
 }
 
-async function readManifest(storage: ObjectStorage, key: string): Promise<Manifest | undefined> {
+export async function readManifest(storage: ObjectStorage, key: string): Promise<Manifest | undefined> {
   const obj = await storage.get(key);
   if (!obj) return undefined;
   try {

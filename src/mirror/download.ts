@@ -2,7 +2,9 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { systemClock, type Clock } from '../util/clock.ts';
 import { redactUrl } from '../util/redact.ts';
-import { DisallowedHostError, DownloadError, LinkExpiredError, TooLargeError } from './errors.ts';
+import { Transform, type Readable } from 'node:stream';
+import { StorageError } from '../storage/errors.ts';
+import { DisallowedHostError, DownloadError, LinkExpiredError, MirrorError, TooLargeError } from './errors.ts';
 
 export interface DownloadOptions {
   /** Entries: 'host' (exact, any port), '.suffix' (subdomains of suffix), 'host:port' (exact host and port). */
@@ -66,12 +68,12 @@ function checkOe(url: URL, clock: Clock, oe: Date | null | undefined): void {
 }
 
 /** One request, answered once its status and headers are in (the body is still to read). */
-function request(url: URL, signal: AbortSignal): Promise<IncomingMessage> {
+function request(url: URL, signal: AbortSignal, accept: string): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     // The default agents keep connections alive (Node's own default since 19), as fetch's did.
     const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(
       url,
-      { signal, headers: { accept: 'image/*', 'user-agent': 'feedmirror' } },
+      { signal, headers: { accept, 'user-agent': 'feedmirror' } },
       resolve,
     );
     req.on('error', reject);
@@ -116,15 +118,27 @@ function readBody(res: IncomingMessage, limit: number, tooLarge?: () => Error): 
   });
 }
 
+/** What a successful response is handed to: its body still to read, the last hop (redacted). */
+interface OpenedResponse {
+  res: IncomingMessage;
+  current: URL;
+  /** Wrap a failure while reading the body as the download's error (timeout or network). */
+  wrap: (err: unknown) => DownloadError;
+}
+
 /**
- * Download one image over http(s) with every guard a server-side fetch of outside URLs needs:
- * allow-listed hosts on every redirect hop, a byte cap enforced while streaming, one timeout for
- * the whole download, and expired links recognised (R-LNK-3) so the caller can renew and retry.
- * node:http rather than fetch: fetch's web streams, combined abort signals and a promise per chunk
- * cost several times the CPU for the same bytes, and copies are most of a worker's work
- * (docs/benchmarks.md compares them).
+ * One guarded GET over http(s), with every guard a server-side fetch of outside URLs needs:
+ * allow-listed hosts on every redirect hop, a byte cap (announced length here, the body's own
+ * count by the reader), one timeout for the whole download, and expired links recognised
+ * (R-LNK-3) so the caller can renew and retry. `read` gets a 2xx response and reads its body
+ * within the same timeout. `what` names the file in messages ("image", "video").
  */
-export async function downloadImage(url: string, opts: DownloadOptions): Promise<DownloadedImage> {
+async function guardedGet<T>(
+  url: string,
+  opts: DownloadOptions,
+  what: { noun: string; accept: string },
+  read: (opened: OpenedResponse) => Promise<T>,
+): Promise<T> {
   const clock = opts.clock ?? systemClock;
   const maxRedirects = opts.maxRedirects ?? 5;
   let current: URL;
@@ -162,11 +176,11 @@ export async function downloadImage(url: string, opts: DownloadOptions): Promise
     for (let hop = 0; ; hop++) {
       checkUrl(current, opts.allowedHosts);
       checkOe(current, clock, opts.expiresAt);
-      // A link with user:password@ is not an image link (fetch refused those too).
+      // A link with user:password@ is not a media link (fetch refused those too).
       if (current.username || current.password) throw wrap(new TypeError('a link with credentials'));
       let res: IncomingMessage;
       try {
-        res = await request(current, abort.signal);
+        res = await request(current, abort.signal, what.accept);
       } catch (err) {
         throw wrap(err);
       }
@@ -201,35 +215,14 @@ export async function downloadImage(url: string, opts: DownloadOptions): Promise
       const declared = Number(res.headers['content-length']);
       if (Number.isFinite(declared) && declared > opts.maxBytes) {
         throw new TooLargeError(
-          `image at ${redactUrl(current.href)} announces ${declared} bytes, more than the ${opts.maxBytes} allowed`,
+          `${what.noun} at ${redactUrl(current.href)} announces ${declared} bytes, more than the ${opts.maxBytes} allowed`,
           opts.maxBytes,
+          declared,
         );
       }
-
-      let body: Buffer;
-      try {
-        // Stops reading at once past maxBytes (the connection is dropped below): an endless body
-        // must not be read to its end.
-        body = await readBody(
-          res,
-          opts.maxBytes,
-          () =>
-            new TooLargeError(
-              `image at ${redactUrl(current.href)} is larger than the ${opts.maxBytes} bytes allowed`,
-              opts.maxBytes,
-            ),
-        );
-      } catch (err) {
-        if (err instanceof TooLargeError) throw err;
-        throw wrap(err);
-      }
-      const contentType = res.headers['content-type'];
+      const out = await read({ res, current, wrap });
       done = true;
-      return {
-        body,
-        ...(contentType ? { contentType } : {}),
-        finalUrl: redactUrl(current.href),
-      };
+      return out;
     }
   } finally {
     clearTimeout(timer);
@@ -237,4 +230,96 @@ export async function downloadImage(url: string, opts: DownloadOptions): Promise
     // with its connection. A body read to its end has handed its connection back to the pool.
     if (!done && !abort.signal.aborted) abort.abort();
   }
+}
+
+/**
+ * Download one image into memory with guardedGet's guards.
+ * node:http rather than fetch: fetch's web streams, combined abort signals and a promise per chunk
+ * cost several times the CPU for the same bytes, and copies are most of a worker's work
+ * (docs/benchmarks.md compares them).
+ */
+export async function downloadImage(url: string, opts: DownloadOptions): Promise<DownloadedImage> {
+  return guardedGet(url, opts, { noun: 'image', accept: 'image/*' }, async ({ res, current, wrap }) => {
+    let body: Buffer;
+    try {
+      // Stops reading at once past maxBytes (the connection is dropped by guardedGet): an
+      // endless body must not be read to its end.
+      body = await readBody(
+        res,
+        opts.maxBytes,
+        () =>
+          new TooLargeError(
+            `image at ${redactUrl(current.href)} is larger than the ${opts.maxBytes} bytes allowed`,
+            opts.maxBytes,
+          ),
+      );
+    } catch (err) {
+      if (err instanceof TooLargeError) throw err;
+      throw wrap(err);
+    }
+    const contentType = res.headers['content-type'];
+    return {
+      body,
+      ...(contentType ? { contentType } : {}),
+      finalUrl: redactUrl(current.href),
+    };
+  });
+}
+
+/** A streamed download's body as its reader gets it, and the size the host announced. */
+export interface StreamedDownload {
+  /** The body, counted: it fails with TooLargeError past maxBytes, never delivering more. */
+  body: Readable;
+  announcedBytes?: number;
+  contentType?: string;
+  finalUrl: string;
+}
+
+/**
+ * Download a large file (a video) with guardedGet's guards, streaming it to `consume` instead of
+ * holding it: the byte cap is counted as the bytes go by, the timeout covers the whole transfer
+ * (consume included: it must read the body to its end or fail). Backpressure runs from consume's
+ * writer (the storage upload) to the socket, so memory holds a few chunks, whatever the size.
+ */
+export async function downloadStream<T>(
+  url: string,
+  opts: DownloadOptions,
+  consume: (d: StreamedDownload) => Promise<T>,
+): Promise<T> {
+  return guardedGet(url, opts, { noun: 'video', accept: 'video/*' }, async ({ res, current, wrap }) => {
+    let seen = 0;
+    const counter = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        seen += chunk.length;
+        if (seen > opts.maxBytes)
+          return cb(
+            new TooLargeError(
+              `video at ${redactUrl(current.href)} is larger than the ${opts.maxBytes} bytes allowed`,
+              opts.maxBytes,
+            ),
+          );
+        cb(null, chunk);
+      },
+    });
+    // A response that fails or is cut mid-body fails the body its reader holds.
+    res.once('error', (err) => counter.destroy(wrap(err)));
+    res.once('close', () => {
+      if (!res.complete) counter.destroy(wrap(new Error('aborted')));
+    });
+    res.pipe(counter);
+    const declared = Number(res.headers['content-length']);
+    const contentType = res.headers['content-type'];
+    try {
+      return await consume({
+        body: counter,
+        ...(Number.isFinite(declared) ? { announcedBytes: declared } : {}),
+        ...(contentType ? { contentType } : {}),
+        finalUrl: redactUrl(current.href),
+      });
+    } catch (err) {
+      res.destroy();
+      if (err instanceof MirrorError || err instanceof StorageError) throw err;
+      throw wrap(err);
+    }
+  });
 }

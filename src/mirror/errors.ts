@@ -32,6 +32,8 @@ export class TooLargeError extends MirrorError {
   constructor(
     message: string,
     readonly maxBytes: number,
+    /** The size the host announced (Content-Length), when it did. */
+    readonly announcedBytes?: number,
   ) {
     super(message);
     this.name = 'TooLargeError';
@@ -80,5 +82,13 @@ export class ImageTooLargeError extends MirrorError {
   ) {
     super(message);
     this.name = 'ImageTooLargeError';
+  }
+}
+
+/** The bytes are not an MP4 file (no `ftyp` box first), or its header names no video track. */
+export class InvalidVideoError extends MirrorError {
+  constructor(message: string, opts: { cause?: unknown } = {}) {
+    super(message, opts);
+    this.name = 'InvalidVideoError';
   }
 }

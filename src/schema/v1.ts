@@ -105,6 +105,10 @@ export const mediaSchema = z.looseObject({
   width: positive().optional(),
   height: positive().optional(),
   durationSec: positive().optional(),
+  bytes: doc(
+    z.number().int().positive({ error: 'must be a whole number > 0' }),
+    "extension (optional): the file's size in bytes (a mirrored video)",
+  ).optional(),
   alt: z.string().optional(),
   sizes: doc(imageSizes(), 'extension (optional): the sizes of a mirrored photo, smallest first').optional(),
   placeholder: placeholderSchema.optional(),

@@ -1,5 +1,6 @@
 import type { SimContext, SimRequest } from './context.ts';
 import { jpegFor, mp4For } from './images.ts';
+import { paddedMp4 } from './mp4.ts';
 import { text, type Reply } from './reply.ts';
 import type { PostRecord } from './state.ts';
 
@@ -37,11 +38,15 @@ export async function handleCdn(ctx: SimContext, r: SimRequest): Promise<Reply> 
   }
   const headers = { 'cache-control': 'max-age=1209600, no-transform', 'access-control-allow-origin': '*' };
   if (ext === 'mp4') {
-    const body = mp4For(`${mediaId}/${slot}`);
+    // A real, playable MP4 (mp4.ts) at the post's size; padded to its videoBytes when it has one.
+    const file = mp4For(`${mediaId}/${slot}`, dimensions(post, slot));
+    const { stream, length } = post?.videoBytes
+      ? paddedMp4(file, post.videoBytes)
+      : { stream: file, length: file.length };
     return {
       status: 200,
-      headers: { ...headers, 'content-type': 'video/mp4', 'content-length': String(body.length) },
-      body,
+      headers: { ...headers, 'content-type': 'video/mp4', 'content-length': String(length) },
+      body: stream,
     };
   }
   const { width, height } = dimensions(post, slot);

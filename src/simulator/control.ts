@@ -32,6 +32,13 @@ const accountBody = z.strictObject({
 const postBody = z.strictObject({
   type: z.enum(['image', 'carousel', 'video', 'reel']).default('image'),
   caption: z.string().max(2200).nullable().optional(),
+  /** A video's or reel's file size (bytes): the playable MP4 padded to it, streamed. */
+  videoBytes: z
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 32 - 1)
+    .optional(),
 });
 const editBody = z.strictObject({ caption: z.string().max(2200).nullable() });
 const rateLimitBody = z.strictObject({
@@ -164,10 +171,10 @@ export function handleControl(
     if (method === 'POST' && rest === '/posts') {
       const parsed = postBody.safeParse(parsedJson);
       if (!parsed.success) return problem('invalid post', parsed.error);
-      const id = state.addPost(
-        accountId,
-        postSpecFor(parsed.data.type, parsed.data.caption, state.postsById.size, state.account(accountId).photos),
-      );
+      const id = state.addPost(accountId, {
+        ...postSpecFor(parsed.data.type, parsed.data.caption, state.postsById.size, state.account(accountId).photos),
+        ...(parsed.data.videoBytes !== undefined ? { videoBytes: parsed.data.videoBytes } : {}),
+      });
       return json(200, postAnswer(ctx, accountId, id));
     }
     const one = /^\/posts\/(\d{1,30})$/.exec(rest);

@@ -1,13 +1,14 @@
 import sharp, { type Sharp } from 'sharp';
 import { bundledPhoto } from './photos.ts';
+import { makeMp4 } from './mp4.ts';
 import { avatarSvg, sceneSvg } from './scene.ts';
 
 /**
  * The bytes behind the fake CDN's links: real JPEGs, distinct per media and slot (a generated
  * landscape, scene.ts, chosen by a hash of the key; or, for an account that posts photographs, a
  * bundled photo cropped to the post's size, photos.ts; the key itself is in the EXIF description,
- * never drawn, R-SIM-3), and a tiny MP4-shaped body for video files (never decoded by feedmirror:
- * videos are not copied, R-LNK-5).
+ * never drawn, R-SIM-3), and real playable MP4s for video files (mp4.ts: made in code, a still
+ * picture per key, played by browsers and copied by MIRROR_VIDEOS).
  *
  * Rendered JPEGs are kept in a small LRU cache (bounded by entries AND bytes): a fake's cache must
  * not grow with the number of posts served, or a long simulator run (or the benchmark) holds every
@@ -143,16 +144,18 @@ export function jpegFor(key: string, width: number, height: number, look: JpegLo
   return rendering;
 }
 
-/** An `ftyp` box and a `free` box naming the media: enough to look like MP4, small to serve. */
-export function mp4For(key: string): Buffer {
-  const ftyp = Buffer.concat([
-    Buffer.from([0, 0, 0, 0x18]),
-    Buffer.from('ftypisom'),
-    Buffer.from([0, 0, 2, 0]),
-    Buffer.from('isommp42'),
-  ]);
-  const payload = Buffer.from(`feedmirror simulator video ${key}`);
-  const size = Buffer.alloc(4);
-  size.writeUInt32BE(8 + payload.length);
-  return Buffer.concat([ftyp, size, Buffer.from('free'), payload]);
+/** Made MP4s by key and size: tens of KB each, so a few dozen are kept. */
+const mp4Cache = new Map<string, Buffer>();
+const MP4_CACHE_ENTRIES = 64;
+
+/** A playable MP4 of the key, its track header at the post's display size (mp4.ts). */
+export function mp4For(key: string, size: { width: number; height: number }): Buffer {
+  const id = `${key}@${size.width}x${size.height}`;
+  let file = mp4Cache.get(id);
+  if (!file) {
+    file = makeMp4(key, size);
+    if (mp4Cache.size >= MP4_CACHE_ENTRIES) mp4Cache.delete(mp4Cache.keys().next().value!);
+    mp4Cache.set(id, file);
+  }
+  return file;
 }

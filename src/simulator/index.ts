@@ -127,7 +127,19 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
 
   function write(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
     res.writeHead(reply.status, reply.headers ?? {});
-    res.end(req.method === 'HEAD' ? undefined : reply.body);
+    if (typeof reply.body === 'string' || Buffer.isBuffer(reply.body)) {
+      res.end(req.method === 'HEAD' ? undefined : reply.body);
+      return;
+    }
+    const stream = reply.body;
+    if (req.method === 'HEAD') {
+      stream.destroy();
+      res.end();
+      return;
+    }
+    // A reader that stops (a copy over its cap) closes the response: the stream stops with it.
+    res.once('close', () => stream.destroy());
+    stream.pipe(res);
   }
 
   function streamHuge(res: ServerResponse, status: number, sizeBytes: number, headers: Record<string, string>): void {

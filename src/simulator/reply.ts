@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { html, type Html } from '../util/html.ts';
 
 /** What a handler answers; the server writes it (and adds the usage headers on the graph host). */
 export interface Reply {
   status: number;
   headers?: Record<string, string>;
-  body: string | Buffer;
+  /** A stream is piped (a large video file, made as it is read). */
+  body: string | Buffer | Readable;
   /** The account the call was made for: its usage goes into X-Business-Use-Case-Usage. */
   accountId?: string | undefined;
 }

@@ -65,6 +65,8 @@ export interface PostRecord {
   deleted: boolean;
   /** Links without `oe` (PostSpec.linksWithoutOe). */
   linksWithoutOe: boolean;
+  /** PostSpec.videoBytes: the size its video files are served at; null: the bare MP4. */
+  videoBytes: number | null;
   /** How listings and reads garble it (PostSpec.glitch). */
   glitch: 'unknown-media-type' | 'no-timestamp' | null;
 }
@@ -225,6 +227,7 @@ export class SimState {
       isSharedToFeed: h % 2 === 0,
       deleted: false,
       linksWithoutOe: spec.linksWithoutOe ?? false,
+      videoBytes: spec.videoBytes ?? null,
       glitch: spec.glitch ?? null,
     };
     this.postsById.set(id, record);

@@ -22,6 +22,11 @@ export interface PostSpec {
   /** Its links carry no `oe` at all (an unknown expiry, R-LNK-1); the image host serves them. */
   linksWithoutOe?: boolean;
   /**
+   * A video's (or reel's) file size in bytes: its playable MP4 grown by a trailing `free` box of
+   * zeros (mp4.ts paddedMp4), streamed as it is served. Unset: the bare MP4 (tens of KB).
+   */
+  videoBytes?: number;
+  /**
    * What a platform glitch does to this post in listings and reads: an unknown media_type or no
    * timestamp (the item no longer converts). null clears it.
    */

@@ -135,11 +135,13 @@ export function assertStoragePrefix(prefix: string, allowEmpty: boolean): string
 export const SLOT_PATTERN = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
 /**
- * The names the copy writes in a media folder (src/mirror/copy.ts): the original
- * `<slot>-<16 hex of its sha256>.<jpg|png|webp>`, its variants `<original>-w<width>.<webp|avif>`
- * (variantKey) and the manifest `<slot>.json`. Nothing else is ever written there.
+ * The names the copy writes in a media folder (src/mirror/copy.ts, src/mirror/video.ts): the
+ * original `<slot>-<16 hex of its sha256>.<jpg|png|webp>`, its variants
+ * `<original>-w<width>.<webp|avif>` (variantKey), a video file `<slot>-<16 hex>.mp4` and the
+ * manifest `<slot>.json`. Nothing else is ever written there.
  */
-const COPY_NAME_RE = /^([a-z0-9][a-z0-9-]{0,63}?)-[0-9a-f]{16}(?:\.(?:jpg|png|webp)|-w[1-9]\d{0,5}\.(?:webp|avif))$/;
+const COPY_NAME_RE =
+  /^([a-z0-9][a-z0-9-]{0,63}?)-[0-9a-f]{16}(?:\.(?:jpg|png|webp|mp4)|-w[1-9]\d{0,5}\.(?:webp|avif))$/;
 const MANIFEST_NAME_RE = /^([a-z0-9][a-z0-9-]{0,63})\.json$/;
 const PROBE_KEY_RE =
   /^(?:(?:feeds|media|widget)\/readiness-probe-[0-9a-f]{12}\.txt|feeds\/doctor-probe-[0-9a-f]{12}\.json)$/;

@@ -8,13 +8,29 @@ import {
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
 import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { connectionErrorCode } from '../util/unavailable.ts';
 import { redactText } from '../util/redact.ts';
 import { StorageError, StorageUnavailableError } from './errors.ts';
 import { assertStorageKey, assertStoragePrefix } from './keys.ts';
 import { joinPublicUrl } from './public-url.ts';
-import type { ListedObject, ListObjectsOptions, ObjectStorage, PutOptions, StoredObject } from './types.ts';
+import type {
+  ListedObject,
+  ListObjectsOptions,
+  ObjectStorage,
+  OpenedObject,
+  PutOptions,
+  StoredObject,
+} from './types.ts';
+
+/**
+ * A streamed upload's part size and how many parts are in flight: lib-storage buffers at most
+ * queueSize * partSize per upload, so ten video copies at once hold about 100 MB (docs/capacity.md).
+ */
+const UPLOAD_PART_BYTES = 5 * 1024 * 1024;
+const UPLOAD_QUEUE = 1;
 
 export interface S3StorageOptions {
   bucket: string;
@@ -146,6 +162,60 @@ export class S3Storage implements ObjectStorage {
     } catch (err) {
       this.fail('put', key, err);
     }
+  }
+
+  async putStream(key: string, body: Readable, opts: PutOptions): Promise<void> {
+    const Key = this.full(key);
+    // The SDK's own multipart helper: parts of UPLOAD_PART_BYTES as Buffers (never an aws-chunked
+    // stream, see above), a single PutObject for a body smaller than one part, and the multipart
+    // upload aborted when the stream or a part fails, so nothing half-written is left.
+    const upload = new Upload({
+      client: this.client,
+      params: {
+        Bucket: this.opts.bucket,
+        Key,
+        Body: body,
+        ContentType: opts.contentType,
+        CacheControl: opts.cacheControl,
+      },
+      partSize: UPLOAD_PART_BYTES,
+      queueSize: UPLOAD_QUEUE,
+      leavePartsOnError: false,
+    });
+    // A failing source stream must fail the upload (lib-storage reads it with an async iterator).
+    const failed = new Promise<never>((_, reject) => body.once('error', reject));
+    const done = upload.done();
+    failed.catch(() => undefined);
+    done.catch(() => undefined);
+    try {
+      await Promise.race([done, failed]);
+    } catch (err) {
+      await upload.abort().catch(() => undefined);
+      // The source's own error (a cap, not an MP4, the download) is the caller's; the rest is S3's.
+      if (body.errored) throw body.errored;
+      this.fail('put', key, err);
+    }
+  }
+
+  async openRead(key: string): Promise<OpenedObject | null> {
+    const head = await this.head(key);
+    if (!head) return null;
+    const Key = this.full(key);
+    return {
+      size: head.size,
+      ...(head.contentType ? { contentType: head.contentType } : {}),
+      ...(head.lastModified ? { lastModified: head.lastModified } : {}),
+      read: async (start, end) => {
+        try {
+          const out = await this.client.send(
+            new GetObjectCommand({ Bucket: this.opts.bucket, Key, Range: `bytes=${start}-${end}` }),
+          );
+          return out.Body as Readable;
+        } catch (err) {
+          this.fail('get', key, err);
+        }
+      },
+    };
   }
 
   async get(key: string): Promise<StoredObject | null> {

@@ -1,3 +1,5 @@
+import type { Readable } from 'node:stream';
+
 /**
  * Object storage behind one small interface: S3 (or any S3-compatible server) and a local folder.
  * Keys are relative, `/`-separated and validated (see keys.ts); implementations apply their own
@@ -38,12 +40,34 @@ export interface ListObjectsOptions {
   startAfter?: string;
 }
 
+export interface OpenedObject {
+  size: number;
+  contentType?: string;
+  cacheControl?: string;
+  lastModified?: Date;
+  /** Bytes start..end, both included (0 <= start <= end < size). */
+  read(start: number, end: number): Promise<Readable>;
+}
+
 export interface ObjectStorage {
   readonly kind: 's3' | 'local';
   /** One atomic write: readers see the old or the new object, never a half-written one. */
   put(key: string, body: Buffer, opts: PutOptions): Promise<void>;
+  /**
+   * One write from a stream (a video file), never holding it whole: S3's multipart upload
+   * (lib-storage), or a temporary file renamed into place. Atomic as put is: readers see the
+   * object only once it is complete, and a stream that fails leaves nothing behind. A failing
+   * stream's own error is rethrown as it is (the caller's: a cap, a bad file); the storage's as
+   * StorageError.
+   */
+  putStream(key: string, body: Readable, opts: PutOptions): Promise<void>;
   /** null when the key does not exist. */
   get(key: string): Promise<StoredObject | null>;
+  /**
+   * An object opened for reading part of it (an HTTP Range request): its size and metadata, and
+   * its bytes start..end (inclusive) as a stream. null when the key does not exist.
+   */
+  openRead(key: string): Promise<OpenedObject | null>;
   head(key: string): Promise<{ size: number; contentType?: string; etag?: string; lastModified?: Date } | null>;
   /** A missing key is fine. */
   delete(key: string): Promise<void>;

@@ -43,6 +43,8 @@ export interface StoredHealthFacts {
     count: number;
     first: { mediaId: string; slot: string; key: string; foundBy: string; foundAt: Date } | null;
   };
+  /** Video files left platform links because of a cap (src/store/video-caps.ts), by cap. */
+  videosOverCap?: { file: number; account: number; fileLimit: number | null; accountLimit: number | null };
   publication: { publishedAt: Date; postCount: number; demo: boolean } | null;
   webhooks: Array<{
     endpointId: string;
@@ -87,6 +89,10 @@ interface AccountRow {
   link_expires_at: Date | null;
   link_used_at: Date | null;
   link_revoked_at: Date | null;
+  over_cap_file: string;
+  over_cap_account: string;
+  over_cap_file_limit: string | null;
+  over_cap_account_limit: string | null;
 }
 
 /** Health facts of every account (ordered by username), or of one (`accountId`): [] when it does not exist. */
@@ -98,13 +104,22 @@ export async function loadHealthFacts(db: Db, opts: { accountId?: string } = {})
               a.last_sync_outcome, a.last_sync_error, a.last_sync_error_kind, a.last_complete_sync_at, a.skipped_items,
               (t.account_id IS NOT NULL) AS has_token, t.expires_at, t.refresh_failures, t.last_refresh_error,
               t.last_refresh_error_kind, a.owner_email, l.delivery AS link_delivery, l.created_at AS link_created_at,
-              l.expires_at AS link_expires_at, l.used_at AS link_used_at, l.revoked_at AS link_revoked_at
+              l.expires_at AS link_expires_at, l.used_at AS link_used_at, l.revoked_at AS link_revoked_at,
+              vc.over_cap_file, vc.over_cap_account, vc.over_cap_file_limit, vc.over_cap_account_limit
          FROM accounts a LEFT JOIN tokens t ON t.account_id = a.id
          -- The newest reconnect link, in this same query (ordered as latestReconnectLinks in owners.ts).
          LEFT JOIN LATERAL (
               SELECT r.delivery, r.created_at, r.expires_at, r.used_at, r.revoked_at
                 FROM reconnect_links r WHERE r.account_id = a.id
                ORDER BY r.created_at DESC, r.revoked_at IS NULL DESC, r.token_hash LIMIT 1) l ON true
+         -- Videos left platform links because of a cap (src/store/video-caps.ts), per cap, with
+         -- the largest limit met as the one the reason names; in this query, not one more.
+         LEFT JOIN LATERAL (
+              SELECT count(*) FILTER (WHERE v.cap = 'file') AS over_cap_file,
+                     count(*) FILTER (WHERE v.cap = 'account') AS over_cap_account,
+                     max(v.limit_bytes) FILTER (WHERE v.cap = 'file') AS over_cap_file_limit,
+                     max(v.limit_bytes) FILTER (WHERE v.cap = 'account') AS over_cap_account_limit
+                FROM videos_over_cap v WHERE v.account_id = a.id) vc ON true
         WHERE ($1::text IS NULL OR a.id = $1)
         ORDER BY a.username, a.id`,
       [one],
@@ -230,6 +245,12 @@ export async function loadHealthFacts(db: Db, opts: { accountId?: string } = {})
       missingObjects: {
         count: m ? Number(m.n) : 0,
         first: m ? { mediaId: m.media_id, slot: m.slot, key: m.key, foundBy: m.found_by, foundAt: m.found_at } : null,
+      },
+      videosOverCap: {
+        file: Number(a.over_cap_file),
+        account: Number(a.over_cap_account),
+        fileLimit: a.over_cap_file_limit === null ? null : Number(a.over_cap_file_limit),
+        accountLimit: a.over_cap_account_limit === null ? null : Number(a.over_cap_account_limit),
       },
       publication: feed ? { publishedAt: feed.published_at, postCount: feed.post_count, demo: feed.demo } : null,
       webhooks: hooksBy.get(a.id) ?? [],

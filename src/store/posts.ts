@@ -294,6 +294,8 @@ export interface MediaCopy {
   /** Dominant colour and ThumbHash; null for copies made before placeholders existed. */
   placeholder: { color: string; thumbhash: string } | null;
   copiedAt: Date;
+  /** A video file's running time, read from its MP4 header; absent for pictures. */
+  durationSec?: number | null;
 }
 
 export interface CopyVariant {
@@ -320,6 +322,7 @@ interface CopyRow {
   variants: Array<{ key: string; width: number; height: number; contentType?: string }> | null;
   placeholder: { color: string; thumbhash: string } | null;
   copied_at: Date;
+  duration_sec: number | null;
 }
 
 const VARIANT_SIZE_RE = /^([1-9][0-9]*)x([1-9][0-9]*)\.([a-z0-9]+)$/;
@@ -380,6 +383,7 @@ function toCopy(r: CopyRow): MediaCopy {
           })),
     placeholder: r.placeholder ?? null,
     copiedAt: r.copied_at,
+    ...(r.duration_sec !== null && r.duration_sec !== undefined ? { durationSec: r.duration_sec } : {}),
   };
 }
 
@@ -390,17 +394,19 @@ function toCopy(r: CopyRow): MediaCopy {
  */
 export async function saveMediaCopy(db: Db, c: MediaCopy): Promise<void> {
   const sizes = packVariants(c.key, c.variants);
-  // The slot's recorded copy failures, and its mark as missing from storage (missing-copies.ts),
-  // go in the same statement (no extra round trip per copy).
+  // The slot's recorded copy failures, its mark as missing from storage (missing-copies.ts) and a
+  // video's mark as over a cap (video-caps.ts) go in the same statement (no extra round trip per copy).
   await db.query(
     `WITH cleared AS (DELETE FROM media_copy_failures WHERE account_id = $1 AND media_id = $2 AND slot = $3),
-          found AS (DELETE FROM missing_copies WHERE account_id = $1 AND media_id = $2 AND slot = $3)
-     INSERT INTO media_copies (account_id, media_id, slot, source_id, key, width, height, bytes, content_type, variant_sizes, variants, placeholder, copied_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+          found AS (DELETE FROM missing_copies WHERE account_id = $1 AND media_id = $2 AND slot = $3),
+          fits AS (DELETE FROM videos_over_cap WHERE account_id = $1 AND media_id = $2 AND slot = $3)
+     INSERT INTO media_copies (account_id, media_id, slot, source_id, key, width, height, bytes, content_type, variant_sizes, variants, placeholder, copied_at, duration_sec)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
      ON CONFLICT (account_id, media_id, slot) DO UPDATE SET
        source_id = EXCLUDED.source_id, key = EXCLUDED.key, width = EXCLUDED.width, height = EXCLUDED.height,
        bytes = EXCLUDED.bytes, content_type = EXCLUDED.content_type, variant_sizes = EXCLUDED.variant_sizes,
-       variants = EXCLUDED.variants, placeholder = EXCLUDED.placeholder, copied_at = EXCLUDED.copied_at`,
+       variants = EXCLUDED.variants, placeholder = EXCLUDED.placeholder, copied_at = EXCLUDED.copied_at,
+       duration_sec = EXCLUDED.duration_sec`,
     [
       c.accountId,
       c.mediaId,
@@ -415,6 +421,7 @@ export async function saveMediaCopy(db: Db, c: MediaCopy): Promise<void> {
       sizes === null ? JSON.stringify(c.variants) : null,
       c.placeholder ? JSON.stringify(c.placeholder) : null,
       c.copiedAt,
+      c.durationSec ?? null,
     ],
   );
 }

@@ -238,6 +238,19 @@ describe('accountHealth: one verdict and its reasons (R-HLT-1, R-HLT-2)', () => 
       text: /3 images the published feed points at are missing from storage, so sites show broken images: the next sync copies them again/,
     },
     {
+      // A video over a cap stays a platform link: a warning naming the cap, never silence.
+      kind: 'videos_over_cap',
+      verdict: 'warn',
+      patch: { videosOverCap: { file: 1, account: 0, fileLimit: 100 * 1024 * 1024, accountLimit: null } },
+      text: /^1 video larger than VIDEO_MAX_BYTES \(100 MiB\) not mirrored: it plays from the platform's signed link, so visitors' browsers ask the platform; raise the cap/,
+    },
+    {
+      kind: 'videos_over_cap',
+      verdict: 'warn',
+      patch: { videosOverCap: { file: 2, account: 3, fileLimit: 100 * 1024 * 1024, accountLimit: 2 * 1024 ** 3 } },
+      text: /^2 videos larger than VIDEO_MAX_BYTES \(100 MiB\) and 3 videos past the account's VIDEO_MAX_BYTES_PER_ACCOUNT \(2 GiB\) not mirrored: they play from the platform's signed links/,
+    },
+    {
       kind: 'posts_withheld',
       verdict: 'warn',
       patch: { copies: { waitingPosts: 4, oldestWaitingSince: ago(MINUTE) } },

@@ -20,7 +20,7 @@ const base = {
 };
 
 describe('imageSlots (R-LNK-5)', () => {
-  it('copies the cover and every photo slide once; video files are not copied', () => {
+  it('copies the cover and every photo slide once; a video file is a slot of its own, kind video (MIRROR_VIDEOS)', () => {
     const post: Post = {
       ...base,
       type: 'carousel',
@@ -31,19 +31,23 @@ describe('imageSlots (R-LNK-5)', () => {
         { url: link('c.jpg'), mime: 'image/jpeg' },
       ],
     };
-    expect(imageSlots(post).map((s) => [s.slot, s.mediaIndexes])).toEqual([
-      ['cover', [0]],
-      ['slide-2', [2]],
+    expect(imageSlots(post).map((s) => [s.slot, s.kind, s.mediaIndexes])).toEqual([
+      ['cover', 'image', [0]],
+      ['video-1', 'video', [1]],
+      ['slide-2', 'image', [2]],
     ]);
   });
-  it('a video post copies only its cover frame', () => {
+  it('a video post copies its cover frame, and its file only as a video slot', () => {
     const post: Post = {
       ...base,
       type: 'video',
       thumbnailUrl: link('t.jpg'),
       media: [{ url: link('v.mp4'), mime: 'video/mp4' }],
     };
-    expect(imageSlots(post).map((s) => s.slot)).toEqual(['cover']);
+    expect(imageSlots(post).map((s) => [s.slot, s.kind])).toEqual([
+      ['cover', 'image'],
+      ['video-0', 'video'],
+    ]);
   });
 });
 

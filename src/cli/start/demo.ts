@@ -37,10 +37,11 @@ export interface DemoOptions {
 
 /**
  * Settings the demo runs with beyond the embedded defaults: owners get their alerts (R-OWN-11), so
- * a revoked account's owner finds the email with the reconnect link in the demo's outbox. The
- * tour's journey (test/journeys/tour.test.ts) sets its stage up with the same.
+ * a revoked account's owner finds the email with the reconnect link in the demo's outbox; video
+ * files are mirrored, so the demo's reels play from its own storage. The tour's journey
+ * (test/journeys/tour.test.ts) sets its stage up with the same.
  */
-export const DEMO_SETTINGS = { OWNER_ALERTS: 'on' } as const;
+export const DEMO_SETTINGS = { OWNER_ALERTS: 'on', MIRROR_VIDEOS: 'on' } as const;
 
 /** The name of the widget the demo creates for its account (demo.html embeds it by id). */
 export const DEMO_WIDGET_NAME = 'Demo Bakery';

@@ -9,7 +9,9 @@ import type { Widget } from './state.ts';
 /**
  * The lightbox: a native <dialog> with the picture, the slides of a carousel, the full caption,
  * the date, the account and a link to the original post; ←/→ move through the slides and the
- * posts, Esc closes, and the focus returns to the tile of the post shown last.
+ * posts, Esc closes, and the focus returns to the tile of the post shown last. A mirrored video
+ * plays inline (its controls, playsinline, the cover as poster, nothing loaded or played until
+ * the visitor presses play) and is paused when the box moves on or closes.
  */
 const BOX_SIZES = '(max-width: 808px) 94vw, 760px';
 
@@ -54,6 +56,7 @@ function stageTree(w: Widget, post: WidgetPost, slide: Media | null | undefined,
       controls: true,
       playsinline: true,
       preload: 'none',
+      'aria-label': widgetAlt(post),
       width: size && size.width,
       height: size && size.height,
     });
@@ -100,6 +103,12 @@ function drawBox(w: Widget, d: HTMLDialogElement): void {
   );
 }
 
+/** A video playing in the lightbox stops when it moves on or closes: no sound from a closed box. */
+function pause(d: HTMLDialogElement): void {
+  const v = d.querySelector('video');
+  if (v) v.pause();
+}
+
 function step(w: Widget, d: HTMLDialogElement, dir: number): void {
   const lis = w.list.children;
   const n = slidesOf(w.byKey[liKey(lis[w.at]!)]!).length;
@@ -108,6 +117,7 @@ function step(w: Widget, d: HTMLDialogElement, dir: number): void {
     w.at += dir;
     w.slide = 0;
   } else return;
+  pause(d);
   drawBox(w, d);
   // The redrawn part may have held the focus: keep it in the dialog.
   if (!d.contains(document.activeElement)) d.querySelector<HTMLElement>(dir > 0 ? '.fmw-next' : '.fmw-prev')!.focus();
@@ -154,6 +164,7 @@ function makeBox(w: Widget): HTMLDialogElement {
   });
   // Focus goes to the tile of the post shown last, after the browser's own restoring.
   d.addEventListener('close', () => {
+    pause(d);
     const back = (): void => {
       const tile = w.list.children[w.at];
       const a = tile && tile.querySelector<HTMLElement>('.fmw-link');
