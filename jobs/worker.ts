@@ -1,3 +1,4 @@
+import type { PlatformApps } from '../src/accounts/apps.ts';
 import { Worker, type Job } from 'bullmq';
 import cron from 'node-cron';
 import type pg from 'pg';
@@ -50,6 +51,8 @@ export interface WorkerDeps {
   db: pg.Pool;
   cipher: TokenCipher;
   platform: PlatformClient;
+  /** Each account's refresh through its own app's client. */
+  apps?: PlatformApps;
   mailer: Mailer;
   clock: Clock;
   logger: Logger;
@@ -166,6 +169,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     db: deps.db,
     cipher: deps.cipher,
     platform: deps.platform,
+    ...(deps.apps ? { apps: deps.apps } : {}),
     clock: deps.clock,
     logger: deps.logger,
     refreshAfterMs: deps.refreshAfterMs,

@@ -77,6 +77,7 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
       db,
       cipher: ctx.cipher,
       platform: ctx.platform,
+      apps: ctx.apps,
       mailer: ctx.mailer,
       emailTemplates: ctx.emailTemplates,
       brand: ctx.brand,
