@@ -77,6 +77,8 @@ export interface WorkerDeps {
   metrics?: PipelineMetrics;
   /** How the feed queues slow down when the app's platform usage is high (R-OWN-1). */
   platformWaits?: PlatformWaitSettings;
+  /** Hold one app's calls for a while (per-app limits, jobs/call-pacer.ts). */
+  holdApp?: (app: string, ms: number) => Promise<void>;
   /** How often the leader compares the schedules in Redis with PostgreSQL (RECONCILE_INTERVAL_SECONDS). */
   reconcileIntervalMs?: number;
   /** How long running jobs may finish after close() is called (SHUTDOWN_TIMEOUT_SECONDS). */
@@ -247,6 +249,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
         },
         lifecycle,
         ...(deps.platformWaits ? { platformWaits: deps.platformWaits } : {}),
+        ...(deps.holdApp ? { holdApp: deps.holdApp } : {}),
       })
     : undefined;
   // The widget script sits next to the feeds; publishing is idempotent (unchanged: no write).

@@ -380,7 +380,8 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       state.account(accountId);
       return state.listPosts(accountId).map((p) => state.publicPost(p));
     },
-    issueShortLivedToken: (accountId, o) => state.issueToken(accountId, 'short', clock.now(), o?.scopes),
+    issueShortLivedToken: (accountId, o) =>
+      state.issueToken(accountId, 'short', clock.now(), o?.scopes, o?.appId ?? appId),
     issueLongLivedToken: (accountId, o) => state.issueToken(accountId, 'long', o?.issuedAt ?? clock.now(), o?.scopes),
     setPasswordChanged: (accountId, changed) => state.setPasswordChanged(accountId, changed),
     revokeTokens: (accountId) => state.revokeTokens(accountId),

@@ -198,7 +198,8 @@ export interface Simulator {
    */
   setEndlessPaging(accountId: string, mode: EndlessPaging | null): void;
   posts(accountId: string): SimPost[];
-  issueShortLivedToken(accountId: string, opts?: { scopes?: string[] }): string;
+  /** A short-lived token, as the login gives it to an app (default: the simulator's first app). */
+  issueShortLivedToken(accountId: string, opts?: { scopes?: string[]; appId?: string }): string;
   issueLongLivedToken(accountId: string, opts?: { issuedAt?: Date; scopes?: string[] }): string;
   setPasswordChanged(accountId: string, changed: boolean): void;
   revokeTokens(accountId: string): void;

@@ -31,6 +31,7 @@ export function register(program: Command, cli: Cli): void {
     )
     .option('--json', 'print the connected account as JSON')
     .option('--long-lived', 'the token is already long-lived (imported as is, not exchanged)')
+    .option('--app <name>', 'the app that obtained the token (feedmirror apps list; default: APP_ID)')
     .addOption(
       new Option('--expires-at <date>', 'expiry of the long-lived token (ISO 8601), when known').implies({
         longLived: true,
@@ -152,6 +153,7 @@ export function register(program: Command, cli: Cli): void {
 
 interface AddOptions {
   json?: boolean;
+  app?: string;
   longLived?: boolean;
   expiresAt?: string;
 }
@@ -202,9 +204,19 @@ async function addAccount(opts: AddOptions, io: CliIO): Promise<number> {
       lifecycle: ctx.lifecycle,
       events: ctx.events,
     };
+    const { DEFAULT_APP, requireApp, AppInputError } = await import('../../store/apps.ts');
+    const app = opts.app !== undefined && opts.app !== DEFAULT_APP ? opts.app : null;
+    if (app !== null)
+      try {
+        await requireApp(db, app);
+      } catch (err) {
+        if (!(err instanceof AppInputError)) throw err;
+        reportFailure(io, 'usage', err.message);
+        return EXIT.usage;
+      }
     const account = opts.longLived
-      ? await importLongLivedToken(deps, token, { expiresAt })
-      : await connectWithShortLivedToken(deps, token);
+      ? await importLongLivedToken(deps, token, { ...(expiresAt ? { expiresAt } : {}), app })
+      : await connectWithShortLivedToken(deps, token, { app });
     if (opts.json)
       io.stdout.write(
         JSON.stringify({
