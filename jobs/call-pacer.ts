@@ -50,8 +50,19 @@ local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return math.max(1, tonumber(oldest[2]) + window - now)
 `;
 
+/** KEYS[1]: an app's hold. ARGV: ms. Lengthens the hold to ms from now, never shortens it. */
+const HOLD_SCRIPT = `
+local left = redis.call('PTTL', KEYS[1])
+if left < tonumber(ARGV[1]) then
+  redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+  return tonumber(ARGV[1])
+end
+return left
+`;
+
 type PacingRedis = (Redis | Cluster) & {
   feedmirrorPaceTake(key: string, now: number, windowMs: number, limit: number, member: string): Promise<number>;
+  feedmirrorAppHold(key: string, ms: number): Promise<number>;
 };
 
 export class AccountCallPacer implements CallPacer {
@@ -78,9 +89,50 @@ export class AccountCallPacer implements CallPacer {
       // defineCommand sends EVALSHA and falls back to EVAL once after a SCRIPT FLUSH or a new server.
       if (typeof client.feedmirrorPaceTake !== 'function')
         client.defineCommand('feedmirrorPaceTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
+      if (typeof client.feedmirrorAppHold !== 'function')
+        client.defineCommand('feedmirrorAppHold', { numberOfKeys: 1, lua: HOLD_SCRIPT });
       this.client = client;
     }
     return this.client;
+  }
+
+  /** The local holds (no Redis): app -> until (ms). */
+  private readonly localHolds = new Map<string, number>();
+
+  private holdKey(app: string): string {
+    return `${this.opts.prefix}:platform-app-hold:${app}`;
+  }
+
+  /**
+   * Hold every call of one app for `ms` (the platform's app-wide limit, code 4, or a slow-down
+   * while its X-App-Usage is high): shared by every worker, per app, so one app's trouble never
+   * slows the accounts of another. A hold is only ever lengthened.
+   */
+  async holdApp(app: string, ms: number): Promise<void> {
+    if (!(ms > 0)) return;
+    const redis = this.redis();
+    if (redis) {
+      await redis.feedmirrorAppHold(this.holdKey(app), Math.ceil(ms));
+      return;
+    }
+    const until = this.clock.now().getTime() + ms;
+    if ((this.localHolds.get(app) ?? 0) < until) this.localHolds.set(app, until);
+  }
+
+  /** How long the app is still held (0: not held). */
+  async appHeldFor(app: string): Promise<number> {
+    const redis = this.redis();
+    if (redis) return Math.max(0, Number(await redis.pttl(this.holdKey(app))));
+    return Math.max(0, (this.localHolds.get(app) ?? 0) - this.clock.now().getTime());
+  }
+
+  /** This pacer for the accounts of one app: the CallPacer a client of that app is given. */
+  forApp(app: string): CallPacer {
+    return {
+      callsPerHour: this.callsPerHour,
+      take: (accountId) => this.take(accountId),
+      appWait: () => this.appHeldFor(app),
+    };
   }
 
   async take(accountId: string): Promise<number> {

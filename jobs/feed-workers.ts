@@ -16,6 +16,8 @@ export interface FeedWorkerDeps extends FeedDeps {
   flowSettings?: FlowSettings;
   /** How the queues slow down when the app's platform usage is high (R-OWN-1). */
   platformWaits?: PlatformWaitSettings;
+  /** Hold one app's calls (per-app limits); without it an app-wide limit pauses the queue. */
+  holdApp?: (app: string, ms: number) => Promise<void>;
 }
 
 export interface RunningFeedWorkers {
@@ -53,6 +55,7 @@ export async function startFeedWorkers(deps: FeedWorkerDeps): Promise<RunningFee
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     usage: () => deps.platform.lastUsage,
     ...(deps.platformWaits ? { settings: deps.platformWaits } : {}),
+    ...(deps.holdApp ? { holdApp: deps.holdApp } : {}),
   };
   const syncWorker: Worker = new Worker(
     QUEUE.feedSync,

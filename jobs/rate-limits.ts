@@ -68,6 +68,12 @@ export interface WaitDeps {
   /** The latest usage the platform reported to this process. */
   usage: () => PlatformUsage | undefined;
   settings?: PlatformWaitSettings;
+  /**
+   * Hold one app's calls (every worker, through the pacer in Redis): with it, an app-wide limit
+   * holds only the accounts of the app that met it, never the whole queue, so one app's trouble
+   * never slows another app's accounts.
+   */
+  holdApp?: (app: string, ms: number) => Promise<void>;
 }
 
 /**
@@ -90,6 +96,17 @@ export function waitingOutsideJobs(
       if (!(err instanceof RateLimitedError)) throw err;
       const waitMs = rateLimitWaitMs(err);
       countRateLimitWait(deps.metrics, err.operation);
+      if (err.appWide && err.app !== undefined && deps.holdApp) {
+        // Per app: this app's accounts wait (their calls are held), the job is delayed like an
+        // account's, and the queue goes on for every other app.
+        await deps.holdApp(err.app, waitMs);
+        log.warn(
+          { queue: job.queueName, jobId: job.id, app: err.app, waitMs, code: err.code },
+          `app ${err.app} is rate limited by the platform: its calls are held, the job is delayed; other apps go on`,
+        );
+        await job.moveToDelayed(Date.now() + waitMs, token);
+        throw new DelayedError();
+      }
       if (err.appWide) {
         log.warn(
           { queue: job.queueName, jobId: job.id, waitMs, code: err.code },

@@ -1,3 +1,4 @@
+import type { PlatformApps } from '../src/accounts/apps.ts';
 import { Worker, type Job } from 'bullmq';
 import cron from 'node-cron';
 import type pg from 'pg';
@@ -50,6 +51,8 @@ export interface WorkerDeps {
   db: pg.Pool;
   cipher: TokenCipher;
   platform: PlatformClient;
+  /** Each account's refresh through its own app's client. */
+  apps?: PlatformApps;
   mailer: Mailer;
   clock: Clock;
   logger: Logger;
@@ -74,6 +77,8 @@ export interface WorkerDeps {
   metrics?: PipelineMetrics;
   /** How the feed queues slow down when the app's platform usage is high (R-OWN-1). */
   platformWaits?: PlatformWaitSettings;
+  /** Hold one app's calls for a while (per-app limits, jobs/call-pacer.ts). */
+  holdApp?: (app: string, ms: number) => Promise<void>;
   /** How often the leader compares the schedules in Redis with PostgreSQL (RECONCILE_INTERVAL_SECONDS). */
   reconcileIntervalMs?: number;
   /** How long running jobs may finish after close() is called (SHUTDOWN_TIMEOUT_SECONDS). */
@@ -172,6 +177,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
     db: deps.db,
     cipher: deps.cipher,
     platform: deps.platform,
+    ...(deps.apps ? { apps: deps.apps } : {}),
     clock: deps.clock,
     logger: deps.logger,
     refreshAfterMs: deps.refreshAfterMs,
@@ -249,6 +255,7 @@ export async function startWorker(deps: WorkerDeps): Promise<RunningWorker> {
         },
         lifecycle,
         ...(deps.platformWaits ? { platformWaits: deps.platformWaits } : {}),
+        ...(deps.holdApp ? { holdApp: deps.holdApp } : {}),
       })
     : undefined;
   // The widget script sits next to the feeds; publishing is idempotent (unchanged: no write).

@@ -3,7 +3,16 @@ import type { Logger } from '../util/logger.ts';
 import type { Clock } from '../util/clock.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { Profile, TokenGrant } from '../platform/types.ts';
-import { MissingScopeError, PersonalAccountError } from '../platform/errors.ts';
+import {
+  AppRestrictedError,
+  AppSecretRefusedError,
+  isAppFault,
+  MissingScopeError,
+  PersonalAccountError,
+} from '../platform/errors.ts';
+import { dataClient, exchangeClient, type PlatformApps } from './apps.ts';
+import { DEFAULT_APP, setAccountApp } from '../store/apps.ts';
+import type { ErrorKind } from '../util/error-kinds.ts';
 import { PROFESSIONAL_ACCOUNT_TYPES, SCOPE } from '../platform/identifiers.ts';
 import type { TokenCipher } from '../store/crypto.ts';
 import { getAccount, upsertAccount } from '../store/accounts.ts';
@@ -23,6 +32,8 @@ export interface ConnectDeps {
   db: pg.Pool;
   cipher: TokenCipher;
   platform: PlatformClient;
+  /** Each app's client (without: `platform`, the default app's). */
+  apps?: PlatformApps;
   clock: Clock;
   logger: Logger;
   /** Makes the account active and schedules it; without it, statusOnlyLifecycle (no schedules). */
@@ -55,6 +66,8 @@ export interface ConnectOptions {
   expectedAccountId?: string;
   /** The owner to record on the account (an invitation carrying one). */
   owner?: OwnerPatch;
+  /** The app the account connects through (null or absent: the default app, APP_ID). */
+  app?: string | null;
 }
 
 export interface ConnectedAccount {
@@ -96,8 +109,16 @@ export async function connectWithShortLivedToken(
   opts: ConnectOptions = {},
 ): Promise<ConnectedAccount> {
   checkScopes(opts.permissions);
-  const grant = await deps.platform.exchangeToken(shortLivedToken);
-  return storeGrant(deps, grant, 'exchanged', opts.via ?? 'exchanged', opts);
+  const app = opts.app ?? null;
+  const client = await exchangeClient(deps, app);
+  let grant: TokenGrant;
+  try {
+    grant = await client.exchangeToken(shortLivedToken);
+  } catch (err) {
+    throw await appFailure(deps, app, err);
+  }
+  await deps.apps?.worked(app, 'app_secret_refused');
+  return storeGrant(deps, grant, 'exchanged', opts.via ?? 'exchanged', opts, client);
 }
 
 /**
@@ -107,11 +128,13 @@ export async function connectWithShortLivedToken(
 export async function importLongLivedToken(
   deps: ConnectDeps,
   token: string,
-  opts: { expiresAt?: Date | undefined } = {},
+  opts: { expiresAt?: Date | undefined; app?: string | null | undefined } = {},
 ): Promise<ConnectedAccount> {
+  const client = dataClient(deps, opts.app ?? null);
+  const into = { app: opts.app ?? null };
   let refreshed: TokenGrant;
   try {
-    refreshed = await deps.platform.refreshToken(token);
+    refreshed = await client.refreshToken(token);
   } catch (err) {
     if (!opts.expiresAt) {
       throw new Error(
@@ -128,9 +151,40 @@ export async function importLongLivedToken(
       expiresIn: Math.round((opts.expiresAt.getTime() - now.getTime()) / 1000),
       expiresAt: opts.expiresAt,
     };
-    return storeGrant(deps, grant, 'imported', 'imported');
+    return storeGrant(deps, grant, 'imported', 'imported', into, client);
   }
-  return storeGrant(deps, refreshed, 'imported', 'imported');
+  return storeGrant(deps, refreshed, 'imported', 'imported', into, client);
+}
+
+/**
+ * An app's fault at an exchange (its secret refused, the app restricted): recorded against the
+ * app, and said in one line naming it, since only the app's operator can fix it.
+ */
+export async function appFailure(deps: Pick<ConnectDeps, 'apps'>, app: string | null, err: unknown): Promise<unknown> {
+  if (!isAppFault(err)) return err;
+  await deps.apps?.fault(app, err);
+  return new AppFaultError(app ?? DEFAULT_APP, err);
+}
+
+/** An exchange the platform refused for the app's sake: the message names the app and the fix. */
+export class AppFaultError extends Error {
+  override readonly name = 'AppFaultError';
+  readonly errorKind: ErrorKind;
+  readonly localFailure = null;
+  constructor(
+    readonly app: string,
+    cause: AppSecretRefusedError | AppRestrictedError,
+  ) {
+    super(
+      cause instanceof AppSecretRefusedError
+        ? app === DEFAULT_APP
+          ? "the platform refuses the secret of the default app: set APP_SECRET to the app's current secret"
+          : `the platform refuses the secret of app ${app}: give feedmirror its current secret with feedmirror apps set ${app} --secret-file <file>`
+        : `the platform restricted app ${app}: fix the app in the platform's developer settings`,
+      { cause },
+    );
+    this.errorKind = cause.errorKind;
+  }
 }
 
 /**
@@ -146,9 +200,10 @@ async function storeGrant(
   grant: TokenGrant,
   event: 'exchanged' | 'imported',
   via: ConnectedVia,
-  opts: Pick<ConnectOptions, 'expectedAccountId' | 'owner'> = {},
+  opts: Pick<ConnectOptions, 'expectedAccountId' | 'owner' | 'app'> = {},
+  client: PlatformClient = deps.platform,
 ): Promise<ConnectedAccount> {
-  const profile = await deps.platform.getProfile(grant.accessToken);
+  const profile = await client.getProfile(grant.accessToken);
   // R-OWN-13: a reconnect link's login must be its own account; checked before any write.
   if (opts.expectedAccountId !== undefined && profile.id !== opts.expectedAccountId)
     throw new WrongAccountError(opts.expectedAccountId, profile.id);
@@ -174,6 +229,8 @@ async function storeGrant(
       event,
     );
     if (opts.owner) await setOwner(c, profile.id, opts.owner, now);
+    // The account's calls go through the app its token came from from now on.
+    await setAccountApp(c, profile.id, opts.app ?? null);
     return existing;
   });
   // A reconnect revives an account that needed its owner (R-TOK-10); the lifecycle schedules it

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { Logger } from '../util/logger.ts';
 import { DAY, HOUR, type Clock } from '../util/clock.ts';
 import type { PlatformClient } from '../platform/client.ts';
+import { dataClient, type PlatformApps } from './apps.ts';
 import { TokenInvalidError, TokenTooYoungError } from '../platform/errors.ts';
 import type { TokenCipher } from '../store/crypto.ts';
 import { getAccount } from '../store/accounts.ts';
@@ -36,6 +37,8 @@ export interface TokenRefreshDeps {
   db: pg.Pool;
   cipher: TokenCipher;
   platform: PlatformClient;
+  /** The account's own app's client (without: `platform`). */
+  apps?: PlatformApps;
   clock: Clock;
   logger: Logger;
   /** Token age at which it is refreshed (R-TOK-8: 30 days, inside the 30-50 day window). */
@@ -100,7 +103,7 @@ export async function refreshAccountToken(
     const stored = await loadToken(deps.db, deps.cipher, accountId);
     if (!stored) return { outcome: 'skipped', reason: 'no token stored' } as const;
     try {
-      const grant = await deps.platform.refreshToken(stored.accessToken);
+      const grant = await dataClient(deps, account.app ?? null).refreshToken(stored.accessToken);
       // R-TOK-6: replace token and expiry together, only over the generation we read.
       const written = await replaceTokenIfCurrent(deps.db, deps.cipher, accountId, stored.generation, {
         accessToken: grant.accessToken,

@@ -13,6 +13,7 @@
  * owner-expiry       | owner    | username, daysLeft, expiresAt, reconnectUrl, linkExpiresAt, statusUrl?, brand?
  * owner-reauth       | owner    | username, cause (plain words), reconnectUrl, linkExpiresAt, statusUrl?, brand?
  * owner-invitation   | owner    | connectUrl, linkExpiresAt, username?, ownerName?, ownerEmail?, brand?
+ * operator-app       | operator | app, cause, fix, accounts, dashboardUrl, brand?
  *
  * With ownerNotified, the operator's copy says "The owner (j***@example.com) was told on <date>
  * and can reconnect with their own link." instead of asking the operator to invite them.
@@ -96,6 +97,18 @@ export interface EmailVars {
     ownerEmail?: string | undefined;
     brand?: Brand | undefined;
   };
+  'operator-app': {
+    /** feedmirror's name of the app the operator must fix. */
+    app: string;
+    /** What the platform did, after "The platform": "refuses the secret of app x". */
+    cause: string;
+    /** What to do, one sentence. */
+    fix: string;
+    /** How many accounts are connected through it. */
+    accounts: number;
+    dashboardUrl: string;
+    brand?: Brand | undefined;
+  };
 }
 
 export type EmailName = keyof EmailVars;
@@ -105,6 +118,7 @@ export const EMAIL_NAMES: readonly EmailName[] = [
   'owner-expiry',
   'owner-reauth',
   'owner-invitation',
+  'operator-app',
 ];
 
 export interface RenderedEmail {
@@ -156,6 +170,10 @@ const SPEC: Record<EmailName, { names: string[]; link: string }> = {
   'owner-invitation': {
     names: ['connectUrl', 'linkExpiresAt', 'username', 'ownerName', 'ownerEmail'],
     link: 'connectUrl',
+  },
+  'operator-app': {
+    names: ['app', 'cause', 'fix', 'accounts', 'dashboardUrl'],
+    link: 'dashboardUrl',
   },
 };
 const LAYOUT_NAMES = ['body', 'subject', ...BRAND_NAMES];
@@ -388,6 +406,17 @@ function scopeOf<N extends EmailName>(name: N, vars: EmailVars[N]): TemplateScop
         username: plain(o.username),
         ownerName: plain(o.ownerName),
         ownerEmail: plain(o.ownerEmail),
+      });
+      break;
+    }
+    case 'operator-app': {
+      const o = vars as EmailVars['operator-app'];
+      Object.assign(scope, {
+        app: plain(o.app),
+        cause: plain(o.cause),
+        fix: plain(o.fix),
+        accounts: o.accounts,
+        dashboardUrl: link('dashboardUrl', o.dashboardUrl),
       });
       break;
     }

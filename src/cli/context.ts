@@ -37,6 +37,8 @@ import { createMetrics, type Metrics } from '../metrics/index.ts';
 import { platformCallObserver } from '../metrics/observe.ts';
 import { widgetRepublisher, type WidgetDeps } from '../widgets/publish.ts';
 import type { DeleteCap } from '../deletion/guard.ts';
+import { appClients, type PlatformApps } from '../accounts/apps.ts';
+import { DEFAULT_APP } from '../store/apps.ts';
 
 /**
  * The composition root: builds what a command needs from the configuration, each piece only
@@ -50,6 +52,8 @@ export class AppContext {
   private _db?: pg.Pool;
   private _cipher?: TokenCipher;
   private _platform?: PlatformClient;
+  private _pacer?: AccountCallPacer;
+  private _apps?: PlatformApps;
   private _mailer?: Mailer;
   private _emailTemplates?: EmailTemplates;
   private _queues?: Queues;
@@ -99,6 +103,63 @@ export class AppContext {
     return this._cipher;
   }
 
+  /** R-OWN-1: each account's calls in any hour, and each app's holds, counted in Redis for every process. */
+  get pacer(): AccountCallPacer {
+    this._pacer ??= new AccountCallPacer({
+      callsPerHour: this.config.PLATFORM_CALLS_PER_ACCOUNT_HOUR,
+      prefix: this.redis.prefix,
+      redis: () => this.redisClient,
+    });
+    return this._pacer;
+  }
+
+  /** The platform's client for one app (the default app's with APP_ID/APP_SECRET). */
+  private appPlatform(app: {
+    name: string;
+    appId?: string | undefined;
+    appSecret?: string | undefined;
+  }): PlatformClient {
+    const observer: PlatformCallObserver = {
+      onCall: (operation, outcome) => {
+        if (this._metrics) platformCallObserver(this._metrics).onCall(operation, outcome);
+      },
+    };
+    return platformFromConfig(
+      { ...this.config, APP_ID: app.appId, APP_SECRET: app.appSecret },
+      {
+        clock: this.clock,
+        logger: this.logger,
+        observer,
+        // One app's holds (code 4, high X-App-Usage) never hold another app's accounts.
+        pacer: namingRedis(this.pacer.forApp(app.name), this.redis),
+        app: app.name,
+      },
+    );
+  }
+
+  /**
+   * Every app's client (Standard Access: one app per client): data calls through the account's
+   * own app, exchanges with the app's secret opened from PostgreSQL, an app's fault recorded
+   * against it. APP_ID/APP_SECRET stay the default app (`platform`).
+   */
+  get apps(): PlatformApps {
+    this._apps ??= appClients({
+      db: this.db,
+      cipher: () => this.cipher,
+      clock: this.clock,
+      logger: this.logger,
+      defaultClient: this.platform,
+      make: (app) => this.appPlatform(app),
+      onFault: async (app, error) => {
+        const { alertAppFault } = await import('../alerts/app-fault.ts');
+        await alertAppFault(this.alertDeps, app, error).catch((err: unknown) =>
+          this.logger.warn({ err, app }, 'the app fault alert could not be sent; the fault stays recorded'),
+        );
+      },
+    });
+    return this._apps;
+  }
+
   get platform(): PlatformClient {
     // Calls are counted once this context's metrics exist (the worker creates them first);
     // commands that never ask for metrics pay nothing.
@@ -113,14 +174,8 @@ export class AppContext {
       clock: this.clock,
       logger: this.logger,
       observer,
-      pacer: namingRedis(
-        new AccountCallPacer({
-          callsPerHour: this.config.PLATFORM_CALLS_PER_ACCOUNT_HOUR,
-          prefix: this.redis.prefix,
-          redis: () => this.redisClient,
-        }),
-        this.redis,
-      ),
+      pacer: namingRedis(this.pacer.forApp(DEFAULT_APP), this.redis),
+      app: DEFAULT_APP,
     });
     return this._platform;
   }
@@ -333,6 +388,7 @@ export class AppContext {
       db: await this.migratedDb(),
       cipher: this.cipher,
       platform: this.platform,
+      apps: this.apps,
       storage: this.storage,
       limits: mirrorLimitsFromConfig(this.config),
       clock: this.clock,
@@ -411,6 +467,14 @@ function namingRedis(pacer: CallPacer, settings: RedisSettings): CallPacer {
       pacer.take(accountId).catch((err: unknown) => {
         throw redisUnavailable(settings, err);
       }),
+    ...(pacer.appWait
+      ? {
+          appWait: () =>
+            pacer.appWait!().catch((err: unknown) => {
+              throw redisUnavailable(settings, err);
+            }),
+        }
+      : {}),
   };
 }
 
@@ -471,7 +535,7 @@ export function logStartChecks(ctx: AppContext): void {
 /** The platform client on the configuration (the composition root's; src/platform knows no config). */
 export function platformFromConfig(
   config: Config,
-  deps: Pick<PlatformClientOptions, 'clock' | 'logger' | 'observer' | 'pacer'> = {},
+  deps: Pick<PlatformClientOptions, 'clock' | 'logger' | 'observer' | 'pacer' | 'app'> = {},
 ): PlatformClient {
   return new PlatformClient({
     graphUrl: config.GRAPH_URL,

@@ -294,9 +294,9 @@ async function checkSecrets(config: Config, postgres: DoctorCheck[], timeoutMs: 
         `add key ${ids.join(', ')} back to TOKEN_ENCRYPTION_KEY after the first one (\`feedmirror keys list\` shows what each key opens)`,
       );
     }
-    const stale = audit.keys.filter((k) => !k.primary && k.tokens + k.webhookSecrets > 0);
+    const stale = audit.keys.filter((k) => !k.primary && k.tokens + k.webhookSecrets + k.appSecrets > 0);
     if (stale.length) {
-      const count = stale.reduce((n, k) => n + k.tokens + k.webhookSecrets, 0);
+      const count = stale.reduce((n, k) => n + k.tokens + k.webhookSecrets + k.appSecrets, 0);
       return warn(
         name,
         `all ${audit.total} decrypt; ${count} still under ${stale.map(describeKeyEntry).join(', ')}, not the primary key ${primary}`,

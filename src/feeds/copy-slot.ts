@@ -1,3 +1,7 @@
+import { dataClient } from '../accounts/apps.ts';
+import { appOfAccount } from '../store/apps.ts';
+import { isAppFault } from '../platform/errors.ts';
+import { appFaulted } from './app-fault.ts';
 import { LinkExpiredError, TooLargeError } from '../mirror/errors.ts';
 import { mirrorImage, type MirroredImage, type VideoLimits } from '../mirror/copy.ts';
 import { mirrorVideo, type MirroredVideo, type VideoJob } from '../mirror/video.ts';
@@ -41,11 +45,19 @@ export async function renewPostLinks(
   accountId: string,
   mediaId: string,
   post: Post,
-  opened?: { accessToken: string },
+  opened?: { accessToken: string; app?: string | null },
 ): Promise<{ post: Post; earliestOe: Date | null }> {
   const token = opened ?? (await loadToken(deps.db, deps.cipher, accountId));
   if (!token) throw new Error(`account ${accountId} has no token: cannot renew the links of media ${mediaId}`);
-  const fresh = await deps.platform.getMedia(token.accessToken, mediaId, undefined, { accountId });
+  // The account's own app (one query, only where a deployment has apps and the caller did not say).
+  const app = opened?.app !== undefined ? opened.app : deps.apps ? await appOfAccount(deps.db, accountId) : null;
+  let fresh;
+  try {
+    fresh = await dataClient(deps, app).getMedia(token.accessToken, mediaId, undefined, { accountId });
+  } catch (err) {
+    if (isAppFault(err)) throw await appFaulted(deps, app, err);
+    throw err;
+  }
   const raw = mediaItemSchema.parse(post.raw);
   const merged = mediaItemSchema.parse({
     ...raw,

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { PlatformClient } from '../platform/client.ts';
+import type { PlatformApps } from '../accounts/apps.ts';
 import type { MirrorLimits } from '../mirror/copy.ts';
 import type { PipelineMetrics } from '../metrics/index.ts';
 import type { ObjectStorage } from '../storage/types.ts';
@@ -16,6 +17,8 @@ export interface FeedDeps {
   db: pg.Pool;
   cipher: TokenCipher;
   platform: PlatformClient;
+  /** Each account's calls through its own app's client (without: `platform` for every account). */
+  apps?: PlatformApps;
   storage: ObjectStorage;
   limits: MirrorLimits;
   clock: Clock;

@@ -6,6 +6,7 @@ import {
   RateLimitedError,
   RunawayListingError,
   TokenInvalidError,
+  isAppFault,
 } from '../platform/errors.ts';
 import { recordRunawayListing } from '../store/listing-guard.ts';
 import { DEFAULT_LISTING_MAX_ITEMS, listingItemBound, runawayPauseMs } from './listing-bound.ts';
@@ -32,6 +33,8 @@ import { feedKey } from '../storage/keys.ts';
 import type { StoredRemovalHold } from '../store/holds.ts';
 import { linkExpiry } from './expiry.ts';
 import { copySlot, noteCopyFailure, renewPostLinks } from './copy-slot.ts';
+import { appFaulted } from './app-fault.ts';
+import { dataClient } from '../accounts/apps.ts';
 import type { FeedDeps } from './deps.ts';
 import {
   announceSource,
@@ -281,7 +284,7 @@ async function examineFeed(run: SyncRun, opts: SyncOptions): Promise<FeedState> 
 async function listAccount(run: SyncRun, progress: SyncProgress, report: () => void): Promise<MediaListing | Skipped> {
   const { deps, accountId, account } = run;
   try {
-    return await deps.platform.listMedia(run.accessToken, {
+    const listing = await dataClient(deps, account.app ?? null).listMedia(run.accessToken, {
       accountId,
       refusedFields: DROPPABLE_FIELDS.filter((f) => account.refusedFields.includes(f)),
       maxItems: listingItemBound(run.context.guard, deps.listingMaxItems ?? DEFAULT_LISTING_MAX_ITEMS),
@@ -291,7 +294,13 @@ async function listAccount(run: SyncRun, progress: SyncProgress, report: () => v
         report();
       },
     });
+    // A named app that lists again is no longer restricted (only a named app has a row to clear).
+    if (account.app && listing.complete) await deps.apps?.worked(account.app, 'app_restricted');
+    return listing;
   } catch (err) {
+    // The app's fault, not the owner's: recorded against the app (its operator is alerted once),
+    // the account's sync fails naming the app, and no owner is asked to log in again.
+    if (isAppFault(err)) throw await appFaulted(deps, account.app ?? null, err);
     if (!ownerMustAct(err)) throw err;
     const reason = redactText(err.message);
     const kind = errorKind(err);
@@ -442,7 +451,10 @@ async function renewVideoLinks(
     const post = stored.get(input.mediaId);
     if (!post || !hasVideo(input.mediaId, post.post) || !due(post.earliestOe)) continue;
     try {
-      const fresh = await renewPostLinks(deps, accountId, input.mediaId, post.post, { accessToken: run.accessToken });
+      const fresh = await renewPostLinks(deps, accountId, input.mediaId, post.post, {
+        accessToken: run.accessToken,
+        app: run.account.app ?? null,
+      });
       input.post = fresh.post;
       input.earliestOe = fresh.earliestOe;
       renewed++;

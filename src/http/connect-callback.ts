@@ -1,5 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { connectWithShortLivedToken, WrongAccountError } from '../accounts/connect.ts';
+import { AppFaultError, appFailure, connectWithShortLivedToken, WrongAccountError } from '../accounts/connect.ts';
+import { exchangeClient } from '../accounts/apps.ts';
 import {
   InsufficientDeveloperRoleError,
   MissingScopeError,
@@ -97,7 +98,7 @@ async function callback(flow: ConnectFlow, req: Request, res: Response): Promise
     if (linkTaken !== 'ok' || !reconnect) return flow.linkRefused(res, linkTaken === 'ok' ? 'unknown' : linkTaken);
   }
   try {
-    await connectAccount(flow, res, code, invitation, reconnect);
+    await connectAccount(flow, res, code, invitation, reconnect, taken.app);
   } catch (err) {
     await giveBack(flow, now, invitation, reconnect);
     await connectFailed(flow, res, err, taken, reconnect);
@@ -111,9 +112,17 @@ async function connectAccount(
   code: string,
   invitation: string | null,
   reconnect: ReconnectLink | null,
+  app: string | null,
 ): Promise<void> {
   const { deps } = flow;
-  const short = await deps.platform.exchangeCode(code, redirectUri(deps.publicUrl));
+  // The app the login was started with (its state says): its id and secret exchange the code.
+  const client = await exchangeClient(deps, app);
+  let short;
+  try {
+    short = await client.exchangeCode(code, redirectUri(deps.publicUrl));
+  } catch (err) {
+    throw await appFailure(deps, app, err);
+  }
   // R-OWN-13: a reconnect link's login connects its own account or nothing. The code's user
   // id is checked before the token is exchanged; the profile is checked again before storing.
   if (reconnect && short.userId && short.userId !== reconnect.accountId)
@@ -125,6 +134,7 @@ async function connectAccount(
     via: reconnect ? 'reconnect_link' : invitation ? 'invitation' : 'login',
     ...(reconnect ? { expectedAccountId: reconnect.accountId } : {}),
     ...(owner ? { owner } : {}),
+    app,
   });
   await deps.onConnected?.(account);
   flow.page(
@@ -186,6 +196,13 @@ async function connectFailed(
     );
   }
   deps.logger.warn({ err }, 'connect failed');
+  if (err instanceof AppFaultError)
+    // The operator's app, not the owner: nothing they can do but wait for the operator (who is
+    // alerted naming the app); no Try again until it is fixed. The page never names the secret.
+    return flow.notice(res, 503, 'Account not connected', [
+      'The service this link belongs to cannot connect accounts right now: its operator has to fix its platform app. They have been told.',
+      'Nothing was connected. Open the link again later, or ask the operator when it works again.',
+    ]);
   const failWithRetry = async (status: number, title: string, ...lines: string[]) =>
     flow.notice(res, status, title, lines, await flow.retryUrlFor(taken.invitationHash, taken.reconnectHash));
   if (err instanceof PersonalAccountError)

@@ -1,7 +1,8 @@
 import type { Response } from 'express';
 import type { ConnectDeps, ConnectedAccount } from '../accounts/connect.ts';
 import { SCOPE } from '../platform/identifiers.ts';
-import { stateOfHash, type InvitationState } from '../store/invitations.ts';
+import { invitationApp, stateOfHash, type InvitationState } from '../store/invitations.ts';
+import { appOfAccount, requireApp } from '../store/apps.ts';
 import { createLoginState } from '../store/login-states.ts';
 import { getReconnectLinkByHash, linkState, type ReconnectLinkState } from '../store/owners.ts';
 import type { Brand } from '../util/brand.ts';
@@ -32,6 +33,12 @@ export interface ConnectRoutesDeps extends ConnectDeps {
   feedUrl?: (accountId: string) => string;
 }
 
+/** The app of the account a reconnect link is bound to. */
+async function reconnectApp(db: ConnectRoutesDeps['db'], reconnectHash: string): Promise<string | null> {
+  const link = await getReconnectLinkByHash(db, reconnectHash);
+  return link ? appOfAccount(db, link.accountId) : null;
+}
+
 export function redirectUri(publicUrl: string): string {
   return `${publicUrl.replace(/\/+$/, '')}/callback`;
 }
@@ -41,12 +48,21 @@ export async function startLogin(
   deps: ConnectRoutesDeps,
   opts: { invitationHash?: string; reconnectHash?: string } = {},
 ): Promise<string> {
+  // The login goes to the app of the invitation, or of the reconnect link's account; the state
+  // remembers it, so the one callback knows whose code it gets.
+  const app = opts.invitationHash
+    ? await invitationApp(deps.db, opts.invitationHash)
+    : opts.reconnectHash
+      ? await reconnectApp(deps.db, opts.reconnectHash)
+      : null;
+  const clientId = app ? (await requireApp(deps.db, app)).appId : deps.appId;
   const state = await createLoginState(deps.db, deps.clock.now(), deps.stateTtlMs ?? 15 * MINUTE, {
     invitationHash: opts.invitationHash ?? null,
     reconnectHash: opts.reconnectHash ?? null,
+    app,
   });
   const url = new URL(deps.authorizeUrl);
-  url.searchParams.set('client_id', deps.appId);
+  url.searchParams.set('client_id', clientId);
   url.searchParams.set('redirect_uri', redirectUri(deps.publicUrl));
   url.searchParams.set('scope', SCOPE); // R-TOK-12: never the deprecated business_basic
   url.searchParams.set('response_type', 'code');

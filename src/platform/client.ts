@@ -3,6 +3,7 @@ import { systemClock, type Clock } from '../util/clock.ts';
 import { silentLogger, type Logger } from '../util/logger.ts';
 import { registerSecret } from '../util/redact.ts';
 import {
+  isAppFault,
   InsufficientDeveloperRoleError,
   MalformedResponseError,
   MissingScopeError,
@@ -60,6 +61,8 @@ export interface PlatformClientOptions {
   observer?: PlatformCallObserver;
   /** Per-account budget (R-OWN-1) for listing and single-media calls. */
   pacer?: CallPacer;
+  /** feedmirror's name of the app (APP_ID/APP_SECRET: `default`); its errors carry it. */
+  app?: string;
 }
 
 export const DEFAULT_TIMEOUT_MS = 15_000;
@@ -85,7 +88,8 @@ function isAccountError(error: unknown): boolean {
     error instanceof TokenInvalidError ||
     error instanceof InsufficientDeveloperRoleError ||
     error instanceof PersonalAccountError ||
-    error instanceof MissingScopeError
+    error instanceof MissingScopeError ||
+    isAppFault(error)
   );
 }
 
@@ -192,8 +196,13 @@ export class PlatformClient {
       },
       ...(opts.observer ? { observer: opts.observer } : {}),
       ...(opts.pacer ? { pacer: opts.pacer } : {}),
+      ...(opts.app !== undefined ? { app: opts.app } : {}),
     });
+    this.app = opts.app;
   }
+
+  /** feedmirror's name of the app this client calls for, when it was given one. */
+  readonly app: string | undefined;
 
   /** The latest usage figures the platform reported (R-OWN-1), if any. */
   get lastUsage(): PlatformUsage | undefined {
@@ -217,7 +226,12 @@ export class PlatformClient {
 
   private requireApp(operation: Operation): { appId: string; appSecret: string } {
     if (!this.appId || !this.appSecret) {
-      throw new PlatformRequestError(`${operation}: APP_ID and APP_SECRET must be configured`, { operation });
+      throw new PlatformRequestError(
+        this.app && this.app !== 'default'
+          ? `${operation}: app ${this.app} has no id or secret`
+          : `${operation}: APP_ID and APP_SECRET must be configured`,
+        { operation },
+      );
     }
     return { appId: this.appId, appSecret: this.appSecret };
   }

@@ -1,5 +1,7 @@
 import type { z } from 'zod';
 import {
+  AppRestrictedError,
+  AppSecretRefusedError,
   InsufficientDeveloperRoleError,
   MalformedResponseError,
   PasswordChangedError,
@@ -30,6 +32,10 @@ export const RATE_LIMIT_CODES: ReadonlySet<number> = new Set([4, 17, 32, 613]);
 /** Graph-style "unknown error" / "service temporarily unavailable": the platform's own advice is to retry. */
 export const TRANSIENT_CODES: ReadonlySet<number> = new Set([1, 2]);
 export const TOKEN_INVALID_CODE = 190;
+/** "Error validating client secret": the app's secret, not the account's token. */
+export const APP_SECRET_CODE = 101;
+/** The app is restricted by the platform (blocked for a policy): every call of its accounts. */
+export const APP_RESTRICTED_CODE = 368;
 export const SUBCODE_PASSWORD_CHANGED = 460;
 export const SUBCODE_EXPIRED = 463;
 
@@ -160,6 +166,19 @@ export function mapPlatformError(failure: Failure, ctx: FailureContext): Platfor
     if (info.subcode === SUBCODE_EXPIRED) return new TokenExpiredError(message, details);
     if (info.subcode === SUBCODE_PASSWORD_CHANGED) return new PasswordChangedError(message, details);
     return new TokenInvalidError(message, details);
+  }
+  // The operator's app, not the account: never a reason to ask the owner to log in again.
+  if (info?.code === APP_SECRET_CODE || (info?.message && /error validating client secret/i.test(info.message))) {
+    return new AppSecretRefusedError(
+      `${op}: the platform refuses the app's secret (${codes}); give feedmirror the app's current secret (feedmirror apps set <app> --secret-file <file>, or APP_SECRET for the default app)`,
+      details,
+    );
+  }
+  if (info?.code === APP_RESTRICTED_CODE) {
+    return new AppRestrictedError(
+      `${op}: the platform restricted the app (${codes})${said}; fix the app in the platform's developer settings`,
+      details,
+    );
   }
   // R-TOK-14
   if (info?.message && DEVELOPER_ROLE_RE.test(info.message)) {

@@ -28,6 +28,11 @@ export class PlatformError extends Error {
   readonly retryable: boolean = false;
   readonly errorKind: ErrorKind = 'platform';
   readonly localFailure = null;
+  /**
+   * The app (by its feedmirror name) whose client made the call: set by the client that threw it,
+   * so the job layer holds that app's calls only and health and alerts name the app to fix.
+   */
+  app?: string;
 
   constructor(message: string, details: PlatformErrorDetails = {}) {
     super(redactText(message));
@@ -159,6 +164,28 @@ export class RunawayListingError extends PlatformError {
   ) {
     super(message, details);
   }
+}
+
+/**
+ * The platform refused the app's secret (code 101 "Error validating client secret"): the app's
+ * operator must give feedmirror the app's current secret. Never the account owner's to fix, so
+ * it never asks the owner to log in again; it names the app once the client knows it.
+ */
+export class AppSecretRefusedError extends PlatformError {
+  override readonly errorKind: ErrorKind = 'app_secret_refused';
+}
+
+/**
+ * The platform restricted the app (code 368): no call of any of its accounts is answered until
+ * the app's operator fixes it with the platform. The accounts of other apps are not concerned.
+ */
+export class AppRestrictedError extends PlatformError {
+  override readonly errorKind: ErrorKind = 'app_restricted';
+}
+
+/** Failures that are the app's, not the account's: recorded against the app. */
+export function isAppFault(error: unknown): error is AppSecretRefusedError | AppRestrictedError {
+  return error instanceof AppSecretRefusedError || error instanceof AppRestrictedError;
 }
 
 /** Any other error object from the platform (a field refused, a bad parameter). */

@@ -55,6 +55,8 @@ export interface HttpOptions {
   observer?: PlatformCallObserver;
   /** Per-account budget (R-OWN-1): a call over it is not sent. */
   pacer?: CallPacer;
+  /** The app this client calls for (feedmirror's name of it): every error it throws names it. */
+  app?: string;
 }
 
 export interface CallSpec<T> {
@@ -123,6 +125,16 @@ export class PlatformHttp {
 
   /** Run a call with retries; throws a PlatformError. */
   async call<T>(spec: CallSpec<T>): Promise<T> {
+    try {
+      return await this.callOnce(spec);
+    } catch (error) {
+      // The job layer holds this app's calls only, and health names the app (not the account).
+      if (error instanceof PlatformError && this.opts.app !== undefined) error.app ??= this.opts.app;
+      throw error;
+    }
+  }
+
+  private async callOnce<T>(spec: CallSpec<T>): Promise<T> {
     const { maxRetries, sleep, random, logger } = this.opts;
     for (let attempt = 0; ; attempt++) {
       await this.pace(spec);
@@ -171,6 +183,14 @@ export class PlatformHttp {
   private async pace(spec: CallSpec<unknown>): Promise<void> {
     const pacer = this.opts.pacer;
     if (!pacer || !spec.accountId) return;
+    // The app first: while the platform holds the whole app (code 4, or its usage is high), none
+    // of its accounts calls, and none of them spends its own budget on a call not sent.
+    const appWaitMs = (await pacer.appWait?.()) ?? 0;
+    if (appWaitMs > 0)
+      throw new RateLimitedError(
+        `${spec.operation}: held back: the app${this.opts.app ? ` ${this.opts.app}` : ''} is over the platform's app-wide limit; next call in about ${Math.ceil(appWaitMs / 1000)} s`,
+        { operation: spec.operation, retryAfterMs: appWaitMs, paced: true },
+      );
     const waitMs = await pacer.take(spec.accountId);
     if (waitMs <= 0) return;
     throw new RateLimitedError(

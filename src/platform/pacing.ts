@@ -20,6 +20,12 @@ export interface CallPacer {
    */
   take(accountId: string): Promise<number>;
   readonly callsPerHour: number;
+  /**
+   * The milliseconds its app is held for (the platform's app-wide limit, code 4, or a slow-down
+   * while X-App-Usage is high), 0 when it may call. Per app: one app's hold never holds another's
+   * accounts. Optional: a pacer without apps holds nothing app-wide.
+   */
+  appWait?(): Promise<number>;
 }
 
 /** Past this share of any usage figure the workers slow down (R-OWN-1). */

@@ -47,7 +47,10 @@ const rateLimitBody = z.strictObject({
     .int()
     .min(0)
     .max(7 * 24 * 3600),
+  /** The app whose calls are spent (default: the simulator's first app). */
+  appId: z.string().min(1).max(64).optional(),
 });
+const restrictBody = z.strictObject({ restricted: z.boolean() });
 
 const SECRET_QUERY_KEYS = new Set(['access_token', 'client_secret', 'code', 'state', 'sig']);
 
@@ -95,8 +98,11 @@ export function handleControl(
   extra: {
     requests: RecordedRequest[];
     faultCount: () => number;
-    rateLimitFor: (seconds: number) => Date;
+    rateLimitFor: (seconds: number, appId?: string) => Date;
     rateLimitedUntil: () => number;
+    addApp: () => { appId: string; appSecret: string };
+    resetAppSecret: (appId: string) => { appId: string; appSecret: string };
+    restrictApp: (appId: string, restricted: boolean) => void;
   },
 ): Reply {
   const state = ctx.state;
@@ -104,6 +110,7 @@ export function handleControl(
     return json(200, {
       now: state.clock.now().toISOString(),
       appId: ctx.appId,
+      apps: [...state.apps.values()].map((a) => ({ appId: a.appId, restricted: a.restricted })),
       graphUrl: ctx.graphUrl(),
       accounts: [...state.accounts.values()].map((a) => ({
         id: a.id,
@@ -160,8 +167,23 @@ export function handleControl(
   if (method === 'POST' && rate) {
     const parsed = rateLimitBody.safeParse(parsedJson);
     if (!parsed.success) return problem('expected {seconds: integer 0..604800}', parsed.error);
-    const until = extra.rateLimitFor(parsed.data.seconds);
+    if (parsed.data.appId !== undefined && !state.apps.has(parsed.data.appId))
+      return json(404, { error: `the simulator has no app ${parsed.data.appId}` });
+    const until = extra.rateLimitFor(parsed.data.seconds, parsed.data.appId);
     return json(200, { rateLimitedUntil: parsed.data.seconds === 0 ? null : until.toISOString() });
+  }
+  // Apps: register one (its secret is in the answer: the caller is the operator of the fake
+  // platform), give one a new secret, restrict one.
+  if (method === 'POST' && path === '/__sim/apps') return json(200, extra.addApp());
+  const appPath = /^\/__sim\/apps\/([0-9A-Za-z_-]{1,64})\/(secret|restrict)$/.exec(path);
+  if (appPath && method === 'POST') {
+    const app = appPath[1] as string;
+    if (!state.apps.has(app)) return json(404, { error: `the simulator has no app ${app}` });
+    if (appPath[2] === 'secret') return json(200, extra.resetAppSecret(app));
+    const parsed = restrictBody.safeParse(parsedJson);
+    if (!parsed.success) return problem('expected {restricted: boolean}', parsed.error);
+    extra.restrictApp(app, parsed.data.restricted);
+    return json(200, { appId: app, restricted: parsed.data.restricted });
   }
   const acc = /^\/__sim\/accounts\/(\d{1,30})(\/.*)?$/.exec(path);
   if (acc) {

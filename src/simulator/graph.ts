@@ -42,6 +42,9 @@ export function checkToken(ctx: SimContext, token: string | undefined): Checked 
   const t = ctx.state.tokens.get(token);
   if (!t) return fail(graphError(400, 190, 'Invalid OAuth access token - Cannot parse access token'));
   const accountId = t.accountId;
+  // An app the platform restricted: none of its tokens is answered (the other apps' are).
+  if (ctx.state.apps.get(t.appId)?.restricted)
+    return fail(graphError(400, 368, 'The app is restricted by the platform: it cannot make this call', { accountId }));
   if (t.invalidated === 'revoked') {
     return fail(
       graphError(
@@ -94,12 +97,16 @@ function tokenAnswer(ctx: SimContext, token: string, accountId: string): Reply {
 function exchange(ctx: SimContext, q: Record<string, string>): Reply {
   if (q.grant_type !== GRANT_EXCHANGE) return paramError(`Unsupported grant_type: expected ${GRANT_EXCHANGE}`);
   if (!q.client_secret) return paramError('Missing client_secret parameter.');
-  if (q.client_secret !== ctx.appSecret) return graphError(400, 101, 'Error validating client secret.');
+  // The secret must be one the platform knows; then the token must be that app's own (a token
+  // belongs to the app that obtained it).
+  const app = [...ctx.state.apps.values()].find((a) => a.secret === q.client_secret);
+  if (!app) return graphError(400, 101, 'Error validating client secret.');
   const c = checkToken(ctx, q.access_token);
   if (!c.ok) return c.reply;
+  if (c.token.appId !== app.appId) return graphError(400, 101, 'Error validating client secret.');
   if (c.token.kind !== 'short')
     return paramError('Only a short-lived access token can be exchanged', c.token.accountId);
-  const token = ctx.state.issueToken(c.token.accountId, 'long', ctx.state.clock.now(), c.token.scopes);
+  const token = ctx.state.issueToken(c.token.accountId, 'long', ctx.state.clock.now(), c.token.scopes, c.token.appId);
   return tokenAnswer(ctx, token, c.token.accountId);
 }
 
@@ -130,7 +137,7 @@ function refresh(ctx: SimContext, q: Record<string, string>): Reply {
     );
   }
   // The old token stays valid until its own expiry.
-  const token = ctx.state.issueToken(t.accountId, 'long', now, t.scopes);
+  const token = ctx.state.issueToken(t.accountId, 'long', now, t.scopes, t.appId);
   return tokenAnswer(ctx, token, t.accountId);
 }
 

@@ -98,15 +98,29 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   let baseUrl = '';
   let imageBaseUrl = '';
   const state = new SimState(clock, () => baseUrl, onSecret);
+  state.primaryAppId = appId;
+  state.apps.set(appId, { appId, secret: appSecret, restricted: false });
+  const newAppId = () => String(randomInt(100_000_000, 999_999_999)) + String(randomInt(100_000, 999_999));
+  const newSecret = () => randomBytes(16).toString('hex');
   const signer = new LinkSigner(linkKey, () => imageBaseUrl);
   const renderer = new MediaRenderer(state, signer);
   const faults = new FaultList();
   // Rate-limit windows: the simulated clock, or the wall clock when asked (runs against workers
   // that wait in real time, as BullMQ's delays do).
-  const usage = new UsageMeter(opts.limits?.wallClock ? () => Date.now() : () => clock.now().getTime(), opts.limits);
+  // One meter per app: each app's usage headers and app-wide limit (code 4) are its own.
+  const meters = new Map<string, UsageMeter>();
+  const usageOf = (app: string): UsageMeter => {
+    let m = meters.get(app);
+    if (!m) {
+      m = new UsageMeter(opts.limits?.wallClock ? () => Date.now() : () => clock.now().getTime(), opts.limits);
+      meters.set(app, m);
+    }
+    return m;
+  };
   const requests: RecordedRequest[] = [];
-  /** A rate-limit window started through rateLimitFor (the control API's rate-limit): its end, simulated ms. */
-  let rateLimitedUntil = 0;
+  /** Rate-limit windows started through rateLimitFor (the control API's rate-limit), per app: their end, simulated ms. */
+  const rateLimitedUntilOf = new Map<string, number>();
+  const rateLimitedUntil = (app: string = appId) => rateLimitedUntilOf.get(app) ?? 0;
   /** Sockets held open by 'timeout' faults: destroyed on close(). */
   const held = new Set<Socket>();
 
@@ -197,8 +211,11 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
         handleControl(ctx, method, pathname, body, {
           requests,
           faultCount: () => faults.size,
-          rateLimitFor: (seconds) => sim.rateLimitFor(seconds),
-          rateLimitedUntil: () => rateLimitedUntil,
+          rateLimitFor: (seconds, app) => sim.rateLimitFor(seconds, app ? { appId: app } : {}),
+          rateLimitedUntil: () => rateLimitedUntil(),
+          addApp: () => sim.addApp(),
+          resetAppSecret: (app) => sim.resetAppSecret(app),
+          restrictApp: (app, restricted) => sim.restrictApp(app, restricted),
         }),
       );
       return;
@@ -250,12 +267,16 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     if (form) record.form = form;
     requests.push(record);
 
-    const accountForUsage = query.access_token ? state.tokens.get(query.access_token)?.accountId : undefined;
+    const tokenRecord = query.access_token ? state.tokens.get(query.access_token) : undefined;
+    const accountForUsage = tokenRecord?.accountId;
+    // The app whose budget the call spends: its token's (a call without a token: the first app).
+    const appForUsage = tokenRecord?.appId ?? appId;
+    const usage = usageOf(appForUsage);
     const usageHeaders = (accountId: string | undefined, regain = 0): Record<string, string> =>
       recordHost === 'graph' ? usage.headers(accountId, regain) : {};
-    if (recordHost === 'graph' && clock.now().getTime() < rateLimitedUntil) {
+    if (recordHost === 'graph' && clock.now().getTime() < rateLimitedUntil(appForUsage)) {
       // A window started by hand (rateLimitFor): the app's calls are spent until it ends.
-      const regain = Math.max(1, Math.ceil((rateLimitedUntil - clock.now().getTime()) / 60_000));
+      const regain = Math.max(1, Math.ceil((rateLimitedUntil(appForUsage) - clock.now().getTime()) / 60_000));
       const reply = rateLimitReply(4, usage.headers(accountForUsage, regain));
       record.status = reply.status;
       write(req, res, reply);
@@ -373,15 +394,32 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       state.account(accountId);
       return state.listPosts(accountId).map((p) => state.publicPost(p));
     },
-    issueShortLivedToken: (accountId, o) => state.issueToken(accountId, 'short', clock.now(), o?.scopes),
+    issueShortLivedToken: (accountId, o) =>
+      state.issueToken(accountId, 'short', clock.now(), o?.scopes, o?.appId ?? appId),
     issueLongLivedToken: (accountId, o) => state.issueToken(accountId, 'long', o?.issuedAt ?? clock.now(), o?.scopes),
     setPasswordChanged: (accountId, changed) => state.setPasswordChanged(accountId, changed),
     revokeTokens: (accountId) => state.revokeTokens(accountId),
     expireTokens: (accountId) => state.expireTokens(accountId),
-    rateLimitFor: (seconds) => {
+    rateLimitFor: (seconds, o) => {
       if (!(seconds >= 0) || !Number.isFinite(seconds)) throw new Error('simulator: seconds must be >= 0');
-      rateLimitedUntil = seconds === 0 ? 0 : clock.now().getTime() + Math.round(seconds * 1000);
-      return new Date(rateLimitedUntil || clock.now().getTime());
+      const app = o?.appId ?? appId;
+      state.app(app);
+      const until = seconds === 0 ? 0 : clock.now().getTime() + Math.round(seconds * 1000);
+      rateLimitedUntilOf.set(app, until);
+      return new Date(until || clock.now().getTime());
+    },
+    addApp: () => {
+      const app = state.addApp(newSecret, newAppId);
+      return { appId: app.appId, appSecret: app.secret };
+    },
+    resetAppSecret: (app) => {
+      const record = state.app(app);
+      record.secret = newSecret();
+      onSecret(record.secret);
+      return { appId: app, appSecret: record.secret };
+    },
+    restrictApp: (app, restricted) => {
+      state.app(app).restricted = restricted;
     },
     injectFault: (f) => faults.add(f),
     clearFaults: () => faults.clear(),

@@ -26,7 +26,8 @@ interface LoginParams {
 
 /** The authorize parameters, or the error page a browser would see. */
 function validate(ctx: SimContext, p: Record<string, string>): LoginParams | Reply {
-  if (p.client_id !== ctx.appId)
+  // Any app registered with the platform (the simulator's own and those added since).
+  if (!p.client_id || !ctx.state.apps.has(p.client_id))
     return htmlPage(400, 'Invalid request', html`<h1>Invalid request</h1><p>Invalid platform app ID.</p>`);
   const redirectUri = p.redirect_uri ?? '';
   let parsed: URL | undefined;
@@ -67,7 +68,7 @@ function validate(ctx: SimContext, p: Record<string, string>): LoginParams | Rep
   }
   if (!scopes.includes(SCOPE))
     return htmlPage(400, 'Invalid scope', html`<h1>Invalid scope</h1><p>The scope ${SCOPE} is required.</p>`);
-  return { clientId: ctx.appId, redirectUri, scopes, state: p.state };
+  return { clientId: p.client_id, redirectUri, scopes, state: p.state };
 }
 
 function redirect(location: string): Reply {
@@ -137,7 +138,7 @@ function authorizePage(ctx: SimContext, params: LoginParams): Reply {
   return htmlPage(
     200,
     'Log in and allow access',
-    html`<main><h1>Allow access to your account</h1><p>Choose the account to connect.</p><p class="scopes">The app ${ctx.appId} asks for: ${params.scopes.join(', ')}</p><ul class="accounts">${join(items, '\n')}</ul>\n${denyForm}</main>`,
+    html`<main><h1>Allow access to your account</h1><p>Choose the account to connect.</p><p class="scopes">The app ${params.clientId} asks for: ${params.scopes.join(', ')}</p><ul class="accounts">${join(items, '\n')}</ul>\n${denyForm}</main>`,
     // The page's look is a constant of ours.
     html`<meta name="viewport" content="width=device-width"><style>${raw(CONSENT_STYLE)}</style>`,
   );
@@ -175,12 +176,15 @@ export function handleOAuth(ctx: SimContext, r: SimRequest): Reply {
 
 /** POST /oauth/access_token: the login code for a short-lived token (form fields). */
 function codeExchange(ctx: SimContext, f: Record<string, string>): Reply {
-  if (f.client_id !== ctx.appId) return loginError(400, 'Invalid platform app ID');
-  if (f.client_secret !== ctx.appSecret) return loginError(101, 'Error validating client secret.');
+  const app = f.client_id ? ctx.state.apps.get(f.client_id) : undefined;
+  if (!app) return loginError(400, 'Invalid platform app ID');
+  if (f.client_secret !== app.secret) return loginError(101, 'Error validating client secret.');
   if (f.grant_type !== GRANT_AUTHORIZATION_CODE)
     return loginError(400, 'Unsupported grant_type: expected authorization_code');
   const code = f.code ? ctx.state.codes.get(f.code) : undefined;
   if (!code) return loginError(100, 'Invalid authorization code');
+  // A code works only for the app whose login made it.
+  if (code.clientId !== app.appId) return loginError(100, 'Invalid authorization code');
   if (code.used) return loginError(100, 'This authorization code has been used');
   if (ctx.state.clock.now().getTime() >= code.expiresAt.getTime())
     return loginError(100, 'This authorization code has expired');
@@ -192,7 +196,7 @@ function codeExchange(ctx: SimContext, f: Record<string, string>): Reply {
   code.used = true;
   // R-TOK-14: development-mode app, account without the tester role.
   if (!ctx.state.account(code.accountId).tester) return loginError(400, 'Insufficient developer role');
-  const token = ctx.state.issueToken(code.accountId, 'short', ctx.state.clock.now(), code.scopes);
+  const token = ctx.state.issueToken(code.accountId, 'short', ctx.state.clock.now(), code.scopes, app.appId);
   if (ctx.codeResponseShape === 'data') {
     return json(200, { data: [{ access_token: token, user_id: code.accountId, permissions: code.scopes.join(',') }] });
   }

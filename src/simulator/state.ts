@@ -80,6 +80,15 @@ export interface TokenRecord {
   scopes: string[];
   /** Set for tokens alive when the password changed (190/460) or tokens were revoked (190/467). */
   invalidated?: 'password' | 'revoked';
+  /** The app that obtained it: only that app's secret exchanges it, and its calls count against that app. */
+  appId: string;
+}
+
+/** An app registered with the platform: its secret, and whether the platform restricted it. */
+export interface SimApp {
+  appId: string;
+  secret: string;
+  restricted: boolean;
 }
 
 export interface CodeRecord {
@@ -344,7 +353,35 @@ export class SimState {
 
   // ---- tokens ----
 
-  issueToken(accountId: string, kind: TokenKind, issuedAt: Date, scopes: string[] = [SCOPE]): string {
+  /** Every app the platform knows, the first one (the simulator's own appId) included. */
+  readonly apps = new Map<string, SimApp>();
+
+  /** Register a further app (a fresh id and secret). */
+  addApp(secretFor: () => string, idFor: () => string): SimApp {
+    let appId = idFor();
+    while (this.apps.has(appId)) appId = idFor();
+    const app: SimApp = { appId, secret: secretFor(), restricted: false };
+    this.apps.set(appId, app);
+    this.onSecret(app.secret);
+    return app;
+  }
+
+  app(appId: string): SimApp {
+    const app = this.apps.get(appId);
+    if (!app) throw new Error(`simulator: no app ${appId}`);
+    return app;
+  }
+
+  /** The app the simulator started with (tokens issued without naming one are its). */
+  primaryAppId = '';
+
+  issueToken(
+    accountId: string,
+    kind: TokenKind,
+    issuedAt: Date,
+    scopes: string[] = [SCOPE],
+    appId: string = this.primaryAppId,
+  ): string {
     this.account(accountId);
     const token = randomToken(kind === 'short' ? 'IGQWR' : 'IGAA');
     const life = kind === 'short' ? SHORT_LIVED_MS : LONG_LIVED_MS;
@@ -354,6 +391,7 @@ export class SimState {
       issuedAt,
       expiresAt: new Date(issuedAt.getTime() + life),
       scopes: [...scopes],
+      appId,
     });
     this.onSecret(token);
     return token;

@@ -203,7 +203,8 @@ export interface Simulator {
    */
   setEndlessPaging(accountId: string, mode: EndlessPaging | null): void;
   posts(accountId: string): SimPost[];
-  issueShortLivedToken(accountId: string, opts?: { scopes?: string[] }): string;
+  /** A short-lived token, as the login gives it to an app (default: the simulator's first app). */
+  issueShortLivedToken(accountId: string, opts?: { scopes?: string[]; appId?: string }): string;
   issueLongLivedToken(accountId: string, opts?: { issuedAt?: Date; scopes?: string[] }): string;
   setPasswordChanged(accountId: string, changed: boolean): void;
   revokeTokens(accountId: string): void;
@@ -213,7 +214,17 @@ export interface Simulator {
    * For `seconds` of simulated time every graph call answers the app-level rate limit (code 4),
    * as the platform does once an app spent its calls; 0 ends the window. Returns its end.
    */
-  rateLimitFor(seconds: number): Date;
+  rateLimitFor(seconds: number, opts?: { appId?: string }): Date;
+  /**
+   * Register a further app with the platform (Standard Access: one app per client): a fresh id
+   * and secret. Its logins, tokens and rate limits are its own; a token works only with the
+   * secret of the app that obtained it.
+   */
+  addApp(): { appId: string; appSecret: string };
+  /** The platform gives the app a new secret: the old one is refused from now on (code 101). */
+  resetAppSecret(appId: string): { appId: string; appSecret: string };
+  /** The platform restricts the app (every call of its tokens answers code 368), or lifts it. */
+  restrictApp(appId: string, restricted: boolean): void;
   autoApprove: string | null;
   injectFault(f: FaultSpec): void;
   clearFaults(): void;

@@ -36,6 +36,8 @@ export interface Account {
   lastCompleteSyncAt: Date | null;
   /** Who is told when the connection needs them; null: no owner known (alerts go to the operator). */
   owner: AccountOwner | null;
+  /** The platform app it is connected through (feedmirror's name); null: the default app (APP_ID). */
+  app?: string | null;
 }
 
 /** An item a sync left out, and why (a malformed id, no timestamp, an unknown type...). */
@@ -89,6 +91,7 @@ export interface AccountRow {
   owner_email?: string | null;
   owner_language?: string | null;
   owner_alerts?: boolean;
+  app_name?: string | null;
 }
 
 export function toAccount(r: AccountRow): Account {
@@ -112,6 +115,7 @@ export function toAccount(r: AccountRow): Account {
     lastSyncOutcome: r.last_sync_outcome ?? null,
     lastCompleteSyncAt: r.last_complete_sync_at ?? null,
     owner: ownerOfRow(r),
+    app: r.app_name ?? null,
   };
 }
 

@@ -107,11 +107,12 @@ function aad(binding: string): Buffer {
   return Buffer.from(`feedmirror:token:v1:${binding}`, 'utf8');
 }
 
-/** What a sealed secret is, in words: the binding is an account id or `webhook:<endpoint id>`. */
+/** What a sealed secret is, in words: the binding is an account id, `webhook:<endpoint id>` or `app:<name>`. */
 export function describeSecret(binding: string): string {
-  return binding.startsWith('webhook:')
-    ? `the signing secret of webhook endpoint ${binding.slice('webhook:'.length)}`
-    : `the token of account ${binding}`;
+  if (binding.startsWith('webhook:'))
+    return `the signing secret of webhook endpoint ${binding.slice('webhook:'.length)}`;
+  if (binding.startsWith('app:')) return `the secret of app ${binding.slice('app:'.length)}`;
+  return `the token of account ${binding}`;
 }
 
 /** A key as operators see it: its id, and its label when it has one (`1a2b3c4d (new)`). */

@@ -29,12 +29,14 @@ export async function createInvitation(
   ttlMs: number,
   createdBy: 'dashboard' | 'cli',
   owner?: InvitationOwner | null,
+  /** The app the account will connect through (null: the default app). */
+  app?: string | null,
 ): Promise<{ token: string; hash: string; expiresAt: Date }> {
   const token = randomBytes(32).toString('base64url');
   const expiresAt = new Date(now.getTime() + ttlMs);
   await db.query(
-    `INSERT INTO invitations (token_hash, created_at, expires_at, created_by, owner_name, owner_email, owner_language)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    `INSERT INTO invitations (token_hash, created_at, expires_at, created_by, owner_name, owner_email, owner_language, app_name)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
     [
       hashInvitation(token),
       now,
@@ -43,9 +45,19 @@ export async function createInvitation(
       owner?.name ?? null,
       owner?.email ?? null,
       owner?.language ?? null,
+      app ?? null,
     ],
   );
   return { token, hash: hashInvitation(token), expiresAt };
+}
+
+/** The app an invitation connects through (null: the default app). */
+export async function invitationApp(db: Db, hash: string): Promise<string | null> {
+  const { rows } = await db.query<{ app_name: string | null }>(
+    'SELECT app_name FROM invitations WHERE token_hash = $1',
+    [hash],
+  );
+  return rows[0]?.app_name ?? null;
 }
 
 /** How an invitation's email left: through SMTP_URL, or written to OUTBOX_DIR (none set: not sent). */

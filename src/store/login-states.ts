@@ -17,12 +17,19 @@ export async function createLoginState(
   db: Db,
   now: Date,
   ttlMs: number,
-  opts: { invitationHash?: string | null; reconnectHash?: string | null } = {},
+  opts: { invitationHash?: string | null; reconnectHash?: string | null; app?: string | null } = {},
 ): Promise<string> {
   const state = randomBytes(32).toString('base64url');
   await db.query(
-    'INSERT INTO login_states (state_hash, created_at, expires_at, invitation_hash, reconnect_hash) VALUES ($1, $2, $3, $4, $5)',
-    [hashState(state), now, new Date(now.getTime() + ttlMs), opts.invitationHash ?? null, opts.reconnectHash ?? null],
+    'INSERT INTO login_states (state_hash, created_at, expires_at, invitation_hash, reconnect_hash, app_name) VALUES ($1, $2, $3, $4, $5, $6)',
+    [
+      hashState(state),
+      now,
+      new Date(now.getTime() + ttlMs),
+      opts.invitationHash ?? null,
+      opts.reconnectHash ?? null,
+      opts.app ?? null,
+    ],
   );
   return state;
 }
@@ -37,15 +44,31 @@ export async function takeLoginState(
   db: Db,
   state: string,
   now: Date,
-): Promise<{ result: LoginStateResult; invitationHash: string | null; reconnectHash: string | null }> {
+): Promise<{
+  result: LoginStateResult;
+  invitationHash: string | null;
+  reconnectHash: string | null;
+  /** The app the login was started with (null: the default app). */
+  app: string | null;
+}> {
   const hash = hashState(state);
-  const { rows } = await db.query<{ invitation_hash: string | null; reconnect_hash: string | null }>(
+  const { rows } = await db.query<{
+    invitation_hash: string | null;
+    reconnect_hash: string | null;
+    app_name: string | null;
+  }>(
     `UPDATE login_states SET used_at = $2
       WHERE state_hash = $1 AND used_at IS NULL AND expires_at > $2
-      RETURNING invitation_hash, reconnect_hash`,
+      RETURNING invitation_hash, reconnect_hash, app_name`,
     [hash, now],
   );
-  if (rows[0]) return { result: 'ok', invitationHash: rows[0].invitation_hash, reconnectHash: rows[0].reconnect_hash };
+  if (rows[0])
+    return {
+      result: 'ok',
+      invitationHash: rows[0].invitation_hash,
+      reconnectHash: rows[0].reconnect_hash,
+      app: rows[0].app_name,
+    };
   const seen = await db.query<{ used_at: Date | null; invitation_hash: string | null; reconnect_hash: string | null }>(
     'SELECT used_at, invitation_hash, reconnect_hash FROM login_states WHERE state_hash = $1',
     [hash],
@@ -55,6 +78,7 @@ export async function takeLoginState(
     result: !row ? 'unknown' : row.used_at ? 'used' : 'expired',
     invitationHash: row?.invitation_hash ?? null,
     reconnectHash: row?.reconnect_hash ?? null,
+    app: null,
   };
 }
 

@@ -1,6 +1,7 @@
 import type { Db } from './db.ts';
 import { describeSecret, type KeyInfo, type TokenCipher } from './crypto.ts';
 import { webhookSecretBinding } from './webhooks.ts';
+import { appSecretBinding, sealedAppSecrets } from './apps.ts';
 
 /**
  * Which configured key opens each stored secret (tokens and webhook signing secrets, the previous
@@ -11,6 +12,7 @@ import { webhookSecretBinding } from './webhooks.ts';
 export interface KeyUsage extends KeyInfo {
   tokens: number;
   webhookSecrets: number;
+  appSecrets: number;
 }
 
 export interface UnopenedSecret {
@@ -23,6 +25,7 @@ export interface UnopenedSecret {
   /** Whose it is: the account of a token, or the webhook endpoint of a signing secret. */
   accountId?: string;
   endpointId?: string;
+  app?: string;
 }
 
 export interface SecretsAudit {
@@ -32,7 +35,7 @@ export interface SecretsAudit {
 }
 
 export async function auditSecrets(db: Db, cipher: TokenCipher): Promise<SecretsAudit> {
-  const keys: KeyUsage[] = cipher.keys().map((k) => ({ ...k, tokens: 0, webhookSecrets: 0 }));
+  const keys: KeyUsage[] = cipher.keys().map((k) => ({ ...k, tokens: 0, webhookSecrets: 0, appSecrets: 0 }));
   const byId = new Map(keys.map((k) => [k.id, k]));
   const unopened: UnopenedSecret[] = [];
   let total = 0;
@@ -40,8 +43,8 @@ export async function auditSecrets(db: Db, cipher: TokenCipher): Promise<Secrets
     keyId: string,
     ciphertext: Buffer,
     binding: string,
-    kind: 'tokens' | 'webhookSecrets',
-    owner: { accountId: string } | { endpointId: string },
+    kind: 'tokens' | 'webhookSecrets' | 'appSecrets',
+    owner: { accountId: string } | { endpointId: string } | { app: string },
   ) => {
     total++;
     const sealed = { keyId, ciphertext };
@@ -75,6 +78,8 @@ export async function auditSecrets(db: Db, cipher: TokenCipher): Promise<Secrets
     if (r.previous_key_id && r.previous_secret)
       check(r.previous_key_id, r.previous_secret, webhookSecretBinding(r.id), 'webhookSecrets', { endpointId: r.id });
   }
+  for (const a of await sealedAppSecrets(db))
+    check(a.keyId, a.ciphertext, appSecretBinding(a.name), 'appSecrets', { app: a.name });
   return { keys, unopened, total };
 }
 

@@ -22,6 +22,9 @@ export const ERROR_KINDS = [
   'developer_role',
   'personal_account',
   'missing_permission',
+  // The operator's app, not the account: its secret refused, or the app restricted by the platform.
+  'app_secret_refused',
+  'app_restricted',
   // feedmirror waits and retries on its own.
   'rate_limit',
   'token_too_young',

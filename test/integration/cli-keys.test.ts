@@ -69,9 +69,9 @@ describe('feedmirror keys', () => {
     const listed = await run(['keys', 'list'], both);
     expect(listed.code).toBe(0);
     const lines = listed.out.split('\n');
-    expect(lines[0]).toMatch(/^key\s+label\s+encrypts\s+tokens\s+webhook secrets$/);
-    expect(lines[1]).toMatch(new RegExp(`^${newId}\\s+new\\s+yes \\(primary\\)\\s+0\\s+0$`));
-    expect(lines[2]).toMatch(new RegExp(`^${oldId}\\s+old\\s+no\\s+2\\s+1$`));
+    expect(lines[0]).toMatch(/^key\s+label\s+encrypts\s+tokens\s+webhook secrets\s+app secrets$/);
+    expect(lines[1]).toMatch(new RegExp(`^${newId}\\s+new\\s+yes \\(primary\\)\\s+0\\s+0\\s+0$`));
+    expect(lines[2]).toMatch(new RegExp(`^${oldId}\\s+old\\s+no\\s+2\\s+1\\s+0$`));
     expect(listed.out).toContain(`secrets remain under ${oldId} (old): run \`feedmirror keys rotate\``);
     // A worker on the recipe's value still reads every secret.
     const cipher = TokenCipher.fromEnv(both);
@@ -79,7 +79,7 @@ describe('feedmirror keys', () => {
 
     const rotated = await run(['keys', 'rotate'], both);
     expect(rotated.code).toBe(0);
-    expect(rotated.out).toContain(`re-encrypted 2 tokens and 1 webhook secrets with key ${newId} (new)`);
+    expect(rotated.out).toContain(`re-encrypted 2 tokens, 1 webhook secrets and 0 app secrets with key ${newId} (new)`);
     expect(JSON.parse((await run(['keys', 'list', '--json'], both)).out)).toMatchObject({
       keys: [
         { id: newId, tokens: 2, webhookSecrets: 1 },

@@ -98,6 +98,19 @@ function samples(username: string, cause: string): Sample[] {
       ],
     },
     {
+      name: 'operator-app',
+      vars: {
+        app: username,
+        cause: `refuses the secret of app ${username}`,
+        fix: 'run feedmirror apps set acme --secret-file <file>.',
+        accounts: 3,
+        dashboardUrl: DASHBOARD,
+        brand: BRAND,
+      },
+      link: DASHBOARD,
+      mustSay: ['What to do', '3 account(s)'],
+    },
+    {
       name: 'owner-expiry',
       vars: {
         username,
@@ -209,7 +222,8 @@ describe('R-EML-1: every email template renders both parts', () => {
           // Subject: one non-empty line naming the account.
           expect(m.subject.trim().length).toBeGreaterThan(10);
           expect(m.subject).not.toMatch(/[\r\n]/);
-          if (s.name !== 'owner-invitation') expect(m.subject).toContain('@');
+          if (s.name === 'operator-app') expect(m.subject).toMatch(/: app .+ needs fixing$/);
+          else if (s.name !== 'owner-invitation') expect(m.subject).toContain('@');
           if (s.name === 'operator-reauth') expect(m.subject).toContain('must log in again');
           // Both parts carry the link; the HTML as an href, escaped.
           expect(m.text).toContain(s.link);

@@ -31,6 +31,7 @@ export function register(program: Command, cli: Cli): void {
     )
     .option('--json', 'print the connected account as JSON')
     .option('--long-lived', 'the token is already long-lived (imported as is, not exchanged)')
+    .option('--app <name>', 'the app that obtained the token (feedmirror apps list; default: APP_ID)')
     .addOption(
       new Option('--expires-at <date>', 'expiry of the long-lived token (ISO 8601), when known').implies({
         longLived: true,
@@ -64,12 +65,14 @@ export function register(program: Command, cli: Cli): void {
       '--send',
       'email the invitation to --owner-email now, as the alerts are sent (SMTP_URL; without it the email is only written to OUTBOX_DIR and the link is yours to send)',
     )
-    .option('--json', 'print {url, expiresAt, owner, emailed, email} as JSON')
+    .option('--app <name>', 'the app the account connects through (feedmirror apps list; default: APP_ID)')
+    .option('--json', 'print {url, expiresAt, owner, app, emailed, email} as JSON')
     .action(async (opts: InviteOptions) => cli.setExit(await inviteCommand(opts, cli.io)));
   withExamples(
     invite,
     'feedmirror accounts invite',
     'feedmirror accounts invite --owner-email jane@example.com --owner-name "Jane Doe" --send',
+    'feedmirror accounts invite --app acme --owner-email jane@acme.example',
     'feedmirror accounts invite --expires 2d --owner-email jane@example.com --owner-name "Jane Doe" --json',
   );
 
@@ -150,6 +153,7 @@ export function register(program: Command, cli: Cli): void {
 
 interface AddOptions {
   json?: boolean;
+  app?: string;
   longLived?: boolean;
   expiresAt?: string;
 }
@@ -192,6 +196,7 @@ async function addAccount(opts: AddOptions, io: CliIO): Promise<number> {
       db,
       cipher: ctx.cipher,
       platform: ctx.platform,
+      apps: ctx.apps,
       clock: ctx.clock,
       logger: ctx.logger,
       // The account and its token are committed first, then the lifecycle makes it active and
@@ -199,9 +204,19 @@ async function addAccount(opts: AddOptions, io: CliIO): Promise<number> {
       lifecycle: ctx.lifecycle,
       events: ctx.events,
     };
+    const { DEFAULT_APP, requireApp, AppInputError } = await import('../../store/apps.ts');
+    const app = opts.app !== undefined && opts.app !== DEFAULT_APP ? opts.app : null;
+    if (app !== null)
+      try {
+        await requireApp(db, app);
+      } catch (err) {
+        if (!(err instanceof AppInputError)) throw err;
+        reportFailure(io, 'usage', err.message);
+        return EXIT.usage;
+      }
     const account = opts.longLived
-      ? await importLongLivedToken(deps, token, { expiresAt })
-      : await connectWithShortLivedToken(deps, token);
+      ? await importLongLivedToken(deps, token, { ...(expiresAt ? { expiresAt } : {}), app })
+      : await connectWithShortLivedToken(deps, token, { app });
     if (opts.json)
       io.stdout.write(
         JSON.stringify({
@@ -263,6 +278,8 @@ async function listAccountsCommand(opts: { json?: boolean }, io: CliIO): Promise
           statusReason: a.statusReason,
           statusReasonKind: a.statusReasonKind,
           owner: ownerJson(a.owner),
+          // The platform app it is connected through (feedmirror apps list).
+          app: a.app ?? 'default',
           health: {
             verdict: healthOf(a.id).verdict,
             reasons: healthOf(a.id).reasons.map((r) => ({ kind: r.kind, level: r.level, text: r.text })),
@@ -311,6 +328,7 @@ function invitationTtl(raw: string): number {
 
 interface InviteOptions {
   expires: number;
+  app?: string;
   json?: boolean;
   ownerEmail?: string;
   ownerName?: string;
@@ -327,7 +345,18 @@ async function inviteCommand(opts: InviteOptions, io: CliIO): Promise<number> {
     return EXIT.usage;
   }
   return withContext(io, async (ctx) => {
-    ctx.requireApp(); // an invitation leads to the platform's login: useless without the app
+    const { DEFAULT_APP, requireApp, AppInputError } = await import('../../store/apps.ts');
+    const named = opts.app !== undefined && opts.app !== DEFAULT_APP ? opts.app : null;
+    // An invitation leads to the platform's login: useless without its app.
+    if (named === null) ctx.requireApp();
+    else
+      try {
+        await requireApp(await ctx.migratedDb(), named);
+      } catch (err) {
+        if (!(err instanceof AppInputError)) throw err;
+        reportFailure(io, 'usage', err.message);
+        return EXIT.usage;
+      }
     // A mail server that does not answer fails here, within seconds, before anything is made.
     if (opts.send) await ctx.ensureSmtp();
     const { createInvitation } = await import('../../store/invitations.ts');
@@ -347,7 +376,7 @@ async function inviteCommand(opts: InviteOptions, io: CliIO): Promise<number> {
       : null;
     // R-OWN-10: the account this invitation connects gets its owner.
     const owner = opts.ownerEmail ? { email: opts.ownerEmail, name: opts.ownerName ?? null, language: null } : null;
-    const inv = await createInvitation(db, ctx.clock.now(), opts.expires, 'cli', owner);
+    const inv = await createInvitation(db, ctx.clock.now(), opts.expires, 'cli', owner, named);
     const url = invitationUrl(ctx.config.PUBLIC_URL, inv.token);
     let email: InvitationEmailOutcome | null = null;
     if (mail && owner) {
@@ -359,6 +388,7 @@ async function inviteCommand(opts: InviteOptions, io: CliIO): Promise<number> {
         url,
         expiresAt: inv.expiresAt.toISOString(),
         owner: owner ? { email: owner.email, name: owner.name } : null,
+        app: named ?? DEFAULT_APP,
         emailed: email?.emailed ?? false,
         email: email ? invitationEmailJson(email) : null,
       });

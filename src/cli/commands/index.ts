@@ -6,6 +6,7 @@ import { register as demo } from './demo.ts';
 import { register as simulator } from './simulator.ts';
 import { register as migrate } from './migrate.ts';
 import { register as accounts } from './accounts.ts';
+import { register as apps } from './apps.ts';
 import { register as refresh } from './refresh.ts';
 import { register as checkExpiry } from './check-expiry.ts';
 import { register as keys } from './keys.ts';
@@ -33,6 +34,7 @@ export const commandModules: RegisterCommand[] = [
   simulator,
   migrate,
   accounts,
+  apps,
   refresh,
   checkExpiry,
   keys,

@@ -22,17 +22,18 @@ export function register(program: Command, cli: Cli): void {
         const { auditSecrets } = await import('../../store/secrets.ts');
         const { describeKeyEntry } = await import('../../store/crypto.ts');
         const audit = await auditSecrets(await ctx.migratedDb(), ctx.cipher);
-        const stale = audit.keys.filter((k) => !k.primary && k.tokens + k.webhookSecrets > 0);
+        const stale = audit.keys.filter((k) => !k.primary && k.tokens + k.webhookSecrets + k.appSecrets > 0);
         if (opts.json) printJson(io, audit);
         else {
           const rows = [
-            ['key', 'label', 'encrypts', 'tokens', 'webhook secrets'],
+            ['key', 'label', 'encrypts', 'tokens', 'webhook secrets', 'app secrets'],
             ...audit.keys.map((k) => [
               k.id,
               k.label ?? '-',
               k.primary ? 'yes (primary)' : 'no',
               String(k.tokens),
               String(k.webhookSecrets),
+              String(k.appSecrets),
             ]),
           ];
           const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
@@ -66,7 +67,7 @@ export function register(program: Command, cli: Cli): void {
   const rotate = keys
     .command('rotate')
     .description(
-      're-encrypt every token and webhook secret with the first key of TOKEN_ENCRYPTION_KEY; keys listed after it can then be removed',
+      're-encrypt every token, webhook secret and app secret with the first key of TOKEN_ENCRYPTION_KEY; keys listed after it can then be removed',
     )
     .option('--json', 'print the outcome as JSON')
     .action(async (opts: { json?: boolean }) => {
@@ -78,11 +79,20 @@ export function register(program: Command, cli: Cli): void {
         const { rotated } = await rotateKeys(db, ctx.cipher);
         // Webhook signing secrets are sealed with the same key.
         const webhooks = await rotateWebhookKeys(db, ctx.cipher);
+        // And the platform apps' secrets (feedmirror apps).
+        const { rotateAppKeys } = await import('../../store/apps.ts');
+        const apps = await rotateAppKeys(db, ctx.cipher);
         const key = ctx.cipher.describeKey(ctx.cipher.currentKeyId);
-        if (opts.json) printJson(io, { rotated, webhookSecrets: webhooks.rotated, keyId: ctx.cipher.currentKeyId });
+        if (opts.json)
+          printJson(io, {
+            rotated,
+            webhookSecrets: webhooks.rotated,
+            appSecrets: apps.rotated,
+            keyId: ctx.cipher.currentKeyId,
+          });
         else
           io.stdout.write(
-            `re-encrypted ${rotated} tokens and ${webhooks.rotated} webhook secrets with key ${key}; the keys listed after it can now be removed\n`,
+            `re-encrypted ${rotated} tokens, ${webhooks.rotated} webhook secrets and ${apps.rotated} app secrets with key ${key}; the keys listed after it can now be removed\n`,
           );
         return EXIT.ok;
       });

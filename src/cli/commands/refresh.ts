@@ -27,6 +27,7 @@ async function refresh(id: string, opts: { json?: boolean }, io: CliIO): Promise
         db,
         cipher: ctx.cipher,
         platform: ctx.platform,
+        apps: ctx.apps,
         clock: ctx.clock,
         logger: ctx.logger,
         refreshAfterMs: ctx.refreshAfterMs,

@@ -138,6 +138,19 @@ export function register(program: Command, cli: Cli): void {
     });
   withExamples(rate, 'feedmirror simulator rate-limit --seconds 120');
 
+  const apps = cmd.command('apps').description("the simulated platform's apps (one per client)");
+  withExamples(apps, 'feedmirror simulator apps add --json');
+  const addApp = apps
+    .command('add')
+    .description('register a further app with the simulated platform and print its id and secret')
+    .addOption(where())
+    .addOption(json('{appId, appSecret}'))
+    .action(async (opts: { simulator?: string; json?: boolean }) => {
+      const { addApp: add } = await import('../start/simulator-control.ts');
+      cli.setExit(await add(opts, cli.io));
+    });
+  withExamples(addApp, 'feedmirror simulator apps add --json');
+
   const accounts = cmd
     .command('accounts')
     .description("list the simulated platform's accounts and their posts' ids, newest first")

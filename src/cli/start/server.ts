@@ -101,14 +101,17 @@ export async function buildServeApp(ctx: AppContext, opts: { draining?: () => bo
     );
   const publicUrl = ctx.config.PUBLIC_URL.replace(/\/+$/, '');
   let connect: ConnectRoutesDeps | undefined;
-  if (ctx.config.APP_ID && ctx.config.APP_SECRET) {
+  // The default app (APP_ID/APP_SECRET), or any app added with `feedmirror apps add`.
+  const { listApps } = await import('../../store/apps.ts');
+  if ((ctx.config.APP_ID && ctx.config.APP_SECRET) || (await listApps(db)).length > 0) {
     connect = {
       db,
       cipher: ctx.cipher,
       platform: ctx.platform,
+      apps: ctx.apps,
       clock: ctx.clock,
       logger: ctx.logger,
-      appId: ctx.config.APP_ID,
+      appId: ctx.config.APP_ID ?? '',
       authorizeUrl: ctx.config.AUTHORIZE_URL,
       publicUrl: ctx.config.PUBLIC_URL,
       // The lifecycle makes the account active and schedules it (R-TOK-8).

@@ -194,6 +194,19 @@ export async function rateLimit(opts: ControlOptions & { seconds: number }, io: 
   );
 }
 
+/** A further app on the simulated platform: its id and secret (the fake platform's, for tests and the demo). */
+export async function addApp(opts: ControlOptions, io: CliIO): Promise<number> {
+  const r = await call(io, opts, 'POST', '/__sim/apps', {});
+  if (!r.ok) return r.code;
+  const app = { appId: String(r.body.appId), appSecret: String(r.body.appSecret) };
+  return done(
+    io,
+    opts,
+    app,
+    `app ${app.appId} registered; its secret: ${app.appSecret}\nadd it: feedmirror apps add <name> --app-id ${app.appId} (the secret on standard input)`,
+  );
+}
+
 interface ListedAccount {
   id: string;
   username: string;

@@ -77,6 +77,7 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
       db,
       cipher: ctx.cipher,
       platform: ctx.platform,
+      apps: ctx.apps,
       mailer: ctx.mailer,
       emailTemplates: ctx.emailTemplates,
       brand: ctx.brand,
@@ -95,6 +96,8 @@ export async function startWorkerFromContext(ctx: AppContext): Promise<RunningWo
       feed: { ...(await ctx.feedDeps()), metrics },
       lifecycle: ctx.lifecycle,
       metrics,
+      // Per app (Standard Access: one app per client): an app-wide limit holds that app's calls only.
+      holdApp: (app: string, ms: number) => ctx.pacer.holdApp(app, ms),
       platformWaits: {
         slowdownPercent: ctx.config.PLATFORM_SLOWDOWN_PERCENT,
         slowdownMaxMs: ctx.config.PLATFORM_SLOWDOWN_MAX_SECONDS * 1000,

@@ -29,6 +29,10 @@ export const EXPLANATIONS: Readonly<Record<ErrorKind, string>> = {
     'This is a personal account; only professional (business or creator) accounts are supported. The owner can switch the account type in the platform app.',
   missing_permission:
     'A required permission was not granted. Ask the owner to connect again and approve every permission.',
+  app_secret_refused:
+    "The platform refuses the secret of this account's app (reset on the platform?). Nothing the owner can do: give feedmirror the app's current secret with feedmirror apps set <app> --secret-file <file>.",
+  app_restricted:
+    "The platform restricted this account's app, so its accounts cannot be read. Fix the app in the platform's developer settings; the other apps' accounts are not affected.",
   rate_limit:
     "The platform's rate limit was reached. feedmirror waits and retries on its own; nothing to do unless it lasts for hours.",
   token_too_young: 'The access is less than a day old and cannot be renewed yet. It will be renewed later on its own.',
