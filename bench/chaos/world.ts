@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { FileClock } from '../../src/util/clock.ts';
+import { defaultSecretSink } from '../../src/simulator/secrets-ledger.ts';
 import { runFeedmirror, spawnFeedmirror, type Finished, type Spawned } from '../../test/support/processes.ts';
 import { freePort, spawnRedis, stopRedis } from '../../test/support/redis-server.ts';
 import { S3RVER_CREDENTIALS, startS3, type TestS3 } from '../../test/support/s3.ts';
@@ -79,6 +80,8 @@ export interface World {
 
 export interface WorldOptions {
   start: number;
+  /** The PostgreSQL server's admin URL (default DATABASE_URL, else the local trust-auth server). */
+  adminUrl?: string;
   /** Environment overrides for every process. */
   env?: Record<string, string>;
   log?: (line: string) => void;
@@ -104,11 +107,14 @@ export async function openWorld(o: WorldOptions): Promise<World> {
   const secrets = new Set<string>();
   const log = o.log ?? (() => undefined);
   try {
-    const sim = await startSimulator({ start: o.start, onSecret: (s) => secrets.add(s) });
+    // Every secret the platform makes is one the checker looks for; under the test suite the
+    // secrets audit's ledger is told too.
+    const ledger = defaultSecretSink();
+    const sim = await startSimulator({ start: o.start, onSecret: (s) => (secrets.add(s), ledger(s)) });
     cleanups.push(() => sim.close());
 
     // PostgreSQL: a database of the run's own, reached through a proxy.
-    const adminUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+    const adminUrl = o.adminUrl ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
     const dbName = `fm_chaos_${tag}`;
     const admin = async (sql: string) => {
       const c = new pg.Client({ connectionString: adminUrl });
