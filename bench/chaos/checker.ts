@@ -127,7 +127,13 @@ export class Checker {
       this.checks['no-post-lost']++;
       for (const id of a.lastFeed ?? [])
         if (!feedIds.has(id) && sourceIds.has(id))
-          this.violate('no-post-lost', a.id, now, `post ${id} left the published feed while it still exists at the source`, id);
+          this.violate(
+            'no-post-lost',
+            a.id,
+            now,
+            `post ${id} left the published feed while it still exists at the source`,
+            id,
+          );
     }
     if (a.brokenSince === null) {
       this.checks['fresh-within-2h']++;
@@ -241,7 +247,13 @@ export class Checker {
     this.checks['no-secret-leaked']++;
     for (const s of secrets)
       if (s.length >= 8 && text.includes(s))
-        this.violate('no-secret-leaked', null, now, `a secret (${s.slice(0, 3)}…, ${s.length} chars) appears in ${where}`, `${where}:${s}`);
+        this.violate(
+          'no-secret-leaked',
+          null,
+          now,
+          `a secret (${s.slice(0, 3)}…, ${s.length} chars) appears in ${where}`,
+          `${where}:${s}`,
+        );
   }
 
   /** Invariant 7: recovery after a fault ended (or a failure to recover before the run ended). */
@@ -276,7 +288,10 @@ export class Checker {
 
   summary(): Record<Invariant, { checks: number; violations: number }> {
     return Object.fromEntries(
-      INVARIANTS.map((i) => [i, { checks: this.checks[i], violations: this.violations.filter((v) => v.invariant === i).length }]),
+      INVARIANTS.map((i) => [
+        i,
+        { checks: this.checks[i], violations: this.violations.filter((v) => v.invariant === i).length },
+      ]),
     ) as Record<Invariant, { checks: number; violations: number }>;
   }
 }

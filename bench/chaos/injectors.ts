@@ -31,6 +31,8 @@ export interface InjectorContext {
   broken(a: SoakAccount, since: number | null): void;
   /** Images a fault deleted behind feedmirror's back: the checker waits for the repair. */
   exemptImages(urls: string[], on: boolean): void;
+  /** An operator's task that may fail while the ground is down: tried again every step until it returns true. */
+  retry(task: () => Promise<boolean>): void;
   restartAll(): Promise<void>;
   log(line: string): void;
 }
@@ -98,7 +100,12 @@ export async function startFault(f: PlannedFault, c: InjectorContext): Promise<E
     case 'malformed-items':
       if (!a) return nothing;
       // A 'TEXT' item the schema does not know, one without a timestamp, one with a wrong type.
-      sim.addRawItem(a.id, { id: `9${f.salt}1`, media_type: 'TEXT', caption: 'text only', timestamp: new Date(world.now()).toISOString() });
+      sim.addRawItem(a.id, {
+        id: `9${f.salt}1`,
+        media_type: 'TEXT',
+        caption: 'text only',
+        timestamp: new Date(world.now()).toISOString(),
+      });
       sim.addRawItem(a.id, { id: `9${f.salt}2`, media_type: 'IMAGE', caption: 'no timestamp' });
       sim.addRawItem(a.id, { id: 12345, media_type: ['IMAGE'], timestamp: 'yesterday' });
       return async () => sim.clearRawItems(a.id);
@@ -144,11 +151,18 @@ export async function startFault(f: PlannedFault, c: InjectorContext): Promise<E
       if (!a) return nothing;
       const deleted = await deleteSomeObjects(world, a, 1 + (f.salt % 3));
       c.exemptImages(deleted, true);
-      // The operator notices and runs the repair the runbook names.
+      // The operator notices and runs the repair the runbook names, again until it succeeds (it
+      // exits 3 while Redis or PostgreSQL is down).
       return async () => {
-        const r = await world.cli(['verify', '--repair', '--account', a.id, '--json']);
-        c.log(`verify --repair --account ${a.id}: exit ${r.code}`);
-        c.exemptImages(deleted, false);
+        const repair = async () => {
+          const r = await world.cli(['verify', '--repair', '--account', a.id, '--json']);
+          c.log(`verify --repair --account ${a.id}: exit ${r.code}`);
+          // 3: a service unreachable, worth another try; otherwise the checker judges what it left.
+          if (r.code === 3) return false;
+          c.exemptImages(deleted, false);
+          return true;
+        };
+        if (!(await repair())) c.retry(repair);
       };
     }
     case 'clock-skew': {

@@ -80,12 +80,17 @@ export function formatReport(r: ChaosReport): string {
       .map(([k, n]) => `${k} ${n}`)
       .join(', ')}`,
     'invariants:',
-    ...Object.entries(r.invariants).map(([k, v]) => `  ${k.padEnd(26)} ${String(v.checks).padStart(7)} checks  ${v.violations} violations`),
+    ...Object.entries(r.invariants).map(
+      ([k, v]) => `  ${k.padEnd(26)} ${String(v.checks).padStart(7)} checks  ${v.violations} violations`,
+    ),
     'recovery (simulated minutes, p50/p99/worst):',
     ...Object.entries(r.recovery).map(
-      ([k, v]) => `  ${k.padEnd(20)} ${v.p50Minutes ?? '-'}/${v.p99Minutes ?? '-'}/${v.worstMinutes ?? '-'}${v.notRecovered ? ` (${v.notRecovered} not recovered)` : ''}`,
+      ([k, v]) =>
+        `  ${k.padEnd(20)} ${v.p50Minutes ?? '-'}/${v.p99Minutes ?? '-'}/${v.worstMinutes ?? '-'}${v.notRecovered ? ` (${v.notRecovered} not recovered)` : ''}`,
     ),
-    ...r.violations.map((v) => `VIOLATION ${v.invariant} ${v.account ?? '-'} at ${v.at} [${v.activeFaults.join(' ')}]: ${v.evidence}`),
+    ...r.violations.map(
+      (v) => `VIOLATION ${v.invariant} ${v.account ?? '-'} at ${v.at} [${v.activeFaults.join(' ')}]: ${v.evidence}`,
+    ),
     `history: ${r.history}`,
   ];
   return `${lines.join('\n')}\n`;

@@ -142,17 +142,23 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     );
 
     let added = 0;
+    /** Operator tasks that failed (a repair while Redis was down): tried again every step until done. */
+    const retries: Array<() => Promise<boolean>> = [];
     const ctx: InjectorContext = {
       world,
       accounts,
-      target: (f) => (f.account === undefined || accounts.length === 0 ? undefined : accounts[f.account % accounts.length]),
+      target: (f) =>
+        f.account === undefined || accounts.length === 0 ? undefined : accounts[f.account % accounts.length],
       reconnect: async (a) => {
         const token = world.sim.issueShortLivedToken(a.id);
         const r = await world.cli(['accounts', 'add'], { stdin: token });
         history.write({ type: 'operator', at: iso(world.now()), action: 'reconnect', account: a.id, exit: r.code });
       },
       addAccount: async () => {
-        const acc = world.sim.createAccount({ username: `chaos.new.${added++}`, posts: postSpecs(rnd, 1 + Math.floor(rnd() * 8)) });
+        const acc = world.sim.createAccount({
+          username: `chaos.new.${added++}`,
+          posts: postSpecs(rnd, 1 + Math.floor(rnd() * 8)),
+        });
         const token = world.sim.issueShortLivedToken(acc.id);
         const r = await world.cli(['accounts', 'add'], { stdin: token });
         history.write({ type: 'operator', at: iso(world.now()), action: 'add', account: acc.id, exit: r.code });
@@ -167,16 +173,20 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         history.write({ type: 'operator', at: iso(world.now()), action: 'remove', account: a.id, exit: r.code });
         if (r.code !== 0) return;
         const t = checker.accounts.get(a.id);
-        if (t) (t.connected = false), (t.removedAt = world.now());
+        if (t) {
+          t.connected = false;
+          t.removedAt = world.now();
+        }
         accounts.splice(accounts.indexOf(a), 1);
       },
       broken: (a, since) => {
         const t = checker.accounts.get(a.id);
         if (t) t.brokenSince = since;
       },
+      retry: (task) => void retries.push(task),
       exemptImages: (urls, on) => urls.forEach((u) => (on ? exempt.add(u) : exempt.delete(u))),
       restartAll: async () => {
-        await Promise.all([...world.workers, world.serve].map((p) => p?.stop()));
+        await Promise.all([...world.workers, world.serve].map(async (p) => p?.stop()));
         await world.startWorker(0);
         await world.startWorker(1);
         await world.startServe();
@@ -191,7 +201,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const seenMail = new Set<string>();
     const mails = new Map<string, number[]>();
     let checkedWebhooks = 0;
-    let checkedOutputs = new Map<number, number>();
+    const checkedOutputs = new Map<number, number>();
     const settleCap = o.settleCapMs ?? 5_000;
     const lastEnd = new Map<string, number>();
     /** Per account: the last end of a fault other than a revocation (for the alert's deadline). */
@@ -227,12 +237,17 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       }
       // A recovery overlapped by another fault on the same accounts is reported, not judged.
       for (const p of pending)
-        if (active.some((x) => [...checker.accounts.keys()].some((id) => touches(x.fault, ctx, id) && touches(p.fault, ctx, id))))
+        if (
+          active.some((x) =>
+            [...checker.accounts.keys()].some((id) => touches(x.fault, ctx, id) && touches(p.fault, ctx, id)),
+          )
+        )
           p.overlapped = true;
       await revive();
+      for (const task of retries.splice(0)) if (!(await task().catch(() => false))) retries.push(task);
       updateDisturbance(checker, ctx, active, lastEnd);
       // The owners post, edit and delete.
-      while (nextOwner < plan.owners.length && (plan.owners[nextOwner]!.atMs + START) <= now) {
+      while (nextOwner < plan.owners.length && plan.owners[nextOwner]!.atMs + START <= now) {
         const ev = plan.owners[nextOwner++]!;
         const acc = accounts[ev.account % Math.max(1, accounts.length)];
         if (!acc) continue;
@@ -284,7 +299,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       for (const i of [0, 1]) {
         const w = world.workers[i];
         if (killed.has(i) || (w && w.child.exitCode === null && w.child.signalCode === null)) continue;
-        await world.startWorker(i).catch((err: unknown) => log(`worker-${i} did not start: ${String(err).slice(0, 200)}`));
+        await world
+          .startWorker(i)
+          .catch((err: unknown) => log(`worker-${i} did not start: ${String(err).slice(0, 200)}`));
       }
       const sv = world.serve;
       if (!sv || sv.child.exitCode !== null || sv.child.signalCode !== null)
@@ -306,14 +323,25 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         const t = checker.accounts.get(a.id) as AccountTruth;
         const source = new Set(world.sim.posts(a.id).map((p) => p.id));
         postsNow += source.size;
-        const feed = await readJson<{ posts: Array<Record<string, unknown>> }>(world, `feeds/${a.id}.json`, now, checker);
+        const feed = await readJson<{ posts: Array<Record<string, unknown>> }>(
+          world,
+          `feeds/${a.id}.json`,
+          now,
+          checker,
+        );
         const ids = feed ? new Set(feed.posts.map((p) => String(p.id))) : null;
         checker.observeFeed(t, ids, source, now);
         const current = checker.current(t, ids, now, SYNC_EVERY + STEP);
         if (current) currentNow.add(a.id);
         if (feed) await checkImages(t, feed.posts, now);
         const status = await readJson<{ state?: string }>(world, `status/${a.id}.json`, now, checker);
-        checker.observeHealth(t, status?.state ?? null, current, now, t.brokenSince === null ? 0 : maskedUntil(a.id, now));
+        checker.observeHealth(
+          t,
+          status?.state ?? null,
+          current,
+          now,
+          t.brokenSince === null ? 0 : maskedUntil(a.id, now),
+        );
         if (t.brokenSince !== null) {
           const alertMails = mailsAbout(a.username, t.brokenSince);
           const hooks = world.webhooks.filter(
@@ -339,11 +367,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         history.write({ type: 'recovered', at: iso(now), kind: p.kind, id: p.fault.id, endedAt: iso(p.endedAt), ms });
       }
       scanMail(now);
-      for (const h of world.webhooks.slice(checkedWebhooks)) checker.observeText('a webhook', h.body, world.secrets, now);
+      for (const h of world.webhooks.slice(checkedWebhooks))
+        checker.observeText('a webhook', h.body, world.secrets, now);
       checkedWebhooks = world.webhooks.length;
       world.outputs().forEach((out, i) => {
         const from = checkedOutputs.get(i) ?? 0;
-        if (out.length > from) checker.observeText(`a process's output`, out.slice(Math.max(0, from - 64)), world.secrets, now);
+        if (out.length > from)
+          checker.observeText(`a process's output`, out.slice(Math.max(0, from - 64)), world.secrets, now);
         checkedOutputs.set(i, out.length);
       });
       if (firstPostCount === 0) firstPostCount = postsNow;
@@ -373,7 +403,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     }
 
     function scanMail(now: number): void {
-      let names: string[] = [];
+      let names: string[];
       try {
         names = readdirSync(world.outboxDir).filter((n) => n.endsWith('.eml'));
       } catch {
@@ -442,7 +472,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         }
     }
   } finally {
-    await queues && Promise.all(Object.values(queues!).map((q) => q.close().catch(() => undefined)));
+    if (queues) await Promise.all(Object.values(queues).map((q) => q.close().catch(() => undefined)));
     await db?.end().catch(() => undefined);
     await world.close();
   }
@@ -471,7 +501,12 @@ function touches(f: PlannedFault, ctx: InjectorContext, accountId: string): bool
 }
 
 /** Until when each account counts as disturbed: Infinity while a fault touching it is active. */
-function updateDisturbance(checker: Checker, ctx: InjectorContext, active: Active[], lastEnd: Map<string, number>): void {
+function updateDisturbance(
+  checker: Checker,
+  ctx: InjectorContext,
+  active: Active[],
+  lastEnd: Map<string, number>,
+): void {
   for (const t of checker.accounts.values())
     t.disturbedUntil = active.some((x) => touches(x.fault, ctx, t.id))
       ? Infinity
@@ -479,7 +514,13 @@ function updateDisturbance(checker: Checker, ctx: InjectorContext, active: Activ
 }
 
 /** A fault ended (or an instant one happened): the accounts it touched were disturbed until now. */
-function recordEnd(checker: Checker, ctx: InjectorContext, f: PlannedFault, now: number, lastEnd: Map<string, number>): void {
+function recordEnd(
+  checker: Checker,
+  ctx: InjectorContext,
+  f: PlannedFault,
+  now: number,
+  lastEnd: Map<string, number>,
+): void {
   for (const id of checker.accounts.keys()) if (touches(f, ctx, id)) lastEnd.set(id, now);
 }
 

@@ -90,6 +90,8 @@ export interface WorldOptions {
 async function redisCommand(port: number, ...args: string[]): Promise<string> {
   const { Redis } = await import('ioredis');
   const r = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1 });
+  // A Redis that is down on purpose answers with a rejected promise, not an unhandled event.
+  r.on('error', () => undefined);
   try {
     await r.connect();
     return String(await r.call(args[0] as string, ...args.slice(1)));
@@ -244,7 +246,8 @@ export async function openWorld(o: WorldOptions): Promise<World> {
     const waitFor = async (p: ChaosProcess, text: string) => {
       const until = Date.now() + 60_000;
       while (!p.output().includes(text)) {
-        if (p.child.exitCode !== null) throw new Error(`${p.name} exited ${p.child.exitCode}: ${p.output().slice(-2000)}`);
+        if (p.child.exitCode !== null)
+          throw new Error(`${p.name} exited ${p.child.exitCode}: ${p.output().slice(-2000)}`);
         if (Date.now() > until) throw new Error(`${p.name} did not start: ${p.output().slice(-2000)}`);
         await new Promise((r) => setTimeout(r, 100));
       }
