@@ -244,7 +244,8 @@ export async function openWorld(o: WorldOptions): Promise<World> {
         },
       });
     const waitFor = async (p: ChaosProcess, text: string) => {
-      const until = Date.now() + 60_000;
+      // Generous: on a loaded 2-core machine a start takes a minute and more.
+      const until = Date.now() + 180_000;
       while (!p.output().includes(text)) {
         if (p.child.exitCode !== null)
           throw new Error(`${p.name} exited ${p.child.exitCode}: ${p.output().slice(-2000)}`);
