@@ -69,7 +69,7 @@ describe('bench command line', () => {
     [['--chaos', '--days', '0'], /^bench: --days must be > 0/],
     [['--chaos', '--days', 'a month'], /^bench: --days must be a number/],
     [['--chaos', '--days', '400'], /^bench: --days must be at most 365/],
-    [['--chaos', '--seed', '-2'], /^bench: --seed must be > 0/],
+    [['--chaos', '--seed', '0'], /^bench: --seed must be > 0/],
     [['--chaos', '--faults-per-day', 'many'], /^bench: --faults-per-day must be a number/],
     [['--chaos', '--history', ''], /^bench: --history must name a file/],
   ])('%j: one line naming what is wrong, then the usage; exit 2, no stack', (args, first) => {
