@@ -112,6 +112,17 @@ const argsSchema = z.object({
   objects: positive('objects').default(100_000),
   /** --downtime: count the catch-up this long at most (its rates over the window, the rest projected). */
   'catch-up-limit-minutes': positive('catch-up-limit-minutes').optional(),
+  /** --chaos: the chaos soak (bench/chaos/run.ts) over --days simulated days and --accounts accounts. */
+  chaos: z.boolean().default(false),
+  days: z.coerce
+    .number({ error: '--days must be a number' })
+    .positive('--days must be > 0')
+    .max(365, '--days must be at most 365')
+    .optional(),
+  /** --chaos: faults per simulated day, every kind at least once. */
+  'faults-per-day': positive('faults-per-day').default(24),
+  /** --chaos: where the history goes (default bench/results/chaos-seed-<seed>.history.jsonl). */
+  history: z.string().min(1, '--history must name a file').optional(),
 });
 
 const TARGETS = { fractionOfLimit: 0.9, peakRssMb: 300, peakRssAt: { accounts: 500, posts: 50 } };
@@ -141,6 +152,10 @@ posts each instead; --posts defaults to 2 for --workers-compare):
                                                         of days work: --down-days 0.0417 is an hour;
                                                         M: count M minutes at most, project the rest)
   --workers-compare N                                   the first sync by 1, then 2 workers
+The chaos soak (bench/chaos/): two workers and serve against the simulator, faults from a seeded
+schedule, an independent checker of the invariants; a history file to replay the seed:
+  --chaos [--days 30] [--accounts 1000] [--seed 1] [--posts-mean 12] [--faults-per-day 24]
+      [--history FILE]                                  exit 1 when any invariant was violated
 Every run:
   --json                one JSON object on stdout (progress is then silent)
   -h, --help            this text
@@ -180,6 +195,10 @@ function parse() {
         'curve-accounts': { type: 'string' },
         verify: { type: 'boolean' },
         objects: { type: 'string' },
+        chaos: { type: 'boolean' },
+        days: { type: 'string' },
+        'faults-per-day': { type: 'string' },
+        history: { type: 'string' },
       },
       strict: true,
     }));
@@ -239,6 +258,22 @@ async function main() {
     );
     for (const [target, met] of Object.entries(result.targets)) say(`${met ? 'PASS' : 'MISS'} ${target}`);
     if (args.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+    return;
+  }
+  if (args.chaos) {
+    const { runChaos } = await import('./chaos/run.ts');
+    const { formatReport } = await import('./chaos/report.ts');
+    const report = await runChaos({
+      seed: args.seed,
+      days: args.days ?? 30,
+      accounts: process.argv.includes('--accounts') ? args.accounts : 1000,
+      postsMean: process.argv.includes('--posts-mean') ? args['posts-mean'] : 12,
+      faultsPerDay: args['faults-per-day'],
+      historyFile: args.history ?? `bench/results/chaos-seed-${args.seed}.history.jsonl`,
+      log: (line) => process.stderr.write(`${line}\n`),
+    });
+    process.stdout.write(args.json ? JSON.stringify(report, null, 2) + '\n' : formatReport(report));
+    process.exitCode = report.violations.length > 0 ? 1 : 0;
     return;
   }
   if (args['workers-compare'] !== undefined) {

@@ -211,6 +211,12 @@ export async function settleRemoval(
     agreeAfterMs?: number;
     /** The stored posts' ids and the held removal, when the caller has read them (a sync's context). */
     known?: { stored: readonly string[]; hold: StoredRemovalHold | null };
+    /**
+     * R-OWN-7: asked before a held removal is carried out; false keeps it held. The sync asks the
+     * platform's profile: a listing that lacks posts the profile still counts is a glitch, however
+     * long it lasts, not the owner's deletions.
+     */
+    corroborate?: () => Promise<boolean>;
   },
 ): Promise<Settled> {
   const stored = input.known ? [...input.known.stored] : await listPostIds(db, accountId);
@@ -226,6 +232,11 @@ export async function settleRemoval(
     ...(input.agreeAfterMs !== undefined ? { agreeAfterMs: input.agreeAfterMs } : {}),
   });
   const published = publishedIds(input.publication) ?? new Set<string>();
+  if (plan.kind === 'prune' && plan.agreed && hold && input.corroborate && !(await input.corroborate())) {
+    // The second listing agrees, the profile does not: still held, from the same moment.
+    await saveRemovalHold(db, accountId, hold, input.now);
+    return { pruned: [], held: { ...hold, lastSeenAt: input.now }, agreed: false, stale: false };
+  }
   if (plan.kind === 'hold') {
     await saveRemovalHold(db, accountId, plan.hold, input.now);
     return { pruned: [], held: { ...plan.hold, accountId, lastSeenAt: input.now }, agreed: false, stale: false };

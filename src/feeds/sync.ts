@@ -392,6 +392,15 @@ async function settleRemovals(
     listedPosts: converted.inputs.length,
     now,
     known: { stored, hold: context.hold },
+    // R-OWN-7: a held removal goes ahead only when the profile's count agrees with the listing
+    // (an empty listing answered for hours by a glitching platform must not empty the feed).
+    corroborate: async () => {
+      const counted = await run.deps.platform.mediaCount(run.accessToken).catch(() => undefined);
+      // Every item the listing returned counts, those left out by policy (copyright) too.
+      return (
+        counted === null || (counted !== undefined && counted <= converted.inputs.length + converted.dropped.length)
+      );
+    },
   });
   if (settled.held)
     run.log.warn(

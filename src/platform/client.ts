@@ -134,6 +134,8 @@ const profileSchema = z.looseObject({
   profile_picture_url: z.string().optional(),
 });
 
+const mediaCountSchema = z.looseObject({ media_count: z.number().int().nonnegative().optional() });
+
 const pagingSchema = z.looseObject({
   next: z.string().min(1).optional(),
   cursors: z.looseObject({ before: z.string().optional(), after: z.string().optional() }).optional(),
@@ -365,6 +367,23 @@ export class PlatformClient {
       accountType: body.account_type,
       profilePictureUrl: body.profile_picture_url,
     };
+  }
+
+  /**
+   * R-OWN-7: how many posts the profile says the account has (`media_count`), a second witness
+   * beside the listing before a large removal is carried out; null when the platform does not
+   * offer the field. Errors are thrown as by every call.
+   */
+  async mediaCount(token: string): Promise<number | null> {
+    const body = await this.http.call({
+      operation: 'profile',
+      url: this.dataUrl('/me', token, { fields: 'media_count' }),
+      schema: mediaCountSchema,
+      secrets: [token],
+      idempotent: true,
+      readsUsage: true,
+    });
+    return body.media_count ?? null;
   }
 
   /**

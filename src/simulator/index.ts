@@ -399,6 +399,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     issueLongLivedToken: (accountId, o) => state.issueToken(accountId, 'long', o?.issuedAt ?? clock.now(), o?.scopes),
     setPasswordChanged: (accountId, changed) => state.setPasswordChanged(accountId, changed),
     revokeTokens: (accountId) => state.revokeTokens(accountId),
+    accountOfToken: (token) => state.tokens.get(token)?.accountId,
     expireTokens: (accountId) => state.expireTokens(accountId),
     rateLimitFor: (seconds, o) => {
       if (!(seconds >= 0) || !Number.isFinite(seconds)) throw new Error('simulator: seconds must be >= 0');

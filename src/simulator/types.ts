@@ -208,6 +208,11 @@ export interface Simulator {
   issueLongLivedToken(accountId: string, opts?: { issuedAt?: Date; scopes?: string[] }): string;
   setPasswordChanged(accountId: string, changed: boolean): void;
   revokeTokens(accountId: string): void;
+  /**
+   * The account a token (or an app token's owner) belongs to; undefined when the platform never
+   * issued it. For checkers and faults that act per account on calls that carry only a token.
+   */
+  accountOfToken(token: string): string | undefined;
   /** Every live token of the account expires now (the next call answers 190/463). */
   expireTokens(accountId: string): number;
   /**

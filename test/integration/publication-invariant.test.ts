@@ -232,6 +232,32 @@ describe('a listing that would remove more than half of a feed is held (R-OWN-7)
     await everyImageExists(after);
   });
 
+  it('an empty listing that lasts for hours: the second listing agrees but the profile still counts the posts, so nothing is pruned; once the listing is whole again the hold ends', async () => {
+    // Found by the chaos soak (bench/chaos): an empty page answered for two hours emptied a feed
+    // whose posts all still existed, because the second empty listing an hour later "agreed".
+    const id = await newAccount('empty.hours', 5);
+    await workerSync(id);
+    const before = await feedOf(id);
+    const empty = (r: { path: string }) => r.path.endsWith('/media');
+    sim.injectFault({ match: empty, kind: 'json', times: Infinity });
+    try {
+      for (let i = 0; i < 4; i++) {
+        sim.clock.advance(HOUR);
+        const r = await workerSync(id);
+        expect(r.outcome === 'synced' && r.pruned).toEqual([]);
+        expect((await feedOf(id)).posts.map((p) => p.id)).toEqual(before.posts.map((p) => p.id));
+      }
+      expect(await getRemovalHold(db, id)).not.toBeNull();
+      expect(await listPosts(db, id)).toHaveLength(before.posts.length);
+    } finally {
+      sim.clearFaults();
+    }
+    sim.clock.advance(HOUR);
+    await workerSync(id);
+    expect(await getRemovalHold(db, id)).toBeNull();
+    expect((await feedOf(id)).posts.map((p) => p.id)).toEqual(before.posts.map((p) => p.id));
+  });
+
   it('the operator confirms a held removal at once: the posts leave the store, the feed is written without them, their copies go', async () => {
     const id = await newAccount('confirm.shop', 4);
     await workerSync(id);

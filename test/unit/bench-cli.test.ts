@@ -47,6 +47,10 @@ describe('bench command line', () => {
       '--downtime',
       '--catch-up-limit-minutes',
       '--workers-compare',
+      '--chaos',
+      '--days',
+      '--faults-per-day',
+      '--history',
       '--json',
     ])
       expect(r.stdout).toContain(f);
@@ -62,6 +66,12 @@ describe('bench command line', () => {
     [['--scale', '10', '--posts-mean', '80'], /^bench: --posts-mean must be < 50.5/],
     [['--scale', '10', '--catch-up-seconds', 'soon'], /^bench: --catch-up-seconds must be a number/],
     [['--downtime', '10', '--catch-up-limit-minutes', '0'], /^bench: --catch-up-limit-minutes must be > 0/],
+    [['--chaos', '--days', '0'], /^bench: --days must be > 0/],
+    [['--chaos', '--days', 'a month'], /^bench: --days must be a number/],
+    [['--chaos', '--days', '400'], /^bench: --days must be at most 365/],
+    [['--chaos', '--seed', '0'], /^bench: --seed must be > 0/],
+    [['--chaos', '--faults-per-day', 'many'], /^bench: --faults-per-day must be a number/],
+    [['--chaos', '--history', ''], /^bench: --history must name a file/],
   ])('%j: one line naming what is wrong, then the usage; exit 2, no stack', (args, first) => {
     const r = bench(...args);
     expect(r.status).toBe(2);
