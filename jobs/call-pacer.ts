@@ -31,6 +31,11 @@ export interface PacerOptions {
   /** The window; an hour except in tests. */
   windowMs?: number;
   clock?: Clock;
+  /**
+   * The clock an app's hold (the platform's stated wait) is counted on; default the clock above. Workers
+   * give the injectable clock, the platform's time, while the per-account log keeps the process clock.
+   */
+  holdClock?: Clock;
 }
 
 /**
@@ -51,24 +56,28 @@ return math.max(1, tonumber(oldest[2]) + window - now)
 `;
 
 /** KEYS[1]: an app's hold. ARGV: ms. Lengthens the hold to ms from now, never shortens it. */
+// The hold's end is kept as a time on the pacer's hold clock (ARGV[1]), not as the key's TTL:
+// the platform's stated wait is in the platform's time, which the injectable clock stands for
+// (a compressed soak moves it; a TTL would hold for real hours). The TTL (ARGV[2]) only cleans up.
 const HOLD_SCRIPT = `
-local left = redis.call('PTTL', KEYS[1])
-if left < tonumber(ARGV[1]) then
-  redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+local current = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+if current < tonumber(ARGV[1]) then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   return tonumber(ARGV[1])
 end
-return left
+return current
 `;
 
 type PacingRedis = (Redis | Cluster) & {
   feedmirrorPaceTake(key: string, now: number, windowMs: number, limit: number, member: string): Promise<number>;
-  feedmirrorAppHold(key: string, ms: number): Promise<number>;
+  feedmirrorAppHold(key: string, until: number, ttlMs: number): Promise<number>;
 };
 
 export class AccountCallPacer implements CallPacer {
   readonly callsPerHour: number;
   private readonly windowMs: number;
   private readonly clock: Clock;
+  private readonly holdClock: Clock;
   private client?: PacingRedis;
   /** The in-memory log (no Redis): call times per account, oldest first. */
   private readonly local = new Map<string, number[]>();
@@ -80,6 +89,7 @@ export class AccountCallPacer implements CallPacer {
     this.callsPerHour = opts.callsPerHour;
     this.windowMs = opts.windowMs ?? HOUR;
     this.clock = opts.clock ?? systemClock;
+    this.holdClock = opts.holdClock ?? this.clock;
   }
 
   private redis(): PacingRedis | undefined {
@@ -111,19 +121,19 @@ export class AccountCallPacer implements CallPacer {
   async holdApp(app: string, ms: number): Promise<void> {
     if (!(ms > 0)) return;
     const redis = this.redis();
+    const until = this.holdClock.now().getTime() + Math.ceil(ms);
     if (redis) {
-      await redis.feedmirrorAppHold(this.holdKey(app), Math.ceil(ms));
+      await redis.feedmirrorAppHold(this.holdKey(app), until, Math.ceil(ms));
       return;
     }
-    const until = this.clock.now().getTime() + ms;
     if ((this.localHolds.get(app) ?? 0) < until) this.localHolds.set(app, until);
   }
 
   /** How long the app is still held (0: not held). */
   async appHeldFor(app: string): Promise<number> {
     const redis = this.redis();
-    if (redis) return Math.max(0, Number(await redis.pttl(this.holdKey(app))));
-    return Math.max(0, (this.localHolds.get(app) ?? 0) - this.clock.now().getTime());
+    const until = redis ? Number((await redis.get(this.holdKey(app))) ?? 0) : (this.localHolds.get(app) ?? 0);
+    return Math.max(0, until - this.holdClock.now().getTime());
   }
 
   /** This pacer for the accounts of one app: the CallPacer a client of that app is given. */

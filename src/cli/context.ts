@@ -109,6 +109,7 @@ export class AppContext {
       callsPerHour: this.config.PLATFORM_CALLS_PER_ACCOUNT_HOUR,
       prefix: this.redis.prefix,
       redis: () => this.redisClient,
+      holdClock: this.clock,
     });
     return this._pacer;
   }

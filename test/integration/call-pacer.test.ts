@@ -56,4 +56,23 @@ describe('AccountCallPacer on Redis', () => {
     expect(ttl).toBeGreaterThan(9 * MINUTE);
     expect(ttl).toBeLessThanOrEqual(10 * MINUTE);
   });
+
+  it("an app's hold ends by the hold clock (the platform's time), not by the key's time in Redis, and only for that app (R-OWN-1)", async () => {
+    const clock = new ManualClock(new Date('2026-07-01T10:00:00Z'));
+    const a = new AccountCallPacer({ callsPerHour: 3, prefix: redis.prefix, redis: connect, holdClock: clock });
+    const b = new AccountCallPacer({ callsPerHour: 3, prefix: redis.prefix, redis: connect, holdClock: clock });
+    await a.holdApp('client-a', HOUR);
+    // Shared by every worker, for that app alone; a shorter hold never shortens it.
+    expect(await b.appHeldFor('client-a')).toBe(HOUR);
+    expect(await b.appHeldFor('client-b')).toBe(0);
+    await b.holdApp('client-a', MINUTE);
+    expect(await a.appHeldFor('client-a')).toBe(HOUR);
+    // The platform's hour passes on the clock (a compressed run moves it in seconds): the hold is
+    // over although Redis still keeps the key until its real-time clean-up.
+    clock.advance(HOUR - MINUTE);
+    expect(await a.appHeldFor('client-a')).toBe(MINUTE);
+    clock.advance(MINUTE);
+    expect(await a.appHeldFor('client-a')).toBe(0);
+    expect(await connect().pttl(`${redis.prefix}:platform-app-hold:client-a`)).toBeGreaterThan(0);
+  });
 });
