@@ -142,7 +142,9 @@ export async function startFault(f: PlannedFault, c: InjectorContext): Promise<E
     case 'worker-killed': {
       const i = f.salt % 2;
       await world.workers[i]?.stop('SIGKILL');
-      return async () => void (await world.startWorker(i));
+      return async () => {
+        await world.startWorker(i);
+      };
     }
     case 'storage-down':
       await world.s3Proxy.down();

@@ -106,7 +106,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     db = createPool(world.databaseUrl, { max: 4 });
     const migrate = await world.cli(['migrate']);
     if (migrate.code !== 0) throw new Error(`feedmirror migrate failed: ${migrate.stderr}`);
-    const cipher = TokenCipher.fromEnv(world.env.TOKEN_ENCRYPTION_KEY as string);
+    const cipher = TokenCipher.fromEnv(world.env.TOKEN_ENCRYPTION_KEY);
 
     // The accounts of the start: on the platform, and imported as `accounts add` leaves them.
     for (let i = 0; i < plan.accounts; i++) {

@@ -112,7 +112,13 @@ export async function openWorld(o: WorldOptions): Promise<World> {
     // Every secret the platform makes is one the checker looks for; under the test suite the
     // secrets audit's ledger is told too.
     const ledger = defaultSecretSink();
-    const sim = await startSimulator({ start: o.start, onSecret: (s) => (secrets.add(s), ledger(s)) });
+    const sim = await startSimulator({
+      start: o.start,
+      onSecret: (s) => {
+        secrets.add(s);
+        ledger(s);
+      },
+    });
     cleanups.push(() => sim.close());
 
     // PostgreSQL: a database of the run's own, reached through a proxy.
@@ -286,7 +292,7 @@ export async function openWorld(o: WorldOptions): Promise<World> {
       startWorker: async (i) => {
         const p = stoppable(
           `worker-${i}`,
-          spawnFeedmirror(['worker'], { ...env, FEEDMIRROR_CLOCK_FILE: clockFiles[i] as string }, { cwd: dir }),
+          spawnFeedmirror(['worker'], { ...env, FEEDMIRROR_CLOCK_FILE: clockFiles[i] }, { cwd: dir }),
         );
         all.push(p);
         world.workers[i] = p;

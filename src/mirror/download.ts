@@ -291,13 +291,15 @@ export async function downloadStream<T>(
     const counter = new Transform({
       transform(chunk: Buffer, _enc, cb) {
         seen += chunk.length;
-        if (seen > opts.maxBytes)
-          return cb(
+        if (seen > opts.maxBytes) {
+          cb(
             new TooLargeError(
               `video at ${redactUrl(current.href)} is larger than the ${opts.maxBytes} bytes allowed`,
               opts.maxBytes,
             ),
           );
+          return;
+        }
         cb(null, chunk);
       },
     });

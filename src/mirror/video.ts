@@ -122,7 +122,8 @@ export async function mirrorVideo(deps: VideoMirrorDeps, job: VideoJob): Promise
           try {
             probe.push(chunk);
           } catch (err) {
-            return cb(err as Error);
+            cb(err as Error);
+            return;
           }
           hash.update(chunk);
           bytes += chunk.length;

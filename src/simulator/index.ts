@@ -426,6 +426,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     clearFaults: () => faults.clear(),
     graphGet: (path, query) => {
       const reply = handleGraph(ctx, { method: 'GET', path, query });
+      // A graph reply is text (only media files are streamed).
+      if (typeof reply.body !== 'string' && !Buffer.isBuffer(reply.body))
+        throw new Error('simulator: graph reply streamed');
       return { status: reply.status, body: reply.body.toString() };
     },
     close: async () => {

@@ -383,7 +383,7 @@ function toCopy(r: CopyRow): MediaCopy {
           })),
     placeholder: r.placeholder ?? null,
     copiedAt: r.copied_at,
-    ...(r.duration_sec !== null && r.duration_sec !== undefined ? { durationSec: r.duration_sec } : {}),
+    ...(r.duration_sec !== null ? { durationSec: r.duration_sec } : {}),
   };
 }
 

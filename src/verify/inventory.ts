@@ -151,11 +151,12 @@ export async function openInventory(
       }),
     );
     for (;;) {
-      let min: (typeof heads)[number] | undefined;
-      for (const h of heads) if (!h.cur.done && (!min || h.cur.value.key < min.cur.value!.key)) min = h;
+      let min: { head: (typeof heads)[number]; row: ListedObject } | undefined;
+      for (const h of heads)
+        if (!h.cur.done && (!min || h.cur.value.key < min.row.key)) min = { head: h, row: h.cur.value };
       if (!min) return;
-      yield min.cur.value as ListedObject;
-      min.cur = await min.it.next();
+      yield min.row;
+      min.head.cur = await min.head.it.next();
     }
   }
 

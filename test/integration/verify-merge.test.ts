@@ -117,7 +117,7 @@ beforeAll(async () => {
       accountId: ACCOUNT,
       mediaId,
       slot: 'cover',
-      sourceId: post.thumbnailUrl!.split('?')[0]!,
+      sourceId: post.thumbnailUrl.split('?')[0]!,
       key: k.original,
       width: 1080,
       height: 1080,

@@ -135,7 +135,7 @@ describe('journey: a reel plays in the lightbox of a widget on a client site', (
     await video.focus();
     await page.keyboard.press('Space');
     await page.waitForFunction(
-      () => (document.querySelector('dialog.fmw-box video') as HTMLVideoElement | null)!.currentTime > 0.5,
+      () => (document.querySelector<HTMLVideoElement>('dialog.fmw-box video')?.currentTime ?? 0) > 0.5,
       undefined,
       { timeout: 15_000 },
     );
