@@ -66,6 +66,11 @@ describe('an unmarked value is escaped on every page', () => {
       );
       state.createAccount({ username: 'shop', name: `Shop ${v}` });
       state.createAccount({ username: 'other', profilePicture: false });
+      // The app is registered with the platform (an unknown client_id gets an error page instead).
+      state.addApp(
+        () => 'secret',
+        () => `app${v}`,
+      );
       const ctx = {
         state,
         signer: { sign: () => `https://sim.test/img?sig=${encodeURIComponent(v)}` },
