@@ -97,6 +97,13 @@ describe('the apps in the dashboard, clicked in Chromium', () => {
     const html = await page.content();
     expect(html).not.toContain(acme.appSecret);
     expect(html).not.toContain(stack.sim.appSecret);
+    // The health of the app's account names the app and the fix; the default app's account is untouched.
+    await page.goto(`${stack.url}/dashboard/accounts/${bakeryId}`);
+    const health = (await page.locator('#health').textContent()) ?? '';
+    expect(health).toContain('the platform refuses the secret of app acme since 2026-11-20 08:30 UTC');
+    expect(health).toContain('feedmirror apps set acme --secret-file FILE');
+    await page.goto(`${stack.url}/dashboard`);
+    expect(await page.locator(`tr[data-account-id="${shopId}"] td.health`).textContent()).not.toContain('acme');
   });
 
   it('"Invite an owner" offers the apps (the default first) and the invitation connects through the chosen one', async () => {
