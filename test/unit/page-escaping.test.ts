@@ -64,6 +64,8 @@ describe('an unmarked value is escaped on every page', () => {
         () => 'http://sim.test',
         () => undefined,
       );
+      // The app the consent page is asked for must be registered with the platform (the simulator keeps several).
+      state.apps.set(`app${v}`, { appId: `app${v}`, secret: 'secret', restricted: false });
       state.createAccount({ username: 'shop', name: `Shop ${v}` });
       state.createAccount({ username: 'other', profilePicture: false });
       const ctx = {
@@ -82,7 +84,10 @@ describe('an unmarked value is escaped on every page', () => {
         response_type: 'code',
         ...query,
       };
-      return String(handleOAuth(ctx, { method: 'GET', path: '/authorize', query: q }).body);
+      const { body } = handleOAuth(ctx, { method: 'GET', path: '/authorize', query: q });
+      // An HTML page is a string or a Buffer, never a stream.
+      if (typeof body !== 'string' && !Buffer.isBuffer(body)) throw new Error('the consent page came as a stream');
+      return body.toString();
     };
     expectEscaped('consent', page(PLAIN), page(HOSTILE));
     // A scope is split at spaces and commas: one word of markup.
