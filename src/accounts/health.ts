@@ -4,6 +4,7 @@ import { redactText } from '../util/redact.ts';
 import { maskEmail } from './owner-contact.ts';
 import type { Db } from '../store/db.ts';
 import { versionAvailability } from '../platform/versions.ts';
+import { DEFAULT_APP, type AppFaultKind } from '../store/apps.ts';
 import { loadHealthFacts, type StoredHealthFacts } from '../store/health-facts.ts';
 import { getRemovalHold, listRemovalHolds } from '../store/holds.ts';
 
@@ -48,6 +49,7 @@ export const HEALTH_REASON_KINDS = [
   'removal_held',
   'webhooks_failing',
   'api_version_ending',
+  'app_fault',
 ] as const;
 export type HealthReasonKind = (typeof HEALTH_REASON_KINDS)[number];
 
@@ -152,6 +154,16 @@ export interface HealthFacts {
   ownerEmail: string | null;
   /** The account's newest reconnect link (R-OWN-12: only the newest can work), or null. */
   reconnectLink: ReconnectLinkFact | null;
+  /**
+   * The app the account connects through (null or absent: the default app) and what the platform
+   * last said against the app itself (a refused secret, a restriction), kept on the app's row.
+   */
+  app?: AppFact | null;
+}
+
+export interface AppFact {
+  name: string;
+  fault: { kind: AppFaultKind; message: string; at: Date } | null;
 }
 
 /** The newest reconnect link of an account: how it went out, when, until when, and whether spent. */
@@ -289,6 +301,10 @@ export function accountHealth(f: HealthFacts, p: HealthPolicy): AccountHealth {
       `the last ${plural(f.token.refreshFailures, 'token renewal')} failed${f.token.lastRefreshErrorKind ? ` (${f.token.lastRefreshErrorKind.replace(/_/g, ' ')})` : ''}: ${clip(f.token.lastRefreshError, 160)}`,
     );
 
+  // ---- the app, when the cause is the app and not the account (one app per client) ----
+  const appFault = appFaultText(f);
+  if (appFault) add('app_fault', 'fail', appFault);
+
   // ---- last sync ----
   const syncs = active && f.token.present; // otherwise nothing syncs, by design (R-TOK-10)
   if (syncs) {
@@ -424,6 +440,27 @@ export function accountHealth(f: HealthFacts, p: HealthPolicy): AccountHealth {
   reasons.sort((a, b) => (a.level === b.level ? 0 : a.level === 'fail' ? -1 : 1));
   const verdict: Verdict = reasons.some((r) => r.level === 'fail') ? 'fail' : reasons.length ? 'warn' : 'ok';
   return { verdict, reasons };
+}
+
+const APP_FAULT_KINDS: ReadonlySet<ErrorKind> = new Set<AppFaultKind>(['app_secret_refused', 'app_restricted']);
+
+/**
+ * The app's fault, naming the app and the fix. A named app's fault is on its row (recorded once,
+ * cleared when the app works again); the default app has no row, so its fault is read from the
+ * account's own last sync or renewal error.
+ */
+function appFaultText(f: HealthFacts): string | null {
+  const name = f.app?.name ?? DEFAULT_APP;
+  const ownKind = [f.sync.errorKind, f.token.lastRefreshErrorKind].find((k) => k !== null && APP_FAULT_KINDS.has(k));
+  const fault: { kind: AppFaultKind; at: Date | null } | null =
+    f.app?.fault ?? (name === DEFAULT_APP && ownKind ? { kind: ownKind as AppFaultKind, at: f.sync.lastAt } : null);
+  if (!fault) return null;
+  const since = fault.at ? ` since ${at(fault.at)}` : '';
+  if (fault.kind === 'app_secret_refused')
+    return name === DEFAULT_APP
+      ? `the platform refuses the secret of the default app${since}: every account of the app stops syncing; set APP_SECRET to the app's current secret and restart feedmirror`
+      : `the platform refuses the secret of app ${name}${since}: every account of the app stops syncing; give it the app's current secret with \`feedmirror apps set ${name} --secret-file FILE\``;
+  return `the platform restricted app ${name}${since}: none of its accounts can be read; fix the app in the platform's developer settings (the other apps' accounts are not affected)`;
 }
 
 /** "ok", or "fail: <first reason>; <second reason> (+2 more)": one line for lists and logs. */

@@ -3,11 +3,12 @@ import type { Db } from './db.ts';
 import { unpackPost } from './post-pack.ts';
 import type { AccountStatus } from './accounts.ts';
 import type { ReconnectDelivery } from './owners.ts';
+import type { AppFaultKind } from './apps.ts';
 
 /**
  * What an account's health is computed from (src/accounts/health.ts), read for one account or
  * for all of them in the same six grouped queries, however many accounts there are: accounts
- * with their tokens, owners and newest reconnect links, failing copies, copies missing from storage, posts withheld, publications,
+ * with their tokens, owners, apps (and their faults) and newest reconnect links, failing copies, copies missing from storage, posts withheld, publications,
  * and webhook endpoints whose latest delivery of the account's events did not go through.
  */
 export interface StoredHealthFacts {
@@ -63,6 +64,8 @@ export interface StoredHealthFacts {
     usedAt: Date | null;
     revokedAt: Date | null;
   } | null;
+  /** The account's app (null: the default app, which has no row) and the fault recorded against it. */
+  app?: { name: string; fault: { kind: AppFaultKind; message: string; at: Date } | null } | null;
 }
 
 interface AccountRow {
@@ -93,6 +96,10 @@ interface AccountRow {
   over_cap_account: string;
   over_cap_file_limit: string | null;
   over_cap_account_limit: string | null;
+  app_name: string | null;
+  app_fault_kind: AppFaultKind | null;
+  app_fault: string | null;
+  app_fault_at: Date | null;
 }
 
 /** Health facts of every account (ordered by username), or of one (`accountId`): [] when it does not exist. */
@@ -105,8 +112,11 @@ export async function loadHealthFacts(db: Db, opts: { accountId?: string } = {})
               (t.account_id IS NOT NULL) AS has_token, t.expires_at, t.refresh_failures, t.last_refresh_error,
               t.last_refresh_error_kind, a.owner_email, l.delivery AS link_delivery, l.created_at AS link_created_at,
               l.expires_at AS link_expires_at, l.used_at AS link_used_at, l.revoked_at AS link_revoked_at,
-              vc.over_cap_file, vc.over_cap_account, vc.over_cap_file_limit, vc.over_cap_account_limit
+              vc.over_cap_file, vc.over_cap_account, vc.over_cap_file_limit, vc.over_cap_account_limit,
+              a.app_name, ap.fault_kind AS app_fault_kind, ap.fault AS app_fault, ap.fault_at AS app_fault_at
          FROM accounts a LEFT JOIN tokens t ON t.account_id = a.id
+         -- The account's app and its recorded fault (the health names the app when it is the cause).
+         LEFT JOIN apps ap ON ap.name = a.app_name
          -- The newest reconnect link, in this same query (ordered as latestReconnectLinks in owners.ts).
          LEFT JOIN LATERAL (
               SELECT r.delivery, r.created_at, r.expires_at, r.used_at, r.revoked_at
@@ -265,6 +275,15 @@ export async function loadHealthFacts(db: Db, opts: { accountId?: string } = {})
               revokedAt: a.link_revoked_at,
             }
           : null,
+      app: a.app_name
+        ? {
+            name: a.app_name,
+            fault:
+              a.app_fault_kind && a.app_fault_at
+                ? { kind: a.app_fault_kind, message: a.app_fault ?? '', at: a.app_fault_at }
+                : null,
+          }
+        : null,
     };
   });
 }

@@ -5,6 +5,7 @@ import { accountsPage, removeConfirmPage } from '../../src/http/dashboard/accoun
 import { invitationPage } from '../../src/http/dashboard/invitations-views.ts';
 import type { LayoutOptions } from '../../src/http/dashboard/layout.ts';
 import { previewPage } from '../../src/http/dashboard/preview-views.ts';
+import { appsPage } from '../../src/http/dashboard/apps-views.ts';
 import { deliveriesPage, secretPage, webhooksPage } from '../../src/http/dashboard/webhooks-views.ts';
 import { widgetPage, widgetsPage } from '../../src/http/dashboard/widgets-views.ts';
 import { renderOwnerPage } from '../../src/http/owner-pages.ts';
@@ -303,6 +304,28 @@ export function renderEveryPage(v: string): Record<string, string> {
         expiresAt: LATER,
         email: { emailed: false, to: `o${v}@x.example`, via: null, error: `smtp ${v}` },
       },
+      o,
+    ),
+    'dashboard apps': appsPage(
+      [
+        { name: 'default', appId: `1${v}`, accounts: 2, fault: null },
+        {
+          name: `acme${v}`,
+          appId: `2${v}`,
+          accounts: 1,
+          fault: { kind: 'app_secret_refused', message: `refused ${v}`, at: NOW },
+        },
+        {
+          name: `beta${v}`,
+          appId: null,
+          accounts: 0,
+          fault: { kind: 'app_restricted', message: `restricted ${v}`, at: NOW },
+        },
+      ],
+      o,
+    ),
+    'dashboard invitation, through an app': invitationPage(
+      { url: `https://x.example/connect?invite=${v}`, expiresAt: LATER, email: null, app: `acme${v}` },
       o,
     ),
     'dashboard webhooks': webhooksPage(

@@ -319,6 +319,38 @@ describe('accountHealth: one verdict and its reasons (R-HLT-1, R-HLT-2)', () => 
         },
       ];
     })(),
+    {
+      kind: 'app_fault',
+      verdict: 'fail',
+      patch: {
+        app: {
+          name: 'acme',
+          fault: { kind: 'app_secret_refused', message: 'code 101', at: new Date('2026-06-01T11:00:00Z') },
+        },
+      },
+      text: /the platform refuses the secret of app acme since 2026-06-01 11:00 UTC: every account of the app stops syncing; .*`feedmirror apps set acme --secret-file FILE`/,
+    },
+    {
+      kind: 'app_fault',
+      verdict: 'fail',
+      patch: {
+        app: {
+          name: 'acme',
+          fault: { kind: 'app_restricted', message: 'code 368', at: new Date('2026-06-01T11:00:00Z') },
+        },
+      },
+      text: /the platform restricted app acme since 2026-06-01 11:00 UTC: .*developer settings \(the other apps' accounts are not affected\)/,
+    },
+    {
+      // The default app has no row: its fault is the account's own last sync error.
+      kind: 'app_fault',
+      verdict: 'fail',
+      patch: {
+        sync: { outcome: 'failed', error: 'the platform refuses the app secret', errorKind: 'app_secret_refused' },
+      },
+      text: /the platform refuses the secret of the default app since .*set APP_SECRET to the app's current secret/,
+      extra: ['sync_failed'],
+    },
   ];
 
   for (const c of cases)
@@ -352,6 +384,17 @@ describe('accountHealth: one verdict and its reasons (R-HLT-1, R-HLT-2)', () => 
 
   it('covers every reason kind', () => {
     expect(new Set(cases.map((c) => c.kind))).toEqual(new Set(HEALTH_REASON_KINDS));
+  });
+
+  it('an account of an app without a fault is ok; a rate limit on the app is not a fault of the app', () => {
+    expect(only(facts({ app: { name: 'acme', fault: null } })).kinds).toEqual([]);
+    const limited = only(
+      facts({
+        app: { name: 'acme', fault: null },
+        sync: { outcome: 'failed', error: 'app rate limit (code 4)', errorKind: 'rate_limit' },
+      }),
+    );
+    expect(limited.kinds).toEqual(['sync_rate_limited']);
   });
 
   it('never ok while a copy fails, a post is withheld or the last sync failed (R-HLT-2)', () => {

@@ -64,13 +64,10 @@ describe('an unmarked value is escaped on every page', () => {
         () => 'http://sim.test',
         () => undefined,
       );
+      // The app the consent page is asked for must be registered with the platform (the simulator keeps several).
+      state.apps.set(`app${v}`, { appId: `app${v}`, secret: 'secret', restricted: false });
       state.createAccount({ username: 'shop', name: `Shop ${v}` });
       state.createAccount({ username: 'other', profilePicture: false });
-      // The app is registered with the platform (an unknown client_id gets an error page instead).
-      state.addApp(
-        () => 'secret',
-        () => `app${v}`,
-      );
       const ctx = {
         state,
         signer: { sign: () => `https://sim.test/img?sig=${encodeURIComponent(v)}` },
@@ -88,7 +85,8 @@ describe('an unmarked value is escaped on every page', () => {
         ...query,
       };
       const { body } = handleOAuth(ctx, { method: 'GET', path: '/authorize', query: q });
-      if (typeof body !== 'string' && !Buffer.isBuffer(body)) throw new Error('the authorize page is text');
+      // An HTML page is a string or a Buffer, never a stream.
+      if (typeof body !== 'string' && !Buffer.isBuffer(body)) throw new Error('the consent page came as a stream');
       return body.toString();
     };
     expectEscaped('consent', page(PLAIN), page(HOSTILE));

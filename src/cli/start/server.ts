@@ -138,7 +138,7 @@ export async function buildServeApp(ctx: AppContext, opts: { draining?: () => bo
     ? {
         start: () => startLogin(c),
         invite: async (ttlMs, owner, opts = {}) => {
-          const inv = await createInvitation(db, ctx.clock.now(), ttlMs, 'dashboard', owner);
+          const inv = await createInvitation(db, ctx.clock.now(), ttlMs, 'dashboard', owner, opts.app ?? null);
           const url = invitationUrl(publicUrl, inv.token);
           // Emailed with the alerts' mailer and templates, made at the first email (serve starts
           // whatever the SMTP settings say); a failure is said on the page, the link shown to copy.
@@ -203,6 +203,7 @@ export async function buildServeApp(ctx: AppContext, opts: { draining?: () => bo
       clock: ctx.clock,
       logger: ctx.logger,
       ...(dashboardConnect ? { connect: dashboardConnect } : {}),
+      ...(ctx.config.APP_ID ? { defaultAppId: ctx.config.APP_ID } : {}),
       webhooks: { cipher: ctx.cipher, allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE },
       // R-OWN-7: the dashboard's "Confirm" is `feedmirror feeds confirm-removal`, in this process.
       removals: {

@@ -9,6 +9,7 @@ import { reasonList, removalHoldNotice, returnHere, verdictBadge } from './healt
 import { csrfField, layout, postForm, type LayoutOptions } from './layout.ts';
 import type { StoredRemovalHold } from '../../store/holds.ts';
 import type { LatestReconnectLink } from '../../store/owners.ts';
+import { DEFAULT_APP } from '../../store/apps.ts';
 
 /**
  * One account's page (/dashboard/accounts/<id>): its health with every reason, the token, the
@@ -132,7 +133,7 @@ export function accountPage(d: AccountPageData, o: LayoutOptions): string {
   const base = `/dashboard/accounts/${encodeURIComponent(a.id)}`;
   const problem = a.status === 'reauth_required' ? explainError(a.statusReasonKind, a.statusReason) : null;
   const body = html`<h1>@${a.username}</h1>
-<p class="muted">${a.id}${a.displayName ? ` · ${a.displayName}` : ''} · connected ${when(a.createdAt)}</p>
+<p class="muted">${a.id}${a.displayName ? ` · ${a.displayName}` : ''} · connected ${when(a.createdAt)} · <span data-app="${a.app ?? DEFAULT_APP}">app <a href="/dashboard/apps">${a.app ?? DEFAULT_APP}</a></span></p>
 <div class="actions">${form(`${base}/sync`, 'Sync now', o.csrf)}${form(`${base}/refresh`, 'Refresh now', o.csrf)}<a class="button danger" href="${base}/remove">Remove…</a></div>
 <section id="health" data-health="${d.health.verdict}"><h2>Health ${verdictBadge(d.health.verdict)}</h2>
 ${d.health.reasons.length ? reasonList(d.health) : html`<p class="ok">Nothing to report: synced, every post published, every copy made.</p>`}

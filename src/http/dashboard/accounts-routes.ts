@@ -1,6 +1,7 @@
 import type { Router } from 'express';
 import { loadAccountHealth } from '../../accounts/health.ts';
 import { listSyncRuns } from '../../store/accounts.ts';
+import { listApps } from '../../store/apps.ts';
 import { listCopyFailures } from '../../store/copy-failures.ts';
 import { accountCopyTotals, listAccountDeliveries, listAccountEvents } from '../../store/health-facts.ts';
 import { getRemovalHold } from '../../store/holds.ts';
@@ -26,14 +27,20 @@ export function registerAccountRoutes(guarded: Router, c: DashboardContext): voi
 function accountsList(c: DashboardContext): AsyncHandler {
   return async (req, res) => {
     const policy = c.healthPolicy();
-    const [accounts, invitations] = await Promise.all([
+    const [accounts, invitations, apps] = await Promise.all([
       loadAccountOverviews(c.deps.db, policy),
       listInvitations(c.deps.db, policy.now),
+      listApps(c.deps.db),
     ]);
     c.pageHeaders(res);
-    res
-      .type('html')
-      .send(accountsPage(accounts, { ...c.layoutOf(req, res), warnings: c.storageWarnings(), invitations }));
+    res.type('html').send(
+      accountsPage(accounts, {
+        ...c.layoutOf(req, res),
+        warnings: c.storageWarnings(),
+        invitations,
+        apps: apps.map((a) => a.name),
+      }),
+    );
   };
 }
 

@@ -1,4 +1,5 @@
 import { html, join, type Html } from '../../util/html.ts';
+import { DEFAULT_APP } from '../../store/apps.ts';
 import type { ListedInvitation } from '../../store/invitations.ts';
 import { syncSummary } from '../../accounts/sync-summary.ts';
 import type { AccountOverview } from './data.ts';
@@ -71,7 +72,7 @@ function healthCell(a: AccountOverview): Html {
 function accountRow(a: AccountOverview, csrf: string): Html {
   const base = `/dashboard/accounts/${encodeURIComponent(a.id)}`;
   return html`<tr data-account-id="${a.id}">
-<td><a href="${base}"><strong>@${a.username}</strong></a>${a.displayName ? html`<br>${a.displayName}` : ''}<br><small>${a.id}</small></td>
+<td><a href="${base}"><strong>@${a.username}</strong></a>${a.displayName ? html`<br>${a.displayName}` : ''}<br><small>${a.id}</small><br><small data-app="${a.app ?? DEFAULT_APP}">app ${a.app ?? DEFAULT_APP}</small></td>
 <td class="status-${a.status}">${STATUS_WORDS[a.status] ?? a.status}</td>
 <td>${daysLeftCell(a)}</td>
 <td>${refreshCell(a)}</td>
@@ -110,20 +111,26 @@ function invitationList(list: ListedInvitation[]): Html | '' {
 <table class="invitations"><thead><tr><th>Made</th><th>For</th><th>State</th><th>Email</th></tr></thead><tbody>${join(rows, '\n')}</tbody></table>`;
 }
 
+type ConnectOptions = LayoutOptions & { invitations?: ListedInvitation[]; apps?: string[] };
+
+/** The app the invited account connects through: offered once there is more than the default app (first, chosen). */
+function appSelect(apps: string[]): Html | '' {
+  if (apps.length === 0) return '';
+  const options = [DEFAULT_APP, ...apps].map((a) => html`<option value="${a}">${a}</option>`);
+  return html`<label>app <select name="app">${join(options, '')}</select></label> `;
+}
+
 /** Connecting: the operator's own login, and the form that invites an owner. */
-function connectSection(o: LayoutOptions & { invitations?: ListedInvitation[] }): Html {
+function connectSection(o: ConnectOptions): Html {
   if (!o.connectUrl)
     return html`<p class="muted">Connecting through the login needs APP_ID and APP_SECRET; <code>feedmirror accounts add</code> works without them.</p>`;
   return html`<h2>Connecting an account</h2>
 <p class="muted">Your own account: <a href="${o.connectUrl}">connect it now</a> (you log in on the platform and approve). Someone else's: invite its owner. The invitation is a link that works once and expires; send it to them, or give their email and have it emailed.</p>
-${postForm('/dashboard/invitations', 'Invite an owner', o.csrf, { extra: html`<label>expires in <select name="expires"><option value="1d">1 day</option><option value="7d" selected>7 days</option><option value="30d">30 days</option></select></label> <label>owner email (optional) <input type="email" name="owner_email" maxlength="254" autocomplete="off"></label> <label>owner name <input name="owner_name" maxlength="200" autocomplete="off"></label> <label><input type="checkbox" name="send" value="email"> email it to the owner</label> ` })}
+${postForm('/dashboard/invitations', 'Invite an owner', o.csrf, { extra: html`<label>expires in <select name="expires"><option value="1d">1 day</option><option value="7d" selected>7 days</option><option value="30d">30 days</option></select></label> <label>owner email (optional) <input type="email" name="owner_email" maxlength="254" autocomplete="off"></label> <label>owner name <input name="owner_name" maxlength="200" autocomplete="off"></label> <label><input type="checkbox" name="send" value="email"> email it to the owner</label> ${appSelect(o.apps ?? [])}` })}
 ${invitationList(o.invitations ?? [])}`;
 }
 
-export function accountsPage(
-  accounts: AccountOverview[],
-  o: LayoutOptions & { warnings: string[]; invitations?: ListedInvitation[] },
-): string {
+export function accountsPage(accounts: AccountOverview[], o: ConnectOptions & { warnings: string[] }): string {
   const warnings = o.warnings.map((w) => html`<p class="notice">${w}</p>`);
   const table = accounts.length
     ? html`<table><thead><tr><th>Account</th><th>Status</th><th>Token expires</th><th>Last refresh</th><th>Last sync</th><th>Posts</th><th>Copies</th><th>Feed</th><th>Health</th><th>Actions</th></tr></thead>

@@ -52,6 +52,8 @@ export interface DashboardDeps {
   logger: Logger;
   /** Connecting accounts (APP_ID/APP_SECRET set); omitted: the dashboard offers no connect. */
   connect?: DashboardConnect;
+  /** APP_ID, the default app's id, for the apps page (undefined: not set). */
+  defaultAppId?: string;
   /** Webhook endpoints (add, rotate, remove, delivery log); omitted: no webhooks page. */
   webhooks?: { cipher: TokenCipher; allowPrivate: boolean };
   /** Confirming a held removal (src/feeds/removal.ts confirmHeldRemoval); omitted: the CLI only. */
@@ -86,7 +88,7 @@ export interface DashboardConnect {
   invite(
     ttlMs: number,
     owner?: InvitationOwner | null,
-    opts?: { send?: boolean },
+    opts?: { send?: boolean; app?: string | null },
   ): Promise<{ url: string; expiresAt: Date; email: InvitationEmailOutcome | null }>;
 }
 

@@ -30,7 +30,7 @@ export const EXPLANATIONS: Readonly<Record<ErrorKind, string>> = {
   missing_permission:
     'A required permission was not granted. Ask the owner to connect again and approve every permission.',
   app_secret_refused:
-    "The platform refuses the secret of this account's app (reset on the platform?). Nothing the owner can do: give feedmirror the app's current secret with feedmirror apps set <app> --secret-file <file>.",
+    "The platform refuses the secret of this account's app (reset on the platform?). Nothing the owner can do: give feedmirror the app's current secret with feedmirror apps set APP --secret-file FILE.",
   app_restricted:
     "The platform restricted this account's app, so its accounts cannot be read. Fix the app in the platform's developer settings; the other apps' accounts are not affected.",
   rate_limit:

@@ -8,6 +8,7 @@ import { loginRoutes } from '../auth/routes.ts';
 import { sessionOf } from '../auth/sessions.ts';
 import { registerAccountActionRoutes } from './account-actions-routes.ts';
 import { registerAccountRoutes } from './accounts-routes.ts';
+import { registerAppRoutes } from './apps-routes.ts';
 import { dashboardContext, FORM_MAX_FIELDS, type DashboardContext, type DashboardDeps } from './context.ts';
 import { registerInvitationRoutes } from './invitations-routes.ts';
 import { registerOwnerRoutes } from './owner-routes.ts';
@@ -19,8 +20,8 @@ import { isWidgetFormPost, registerWidgetRoutes, WIDGET_FORM_MAX_FIELDS } from '
 
 /**
  * The operator dashboard under /dashboard: the accounts and their actions, invitations, widgets,
- * webhooks, previews and bull-board at /dashboard/queues, all behind the same login (auth/) and
- * CSRF checks (csrf.ts). Each resource registers its routes from a module of its own
+ * webhooks, the platform apps, previews and bull-board at /dashboard/queues, all behind the same
+ * login (auth/) and CSRF checks (csrf.ts). Each resource registers its routes from a module of its own
  * (<resource>-routes.ts, with its pages in <resource>-views.ts); context.ts has what they share.
  */
 export type { DashboardConnect, DashboardDeps, DashboardQueues } from './context.ts';
@@ -49,6 +50,7 @@ export function dashboardRouter(deps: DashboardDeps): Router {
   registerInvitationRoutes(guarded, c);
   if (deps.widgets) registerWidgetRoutes(guarded, c, deps.widgets);
   registerWebhookRoutes(guarded, c);
+  registerAppRoutes(guarded, c);
   registerSessionRoutes(guarded, c);
 
   guarded.use((_req: Request, res: Response) => {

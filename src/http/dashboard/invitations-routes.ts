@@ -1,6 +1,7 @@
 import type { Router } from 'express';
 import { firstIssue, ownerInputSchema } from '../../accounts/owner-contact.ts';
 import type { InvitationEmailOutcome } from '../../alerts/invitation-email.ts';
+import { APP_NAME_RE, DEFAULT_APP, getApp } from '../../store/apps.ts';
 import type { InvitationOwner } from '../../store/invitations.ts';
 import type { AsyncHandler, DashboardContext } from './context.ts';
 import { invitationPage } from './invitations-views.ts';
@@ -55,16 +56,35 @@ function invite(c: DashboardContext): AsyncHandler {
       c.flashTo(res, { kind: 'error', text: "Invitation not created: emailing it needs the owner's email." });
       return;
     }
-    const inv = await connect.invite(ttl, owner, { send });
+    // The app the account will connect through (Standard Access: one app per client).
+    const app = await chosenApp(c, body.app);
+    if (app === undefined) {
+      c.flashTo(res, { kind: 'error', text: 'Invitation not created: no such app (see Apps).' });
+      return;
+    }
+    const inv = await connect.invite(ttl, owner, { send, app });
     logger.info(
-      { expiresAt: inv.expiresAt.toISOString(), emailed: inv.email?.emailed ?? false },
+      { expiresAt: inv.expiresAt.toISOString(), emailed: inv.email?.emailed ?? false, app: app ?? DEFAULT_APP },
       'dashboard: invitation created',
     );
     c.pageHeaders(res);
     res
       .type('html')
-      .send(invitationPage(inv, { ...c.layoutOf(req, res), flash: invitationFlash(inv.email, inv.expiresAt) }));
+      .send(
+        invitationPage(
+          { ...inv, app: app ?? DEFAULT_APP },
+          { ...c.layoutOf(req, res), flash: invitationFlash(inv.email, inv.expiresAt) },
+        ),
+      );
   };
+}
+
+/** The app named by the form: null for the default app (or none chosen), undefined for an unknown one. */
+async function chosenApp(c: DashboardContext, field: unknown): Promise<string | null | undefined> {
+  const name = typeof field === 'string' ? field.trim() : '';
+  if (name === '' || name === DEFAULT_APP) return null;
+  if (!APP_NAME_RE.test(name)) return undefined;
+  return (await getApp(c.deps.db, name)) ? name : undefined;
 }
 
 /** What the invitation page says first about its email: sent, or why not (the link is below to copy). */

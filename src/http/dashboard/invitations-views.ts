@@ -4,7 +4,7 @@ import { layout, type LayoutOptions } from './layout.ts';
 
 /** An invitation just made: the link, shown only now, and whether it was emailed to its owner. */
 export function invitationPage(
-  inv: { url: string; expiresAt: Date; email?: InvitationEmailOutcome | null },
+  inv: { url: string; expiresAt: Date; email?: InvitationEmailOutcome | null; app?: string },
   o: LayoutOptions,
 ): string {
   const until = inv.expiresAt.toISOString().replace('T', ' ').slice(0, 16);
@@ -14,6 +14,7 @@ export function invitationPage(
     : html`<p${e ? html` data-emailed="no"` : ''}>Send this link to the account's owner${e ? ` (${e.to})` : ''}. It works once, until ${until} UTC; it is shown only now.</p>`;
   const body = html`<h1>Invitation created</h1>
 ${what}
+${inv.app ? html`<p data-app="${inv.app}">The account connects through the app <strong>${inv.app}</strong>.</p>` : ''}
 <p><input id="invitation" readonly size="90" value="${inv.url}"></p>
 <p><a class="button" href="/dashboard">Back to the accounts</a></p>`;
   return layout('Invitation created', body, o);

@@ -54,7 +54,7 @@ export function layout(title: string, body: Html, o: LayoutOptions): string {
   return String(html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · feedmirror</title><link rel="stylesheet" href="${DASHBOARD_STYLESHEET}"></head>
-<body><header><a class="brand" href="/dashboard">feedmirror</a><a href="/dashboard">Accounts</a><a href="/dashboard/queues">Queues</a><a href="/dashboard/widgets">Widgets</a><a href="/dashboard/webhooks">Webhooks</a>${o.connectUrl ? html`<a href="${o.connectUrl}">Connect an account</a>` : ''}${logout}</header>
+<body><header><a class="brand" href="/dashboard">feedmirror</a><a href="/dashboard">Accounts</a><a href="/dashboard/queues">Queues</a><a href="/dashboard/widgets">Widgets</a><a href="/dashboard/webhooks">Webhooks</a><a href="/dashboard/apps">Apps</a>${o.connectUrl ? html`<a href="${o.connectUrl}">Connect an account</a>` : ''}${logout}</header>
 <main>${flash}${body}</main></body></html>
 `);
 }
