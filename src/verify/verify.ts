@@ -854,9 +854,12 @@ async function repair(deps: VerifyDeps, opts: VerifyOptions, found: CheckResult)
           detail: `the deployment marker written again, since ${claimedBecause(o.claimed)}`,
         });
       else
-        failed(undefined, DEPLOYMENT_MARKER_KEY, 'could not write the deployment marker', {
-          message: `${ownershipNotice(o).line} -> ${ownershipNotice(o).fix}`,
-        });
+        failed(
+          undefined,
+          DEPLOYMENT_MARKER_KEY,
+          'could not write the deployment marker',
+          new Error(`${ownershipNotice(o).line} -> ${ownershipNotice(o).fix}`),
+        );
     } catch (err) {
       failed(undefined, DEPLOYMENT_MARKER_KEY, 'could not write the deployment marker', err);
     }

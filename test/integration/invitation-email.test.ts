@@ -156,7 +156,9 @@ describe('feedmirror accounts invite --send (R-OWN-10, R-EML-1)', () => {
     const sent = await cli(['accounts', 'invite', '--owner-email', OWNER, '--send', '--json']);
     expect(sent.code, sent.err).toBe(0);
     const j = JSON.parse(sent.out) as Record<string, unknown> & { email: Record<string, unknown> };
-    expect(Object.keys(j)).toEqual(['url', 'expiresAt', 'owner', 'emailed', 'email']);
+    expect(Object.keys(j)).toEqual(['url', 'expiresAt', 'owner', 'app', 'emailed', 'email']);
+    // Invited through the default app (APP_ID/APP_SECRET): no app was named.
+    expect(j.app).toBe('default');
     expect(j).toMatchObject({ emailed: true, owner: { email: OWNER, name: null } });
     expect(j.email).toEqual({ to: OWNER, at: expect.stringMatching(/Z$/), via: 'smtp' });
 

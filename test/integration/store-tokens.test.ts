@@ -444,6 +444,7 @@ describe('login states', () => {
       result: 'used',
       invitationHash: null,
       reconnectHash: null,
+      app: null,
     });
   });
 
@@ -454,12 +455,14 @@ describe('login states', () => {
       result: 'used',
       invitationHash: null,
       reconnectHash: 'r'.repeat(64),
+      app: null,
     });
     const late = await createLoginState(pool, t0, 10 * MINUTE, { invitationHash: 'i'.repeat(64) });
     expect(await takeLoginState(pool, late, later(10 * MINUTE))).toEqual({
       result: 'expired',
       invitationHash: 'i'.repeat(64),
       reconnectHash: null,
+      app: null,
     });
   });
 
@@ -472,6 +475,7 @@ describe('login states', () => {
       result: 'ok',
       invitationHash: null,
       reconnectHash: null,
+      app: null,
     });
   });
 });
