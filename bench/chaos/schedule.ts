@@ -1,3 +1,4 @@
+import { seededRandom } from '../feeds.ts';
 import { HOUR, MINUTE } from '../../src/util/clock.ts';
 
 /**
@@ -6,17 +7,8 @@ import { HOUR, MINUTE } from '../../src/util/clock.ts';
  * one seed, so the same seed replays the same plan (the history file records it too).
  */
 
-/** mulberry32: small, fast and the same on every machine; enough for a plan, not for secrets. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The soak's seeded random source: the same mulberry32 the realistic feeds draw from. */
+export const prng: (seed: number) => () => number = seededRandom;
 
 export type Random = () => number;
 export const pick = <T>(r: Random, list: readonly T[]): T => list[Math.floor(r() * list.length)] as T;
